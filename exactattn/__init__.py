@@ -1,0 +1,27 @@
+"""exactattn: check, exactly, when softmax attention simulates hard attention.
+
+The Python API that the CLI wraps::
+
+    from exactattn import load_model, evaluate, run_check
+    model = load_model("model.json")
+    result = run_check(model, max_n=8)
+    result.to_json()
+"""
+
+from .check import CheckResult, Evaluation, evaluate, run_check
+from .errors import ExactAttnError, ModelError, UsageError
+from .model import Model, load_model, model_from_dict
+
+__all__ = [
+    "CheckResult",
+    "Evaluation",
+    "ExactAttnError",
+    "Model",
+    "ModelError",
+    "UsageError",
+    "evaluate",
+    "load_model",
+    "model_from_dict",
+    "run_check",
+]
+__version__ = "0.1.0"

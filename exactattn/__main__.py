@@ -1,0 +1,5 @@
+"""``python -m exactattn`` runs the CLI."""
+
+from .cli import main
+
+main()

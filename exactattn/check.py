@@ -1,0 +1,431 @@
+"""The check: every input of every length, both meanings, all measurements.
+
+This is the Python API that the CLI wraps (``run_check``, ``evaluate``). Long runs
+report progress through a callback and keep every finished length, so an
+interrupted run loses only the length in progress.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from flint import arb, arb_mat
+
+from .errors import ModelError, UsageError
+from .expr import Expr, ExprError, UndecidedError, parse_expr
+from .hard import CompiledModel, HardBatch, read_output, run_hard
+from .measure import LengthAccumulator, SoftVerdict, delta_bounds, tight
+from .model import AttentionLayer, Model
+from .numbers import arb_endpoints, decimal_down, decimal_up
+from .reference import Oracle
+from .soft import WeightCache, precision, run_soft
+
+RESULT_FORMAT = "exactattn-result/1"
+BASE_PREC = 96
+MAX_PREC = 4096
+BATCH = 2048
+
+
+# ---------------------------------------------------------------------------
+# inputs
+# ---------------------------------------------------------------------------
+
+
+def count_inputs(model: Model, min_n: int, max_n: int) -> int:
+    k = len(model.alphabet)
+    return sum(k**n for n in range(min_n, max_n + 1))
+
+
+def words_of_length(model: Model, n: int) -> Iterator[tuple[str, ...]]:
+    """Every input of length n, in lexicographic order of the alphabet as listed."""
+    return itertools.product(model.alphabet, repeat=n)
+
+
+def batches(it: Iterator[tuple[str, ...]], size: int) -> Iterator[list[tuple[str, ...]]]:
+    while True:
+        chunk = list(itertools.islice(it, size))
+        if not chunk:
+            return
+        yield chunk
+
+
+# ---------------------------------------------------------------------------
+# temperatures
+# ---------------------------------------------------------------------------
+
+
+def parse_tau(text: str | None) -> Expr | None:
+    """A --tau override: an expression in n (``None`` keeps the model's)."""
+    if text is None:
+        return None
+    try:
+        return parse_expr(text, ("n",), transcendental=True)
+    except ExprError as exc:
+        raise UsageError(f"--tau: bad expression '{text}': {exc}") from None
+
+
+class Temperatures:
+    """τ(n) of every head as certified balls, per precision; refuses τ(n) ≤ 0."""
+
+    def __init__(self, model: Model, override: Expr | None) -> None:
+        self.model = model
+        self.override = override
+        self._cache: dict[tuple[int, int], list[list[arb] | None]] = {}
+
+    def expr_for(self, li: int, hi: int) -> tuple[Expr, str]:
+        if self.override is not None:
+            return self.override, "--tau"
+        h = self.model.layers[li].heads[hi]  # type: ignore[union-attr]
+        if h.temperature is not None:
+            return h.temperature, f"layers[{li}].heads[{hi}].temperature"
+        return self.model.temperature, "temperature"
+
+    def value(self, expr: Expr, path: str, n: int, prec: int) -> arb:
+        try:
+            v = expr.eval_arb({"n": n}, prec)
+        except UndecidedError as exc:
+            raise ModelError(path, f"τ({n}) cannot be evaluated: {exc}") from None
+        except ExprError as exc:
+            raise ModelError(
+                path, f"τ({n}) = '{expr.text}' is undefined at n = {n}: {exc}",
+                "use a temperature defined for every checked n (or raise --min-n)",
+            ) from None
+        if v > 0:
+            return v
+        if v <= 0:
+            raise ModelError(
+                path, f"τ({n}) = '{expr.text}' is not positive at n = {n}",
+                "temperatures must be > 0 for every checked n",
+            )
+        raise ModelError(path, f"cannot certify τ({n}) > 0 for '{expr.text}'")
+
+    def at(self, n: int, prec: int) -> list[list[arb] | None]:
+        key = (n, prec)
+        if key not in self._cache:
+            out: list[list[arb] | None] = []
+            for li, layer in enumerate(self.model.layers):
+                if isinstance(layer, AttentionLayer):
+                    row = []
+                    for hi in range(len(layer.heads)):
+                        e, path = self.expr_for(li, hi)
+                        with precision(prec):
+                            row.append(self.value(e, path, n, prec))
+                    out.append(row)
+                else:
+                    out.append(None)
+            self._cache[key] = out
+        return self._cache[key]
+
+    def display(self, n: int) -> arb | None:
+        """The model-level τ(n) shown in reports (the override or the default)."""
+        e = self.override if self.override is not None else self.model.temperature
+        with precision(BASE_PREC):
+            return self.value(e, "--tau" if self.override else "temperature", n, BASE_PREC)
+
+
+# ---------------------------------------------------------------------------
+# one word, certified with rising precision
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class SoftResult:
+    deltas: list[arb_mat | None]
+    verdict: SoftVerdict
+    prec: int
+    alphas: Any = None
+
+
+def certify_word(
+    cm: CompiledModel,
+    hb: HardBatch,
+    b: int,
+    acc: LengthAccumulator,
+    temps: Temperatures,
+    weights: WeightCache,
+    base_prec: int = BASE_PREC,
+    max_prec: int = MAX_PREC,
+    keep_alphas: bool = False,
+) -> SoftResult:
+    """Soft meaning of word b; precision doubles until everything reported is decided."""
+    prec = base_prec
+    n = hb.n
+    while True:
+        taus = temps.at(n, prec)
+        with precision(prec):
+            st = run_soft(cm, hb, b, taus, weights, keep_alphas=keep_alphas)
+            verdict = acc.soft_verdict(hb, b, st.deltas[-1])
+            ok = verdict.decided
+            if ok:
+                for li, d in enumerate(st.deltas):
+                    lo, hi, _ = delta_bounds(d)
+                    if not tight(lo, hi):
+                        ok = False
+                        break
+                    if li < len(st.deltas) - 1 and not (hi <= 1 or lo > 1):
+                        ok = False
+                        break
+        if ok or prec >= max_prec:
+            return SoftResult(st.deltas, verdict, prec, st.alphas)
+        prec = min(prec * 2, max_prec)
+
+
+# ---------------------------------------------------------------------------
+# the check
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class CheckResult:
+    model: Model
+    settings: dict[str, Any]
+    lengths: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: bool = False
+    bounds: dict[int, Any] = field(default_factory=dict)
+
+    def verdict(self) -> dict[str, Any]:
+        problems = []
+        undecided = 0
+        for r in self.lengths:
+            if r.get("disagreements"):
+                problems.append(f"n={r['n']}: {r['disagreements']} disagreement(s)")
+            if r.get("invariant") == "fails":
+                problems.append(f"n={r['n']}: ε ≤ 1 fails")
+            rm = r.get("reference_mismatches")
+            if rm and (rm.get("hard") or rm.get("soft")):
+                problems.append(
+                    f"n={r['n']}: reference mismatches hard {rm['hard']}, soft {rm['soft']}"
+                )
+            b = r.get("bounds")
+            if b and b.get("violations"):
+                problems.append(f"n={r['n']}: {b['violations']} bound violation(s)")
+            undecided += r.get("undecided") or 0
+            if r.get("invariant") == "undecided":
+                undecided += 1
+        if problems:
+            return {"ok": False, "status": "problems", "summary": "; ".join(problems)}
+        if undecided:
+            return {
+                "ok": False,
+                "status": "undecided",
+                "summary": f"{undecided} comparison(s) could not be certified at "
+                f"{MAX_PREC} bits",
+            }
+        ns = [r["n"] for r in self.lengths]
+        rng = f"n = {min(ns)}..{max(ns)}" if ns else "no lengths"
+        return {"ok": True, "status": "clean", "summary": f"no problem found for {rng}"}
+
+    def exit_code(self) -> int:
+        v = self.verdict()
+        return {"clean": 0, "problems": 1, "undecided": 3}[v["status"]]
+
+    def to_json(self) -> dict[str, Any]:
+        m = self.model
+        info_layers = []
+        for li, layer in enumerate(m.layers):
+            if isinstance(layer, AttentionLayer):
+                info_layers.append({"index": li, "kind": "attention", "heads": len(layer.heads)})
+            else:
+                info_layers.append({"index": li, "kind": "ffn"})
+        return {
+            "format": RESULT_FORMAT,
+            "model": m.name,
+            "model_info": {
+                "description": m.description,
+                "alphabet": list(m.alphabet),
+                "bos": m.bos,
+                "eos": m.eos,
+                "d": m.d,
+                "layers": info_layers,
+                "output": m.output.kind,
+                "temperature": self.settings.get("tau_override") or m.temperature.text,
+                "reference": m.reference.kind if m.reference else None,
+            },
+            "settings": self.settings,
+            "verdict": self.verdict(),
+            "interrupted": self.interrupted,
+            "lengths": self.lengths,
+        }
+
+
+ProgressFn = Callable[[str, int, int], None]
+
+
+def run_check(
+    model: Model,
+    max_n: int,
+    min_n: int | None = None,
+    tau: str | Expr | None = None,
+    *,
+    hard_only: bool = False,
+    bounds: bool = False,
+    batch: int = BATCH,
+    progress: ProgressFn | None = None,
+    on_length: Callable[[CheckResult], None] | None = None,
+    max_prec: int = MAX_PREC,
+    tau_theorem: bool = False,
+    find_tau: bool = False,
+) -> CheckResult:
+    """Check every input of every length in [min_n, max_n].
+
+    ``progress(stage, done, total)`` is called as inputs finish; ``on_length`` after
+    each finished length (the CLI writes the JSON there, so an interrupt keeps it).
+    """
+    lo = model.min_length if min_n is None else min_n
+    if max_n < lo:
+        raise UsageError(f"--max-n {max_n} is below --min-n {lo}")
+    for n in (lo, max_n):
+        model.check_length(n)
+    override = parse_tau(tau) if isinstance(tau, str) else tau
+    temps = Temperatures(model, override)
+    cm = CompiledModel(model)
+    weights = WeightCache(cm)
+    oracle = Oracle(model.reference, model.alphabet) if model.reference else None
+    result = CheckResult(
+        model=model,
+        settings={
+            "min_n": lo,
+            "max_n": max_n,
+            "tau_override": override.text if override is not None else None,
+            "hard_only": hard_only,
+            "bounds": bounds,
+        },
+    )
+    layer_kinds = [layer.kind for layer in model.layers]
+    try:
+        for n in range(lo, max_n + 1):
+            # temperatures first: a bad τ(n) is a model error, reported before any work
+            tau_n = None if hard_only else temps.display(n)
+            head_taus: dict[tuple[int, int], Any] = {}
+            if not hard_only:
+                for li, row in enumerate(temps.at(n, BASE_PREC)):
+                    for hi, t in enumerate(row or []):
+                        lo_, hi_ = arb_endpoints(t)
+                        head_taus[(li, hi)] = {"lower": decimal_down(lo_), "upper": decimal_up(hi_)}
+            acc = LengthAccumulator(model, n, oracle, len(model.layers))
+            total = len(model.alphabet) ** n
+            done = 0
+            for chunk in batches(words_of_length(model, n), batch):
+                hb = run_hard(cm, chunk, n)
+                acc.add_hard(hb)
+                if not hard_only:
+                    for b in range(len(chunk)):
+                        sr = certify_word(cm, hb, b, acc, temps, weights, max_prec=max_prec)
+                        acc.add_soft(hb, b, sr.deltas, sr.verdict, sr.prec)
+                        if progress and (b % 64 == 63):
+                            progress(f"n={n}", done + b + 1, total)
+                done += len(chunk)
+                if progress:
+                    progress(f"n={n}", done, total)
+            entry = acc.to_json(tau_n, layer_kinds, head_taus)
+            if bounds and not hard_only:
+                from .bounds_check import bounds_for_length
+
+                entry["bounds"] = bounds_for_length(model, entry, temps, n)
+            result.lengths.append(entry)
+            if on_length:
+                on_length(result)
+    except KeyboardInterrupt:
+        result.interrupted = True
+    return result
+
+
+# ---------------------------------------------------------------------------
+# one input, for people debugging a construction
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Evaluation:
+    """Both meanings of one input, every layer (index 0 = embedding)."""
+
+    model: Model
+    word: tuple[str, ...]
+    tokens: list[str]
+    hard: list[list[list[Fraction]]]
+    soft: list[list[list[arb]]]
+    errors: list[tuple[arb, arb]]
+    hard_attention: list[list[list[list[Fraction]]] | None]
+    soft_attention: list[list[list[list[arb]]] | None]
+    output_hard: Any
+    output_soft: Any
+    soft_decided: bool
+    tau: list[list[arb] | None]
+    prec: int
+
+
+def evaluate(model: Model, word: Sequence[str], tau: str | Expr | None = None) -> Evaluation:
+    """Both meanings of one input with every intermediate value."""
+    word = tuple(word)
+    for i, t in enumerate(word):
+        if t not in model.alphabet:
+            raise UsageError(
+                f"input symbol {i + 1} '{t}' is not in the alphabet {list(model.alphabet)}"
+            )
+    n = len(word)
+    model.check_length(n)
+    override = parse_tau(tau) if isinstance(tau, str) else tau
+    temps = Temperatures(model, override)
+    cm = CompiledModel(model)
+    weights = WeightCache(cm)
+    oracle = Oracle(model.reference, model.alphabet) if model.reference else None
+    hb = run_hard(cm, [word], n)
+    acc = LengthAccumulator(model, n, oracle, len(model.layers))
+    acc.add_hard(hb)
+    sr = certify_word(cm, hb, 0, acc, temps, weights, keep_alphas=True)
+    hard = [x.to_fractions()[0] for x in hb.activations]
+    soft: list[list[list[arb]]] = []
+    errors: list[tuple[arb, arb]] = []
+    with precision(sr.prec):
+        for li, act in enumerate(hard):
+            d = None if li == 0 else sr.deltas[li - 1]
+            rows = []
+            for p, row in enumerate(act):
+                rows.append([
+                    arb(v.numerator) / v.denominator + (d[p, k] if d is not None else 0)
+                    for k, v in enumerate(row)
+                ])
+            soft.append(rows)
+            if li:
+                lo, hi, _ = delta_bounds(d)
+                errors.append((lo, hi))
+    hard_att: list[Any] = []
+    for lt in hb.layers:
+        if lt.heads is None:
+            hard_att.append(None)
+            continue
+        per_head = []
+        for tr in lt.heads:
+            T = tr.visible.shape[0]
+            rows = []
+            for i in range(T):
+                c = int(tr.count[0, i])
+                rows.append([
+                    Fraction(1, c) if c and tr.support[0, i, j] else Fraction(0) for j in range(T)
+                ])
+            per_head.append(rows)
+        hard_att.append(per_head)
+    out_hard = acc._hard_repr(0)
+    if model.output.kind == "accept":
+        out_hard = {"value": read_output(model, hb.activations[-1], n).values.fraction(0),
+                    "accept": acc._hard_decisions[0]}
+    return Evaluation(
+        model=model,
+        word=word,
+        tokens=model.tokens(word),
+        hard=hard,
+        soft=soft,
+        errors=errors,
+        hard_attention=hard_att,
+        soft_attention=sr.alphas,
+        output_hard=out_hard,
+        output_soft=sr.verdict,
+        soft_decided=sr.verdict.decided,
+        tau=temps.at(n, sr.prec),
+        prec=sr.prec,
+    )

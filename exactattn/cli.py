@@ -1,0 +1,442 @@
+"""Command line: a thin shell over the Python API.
+
+Exit codes: 0 clean; 1 a disagreement, invariant failure, reference mismatch or
+bound violation was found; 2 bad input or usage; 3 something could not be
+certified (undecided); 130 interrupted (finished lengths are kept).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from .errors import ExactAttnError
+
+err_console = Console(stderr=True)
+console = Console()
+
+DEFAULT_MAX_INPUTS = 2_000_000
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON so a reader never sees half a file (temp file, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, ensure_ascii=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _fail(exc: Exception) -> None:
+    err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    sys.exit(2)
+
+
+class _Group(click.Group):
+    """Turns our errors into one clear message and exit code 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ExactAttnError as exc:
+            _fail(exc)
+
+
+@click.group(cls=_Group)
+@click.version_option(package_name="exactattn")
+def main() -> None:
+    """Check, with exact arithmetic, when softmax attention simulates hard attention."""
+
+
+# ---------------------------------------------------------------------------
+# check
+# ---------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.option("--max-n", type=int, required=True, help="Largest input length.")
+@click.option("--min-n", type=int, default=None, help="Smallest input length (default: model's).")
+@click.option("--tau", default=None, help="Temperature τ(n) for every head, e.g. '1/n', 'theorem'.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Write results here.")
+@click.option("--report", type=click.Path(dir_okay=False), help="Write a .md or .tex report.")
+@click.option("--bounds", is_flag=True, help="Compute the proved bounds and τ_thm(n).")
+@click.option("--find-tau", is_flag=True, help="Search the largest τ that keeps every decision.")
+@click.option("--hard-only", is_flag=True, help="Skip the soft meaning (γ, x_max, references).")
+@click.option("--force", is_flag=True, help="Run even if the job is larger than --max-inputs.")
+@click.option("--max-inputs", type=int, default=DEFAULT_MAX_INPUTS, show_default=True,
+              help="Refuse larger jobs unless --force.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar or table.")
+def check(
+    model_path: str, max_n: int, min_n: int | None, tau: str | None, json_out: str | None,
+    report: str | None, bounds: bool, find_tau: bool, hard_only: bool, force: bool,
+    max_inputs: int, quiet: bool,
+) -> None:
+    """Enumerate every input up to --max-n and compare the hard and soft meanings."""
+    from .check import count_inputs, run_check
+    from .model import load_model
+
+    model = load_model(model_path)
+    lo = model.min_length if min_n is None else min_n
+    if max_n < lo:
+        raise click.UsageError(f"--max-n {max_n} is below the smallest length {lo}")
+    total = count_inputs(model, lo, max_n)
+    estimate = _estimate(model, lo, max_n, hard_only)
+    if not quiet:
+        err_console.print(
+            f"[bold]{model.name}[/]: {total:,} inputs (n = {lo}..{max_n}, "
+            f"alphabet of {len(model.alphabet)}); estimated {_fmt_secs(estimate)}",
+            highlight=False,
+        )
+    if total > max_inputs and not force:
+        err_console.print(
+            f"[bold red]error:[/] {total:,} inputs is more than --max-inputs {max_inputs:,}; "
+            "lower --max-n, use --hard-only, or pass --force",
+            highlight=False,
+        )
+        sys.exit(2)
+    if report:
+        suffix = Path(report).suffix
+        if suffix not in (".md", ".tex"):
+            raise click.UsageError("--report must end in .md or .tex")
+
+    def save(result: Any) -> None:
+        if json_out:
+            write_json_atomic(Path(json_out), result.to_json())
+
+    tau_arg = tau
+    if tau == "theorem":
+        if not bounds:
+            bounds = True
+    result = _run_with_progress(
+        lambda progress: run_check(
+            model, max_n=max_n, min_n=lo, tau=None if tau == "theorem" else tau_arg,
+            hard_only=hard_only, bounds=bounds, progress=progress, on_length=save,
+            tau_theorem=(tau == "theorem"), find_tau=find_tau,
+        ),
+        total, quiet,
+    )
+    save(result)
+    data = result.to_json()
+    if not quiet:
+        print_table(data)
+    if report:
+        from .report import write_report
+
+        write_report(data, Path(report))
+    if result.interrupted:
+        err_console.print("[yellow]interrupted[/]: finished lengths were kept", highlight=False)
+        sys.exit(130)
+    v = data["verdict"]
+    style = "green" if v["ok"] else ("red" if v["status"] == "problems" else "yellow")
+    if not quiet:
+        console.print(f"[bold {style}]{v['status']}[/]: {v['summary']}", highlight=False)
+    sys.exit(result.exit_code())
+
+
+def _fmt_secs(s: float) -> str:
+    if s < 1:
+        return "under a second"
+    if s < 120:
+        return f"about {s:.0f} s"
+    if s < 7200:
+        return f"about {s / 60:.0f} min"
+    return f"about {s / 3600:.1f} h"
+
+
+def _estimate(model: Any, lo: int, hi: int, hard_only: bool) -> float:
+    """Seconds, from timing a few inputs of the largest length (a rough guide)."""
+    from .check import words_of_length
+    from .check import run_check as _rc  # noqa: F401  (import cost paid here, not in the loop)
+    from .hard import CompiledModel, run_hard
+
+    import itertools
+
+    sample = list(itertools.islice(words_of_length(model, hi), 8))
+    cm = CompiledModel(model)
+    t0 = time.perf_counter()
+    run_hard(cm, sample, hi)
+    hard_per = (time.perf_counter() - t0) / len(sample)
+    soft_per = 0.0
+    if not hard_only:
+        from .check import LengthAccumulator, Temperatures, certify_word
+        from .reference import Oracle
+        from .soft import WeightCache
+
+        try:
+            hb = run_hard(cm, sample[:3], hi)
+            acc = LengthAccumulator(model, hi, None, len(model.layers))
+            acc.add_hard(hb)
+            temps = Temperatures(model, None)
+            w = WeightCache(cm)
+            t0 = time.perf_counter()
+            for b in range(len(sample[:3])):
+                certify_word(cm, hb, b, acc, temps, w, max_prec=256)
+            soft_per = (time.perf_counter() - t0) / 3
+        except ExactAttnError:
+            soft_per = 0.0
+        del Oracle
+    k = len(model.alphabet)
+    total = 0.0
+    for n in range(lo, hi + 1):
+        scale = (n + 2) / (hi + 2)
+        total += k**n * (hard_per / 8 + soft_per * scale * scale)
+    return total
+
+
+def _run_with_progress(fn: Any, total: int, quiet: bool) -> Any:
+    if quiet or total < 2000:
+        return fn(None)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,}"),
+        TimeRemainingColumn(), console=err_console, transient=True,
+    ) as prog:
+        task = prog.add_task("checking", total=total)
+        offsets: dict[str, int] = {}
+        state = {"base": 0}
+
+        def progress(stage: str, done: int, stage_total: int) -> None:
+            if stage not in offsets:
+                offsets[stage] = state["base"]
+                state["base"] += stage_total
+            prog.update(task, completed=offsets[stage] + done, description=stage)
+
+        return fn(progress)
+
+
+def print_table(data: dict[str, Any]) -> None:
+    """One row per n: the numbers a researcher reads first."""
+    lengths = data["lengths"]
+    if not lengths:
+        return
+    n_layers = len(lengths[0]["layers"])
+    t = Table(title=f"{data['model']}  (τ = {data['model_info']['temperature']})")
+    for col in ("n", "inputs", "γ(n)", "x_max"):
+        t.add_column(col, justify="right")
+    for li in range(n_layers):
+        kind = lengths[0]["layers"][li]["kind"]
+        t.add_column(f"ε after L{li} ({'attn' if kind == 'attention' else 'ffn'})", justify="right")
+    for col in ("ε≤1", "disagree", "undecided", "min margin", "ref hard/soft"):
+        t.add_column(col, justify="right")
+    has_bounds = any(r.get("bounds") for r in lengths)
+    if has_bounds:
+        t.add_column("bound (last)", justify="right")
+        t.add_column("τ_thm", justify="right")
+    for r in lengths:
+        errs = []
+        for layer in r["layers"]:
+            e = layer.get("error")
+            errs.append(_short(e["upper"]) if e else "–")
+        rm = r.get("reference_mismatches")
+        ref = f"{rm['hard']}/{rm['soft'] if rm['soft'] is not None else '–'}" if rm else "–"
+        row = [
+            str(r["n"]), f"{r['inputs']:,}", r["gamma"] or "∞", r["x_max"], *errs,
+            r["invariant"] or "–", _na(r["disagreements"]), _na(r["undecided"]),
+            r["min_margin"] if r["min_margin"] is not None else "–", ref,
+        ]
+        if has_bounds:
+            b = r.get("bounds") or {}
+            last = (b.get("layers") or [{}])[-1]
+            row.append(_short(last.get("bound")) if last.get("bound") else "–")
+            tt = b.get("tau_theorem")
+            row.append(_short(tt["lower"]) if tt else "–")
+        t.add_row(*row)
+    console.print(t)
+
+
+def _na(x: Any) -> str:
+    return "–" if x is None else f"{x:,}"
+
+
+def _short(s: str | None) -> str:
+    """Shorten a certified decimal for the terminal (it stays an upper bound: digits cut up)."""
+    if s is None:
+        return "–"
+    from .numbers import decimal_up, parse_decimal
+
+    return decimal_up(parse_decimal(s), 4)
+
+
+# ---------------------------------------------------------------------------
+# eval
+# ---------------------------------------------------------------------------
+
+
+@main.command("eval")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.argument("word", metavar="INPUT")
+@click.option("--tau", default=None, help="Temperature τ(n) override.")
+@click.option("--sep", default=None, help="Token separator in INPUT (default: per character, "
+              "or spaces if INPUT contains spaces).")
+def eval_cmd(model_path: str, word: str, tau: str | None, sep: str | None) -> None:
+    """Show one input: activations, attention weights and output, hard and soft."""
+    from .check import evaluate
+    from .model import load_model
+    from .show import show_evaluation
+
+    model = load_model(model_path)
+    if sep is not None:
+        tokens = [t for t in word.split(sep) if t]
+    elif " " in word:
+        tokens = word.split()
+    elif all(len(t) == 1 for t in model.alphabet):
+        tokens = list(word)
+    else:
+        tokens = [word]
+    ev = evaluate(model, tokens, tau=tau)
+    show_evaluation(ev, console)
+
+
+# ---------------------------------------------------------------------------
+# build / import / report
+# ---------------------------------------------------------------------------
+
+
+@main.group()
+def build() -> None:
+    """Compile constructions into model files."""
+
+
+def _emit(model: dict[str, Any], out: str | None) -> None:
+    from .model import model_from_dict
+
+    model_from_dict(model)  # never write a model we would reject
+    if out:
+        write_json_atomic(Path(out), model)
+        err_console.print(f"wrote {out}", highlight=False)
+    else:
+        json.dump(model, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+
+
+@build.command("ltl")
+@click.argument("formula")
+@click.option("--alphabet", required=True, help="Comma-separated symbols, e.g. a,b,c.")
+@click.option("--scheme", type=click.Choice(["temperature", "positions"]), default="temperature",
+              show_default=True)
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
+def build_ltl(formula: str, alphabet: str, scheme: str, out: str | None) -> None:
+    """Compile an LTL formula (with counting) into a softmax-friendly transformer."""
+    from .build.ltl import compile_ltl
+
+    _emit(compile_ltl(formula, _split(alphabet), scheme), out)
+
+
+@build.command("induction")
+@click.option("--alphabet", required=True, help="Comma-separated symbols.")
+@click.option("--hops", type=int, default=1, show_default=True)
+@click.option("--max-n", type=int, default=8, show_default=True, help="Reference cases up to n.")
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
+def build_induction_cmd(alphabet: str, hops: int, max_n: int, out: str | None) -> None:
+    """Induction head: the token after the most recent earlier occurrence (k hops)."""
+    from .build.induction import build_induction
+
+    _emit(build_induction(_split(alphabet), hops=hops, max_n=max_n), out)
+
+
+@build.command("dyck")
+@click.option("--pairs", multiple=True, required=True, help='Bracket pairs, e.g. --pairs "()".')
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
+def build_dyck_cmd(pairs: tuple[str, ...], out: str | None) -> None:
+    """Dyck-k recognizer as an average-hard attention transformer."""
+    from .build.dyck import build_dyck
+
+    _emit(build_dyck(list(pairs)), out)
+
+
+@build.command("models")
+@click.option("--dir", "directory", default="models", show_default=True,
+              type=click.Path(file_okay=False))
+@click.option("--check", "verify", is_flag=True, help="Only verify the directory is up to date.")
+def build_models(directory: str, verify: bool) -> None:
+    """Regenerate every bundled model in models/ (or verify it is current)."""
+    from .build.catalog import catalog
+
+    d = Path(directory)
+    stale = []
+    for name, model in sorted(catalog().items()):
+        path = d / f"{name}.json"
+        text = json.dumps(model, indent=2, ensure_ascii=False) + "\n"
+        if verify:
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                stale.append(name)
+            continue
+        d.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        err_console.print(f"wrote {path}", highlight=False)
+    if stale:
+        err_console.print(f"[red]out of date:[/] {', '.join(stale)} "
+                          "(run `exactattn build models`)", highlight=False)
+        sys.exit(1)
+
+
+def _split(s: str) -> list[str]:
+    return [t.strip() for t in s.split(",") if t.strip()]
+
+
+@main.group("import")
+def import_() -> None:
+    """Import models compiled by other tools."""
+
+
+@import_.command("tracr")
+@click.argument("params", type=click.Path(dir_okay=False))
+@click.argument("meta", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
+def import_tracr(params: str, meta: str, out: str | None) -> None:
+    """A tracr-compiled program (PARAMS.npz, META.json) as an exactattn model."""
+    from .importers.tracr import import_tracr as _imp
+
+    _emit(_imp(Path(params), Path(meta)), out)
+
+
+@main.command()
+@click.argument("result_path", metavar="RESULT", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["md", "tex"]), default=None)
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), required=True)
+def report(result_path: str, fmt: str | None, out: str) -> None:
+    """Write a Markdown or LaTeX report of a result file."""
+    from .numbers import load_json_text
+    from .report import write_report
+
+    text = Path(result_path).read_text(encoding="utf-8")
+    data = _plain(load_json_text(text, source=result_path))
+    if not isinstance(data, dict) or data.get("format") != "exactattn-result/1":
+        raise click.UsageError(f"{result_path} is not an exactattn-result/1 file")
+    for p in write_report(data, Path(out), fmt):
+        err_console.print(f"wrote {p}", highlight=False)
+
+
+def _plain(x: Any) -> Any:
+    """Result files hold numbers only as ints (counts); turn JsonNumber back into int."""
+    from .numbers import JsonNumber
+
+    if isinstance(x, JsonNumber):
+        return int(x) if str(x).lstrip("-").isdigit() else str(x)
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_plain(v) for v in x]
+    return x
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,291 @@
+"""Hard meaning: exact, batched over every input of one length.
+
+All inputs of length n share the sequence length T, so a batch is an (N, T, d)
+:class:`~exactattn.ratarray.RatArray`. The trace keeps what the soft evaluator and
+the measurements need (scores, argmax sets, hard attention supports, FFN
+pre-activations), so nothing is computed twice.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from .model import AcceptOutput, ArgmaxOutput, AttentionLayer, FFNLayer, Head, Model
+from .ratarray import RatArray
+
+
+def visible_mask(mask: str, T: int) -> np.ndarray:
+    """V as a (T, T) boolean matrix: row = query slot, column = key slot."""
+    q = np.arange(T)[:, None]
+    k = np.arange(T)[None, :]
+    if mask == "none":
+        return np.ones((T, T), dtype=bool)
+    if mask == "leq":
+        return k <= q
+    if mask == "lt":
+        return k < q
+    if mask == "geq":
+        return k >= q
+    if mask == "gt":
+        return k > q
+    raise ValueError(mask)
+
+
+@dataclass
+class CompiledHead:
+    """A head's weights as RatArrays (converted once per model)."""
+
+    head: Head
+    Q: RatArray
+    bq: RatArray
+    K: RatArray
+    bk: RatArray
+    V: RatArray
+    bv: RatArray
+    O: RatArray | None
+
+
+@dataclass
+class CompiledFFN:
+    hidden: list[tuple[RatArray, RatArray]]
+    out: tuple[RatArray, RatArray]
+
+
+class CompiledModel:
+    """The model's weights as exact integer arrays, plus cached per-n embeddings."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.layers: list[list[CompiledHead] | CompiledFFN] = []
+        for layer in model.layers:
+            if isinstance(layer, AttentionLayer):
+                self.layers.append([_compile_head(h) for h in layer.heads])
+            else:
+                assert isinstance(layer, FFNLayer)
+                self.layers.append(
+                    CompiledFFN(
+                        hidden=[
+                            (RatArray.from_fractions(w), RatArray.from_fractions(b))
+                            for w, b in layer.hidden
+                        ],
+                        out=(
+                            RatArray.from_fractions(layer.output[0]),
+                            RatArray.from_fractions(layer.output[1]),
+                        ),
+                    )
+                )
+        toks = list(model.alphabet) + [t for t in (model.bos, model.eos) if t is not None]
+        self.token_index = {t: i for i, t in enumerate(toks)}
+        self.token_table = RatArray.from_fractions([model.token_embedding[t] for t in toks])
+        self._positions: dict[int, RatArray] = {}
+
+    def positions(self, n: int) -> RatArray:
+        if n not in self._positions:
+            self._positions[n] = RatArray.from_fractions(self.model.position_vectors(n))
+        return self._positions[n]
+
+    def embed(self, words: Sequence[Sequence[str]], n: int) -> RatArray:
+        """x^(0) for a batch of words of length n: (N, T, d)."""
+        m = self.model
+        idx = np.array(
+            [[self.token_index[t] for t in m.tokens(w)] for w in words], dtype=np.int64
+        )
+        tok = RatArray(self.token_table.num[idx], self.token_table.den)
+        pos = self.positions(n)
+        return tok + RatArray(np.broadcast_to(pos.num, tok.shape).copy(), pos.den)
+
+
+def _compile_head(h: Head) -> CompiledHead:
+    return CompiledHead(
+        head=h,
+        Q=RatArray.from_fractions(h.query),
+        bq=RatArray.from_fractions(h.query_bias),
+        K=RatArray.from_fractions(h.key),
+        bk=RatArray.from_fractions(h.key_bias),
+        V=RatArray.from_fractions(h.value),
+        bv=RatArray.from_fractions(h.value_bias),
+        O=RatArray.from_fractions(h.output) if h.output is not None else None,
+    )
+
+
+@dataclass
+class HeadTrace:
+    """Everything one head computed on a batch, hard meaning."""
+
+    q: RatArray  # (N, T, k)
+    k: RatArray  # (N, T, k)
+    v: RatArray  # (N, T, m)
+    scores: RatArray  # (N, T, T)
+    visible: np.ndarray  # (T, T) bool
+    top: np.ndarray  # (N, T, T) bool: argmax set A_i within V(i)
+    support: np.ndarray  # (N, T, T) bool: where the hard weights are nonzero
+    count: np.ndarray  # (N, T) int: |support| (0 when V(i) is empty)
+    mixed: RatArray  # (N, T, m): Σ_j α_ij v_j
+
+
+@dataclass
+class LayerTrace:
+    kind: str
+    x_in: RatArray
+    x_out: RatArray
+    heads: list[HeadTrace] | None = None
+    pre: list[RatArray] | None = None  # FFN pre-activations, one per hidden layer
+
+
+@dataclass
+class HardBatch:
+    n: int
+    words: list[tuple[str, ...]]
+    x0: RatArray
+    layers: list[LayerTrace]
+
+    @property
+    def activations(self) -> list[RatArray]:
+        return [self.x0] + [lt.x_out for lt in self.layers]
+
+
+def _affine(x: RatArray, w: RatArray, b: RatArray) -> RatArray:
+    return x.matmul_t(w) + RatArray(b.num, b.den)
+
+
+def run_head(ch: CompiledHead, x: RatArray) -> tuple[HeadTrace, RatArray]:
+    """One head on a batch: the trace and its contribution O·Σα v (N, T, d)."""
+    N, T, _ = x.shape
+    q = _affine(x, ch.Q, ch.bq)
+    k = _affine(x, ch.K, ch.bk)
+    v = _affine(x, ch.V, ch.bv)
+    scores = q.bmm(RatArray(np.swapaxes(k.num, 1, 2), k.den))
+    vis = visible_mask(ch.head.mask, T)
+    s = scores.num
+    if s.dtype == object:
+        floor = -(max(abs(int(s.max())), abs(int(s.min()))) + 1) if s.size else -1
+        masked = np.where(vis[None], s, floor)
+    else:
+        masked = np.where(vis[None], s, np.iinfo(np.int64).min)
+    rowmax = masked.max(axis=2, keepdims=True)
+    top = vis[None] & (s == rowmax)
+    rule = ch.head.hard
+    if rule == "average":
+        support = top
+    else:
+        support = np.zeros_like(top)
+        has = top.any(axis=2)
+        pick = np.argmax(top, axis=2) if rule == "leftmost" else T - 1 - np.argmax(
+            top[:, :, ::-1], axis=2
+        )
+        nn, tt = np.nonzero(has)
+        support[nn, tt, pick[nn, tt]] = True
+    count = support.sum(axis=2)
+    L = math.lcm(*range(1, T + 1))
+    summed = RatArray(support.astype(np.int64), 1).bmm(v)  # (N, T, m) = Σ_{j∈H} v_j
+    factors = np.where(count > 0, L // np.maximum(count, 1), 0).astype(np.int64)[..., None]
+    mixed = summed.scale_rows(factors, L).reduced()
+    contrib = mixed.matmul_t(ch.O) if ch.O is not None else mixed
+    trace = HeadTrace(q=q, k=k, v=v, scores=scores, visible=vis, top=top, support=support,
+                      count=count, mixed=mixed)
+    return trace, contrib
+
+
+def run_hard(cm: CompiledModel, words: Sequence[Sequence[str]], n: int) -> HardBatch:
+    """The hard meaning of every word in the batch (all of length n)."""
+    x = cm.embed(words, n).reduced()
+    x0 = x
+    layers: list[LayerTrace] = []
+    for layer in cm.layers:
+        if isinstance(layer, list):
+            traces = []
+            out = x
+            for ch in layer:
+                tr, contrib = run_head(ch, x)
+                traces.append(tr)
+                out = out + contrib
+            out = out.reduced()
+            layers.append(LayerTrace("attention", x, out, heads=traces))
+        else:
+            h = x
+            pre = []
+            for w, b in layer.hidden:
+                z = _affine(h, w, b)
+                pre.append(z)
+                h = z.relu()
+            w, b = layer.out
+            out = (x + _affine(h, w, b)).reduced()
+            layers.append(LayerTrace("ffn", x, out, pre=pre))
+        x = out
+    return HardBatch(n=n, words=[tuple(w) for w in words], x0=x0, layers=layers)
+
+
+# ---------------------------------------------------------------------------
+# outputs
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class HardOutputs:
+    """Read-out of the final activations: per word, exact."""
+
+    values: RatArray  # accept: (N,); argmax/value: (N, n, r)
+    kind: str
+
+
+def read_output(model: Model, x: RatArray, n: int) -> HardOutputs:
+    out = model.output
+    if isinstance(out, AcceptOutput):
+        slot = model.accept_slot(n)
+        w = RatArray.from_fractions([list(out.weight)])
+        y = x[:, slot, :].matmul_t(w)  # (N, 1)
+        y = y + RatArray.from_fractions([out.bias])
+        return HardOutputs(RatArray(y.num[:, 0], y.den), "accept")
+    slots = model.output_positions(n)
+    W = RatArray.from_fractions(out.weight)
+    b = RatArray.from_fractions(out.bias)
+    xs = RatArray(x.num[:, slots, :], x.den)
+    y = _affine(xs, W, b)
+    return HardOutputs(y, out.kind)
+
+
+def accept_decisions(model: Model, y: RatArray) -> tuple[np.ndarray, list[Fraction]]:
+    """Accept flags and margins |y − t| per word."""
+    out = model.output
+    assert isinstance(out, AcceptOutput)
+    t = out.threshold
+    res = []
+    margins = []
+    for idx in range(y.shape[0]):
+        val = y.fraction(idx)
+        res.append(val > t)
+        margins.append(abs(val - t))
+    return np.array(res, dtype=bool), margins
+
+
+def argmax_labels(model: Model, y: RatArray) -> tuple[list[list[str | None]], list[Fraction]]:
+    """Per word and position, the label of the unique largest entry (None on a tie)."""
+    out = model.output
+    assert isinstance(out, ArgmaxOutput)
+    labels: list[list[str | None]] = []
+    margins: list[Fraction] = []
+    num = y.num
+    for wi in range(num.shape[0]):
+        row_labels: list[str | None] = []
+        margin = None
+        for p in range(num.shape[1]):
+            vals = [int(v) for v in num[wi, p]]
+            best = max(vals)
+            winners = [i for i, v in enumerate(vals) if v == best]
+            if len(winners) > 1:
+                row_labels.append(None)
+                mg = Fraction(0)
+            else:
+                row_labels.append(out.labels[winners[0]])
+                rest = [v for i, v in enumerate(vals) if i != winners[0]]
+                mg = Fraction(best - max(rest), y.den) if rest else None
+            if mg is not None and (margin is None or mg < margin):
+                margin = mg
+        labels.append(row_labels)
+        margins.append(margin if margin is not None else Fraction(0))
+    return labels, margins

@@ -1,0 +1,833 @@
+"""Model files → validated, exact, immutable models (format ``exactattn/1``).
+
+Every rule of ``spec/model-format.md`` is checked here, once, so the evaluators can
+trust their input. Each error names the JSON path and the fix. Extensions of
+format 1 that this module accepts are listed in ``docs/format-extensions.md``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from .errors import ModelError
+from .expr import Expr, ExprError, NotRationalError, parse_expr
+from .numbers import JsonConstant, JsonNumber, load_json_text, parse_rational
+
+Vec = tuple[Fraction, ...]
+Mat = tuple[Vec, ...]
+
+MASKS = {
+    "none": "none",
+    "leq": "leq",
+    "causal": "leq",
+    "lt": "lt",
+    "strict-causal": "lt",
+    "geq": "geq",
+    "gt": "gt",
+}
+HARD_RULES = ("average", "leftmost", "rightmost")
+DEFAULT_VALUE_TOLERANCE = Fraction(1, 100)
+
+
+@dataclass(frozen=True)
+class Head:
+    """One attention head in query/key form (the ``score`` form A becomes Q = Aᵀ, K = I)."""
+
+    query: Mat
+    query_bias: Vec
+    key: Mat
+    key_bias: Vec
+    value: Mat
+    value_bias: Vec
+    output: Mat | None  # None: identity (m = d)
+    mask: str
+    hard: str
+    temperature: Expr | None
+    name: str | None = None
+    score_form: bool = False
+
+
+@dataclass(frozen=True)
+class AttentionLayer:
+    heads: tuple[Head, ...]
+    name: str | None = None
+    kind: str = "attention"
+
+
+@dataclass(frozen=True)
+class FFNLayer:
+    hidden: tuple[tuple[Mat, Vec], ...]
+    output: tuple[Mat, Vec]
+    name: str | None = None
+    kind: str = "ffn"
+
+
+Layer = AttentionLayer | FFNLayer
+
+
+@dataclass(frozen=True)
+class AcceptOutput:
+    position: str | int
+    weight: Vec
+    bias: Fraction
+    threshold: Fraction
+    kind: str = "accept"
+
+
+@dataclass(frozen=True)
+class ArgmaxOutput:
+    weight: Mat
+    bias: Vec
+    labels: tuple[str, ...]
+    kind: str = "argmax"
+
+
+@dataclass(frozen=True)
+class ValueOutput:
+    weight: Mat
+    bias: Vec
+    tolerance: Fraction = DEFAULT_VALUE_TOLERANCE
+    kind: str = "value"
+
+
+Output = AcceptOutput | ArgmaxOutput | ValueOutput
+
+
+@dataclass(frozen=True)
+class Reference:
+    """An oracle: ``cases`` (explicit outputs) or a language (``ltl``, ``dyck``, ``regex``)."""
+
+    kind: str
+    cases: dict[tuple[str, ...], Any] | None = None
+    formula: str | None = None
+    pairs: tuple[str, ...] | None = None
+    pattern: str | None = None
+
+
+@dataclass(frozen=True)
+class PositionEmbedding:
+    kind: str  # "none" | "exprs" | "table"
+    exprs: tuple[Expr, ...] = ()
+    table: tuple[Vec, ...] = ()
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    description: str
+    alphabet: tuple[str, ...]
+    bos: str | None
+    eos: str | None
+    d: int
+    token_embedding: dict[str, Vec]
+    position: PositionEmbedding
+    layers: tuple[Layer, ...]
+    temperature: Expr
+    output: Output
+    reference: Reference | None
+    min_length: int
+    max_length: int | None
+    coordinates: tuple[str, ...] | None = None
+    source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    # -- sequence layout --------------------------------------------------------
+    def length(self, n: int) -> int:
+        """Number of positions T the transformer sees for n input symbols."""
+        return n + (self.bos is not None) + (self.eos is not None)
+
+    def first_input_position(self) -> int:
+        return 1 if self.bos is not None else 0
+
+    def tokens(self, word: Sequence[str]) -> list[str]:
+        seq = list(word)
+        if self.bos is not None:
+            seq = [self.bos, *seq]
+        if self.eos is not None:
+            seq = [*seq, self.eos]
+        return seq
+
+    def position_index(self, p: int) -> int:
+        """The spec's position number i of sequence slot p (BOS is 0, w_1 is 1)."""
+        return p if self.bos is not None else p + 1
+
+    def output_positions(self, n: int) -> list[int]:
+        """Sequence slots of the input symbols 1..n (for argmax/value outputs)."""
+        start = self.first_input_position()
+        return list(range(start, start + n))
+
+    def accept_slot(self, n: int) -> int:
+        """Sequence slot that an ``accept`` output reads."""
+        out = self.output
+        assert isinstance(out, AcceptOutput)
+        pos = out.position
+        start = self.first_input_position()
+        if pos == "last":
+            return start + n - 1
+        if pos == "first":
+            return start
+        if pos == "bos":
+            return 0
+        if pos == "eos":
+            return self.length(n) - 1
+        assert isinstance(pos, int)
+        # integer positions use the spec's numbering (BOS 0, w_1 at 1, EOS at n+1)
+        return pos if self.bos is not None else pos - 1
+
+    def check_length(self, n: int) -> None:
+        """Refuse lengths the model does not support, naming the limit."""
+        if n < 1:
+            raise ModelError("", f"n = {n}: inputs have at least one symbol", "use n >= 1")
+        if self.max_length is not None and n > self.max_length:
+            raise ModelError(
+                "max_length",
+                f"the model supports n <= {self.max_length}, asked for n = {n}",
+                f"use --max-n {self.max_length} or less",
+            )
+        out = self.output
+        if isinstance(out, AcceptOutput) and isinstance(out.position, int):
+            slot = self.accept_slot(n)
+            if not 0 <= slot < self.length(n):
+                raise ModelError(
+                    "output.position",
+                    f"position {out.position} does not exist at n = {n}",
+                    "use a position between 0 and n+1 that exists, or 'last'",
+                )
+
+    # -- embeddings and temperatures -------------------------------------------
+    def position_vectors(self, n: int) -> list[Vec]:
+        """P(p, n) for every sequence slot, exact; errors name coordinate, i and n."""
+        T = self.length(n)
+        pe = self.position
+        if pe.kind == "none":
+            return [tuple(Fraction(0) for _ in range(self.d))] * T
+        if pe.kind == "table":
+            if T > len(pe.table):
+                raise ModelError(
+                    "embedding.position.table",
+                    f"has {len(pe.table)} rows but n = {n} needs {T}",
+                    "add rows or lower --max-n",
+                )
+            return [pe.table[p] for p in range(T)]
+        rows = []
+        for p in range(T):
+            i = self.position_index(p)
+            env = {"i": i, "n": n}
+            row = []
+            for k, e in enumerate(pe.exprs):
+                try:
+                    row.append(e.eval_exact(env))
+                except NotRationalError as exc:
+                    raise ModelError(
+                        f"embedding.position[{k}]",
+                        f"'{e.text}' is irrational at i = {i}, n = {n} ({exc})",
+                        "position embeddings must be rational at every position",
+                    ) from None
+                except ExprError as exc:
+                    raise ModelError(
+                        f"embedding.position[{k}]",
+                        f"'{e.text}' is undefined at i = {i}, n = {n}: {exc}",
+                        "make the expression defined at every position (e.g. use i+1)",
+                    ) from None
+            rows.append(tuple(row))
+        return rows
+
+    def head_temperature(self, layer: int, head: int, override: Expr | None = None) -> Expr:
+        if override is not None:
+            return override
+        h = self.layers[layer].heads[head]  # type: ignore[union-attr]
+        return h.temperature if h.temperature is not None else self.temperature
+
+    def attention_heads(self) -> list[tuple[int, int, Head]]:
+        return [
+            (li, hi, h)
+            for li, layer in enumerate(self.layers)
+            if isinstance(layer, AttentionLayer)
+            for hi, h in enumerate(layer.heads)
+        ]
+
+
+# ---------------------------------------------------------------------------
+# loading
+# ---------------------------------------------------------------------------
+
+TOP_KEYS = {
+    "format", "name", "description", "alphabet", "bos", "eos", "d", "embedding", "layers",
+    "temperature", "output", "reference", "min_length", "max_length",
+    # extensions (docs/format-extensions.md)
+    "coordinates", "meta",
+}
+
+
+def load_model(path: str | Path) -> Model:
+    """Read and validate a model file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ModelError(str(p), f"cannot read the file: {exc.strerror}", "check the path") from None
+    except UnicodeDecodeError:
+        raise ModelError(str(p), "is not UTF-8 text", "save the model as UTF-8 JSON") from None
+    raw = load_json_text(text, source=str(p))
+    return model_from_raw(raw)
+
+
+def model_from_dict(d: dict[str, Any]) -> Model:
+    """Validate a model given as a Python dict (as built by the builders).
+
+    Python floats are refused: they have already lost exactness.
+    """
+    return model_from_raw(_to_raw(d, "$"))
+
+
+def _to_raw(x: Any, path: str) -> Any:
+    if isinstance(x, bool) or x is None:
+        return x
+    if isinstance(x, int):
+        return JsonNumber(str(x))
+    if isinstance(x, float):
+        raise ModelError(
+            path.removeprefix("$."),
+            f"the Python float {x!r} is not exact",
+            "build models with int, Fraction or \"p/q\" strings",
+        )
+    if isinstance(x, Fraction):
+        return JsonNumber(str(x.numerator)) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
+    if isinstance(x, dict):
+        return {k: _to_raw(v, f"{path}.{k}") for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_to_raw(v, f"{path}[{i}]") for i, v in enumerate(x)]
+    return x
+
+
+def model_from_raw(raw: Any) -> Model:
+    """Validate the output of :func:`exactattn.numbers.load_json_text`."""
+    r = _Reader()
+    return r.model(raw)
+
+
+class _Reader:
+    """Walks the raw JSON tree with a path, so every error can say where it is."""
+
+    # -- primitives ------------------------------------------------------------
+    def obj(self, x: Any, path: str, keys: set[str], required: Sequence[str] = ()) -> dict:
+        if not isinstance(x, dict):
+            raise ModelError(path, f"expected an object, got {_kind(x)}")
+        for k in required:
+            if k not in x:
+                raise ModelError(path or "model", f"missing required key '{k}'", f"add \"{k}\"")
+        for k in x:
+            if k not in keys and not k.startswith("x-"):
+                raise ModelError(
+                    _join(path, k),
+                    f"unknown key '{k}'",
+                    f"allowed here: {', '.join(sorted(keys))} (or an 'x-…' extension key)",
+                )
+        return x
+
+    def string(self, x: Any, path: str) -> str:
+        if not isinstance(x, str) or isinstance(x, (JsonNumber, JsonConstant)):
+            raise ModelError(path, f"expected a string, got {_kind(x)}")
+        return str(x)
+
+    def integer(self, x: Any, path: str, minimum: int | None = None) -> int:
+        if not isinstance(x, JsonNumber):
+            raise ModelError(path, f"expected an integer, got {_kind(x)}")
+        v = parse_rational(x, path)
+        if v.denominator != 1:
+            raise ModelError(path, f"expected an integer, got {x}")
+        if minimum is not None and v < minimum:
+            raise ModelError(path, f"must be at least {minimum}, got {v}")
+        return int(v)
+
+    def number(self, x: Any, path: str) -> Fraction:
+        return parse_rational(x, path)
+
+    def vector(self, x: Any, path: str, length: int | None, what: str = "") -> Vec:
+        if not isinstance(x, list):
+            raise ModelError(path, f"expected a list of numbers{what}, got {_kind(x)}")
+        if length is not None and len(x) != length:
+            raise ModelError(
+                path,
+                f"expected {length} numbers{what}, got {len(x)}",
+                f"give exactly {length} entries",
+            )
+        return tuple(self.number(v, f"{path}[{i}]") for i, v in enumerate(x))
+
+    def matrix(self, x: Any, path: str, rows: int | None, cols: int | None, what: str) -> Mat:
+        if not isinstance(x, list) or not x or not all(isinstance(r, list) for r in x):
+            raise ModelError(
+                path,
+                f"expected a matrix (a non-empty list of rows) {what}, got {_kind(x)}",
+                "write a list of rows, e.g. [[1, 0], [0, 1]]",
+            )
+        if rows is not None and len(x) != rows:
+            raise ModelError(path, f"expected {rows} rows {what}, got {len(x)}")
+        ncols = cols if cols is not None else len(x[0])
+        out = []
+        for ri, row in enumerate(x):
+            if len(row) != ncols:
+                raise ModelError(
+                    f"{path}[{ri}]",
+                    f"row has {len(row)} entries, expected {ncols} {what}",
+                    f"every row of this matrix has {ncols} entries",
+                )
+            out.append(self.vector(row, f"{path}[{ri}]", ncols))
+        return tuple(out)
+
+    # -- model -----------------------------------------------------------------
+    def model(self, raw: Any) -> Model:
+        top = self.obj(
+            raw, "", TOP_KEYS,
+            required=("format", "name", "alphabet", "d", "embedding", "layers", "output"),
+        )
+        fmt = self.string(top["format"], "format")
+        if fmt != "exactattn/1":
+            raise ModelError("format", f"unsupported format '{fmt}'", 'use "exactattn/1"')
+        name = self.string(top["name"], "name")
+        description = self.string(top.get("description", ""), "description")
+        alphabet = self.alphabet(top["alphabet"])
+        bos = self.special(top, "bos", alphabet)
+        eos = self.special(top, "eos", alphabet)
+        if bos is not None and bos == eos:
+            raise ModelError("eos", "bos and eos must be different tokens")
+        d = self.integer(top["d"], "d", minimum=1)
+        tokens = list(alphabet) + [t for t in (bos, eos) if t is not None]
+        token_emb, position = self.embedding(top["embedding"], d, tokens)
+        temperature = self.temperature(top.get("temperature", JsonNumber("1")), "temperature")
+        layers = self.layers(top["layers"], d)
+        output = self.output(top["output"], d)
+        min_length = self.integer(top.get("min_length", JsonNumber("1")), "min_length", 1)
+        max_length = (
+            self.integer(top["max_length"], "max_length", 1) if "max_length" in top else None
+        )
+        if position.kind == "table":
+            if max_length is None:
+                raise ModelError(
+                    "max_length",
+                    "a position table needs max_length",
+                    "add \"max_length\": the largest n the table covers",
+                )
+            need = max_length + (bos is not None) + (eos is not None)
+            if len(position.table) < need:
+                raise ModelError(
+                    "embedding.position.table",
+                    f"has {len(position.table)} rows; max_length {max_length} needs {need}",
+                    "add rows or lower max_length",
+                )
+        coordinates = None
+        if "coordinates" in top:
+            cs = top["coordinates"]
+            if not isinstance(cs, list) or len(cs) != d:
+                raise ModelError("coordinates", f"expected a list of {d} names")
+            coordinates = tuple(self.string(c, f"coordinates[{i}]") for i, c in enumerate(cs))
+        reference = (
+            self.reference(top["reference"], alphabet, output, bos, eos)
+            if "reference" in top and top["reference"] is not None
+            else None
+        )
+        model = Model(
+            name=name,
+            description=description,
+            alphabet=alphabet,
+            bos=bos,
+            eos=eos,
+            d=d,
+            token_embedding=token_emb,
+            position=position,
+            layers=layers,
+            temperature=temperature,
+            output=output,
+            reference=reference,
+            min_length=min_length,
+            max_length=max_length,
+            coordinates=coordinates,
+            source=raw,
+        )
+        return model
+
+    def alphabet(self, x: Any) -> tuple[str, ...]:
+        if not isinstance(x, list) or not x:
+            raise ModelError("alphabet", "expected a non-empty list of token strings")
+        toks = tuple(self.string(t, f"alphabet[{i}]") for i, t in enumerate(x))
+        seen = set()
+        for i, t in enumerate(toks):
+            if t in seen:
+                raise ModelError(f"alphabet[{i}]", f"token '{t}' appears twice", "list each once")
+            seen.add(t)
+        return toks
+
+    def special(self, top: dict, key: str, alphabet: tuple[str, ...]) -> str | None:
+        if key not in top or top[key] is None:
+            return None
+        t = self.string(top[key], key)
+        if t in alphabet:
+            raise ModelError(key, f"'{t}' is also in the alphabet", f"use a distinct {key} token")
+        return t
+
+    def embedding(self, x: Any, d: int, tokens: list[str]) -> tuple[dict[str, Vec], PositionEmbedding]:
+        e = self.obj(x, "embedding", {"token", "position"}, required=("token",))
+        tok = e["token"]
+        if not isinstance(tok, dict):
+            raise ModelError("embedding.token", f"expected an object, got {_kind(tok)}")
+        for t in tok:
+            if t not in tokens:
+                raise ModelError(
+                    f"embedding.token.{t}",
+                    f"unknown token '{t}'",
+                    f"tokens are the alphabet plus bos/eos: {', '.join(tokens)}",
+                )
+        token_emb = {}
+        for t in tokens:
+            if t not in tok:
+                raise ModelError(
+                    "embedding.token", f"no vector for token '{t}'", f"add \"{t}\": [{d} numbers]"
+                )
+            token_emb[t] = self.vector(tok[t], f"embedding.token.{t}", d, " (length d)")
+        pos = e.get("position")
+        if pos is None:
+            return token_emb, PositionEmbedding("none")
+        if isinstance(pos, dict):
+            self.obj(pos, "embedding.position", {"table"}, required=("table",))
+            tab = pos["table"]
+            if not isinstance(tab, list) or not tab:
+                raise ModelError("embedding.position.table", "expected a non-empty list of rows")
+            table = tuple(
+                self.vector(row, f"embedding.position.table[{p}]", d, " (length d)")
+                for p, row in enumerate(tab)
+            )
+            return token_emb, PositionEmbedding("table", table=table)
+        if isinstance(pos, list):
+            if len(pos) != d:
+                raise ModelError(
+                    "embedding.position", f"expected {d} expressions (one per coordinate), got {len(pos)}"
+                )
+            exprs = tuple(
+                self.expression(v, f"embedding.position[{k}]", ("i", "n"), transcendental=False)
+                for k, v in enumerate(pos)
+            )
+            return token_emb, PositionEmbedding("exprs", exprs=exprs)
+        raise ModelError(
+            "embedding.position",
+            f"expected a list of {d} expressions or {{\"table\": [...]}}, got {_kind(pos)}",
+        )
+
+    def expression(self, x: Any, path: str, variables: Sequence[str], transcendental: bool) -> Expr:
+        if isinstance(x, JsonNumber):
+            text = str(x)
+        elif isinstance(x, str) and not isinstance(x, JsonConstant):
+            text = str(x)
+        else:
+            raise ModelError(path, f"expected an expression string, got {_kind(x)}")
+        try:
+            return parse_expr(text, variables, transcendental=transcendental)
+        except ExprError as exc:
+            raise ModelError(
+                path,
+                f"bad expression '{text}': {exc}",
+                "use numbers, " + ", ".join(variables)
+                + ", + - * / ^, parentheses, min, max, floor, ceil, mod"
+                + (", sqrt, log, exp" if transcendental else ""),
+            ) from None
+
+    def temperature(self, x: Any, path: str) -> Expr:
+        return self.expression(x, path, ("n",), transcendental=True)
+
+    def layers(self, x: Any, d: int) -> tuple[Layer, ...]:
+        if not isinstance(x, list):
+            raise ModelError("layers", f"expected a list of layers, got {_kind(x)}")
+        out: list[Layer] = []
+        for li, layer in enumerate(x):
+            path = f"layers[{li}]"
+            if not isinstance(layer, dict):
+                raise ModelError(path, f"expected an object, got {_kind(layer)}")
+            kind = layer.get("kind")
+            if kind == "attention":
+                self.obj(layer, path, {"kind", "heads", "name"}, required=("heads",))
+                heads = layer["heads"]
+                if not isinstance(heads, list) or not heads:
+                    raise ModelError(f"{path}.heads", "expected a non-empty list of heads")
+                out.append(
+                    AttentionLayer(
+                        heads=tuple(
+                            self.head(h, f"{path}.heads[{hi}]", d) for hi, h in enumerate(heads)
+                        ),
+                        name=self.opt_name(layer, path),
+                    )
+                )
+            elif kind == "ffn":
+                self.obj(layer, path, {"kind", "hidden", "output", "name"}, required=("hidden", "output"))
+                hidden = layer["hidden"]
+                if not isinstance(hidden, list) or not hidden:
+                    raise ModelError(f"{path}.hidden", "expected a non-empty list of {weight, bias}")
+                width = d
+                hs = []
+                for k, h in enumerate(hidden):
+                    hp = f"{path}.hidden[{k}]"
+                    self.obj(h, hp, {"weight", "bias"}, required=("weight", "bias"))
+                    w = self.matrix(h["weight"], f"{hp}.weight", None, width, f"(columns = {width})")
+                    b = self.vector(h["bias"], f"{hp}.bias", len(w), " (one per row of weight)")
+                    hs.append((w, b))
+                    width = len(w)
+                op = f"{path}.output"
+                o = self.obj(layer["output"], op, {"weight", "bias"}, required=("weight", "bias"))
+                w = self.matrix(o["weight"], f"{op}.weight", d, width, f"(shape ({d}, {width}))")
+                b = self.vector(o["bias"], f"{op}.bias", d, " (length d)")
+                out.append(FFNLayer(hidden=tuple(hs), output=(w, b), name=self.opt_name(layer, path)))
+            else:
+                raise ModelError(
+                    f"{path}.kind",
+                    f"unknown layer kind {kind!r}",
+                    "use \"attention\" or \"ffn\" (format 1 has no other layer kinds)",
+                )
+        return tuple(out)
+
+    def opt_name(self, x: dict, path: str) -> str | None:
+        return self.string(x["name"], f"{path}.name") if "name" in x else None
+
+    def head(self, x: Any, path: str, d: int) -> Head:
+        keys = {
+            "query", "key", "query_bias", "key_bias", "score", "value", "value_bias",
+            "output", "mask", "hard", "temperature", "name",
+        }
+        h = self.obj(x, path, keys, required=("value",))
+        if "score" in h:
+            for k in ("query", "key", "query_bias", "key_bias"):
+                if k in h:
+                    raise ModelError(f"{path}.{k}", "cannot be combined with 'score'", "use one form")
+            A = self.matrix(h["score"], f"{path}.score", d, d, f"(shape ({d}, {d}))")
+            Q = tuple(tuple(A[r][c] for r in range(d)) for c in range(d))  # Aᵀ
+            K = tuple(tuple(Fraction(int(r == c)) for c in range(d)) for r in range(d))
+            zeros = tuple(Fraction(0) for _ in range(d))
+            q, bq, k, bk, score_form = Q, zeros, K, zeros, True
+        else:
+            for k in ("query", "key"):
+                if k not in h:
+                    raise ModelError(path, f"missing '{k}'", "give query and key, or a score matrix")
+            q = self.matrix(h["query"], f"{path}.query", None, d, f"(shape (k, {d}))")
+            k = self.matrix(h["key"], f"{path}.key", len(q), d, f"(shape ({len(q)}, {d}) like query)")
+            bq = (
+                self.vector(h["query_bias"], f"{path}.query_bias", len(q), " (length k)")
+                if "query_bias" in h
+                else tuple(Fraction(0) for _ in q)
+            )
+            bk = (
+                self.vector(h["key_bias"], f"{path}.key_bias", len(q), " (length k)")
+                if "key_bias" in h
+                else tuple(Fraction(0) for _ in q)
+            )
+            score_form = False
+        v = self.matrix(h["value"], f"{path}.value", None, d, f"(shape (m, {d}))")
+        m = len(v)
+        bv = (
+            self.vector(h["value_bias"], f"{path}.value_bias", m, " (length m)")
+            if "value_bias" in h
+            else tuple(Fraction(0) for _ in range(m))
+        )
+        if "output" in h:
+            o: Mat | None = self.matrix(h["output"], f"{path}.output", d, m, f"(shape ({d}, {m}))")
+        else:
+            if m != d:
+                raise ModelError(
+                    f"{path}.value",
+                    f"has {m} rows but there is no output matrix, so m must equal d = {d}",
+                    f"add \"output\": a ({d}, {m}) matrix",
+                )
+            o = None
+        mask_raw = self.string(h.get("mask", "none"), f"{path}.mask")
+        if mask_raw not in MASKS:
+            raise ModelError(f"{path}.mask", f"unknown mask '{mask_raw}'", "use " + ", ".join(MASKS))
+        hard = self.string(h.get("hard", "average"), f"{path}.hard")
+        if hard not in HARD_RULES:
+            raise ModelError(f"{path}.hard", f"unknown hard rule '{hard}'", "use " + ", ".join(HARD_RULES))
+        temp = self.temperature(h["temperature"], f"{path}.temperature") if "temperature" in h else None
+        return Head(
+            query=q, query_bias=bq, key=k, key_bias=bk, value=v, value_bias=bv, output=o,
+            mask=MASKS[mask_raw], hard=hard, temperature=temp,
+            name=self.opt_name(h, path), score_form=score_form,
+        )
+
+    def output(self, x: Any, d: int) -> Output:
+        if not isinstance(x, dict):
+            raise ModelError("output", f"expected an object, got {_kind(x)}")
+        kind = x.get("kind")
+        if kind == "accept":
+            o = self.obj(
+                x, "output", {"kind", "position", "weight", "bias", "threshold"},
+                required=("position", "weight", "threshold"),
+            )
+            pos_raw = o["position"]
+            if isinstance(pos_raw, JsonNumber):
+                pos: str | int = self.integer(pos_raw, "output.position", 0)
+            else:
+                pos = self.string(pos_raw, "output.position")
+                if pos not in ("last", "first", "bos", "eos"):
+                    raise ModelError(
+                        "output.position", f"unknown position '{pos}'",
+                        "use \"last\", \"first\", \"bos\", \"eos\" or an integer",
+                    )
+            w = self.vector(o["weight"], "output.weight", d, " (length d)")
+            b = self.number(o.get("bias", JsonNumber("0")), "output.bias")
+            t = self.number(o["threshold"], "output.threshold")
+            return AcceptOutput(position=pos, weight=w, bias=b, threshold=t)
+        if kind == "argmax":
+            o = self.obj(x, "output", {"kind", "weight", "bias", "labels"}, required=("weight", "labels"))
+            labels_raw = o["labels"]
+            if not isinstance(labels_raw, list) or not labels_raw:
+                raise ModelError("output.labels", "expected a non-empty list of label strings")
+            labels = tuple(self.string(v, f"output.labels[{i}]") for i, v in enumerate(labels_raw))
+            if len(set(labels)) != len(labels):
+                raise ModelError("output.labels", "labels must be distinct")
+            w = self.matrix(o["weight"], "output.weight", len(labels), d, f"(shape ({len(labels)}, {d}))")
+            b = (
+                self.vector(o["bias"], "output.bias", len(labels), " (one per label)")
+                if "bias" in o
+                else tuple(Fraction(0) for _ in labels)
+            )
+            return ArgmaxOutput(weight=w, bias=b, labels=labels)
+        if kind == "value":
+            o = self.obj(x, "output", {"kind", "weight", "bias", "tolerance"}, required=("weight",))
+            w = self.matrix(o["weight"], "output.weight", None, d, f"(shape (r, {d}))")
+            b = (
+                self.vector(o["bias"], "output.bias", len(w), " (one per row)")
+                if "bias" in o
+                else tuple(Fraction(0) for _ in w)
+            )
+            tol = (
+                self.number(o["tolerance"], "output.tolerance")
+                if "tolerance" in o
+                else DEFAULT_VALUE_TOLERANCE
+            )
+            if tol < 0:
+                raise ModelError("output.tolerance", "must be >= 0")
+            return ValueOutput(weight=w, bias=b, tolerance=tol)
+        raise ModelError("output.kind", f"unknown output kind {kind!r}", "use accept, argmax or value")
+
+    def reference(
+        self, x: Any, alphabet: tuple[str, ...], output: Output, bos: str | None, eos: str | None
+    ) -> Reference:
+        if not isinstance(x, dict):
+            raise ModelError("reference", f"expected an object, got {_kind(x)}")
+        kind = x.get("kind")
+        if kind == "cases":
+            o = self.obj(x, "reference", {"kind", "cases"}, required=("cases",))
+            cases_raw = o["cases"]
+            if not isinstance(cases_raw, list):
+                raise ModelError("reference.cases", "expected a list of {input, output}")
+            cases: dict[tuple[str, ...], Any] = {}
+            for ci, c in enumerate(cases_raw):
+                cp = f"reference.cases[{ci}]"
+                self.obj(c, cp, {"input", "output"}, required=("input", "output"))
+                inp = c["input"]
+                if not isinstance(inp, list) or not inp:
+                    raise ModelError(f"{cp}.input", "expected a non-empty list of tokens")
+                word = tuple(self.string(t, f"{cp}.input[{i}]") for i, t in enumerate(inp))
+                for i, t in enumerate(word):
+                    if t not in alphabet:
+                        raise ModelError(
+                            f"{cp}.input[{i}]", f"unknown token '{t}'",
+                            f"inputs use the alphabet: {', '.join(alphabet)}",
+                        )
+                cases[word] = self.case_output(c["output"], f"{cp}.output", output, len(word))
+            return Reference("cases", cases=cases)
+        if kind == "ltl":
+            o = self.obj(x, "reference", {"kind", "formula"}, required=("formula",))
+            formula = self.string(o["formula"], "reference.formula")
+            try:
+                from .logic.ltl import parse_ltl
+            except ImportError:  # pragma: no cover - the LTL module ships with the package
+                parse_ltl = None
+            if parse_ltl is not None:
+                try:
+                    parse_ltl(formula, alphabet)
+                except ValueError as exc:
+                    raise ModelError("reference.formula", str(exc), "see docs/ltl.md") from None
+            return Reference("ltl", formula=formula)
+        if kind == "dyck":
+            o = self.obj(x, "reference", {"kind", "pairs"}, required=("pairs",))
+            pairs_raw = o["pairs"]
+            if not isinstance(pairs_raw, list) or not pairs_raw:
+                raise ModelError("reference.pairs", "expected a list like [\"()\", \"[]\"]")
+            pairs = []
+            for i, pr in enumerate(pairs_raw):
+                s = self.string(pr, f"reference.pairs[{i}]")
+                if len(s) != 2 or s[0] not in alphabet or s[1] not in alphabet:
+                    raise ModelError(
+                        f"reference.pairs[{i}]",
+                        f"'{s}' is not two alphabet symbols (opening, closing)",
+                        "write each pair as a 2-character string of alphabet tokens",
+                    )
+                pairs.append(s)
+            return Reference("dyck", pairs=tuple(pairs))
+        if kind == "regex":
+            o = self.obj(x, "reference", {"kind", "pattern"}, required=("pattern",))
+            pattern = self.string(o["pattern"], "reference.pattern")
+            if any(len(t) != 1 for t in alphabet):
+                raise ModelError("reference", "regex references need single-character tokens")
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ModelError("reference.pattern", f"bad regular expression: {exc}") from None
+            return Reference("regex", pattern=pattern)
+        raise ModelError(
+            "reference.kind", f"unknown reference kind {kind!r}", "use cases, ltl, dyck or regex"
+        )
+
+    def case_output(self, x: Any, path: str, output: Output, n: int) -> Any:
+        if isinstance(output, AcceptOutput):
+            if x is None or isinstance(x, bool):
+                return x
+            raise ModelError(path, f"expected true, false or null, got {_kind(x)}")
+        if not isinstance(x, list) or len(x) != n:
+            raise ModelError(path, f"expected a list of {n} outputs (one per input position)")
+        if isinstance(output, ArgmaxOutput):
+            out = []
+            for i, v in enumerate(x):
+                if v is None:
+                    out.append(None)
+                    continue
+                s = self.string(v, f"{path}[{i}]")
+                if s not in output.labels:
+                    raise ModelError(
+                        f"{path}[{i}]", f"unknown label '{s}'", "use one of output.labels or null"
+                    )
+                out.append(s)
+            return out
+        r = len(output.weight)
+        vals: list[Vec | None] = []
+        for i, v in enumerate(x):
+            if v is None:
+                vals.append(None)
+            elif isinstance(v, list):
+                vals.append(self.vector(v, f"{path}[{i}]", r))
+            elif r == 1:
+                vals.append((self.number(v, f"{path}[{i}]"),))
+            else:
+                raise ModelError(f"{path}[{i}]", f"expected a vector of {r} numbers")
+        return vals
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _kind(x: Any) -> str:
+    if isinstance(x, JsonConstant):
+        return str(x)
+    if isinstance(x, JsonNumber):
+        return f"the number {x}"
+    if isinstance(x, dict):
+        return "an object"
+    if isinstance(x, list):
+        return "a list"
+    if isinstance(x, bool):
+        return "true/false"
+    if x is None:
+        return "null"
+    if isinstance(x, str):
+        return f"the string '{x}'"
+    return type(x).__name__

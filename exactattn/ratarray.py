@@ -1,0 +1,175 @@
+"""Exact rational arrays: integer numerators over one common positive denominator.
+
+Why this shape: a layer's work is a few matrix products over *all* inputs of one
+length at once. With one denominator per array, a product of rationals is a product
+of integers, and integers can be multiplied by BLAS in float64 *exactly* whenever a
+bound proves every partial sum stays below 2**53 (see ``notes/arith-bench.md``:
+~39 000× faster than Fraction). When the bound fails we fall back to int64, and
+past 2**62 to Python integers (numpy ``object`` arrays): always exact, only slower.
+Argmax sets and ReLU signs are read off the numerators, since the denominator is
+positive.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+FLOAT_EXACT = 2**53
+INT64_SAFE = 2**62
+
+
+def _maxabs(a: np.ndarray) -> int:
+    if a.size == 0:
+        return 0
+    if a.dtype == object:
+        return int(max(abs(int(a.max())), abs(int(a.min()))))
+    return int(max(abs(int(a.max())), abs(int(a.min()))))
+
+
+def _narrow(a: np.ndarray) -> np.ndarray:
+    """Store as int64 when every entry fits, else as Python ints."""
+    if a.dtype == np.int64:
+        return a
+    if a.dtype == object:
+        m = _maxabs(a)
+        return a.astype(np.int64) if m < INT64_SAFE else a
+    if a.dtype == np.float64:
+        return a.astype(np.int64)
+    return a.astype(np.int64)
+
+
+def _widen(a: np.ndarray) -> np.ndarray:
+    return a if a.dtype == object else a.astype(object)
+
+
+def int_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Exact integer matmul (numpy broadcasting rules), choosing the fastest exact path."""
+    inner = a.shape[-1]
+    bound = _maxabs(a) * _maxabs(b) * max(inner, 1)
+    if a.dtype != object and b.dtype != object:
+        if bound < FLOAT_EXACT:
+            r = np.matmul(a.astype(np.float64), b.astype(np.float64))
+            return r.astype(np.int64)
+        if bound < INT64_SAFE:
+            return np.matmul(a.astype(np.int64), b.astype(np.int64))
+    return _narrow(np.matmul(_widen(a), _widen(b)))
+
+
+def _scale(a: np.ndarray, s: int) -> np.ndarray:
+    if s == 1:
+        return a
+    if a.dtype != object and _maxabs(a) * s < INT64_SAFE:
+        return a * np.int64(s)
+    return _widen(a) * s
+
+
+def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype != object and b.dtype != object and _maxabs(a) + _maxabs(b) < INT64_SAFE:
+        return a + b
+    return _narrow(_widen(a) + _widen(b))
+
+
+class RatArray:
+    """``num / den`` with ``num`` an integer ndarray (int64 or object) and ``den > 0``."""
+
+    __slots__ = ("num", "den")
+
+    def __init__(self, num: np.ndarray, den: int = 1) -> None:
+        assert den > 0
+        self.num = num
+        self.den = int(den)
+
+    # -- construction ------------------------------------------------------------
+    @classmethod
+    def from_fractions(cls, values: Any) -> RatArray:
+        """From a (nested) sequence of Fractions, with the lcm of the denominators."""
+        arr = np.array(values, dtype=object)
+        flat = arr.reshape(-1)
+        den = 1
+        for x in flat:
+            den = math.lcm(den, Fraction(x).denominator)
+        num = np.empty(flat.shape, dtype=object)
+        for idx, x in enumerate(flat):
+            fx = Fraction(x)
+            num[idx] = fx.numerator * (den // fx.denominator)
+        return cls(_narrow(num.reshape(arr.shape)), den)
+
+    @classmethod
+    def zeros(cls, shape: Sequence[int]) -> RatArray:
+        return cls(np.zeros(tuple(shape), dtype=np.int64), 1)
+
+    # -- access --------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.num.shape
+
+    def __getitem__(self, idx: Any) -> RatArray:
+        return RatArray(self.num[idx], self.den)
+
+    def fraction(self, idx: Any) -> Fraction:
+        return Fraction(int(self.num[idx]), self.den)
+
+    def to_fractions(self) -> Any:
+        """Nested lists of Fractions (for the API and for tests)."""
+        return _nested(self.num, self.den)
+
+    def max_abs(self) -> Fraction:
+        return Fraction(_maxabs(self.num), self.den)
+
+    # -- arithmetic ----------------------------------------------------------------
+    def matmul_t(self, w: RatArray) -> RatArray:
+        """``self @ w.T`` for a 2-D weight ``w`` of shape (out, in)."""
+        return RatArray(int_matmul(self.num, w.num.T), self.den * w.den)
+
+    def bmm(self, other: RatArray) -> RatArray:
+        """Batched ``self @ other`` (numpy matmul broadcasting)."""
+        return RatArray(int_matmul(self.num, other.num), self.den * other.den)
+
+    def __add__(self, other: RatArray) -> RatArray:
+        if self.den == other.den:
+            return RatArray(_add(self.num, other.num), self.den)
+        den = math.lcm(self.den, other.den)
+        return RatArray(
+            _add(_scale(self.num, den // self.den), _scale(other.num, den // other.den)), den
+        )
+
+    def relu(self) -> RatArray:
+        return RatArray(np.maximum(self.num, 0) if self.num.dtype != object else
+                        np.where(self.num > 0, self.num, 0).astype(object), self.den)
+
+    def scale_rows(self, factors: np.ndarray, extra_den: int) -> RatArray:
+        """Multiply by integer ``factors`` (broadcast) and divide by ``extra_den``."""
+        f = factors
+        if self.num.dtype != object and f.dtype != object:
+            if _maxabs(self.num) * _maxabs(f) < INT64_SAFE:
+                return RatArray(self.num * f, self.den * extra_den)
+        return RatArray(_narrow(_widen(self.num) * _widen(f)), self.den * extra_den)
+
+    def reduced(self) -> RatArray:
+        """Divide numerators and denominator by their gcd (keeps numbers small)."""
+        if self.den == 1:
+            return self
+        g = self.den
+        flat = self.num.reshape(-1)
+        if flat.dtype != object:
+            g = math.gcd(g, int(np.gcd.reduce(flat))) if flat.size else g
+        else:
+            for x in flat:
+                g = math.gcd(g, int(x))
+                if g == 1:
+                    break
+        if g <= 1:
+            return self
+        num = self.num // g if self.num.dtype != object else _narrow(self.num // g)
+        return RatArray(_narrow(num), self.den // g)
+
+
+def _nested(num: np.ndarray, den: int) -> Any:
+    if num.ndim == 0:
+        return Fraction(int(num), den)
+    return [_nested(x, den) for x in num]

@@ -1,0 +1,68 @@
+"""Oracles: what a model is *meant* to compute, independent of its weights."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from .model import Reference
+
+
+def dyck_accepts(word: Sequence[str], pairs: Sequence[str]) -> bool:
+    """Whether `word` is a well-nested string over the bracket pairs."""
+    opening = {p[0]: p[1] for p in pairs}
+    closing = {p[1] for p in pairs}
+    stack: list[str] = []
+    for t in word:
+        if t in opening:
+            stack.append(opening[t])
+        elif t in closing:
+            if not stack or stack.pop() != t:
+                return False
+        else:
+            return False
+    return not stack
+
+
+@lru_cache(maxsize=64)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+@lru_cache(maxsize=64)
+def _ltl(formula: str, alphabet: tuple[str, ...]) -> Any:
+    from .logic.ltl import parse_ltl
+
+    return parse_ltl(formula, alphabet)
+
+
+class Oracle:
+    """Expected output for a word: accept → bool; argmax → labels; value → vectors.
+
+    ``None`` means the reference says nothing about this word (a ``cases`` reference
+    that does not list it); an entry ``None`` inside a list means *undefined there*.
+    """
+
+    def __init__(self, ref: Reference, alphabet: tuple[str, ...]) -> None:
+        self.ref = ref
+        self.alphabet = alphabet
+
+    def expected(self, word: tuple[str, ...]) -> Any:
+        r = self.ref
+        if r.kind == "cases":
+            assert r.cases is not None
+            return r.cases.get(word)
+        if r.kind == "dyck":
+            assert r.pairs is not None
+            return dyck_accepts(word, r.pairs)
+        if r.kind == "regex":
+            assert r.pattern is not None
+            return _compiled(r.pattern).fullmatch("".join(word)) is not None
+        if r.kind == "ltl":
+            from .logic.ltl import accepts
+
+            assert r.formula is not None
+            return bool(accepts(_ltl(r.formula, self.alphabet), word))
+        raise ValueError(r.kind)

@@ -1,0 +1,87 @@
+"""Reports a researcher can paste into a paper: Markdown or LaTeX, with figures.
+
+``write_report(result, path)`` reads an ``exactattn-result/1`` dict and writes
+
+* ``.md``: ``PATH`` plus PNG figures ``<stem>-gamma.png``, ``<stem>-error.png`` and, when the
+  result has τ*(n) or τ_thm(n), ``<stem>-tau.png``, beside it;
+* ``.tex``: ``PATH`` (a standalone document), ``<stem>-fragment.tex`` (to ``\\input`` into a
+  paper) and the same figures as PDF.
+
+The text files depend only on the result (no dates, versions or absolute paths), so committed
+reports can be compared with regenerated ones; the figures are deterministic as well.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from . import latex, markdown
+from .data import ReportData, load
+from .figures import figure_names, write_figures
+
+__all__ = ["FORMATS", "render", "write_report"]
+
+#: Report formats by file suffix.
+FORMATS = {".md": "md", ".markdown": "md", ".tex": "tex"}
+_FIGURE_SUFFIX = {"md": "png", "tex": "pdf"}
+
+
+def _format_of(path: Path, fmt: str | None) -> str:
+    if fmt is not None:
+        if fmt not in _FIGURE_SUFFIX:
+            raise UsageError(f"report format must be 'md' or 'tex', got {fmt!r}")
+        return fmt
+    try:
+        return FORMATS[path.suffix.lower()]
+    except KeyError:
+        raise UsageError(
+            f"cannot tell the report format from {path.name!r}: use a .md or .tex file name "
+            "(or pass the format explicitly)"
+        ) from None
+
+
+def _fragment_path(path: Path) -> Path:
+    return path.with_name(f"{path.stem}-fragment.tex")
+
+
+def render(result: dict[str, Any], path: Path, fmt: str | None = None) -> dict[Path, str]:
+    """The text files :func:`write_report` would write (figures excluded), by path.
+
+    For checking committed reports against a regeneration without touching the disk.
+    """
+    path = Path(path)
+    kind = _format_of(path, fmt)
+    data = load(result)
+    return _render(data, path, kind)
+
+
+def _render(data: ReportData, path: Path, kind: str) -> dict[Path, str]:
+    suffix = _FIGURE_SUFFIX[kind]
+    figures = [(name, f"{path.stem}-{name}.{suffix}") for name in figure_names(data)]
+    if kind == "md":
+        return {path: markdown.render(data, figures)}
+    fragment = latex.render_fragment(data, figures)
+    return {path: latex.render_standalone(data, fragment), _fragment_path(path): fragment}
+
+
+def write_report(result: dict[str, Any], path: Path, fmt: str | None = None) -> list[Path]:
+    """Write the report for ``result`` to ``path`` and return every file written.
+
+    ``fmt`` is ``"md"`` or ``"tex"``; None takes it from the suffix of ``path``. The main file
+    comes first, then the LaTeX fragment (tex), then the figures. Raises
+    :class:`~exactattn.errors.UsageError` for an unknown format or a malformed result.
+    """
+    path = Path(path)
+    kind = _format_of(path, fmt)
+    data = load(result)
+    texts = _render(data, path, kind)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = []
+    for target, content in texts.items():
+        target.write_text(content, encoding="utf-8")
+        written.append(target)
+    stem = path.with_name(path.stem)
+    written += [file for _name, file in write_figures(data, stem, _FIGURE_SUFFIX[kind])]
+    return written

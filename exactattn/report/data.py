@@ -1,0 +1,181 @@
+"""A read-only view of an ``exactattn-result/1`` dict that tolerates absent extensions.
+
+The writers and the figures read the result only through this view, so "is there a bound?",
+"which layers exist?" and the γ fit are decided once and shown identically in every format.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import UsageError
+from .fmt import parse_decimal, parse_rational
+
+RESULT_FORMAT = "exactattn-result/1"
+
+
+@dataclass(frozen=True)
+class LayerInfo:
+    index: int
+    kind: str
+    heads: int | None = None
+
+    @property
+    def label(self) -> str:
+        """``attention, 2 heads`` / ``ffn``."""
+        if self.heads is None:
+            return self.kind
+        return f"{self.kind}, {self.heads} head{'s' if self.heads != 1 else ''}"
+
+
+@dataclass(frozen=True)
+class PowerFit:
+    """Least-squares fit of log γ = log c − k log n (floating point, display only)."""
+
+    log10_c: float
+    k: float
+    ns: tuple[int, ...]
+
+
+@dataclass
+class ReportData:
+    """Everything the writers need, with extensions defaulted when absent."""
+
+    result: dict[str, Any]
+    model: str
+    rows: list[dict[str, Any]]
+    layers: list[LayerInfo]
+    info: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    verdict: dict[str, Any] | None = None
+
+    @property
+    def slug(self) -> str:
+        """The model name reduced to label-safe characters (LaTeX labels, file names)."""
+        return re.sub(r"[^A-Za-z0-9]+", "-", self.model).strip("-") or "model"
+
+    @property
+    def ns(self) -> list[int]:
+        return [row["n"] for row in self.rows]
+
+    @property
+    def n_range(self) -> tuple[int, int]:
+        lo = self.settings.get("min_n", min(self.ns) if self.rows else 0)
+        hi = self.settings.get("max_n", max(self.ns) if self.rows else 0)
+        return lo, hi
+
+    @property
+    def total_inputs(self) -> int:
+        return sum(int(row.get("inputs", 0)) for row in self.rows)
+
+    @property
+    def has_bounds(self) -> bool:
+        return any(row.get("bounds") is not None for row in self.rows)
+
+    @property
+    def has_tau_star(self) -> bool:
+        return any(row.get("tau_star") is not None for row in self.rows)
+
+    @property
+    def has_tau_theorem(self) -> bool:
+        return any((row.get("bounds") or {}).get("tau_theorem") is not None for row in self.rows)
+
+    @property
+    def has_reference(self) -> bool:
+        return any(row.get("reference_mismatches") is not None for row in self.rows)
+
+    @property
+    def has_undecided(self) -> bool:
+        return any("undecided" in row for row in self.rows)
+
+    @property
+    def has_figure_tau(self) -> bool:
+        return self.has_tau_star or self.has_tau_theorem
+
+    def layer_entry(self, row: dict[str, Any], index: int) -> dict[str, Any] | None:
+        for entry in row.get("layers", []):
+            if entry.get("index") == index:
+                return entry
+        return None
+
+    def bound_entry(self, row: dict[str, Any], index: int) -> dict[str, Any] | None:
+        for entry in (row.get("bounds") or {}).get("layers", []):
+            if entry.get("index") == index:
+                return entry
+        return None
+
+    def verdict_line(self) -> tuple[bool | None, str]:
+        """(ok, text): the engine's verdict, or one derived from the rows when absent."""
+        if self.verdict is not None:
+            return self.verdict.get("ok"), str(self.verdict.get("summary", ""))
+        holds = all(row.get("invariant") == "holds" for row in self.rows)
+        agree = all(row.get("disagreements", 0) == 0 for row in self.rows)
+        text = "no verdict in the result file; derived: "
+        text += "the ε ≤ 1 invariant holds" if holds else "the ε ≤ 1 invariant is not certified"
+        text += " at every n, and " if holds else " at some n, and "
+        text += "hard and soft agree on every input" if agree else "hard and soft disagree"
+        return holds and agree, text
+
+    def gamma_fit(self) -> PowerFit | None:
+        """Fit c·n^(−k) to γ over the n where γ is finite and positive (needs two such n)."""
+        points = []
+        for row in self.rows:
+            if row.get("gamma") is None:
+                continue
+            gamma = parse_rational(row["gamma"])
+            if gamma > 0 and row["n"] > 0:
+                x = math.log10(row["n"])  # display only
+                y = math.log10(gamma.numerator) - math.log10(gamma.denominator)  # display only
+                points.append((row["n"], x, y))
+        if len({p[0] for p in points}) < 2:
+            return None
+        mx = sum(p[1] for p in points) / len(points)
+        my = sum(p[2] for p in points) / len(points)
+        sxx = sum((p[1] - mx) ** 2 for p in points)
+        sxy = sum((p[1] - mx) * (p[2] - my) for p in points)
+        slope = sxy / sxx
+        return PowerFit(log10_c=my - slope * mx, k=-slope, ns=tuple(p[0] for p in points))
+
+
+def load(result: dict[str, Any]) -> ReportData:
+    """Check the format tag and build the view; raises UsageError naming what is wrong."""
+    if not isinstance(result, dict):
+        raise UsageError("a result must be a JSON object in format exactattn-result/1")
+    fmt = result.get("format")
+    if fmt != RESULT_FORMAT:
+        raise UsageError(f"format: expected {RESULT_FORMAT!r}, got {fmt!r}")
+    rows = sorted(result.get("lengths", []), key=lambda row: row["n"])
+    info = result.get("model_info") or {}
+    if info.get("layers"):
+        layers = [
+            LayerInfo(int(entry["index"]), str(entry.get("kind", "?")), entry.get("heads"))
+            for entry in info["layers"]
+        ]
+    else:
+        seen: dict[int, str] = {}
+        for row in rows:
+            for entry in row.get("layers", []):
+                seen.setdefault(int(entry["index"]), str(entry.get("kind", "?")))
+        layers = [LayerInfo(i, kind) for i, kind in sorted(seen.items())]
+    for row in rows:  # validate certified strings early, with a useful message
+        for entry in row.get("layers", []):
+            err = entry.get("error")
+            if err is not None:
+                try:
+                    parse_decimal(err["lower"]), parse_decimal(err["upper"])
+                except (KeyError, ValueError) as exc:
+                    raise UsageError(
+                        f"lengths[n={row['n']}].layers[{entry.get('index')}].error: {exc}"
+                    ) from None
+    return ReportData(
+        result=result,
+        model=str(result.get("model", "model")),
+        rows=rows,
+        layers=layers,
+        info=info,
+        settings=result.get("settings") or {},
+        verdict=result.get("verdict"),
+    )

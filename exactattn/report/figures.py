@@ -1,0 +1,230 @@
+"""Figures for reports: γ(n) with a power-law fit, per-layer errors, τ*(n) against τ_thm(n).
+
+Rendering is deterministic (Agg canvas, fixed hash salt, no dates or software versions in the
+files) so regenerated reports do not churn. Values come from exact or certified strings; their
+log10 is taken from the digits, so a certified error like 3e-434295 is still placed correctly:
+when some value lies outside what a float log axis can show, the axis plots log10 directly and
+labels ticks as powers of ten. Values no log axis can show (0, ∞) are drawn as markers at the
+axis edge and named in the legend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .data import PowerFit, ReportData
+from .fmt import fit_tex, parse_decimal, parse_rational
+
+#: Largest |log10| plotted on a native (float) log axis; beyond, the exponent axis is used.
+NATIVE_LOG_LIMIT = 300
+
+RC = {
+    "svg.hashsalt": "exactattn",
+    "svg.fonttype": "path",
+    "pdf.fonttype": 42,
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "legend.fontsize": 8,
+    "figure.figsize": (5.0, 3.4),
+    "savefig.dpi": 150,
+    "savefig.bbox": "standard",
+}
+METADATA = {
+    "png": {"Software": None},
+    "pdf": {"Creator": None, "Producer": None, "CreationDate": None, "ModDate": None},
+}
+COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+
+
+class _LogAxis:
+    """A y axis for values given as log10: native log scale when floats suffice, else log10
+    plotted linearly with 10^k tick labels."""
+
+    def __init__(self, ax: Any, logs: Sequence[float]) -> None:
+        from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+        self.ax = ax
+        finite = [v for v in logs if math.isfinite(v)]
+        self.native = all(abs(v) <= NATIVE_LOG_LIMIT for v in finite)
+        if self.native:
+            ax.set_yscale("log")
+        else:
+            ax.yaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"$10^{{{round(v)}}}$"))
+
+    def y(self, log10_value: float) -> float:
+        return 10.0**log10_value if self.native else log10_value  # display only
+
+    def edge_marker(self, xs: list[float], top: bool, label: str, color: str) -> None:
+        """Markers at the top (∞) or bottom (0) edge for values the axis cannot show."""
+        if not xs:
+            return
+        trans = self.ax.get_xaxis_transform()
+        y = 0.97 if top else 0.03
+        self.ax.scatter(xs, [y] * len(xs), transform=trans, marker="^" if top else "v",
+                        color=color, s=28, clip_on=False, zorder=3, label=label)
+
+
+def _n_ticks(ax: Any, ns: list[int], log: bool) -> None:
+    """Tick at the checked n (a log-spaced subset when there are many)."""
+    from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
+
+    ticks = sorted(set(ns))
+    if len(ticks) > 10:
+        if log:
+            want = [ticks[0] * (ticks[-1] / ticks[0]) ** (i / 7) for i in range(8)]
+        else:
+            want = [ticks[0] + (ticks[-1] - ticks[0]) * i / 7 for i in range(8)]
+        ticks = sorted({min(ticks, key=lambda n, w=w: abs(n - w)) for w in want})
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FixedFormatter([str(n) for n in ticks]))
+    ax.xaxis.set_minor_locator(NullLocator())
+
+
+def fit_label(fit: PowerFit) -> str:
+    """Mathtext legend text for the fit c·n^(−k)."""
+    return rf"fit ${fit_tex(fit)}$"
+
+
+def gamma_figure(data: ReportData, path: Path, fit: PowerFit | None) -> Path:
+    """γ(n) on log–log axes (exact values), ∞ marked at the top, with the fitted power law."""
+    fig, ax = _new_figure()
+    ns, logs, infinite = [], [], []
+    for row in data.rows:
+        if row.get("gamma") is None:
+            infinite.append(row["n"])
+            continue
+        g = parse_rational(row["gamma"])
+        if g <= 0:
+            continue
+        ns.append(row["n"])
+        logs.append(math.log10(g.numerator) - math.log10(g.denominator))  # display only
+    ax.set_xscale("log")
+    axis = _LogAxis(ax, logs)
+    if ns:
+        ax.plot(ns, [axis.y(v) for v in logs], "o", color=COLORS[0], label=r"$\gamma(n)$ (exact)")
+    if fit is not None:
+        lo, hi = min(fit.ns), max(fit.ns)
+        xs = [lo * (hi / lo) ** (i / 50) for i in range(51)]
+        ys = [axis.y(fit.log10_c - fit.k * math.log10(x)) for x in xs]  # display only
+        ax.plot(xs, ys, "--", color=COLORS[1], label=fit_label(fit))
+    axis.edge_marker(infinite, True, r"$\gamma(n)=\infty$ (no strict gap)", COLORS[2])
+    _n_ticks(ax, data.ns, log=True)
+    ax.set_xlabel("n (input length)")
+    ax.set_ylabel(r"$\gamma(n)$")
+    if not ns and not infinite:
+        ax.text(0.5, 0.5, "no γ(n) in the result", transform=ax.transAxes, ha="center")
+    return _save(fig, ax, path)
+
+
+def error_figure(data: ReportData, path: Path) -> Path:
+    """Upper ends of the certified per-layer errors against n (log y), with proved bounds."""
+    fig, ax = _new_figure()
+    series = []
+    all_logs: list[float] = []
+    for k, layer in enumerate(data.layers):
+        err_pts, bound_pts, zeros = [], [], []
+        for row in data.rows:
+            entry = data.layer_entry(row, layer.index)
+            if entry is not None and entry.get("error") is not None:
+                v = parse_decimal(entry["error"]["upper"])
+                if v.is_zero:
+                    zeros.append(row["n"])
+                elif not v.is_inf:
+                    err_pts.append((row["n"], v.log10()))
+            bound = data.bound_entry(row, layer.index)
+            if bound is not None and bound.get("bound") is not None:
+                b = parse_decimal(bound["bound"])
+                if not b.is_zero and not b.is_inf:
+                    bound_pts.append((row["n"], b.log10()))
+        all_logs += [p[1] for p in err_pts + bound_pts]
+        series.append((COLORS[k % len(COLORS)], layer, err_pts, bound_pts, zeros))
+    axis = _LogAxis(ax, all_logs)
+    for color, layer, err_pts, bound_pts, zeros in series:
+        name = f"layer {layer.index} ({layer.kind})"
+        if err_pts:
+            ax.plot([p[0] for p in err_pts], [axis.y(p[1]) for p in err_pts], "o-", color=color,
+                    label=rf"{name}: $\varepsilon$ upper")
+        if bound_pts:
+            ax.plot([p[0] for p in bound_pts], [axis.y(p[1]) for p in bound_pts], "s--",
+                    color=color, mfc="none", label=f"{name}: proved bound")
+        axis.edge_marker(zeros, False, rf"{name}: $\varepsilon = 0$", color)
+    _n_ticks(ax, data.ns, log=False)
+    ax.set_xlabel("n (input length)")
+    ax.set_ylabel(r"certified error $\varepsilon_\ell(n)$ (upper end)")
+    return _save(fig, ax, path)
+
+
+def tau_figure(data: ReportData, path: Path) -> Path:
+    """τ*(n) (largest faithful temperature found) against τ_thm(n) (the theorem's), log y."""
+    fig, ax = _new_figure()
+    star, thm = [], []
+    for row in data.rows:
+        if row.get("tau_star") is not None:
+            star.append((row["n"], parse_decimal(row["tau_star"]["lower"]).log10()))
+        theorem = (row.get("bounds") or {}).get("tau_theorem")
+        if theorem is not None:
+            thm.append((row["n"], parse_decimal(theorem["lower"]).log10()))
+    star = [p for p in star if math.isfinite(p[1])]
+    thm = [p for p in thm if math.isfinite(p[1])]
+    axis = _LogAxis(ax, [p[1] for p in star + thm])
+    if star:
+        ax.plot([p[0] for p in star], [axis.y(p[1]) for p in star], "o-", color=COLORS[0],
+                label=r"$\tau^*(n)$ (search, lower end)")
+    if thm:
+        ax.plot([p[0] for p in thm], [axis.y(p[1]) for p in thm], "s--", color=COLORS[1],
+                mfc="none", label=r"$\tau_{\mathrm{thm}}(n)$ (theorem, lower end)")
+    _n_ticks(ax, data.ns, log=False)
+    ax.set_xlabel("n (input length)")
+    ax.set_ylabel(r"temperature $\tau$")
+    return _save(fig, ax, path)
+
+
+def _new_figure() -> tuple[Any, Any]:
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context(RC):
+        fig = Figure()
+        ax = fig.add_subplot()
+    return fig, ax
+
+
+def _save(fig: Any, ax: Any, path: Path) -> Path:
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    with matplotlib.rc_context(RC):
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="best")
+        FigureCanvasAgg(fig)
+        fig.tight_layout()
+        suffix = path.suffix.lstrip(".")
+        fig.savefig(path, format=suffix, metadata=METADATA.get(suffix))
+    return path
+
+
+def write_figures(data: ReportData, stem: Path, suffix: str) -> list[tuple[str, Path]]:
+    """Write every figure the result supports as ``<stem>-<name>.<suffix>``; (name, path)."""
+    fit = data.gamma_fit()
+    out = [
+        ("gamma", gamma_figure(data, _named(stem, "gamma", suffix), fit)),
+        ("error", error_figure(data, _named(stem, "error", suffix))),
+    ]
+    if data.has_figure_tau:
+        out.append(("tau", tau_figure(data, _named(stem, "tau", suffix))))
+    return out
+
+
+def figure_names(data: ReportData) -> list[str]:
+    """The figures :func:`write_figures` writes, in order (the writers reference them)."""
+    return ["gamma", "error"] + (["tau"] if data.has_figure_tau else [])
+
+
+def _named(stem: Path, name: str, suffix: str) -> Path:
+    return stem.with_name(f"{stem.name}-{name}.{suffix}")

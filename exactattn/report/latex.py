@@ -1,0 +1,372 @@
+"""The LaTeX report: an includable fragment and a standalone document around it.
+
+Tables use booktabs, exact rationals are typeset as fractions, certified values keep their
+enclosure (``0.2689{\\scriptstyle[4,5]}`` is [0.26894, 0.26895]; the captions say so), and
+figures are PDFs included with graphicx. Only packages from texlive-latex-base and
+texlive-latex-recommended are used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import fmt
+from .data import ReportData
+from .fmt import Bracket, Frac, Interval, Num, Shown, Special
+
+PACKAGES = ["amsmath", "booktabs", "graphicx"]
+
+NOTATION = (
+    r"Certified values are enclosures with outward-rounded endpoints: "
+    r"$0.2689{\scriptstyle[4,5]}$ denotes $[0.26894,\,0.26895]$, "
+    r"$3.296{\scriptstyle[8,9]}\times10^{-7}$ denotes "
+    r"$[3.2968\times10^{-7},\,3.2969\times10^{-7}]$, and $[a,\,b]$ is an explicit interval; "
+    r"only digits the enclosure supports are printed. Exact rationals are typeset as "
+    r"fractions; ${}^{\dagger}$ marks an exact rational too long to print, shown by an "
+    r"enclosure instead."
+)
+
+_TEXT_ESCAPES = {
+    "\\": r"\textbackslash{}",
+    "{": r"\{",
+    "}": r"\}",
+    "$": r"\$",
+    "&": r"\&",
+    "#": r"\#",
+    "_": r"\_",
+    "%": r"\%",
+    "^": r"\^{}",
+    "~": r"\~{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+    "γ": r"$\gamma$",
+    "ε": r"$\varepsilon$",
+    "τ": r"$\tau$",
+    "≤": r"$\le$",
+    "≥": r"$\ge$",
+    "≠": r"$\ne$",
+    "∞": r"$\infty$",
+    "…": r"\dots{}",
+    "—": "---",
+    "–": "--",
+    "−": "$-$",
+    "×": r"$\times$",
+    "·": r"$\cdot$",
+    "‖": r"$\|$",
+    "∈": r"$\in$",
+    "→": r"$\to$",
+    "’": "'",
+    "‘": "`",
+    "“": "``",
+    "”": "''",
+}
+
+
+def text(s: str) -> str:
+    """Escape free text for LaTeX text mode; unknown non-ASCII is spelled as its code point."""
+    out = []
+    for ch in s:
+        if ch in _TEXT_ESCAPES:
+            out.append(_TEXT_ESCAPES[ch])
+        elif ord(ch) < 128:
+            out.append(ch)
+        else:
+            out.append(f"[U+{ord(ch):04X}]")
+    return "".join(out)
+
+
+def tt(s: str) -> str:
+    return r"\texttt{" + text(s) + "}"
+
+
+def math(shown: Shown) -> str:
+    """A formatted number in math mode (without the dollars)."""
+    v = shown.value
+    if isinstance(v, Num):
+        out = ("-" if v.neg else "") + _sci(v.mant, v.exp)
+    elif isinstance(v, Bracket):
+        body = v.head + r"{\scriptstyle[" + v.a + "," + v.b + "]}"
+        out = body if v.exp is None else body + rf"\times10^{{{v.exp}}}"
+    elif isinstance(v, Interval):
+        out = "[" + math(Shown(v.lo)) + r",\," + math(Shown(v.hi)) + "]"
+    elif isinstance(v, Frac):
+        out = ("-" if v.neg else "") + rf"\tfrac{{{v.p}}}{{{v.q}}}"
+    else:
+        assert isinstance(v, Special)
+        out = {"inf": r"\infty", "-inf": r"-\infty", "none": r"\text{---}"}[v.kind]
+    return out + (r"^{\dagger}" if shown.dagger else "")
+
+
+def _sci(mant: str, exp: int | None) -> str:
+    if exp is None:
+        return mant
+    if mant == "1":
+        return rf"10^{{{exp}}}"
+    return rf"{mant}\times10^{{{exp}}}"
+
+
+def cell(shown: Shown) -> str:
+    """A table cell: the value in math mode, or an em dash when absent."""
+    if isinstance(shown.value, Special) and shown.value.kind == "none":
+        return "---"
+    return "$" + math(shown) + "$"
+
+
+def _table(
+    label: str, caption: str, colspec: str, head: list[str], rows: list[list[str]]
+) -> list[str]:
+    lines = [
+        r"\begin{table}[htbp]",
+        r"\centering",
+        r"\caption{" + caption + "}",
+        r"\label{" + label + "}",
+        r"\small",
+        r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
+        r"\begin{tabular}{" + colspec + "}",
+        r"\toprule",
+    ]
+    lines += head
+    lines.append(r"\midrule")
+    lines += [" & ".join(row) + r" \\" for row in rows]
+    lines += [r"\bottomrule", r"\end{tabular}}", r"\end{table}"]
+    return lines
+
+
+def summary(data: ReportData) -> list[str]:
+    info, settings = data.info, data.settings
+    items = [r"\item[Model] " + tt(data.model) + (
+        f"; output {text(str(info['output']))}." if info.get("output") else ".")]
+    if info.get("alphabet") is not None:
+        parts = [", ".join(tt(t) for t in info["alphabet"])]
+        for key, name in (("bos", "BOS"), ("eos", "EOS")):
+            parts.append(f"{name} {tt(info[key])}" if info.get(key) else f"no {name}")
+        if info.get("d") is not None:
+            parts.append(f"width $d = {int(info['d'])}$")
+        items.append(r"\item[Alphabet] " + "; ".join(parts) + ".")
+    if data.layers:
+        layers = "; ".join(f"layer {ly.index} {text(ly.label)}" for ly in data.layers)
+        items.append(rf"\item[Layers] {len(data.layers)}: {layers}.")
+    lo, hi = data.n_range
+    items.append(
+        rf"\item[Lengths] $n = {lo},\dots,{hi}$, every input of each length "
+        rf"({data.total_inputs} inputs in all)."
+    )
+    temp = settings.get("tau_override") or info.get("temperature")
+    if temp is not None:
+        how = "overridden on the command line" if settings.get("tau_override") else "the model's"
+        items.append(rf"\item[Temperature] $\tau(n) = {{}}${tt(str(temp))} ({how}).")
+    if data.has_bounds:
+        items.append(r"\item[Bounds] proved per-layer bounds included (\texttt{-{}-bounds}).")
+    ok, verdict = data.verdict_line()
+    mark = {True: "ok", False: "not ok", None: ""}[ok]
+    items.append(r"\item[Verdict] " + (rf"\textbf{{{mark}}}: " if mark else "") + text(verdict))
+    return [r"\begin{description}"] + items + [r"\end{description}"]
+
+
+def lengths_table(data: ReportData) -> list[str]:
+    head = [r"$n$", "inputs", r"$\gamma(n)$", r"$x_{\max}(n)$"]
+    colspec = "rrll"
+    if data.layers:
+        names = "/".join(str(ly.index) for ly in data.layers)
+        head.append(r"$\max|x|$ after " + ("layer " if len(data.layers) == 1 else "layers ")
+                    + names)
+        colspec += "l"
+    head += [r"$\tau(n)$", "disagreements", "min margin"]
+    colspec += "lrl"
+    if data.has_reference:
+        head.append("ref.\\ mismatches hard/soft")
+        colspec += "l"
+    if data.has_undecided:
+        head.append("undecided")
+        colspec += "r"
+    rows = []
+    for row in data.rows:
+        gamma = Shown(Special("inf")) if row.get("gamma") is None else fmt.rational(row["gamma"])
+        cells = [str(row["n"]), str(row.get("inputs", "---")), cell(gamma),
+                 cell(fmt.rational(row.get("x_max")))]
+        if data.layers:
+            maxes = []
+            for layer in data.layers:
+                entry = data.layer_entry(row, layer.index)
+                maxes.append(cell(fmt.rational(None if entry is None
+                                               else entry.get("activation_max"))))
+            cells.append(" / ".join(maxes))
+        cells += [cell(fmt.certified(row.get("tau"))), str(row.get("disagreements", "---")),
+                  cell(fmt.rational(row.get("min_margin")))]
+        if data.has_reference:
+            cells.append(_reference(row))
+        if data.has_undecided:
+            cells.append(str(row.get("undecided", "---")))
+        rows.append(cells)
+    caption = (
+        rf"Measured quantities per input length $n$ for {tt(data.model)}, over every input of "
+        r"each length. $\gamma(n)$ (the smallest gap below a maximal score; $\infty$ when there "
+        r"is none), $x_{\max}(n)$ and the activation maxima are exact; $\tau(n)$ is the "
+        r"temperature used; disagreements count inputs the hard and soft meanings classify "
+        r"differently; min margin is the smallest hard margin. " + NOTATION
+    )
+    return _table(f"tab:exactattn-{data.slug}-lengths", caption, colspec,
+                  [" & ".join(head) + r" \\"], rows)
+
+
+def _reference(row: dict[str, Any]) -> str:
+    ref = row.get("reference_mismatches")
+    if ref is None:
+        return "---"
+    out = f"{ref.get('hard', '---')} / {ref.get('soft', '---')}"
+    if row.get("reference_undefined"):
+        out += f" ({row['reference_undefined']} undefined)"
+    return out
+
+
+def errors_table(data: ReportData) -> list[str]:
+    per = 3 if data.has_bounds else 1
+    colspec = "r" + "l" * (per * len(data.layers)) + "l" + ("r" if data.has_bounds else "")
+    head: list[str] = []
+    if data.has_bounds:
+        groups, rules = [""], []
+        for k, layer in enumerate(data.layers):
+            first = 2 + per * k
+            groups.append(rf"\multicolumn{{3}}{{c}}{{layer {layer.index} ({text(layer.kind)})}}")
+            rules.append(rf"\cmidrule(lr){{{first}-{first + 2}}}")
+        groups += ["", ""]
+        head.append(" & ".join(groups) + r" \\")
+        head.append("".join(rules))
+        cols = [r"$n$"]
+        for layer in data.layers:
+            i = layer.index
+            cols += [rf"$\varepsilon_{{{i}}}(n)$", "bound", rf"$\varepsilon_{{{i}}}/$bound"]
+        cols += [r"$\varepsilon\le1$", "violations"]
+    else:
+        cols = [r"$n$"] + [rf"$\varepsilon_{{{ly.index}}}(n)$ ({text(ly.kind)})"
+                           for ly in data.layers] + [r"$\varepsilon\le1$"]
+    head.append(" & ".join(cols) + r" \\")
+    rows = []
+    for row in data.rows:
+        cells = [str(row["n"])]
+        for layer in data.layers:
+            entry = data.layer_entry(row, layer.index)
+            cells.append(cell(fmt.certified(None if entry is None else entry.get("error"))))
+            if data.has_bounds:
+                bound = data.bound_entry(row, layer.index) or {}
+                cells.append(cell(fmt.upper(bound.get("bound"))))
+                cells.append(cell(fmt.upper(bound.get("measured_over_bound"))))
+        cells.append(text(str(row.get("invariant", "---"))))
+        if data.has_bounds:
+            cells.append(str((row.get("bounds") or {}).get("violations", "---")))
+        rows.append(cells)
+    caption = (
+        rf"Certified per-layer error of {tt(data.model)}: $\varepsilon_\ell(n)$ is the maximum "
+        r"over inputs and positions of $\|x_{\mathrm{soft}}-x_{\mathrm{hard}}\|_\infty$ after "
+        r"layer $\ell$. The status of $\varepsilon\le1$ is certified for every layer that feeds "
+        r"another layer (holds, fails, or undecided)."
+    )
+    if data.has_bounds:
+        caption += (
+            r" Bounds are the proved per-layer bounds and $\varepsilon_\ell/$bound the measured "
+            r"upper end over the bound, both rounded up; violations count layers whose certified "
+            r"error exceeds its bound."
+        )
+    caption += " Enclosure notation as in Table~\\ref{tab:exactattn-" + data.slug + "-lengths}."
+    return _table(f"tab:exactattn-{data.slug}-errors", caption, colspec, head, rows)
+
+
+def witness_table(data: ReportData) -> list[str]:
+    rows = []
+    for row in data.rows:
+        gw = row.get("gamma_witness")
+        if gw is None:
+            gamma = "---"
+        else:
+            gamma = (
+                f"{tt(fmt.word(gw.get('input')))}: layer {gw.get('layer')}, head {gw.get('head')}, "
+                f"query {gw.get('query')}, key {gw.get('top_key')} (top) vs {gw.get('other_key')}"
+            )
+        errs = []
+        for layer in data.layers:
+            ew = (data.layer_entry(row, layer.index) or {}).get("error_witness")
+            if ew is not None:
+                errs.append(
+                    f"{layer.index}: {tt(fmt.word(ew.get('input')))} at {ew.get('position')}"
+                )
+        first = row.get("first_disagreement")
+        rows.append([str(row["n"]), gamma, "; ".join(errs) or "---",
+                     "---" if first is None else tt(fmt.word(first))])
+    caption = (
+        rf"Witnesses for {tt(data.model)}: the input, layer, head and positions attaining "
+        r"$\gamma(n)$; for each layer $\ell$, the input and position attaining "
+        r"$\varepsilon_\ell(n)$; the first input the two meanings classify differently. "
+        r"Positions count the sequence the transformer sees (BOS at 0, if present)."
+    )
+    head = [r"$n$ & $\gamma(n)$ attained at & $\varepsilon_\ell(n)$ attained at ($\ell$: input "
+            r"at position) & first disagreement \\"]
+    return _table(f"tab:exactattn-{data.slug}-witnesses", caption, "rlll", head, rows)
+
+
+def figure_captions(data: ReportData) -> dict[str, str]:
+    fit = data.gamma_fit()
+    if fit is None:
+        fit_sentence = r"No power law is fitted (fewer than two $n$ with finite $\gamma$)."
+    else:
+        ns = ", ".join(str(n) for n in fit.ns)
+        fit_sentence = (
+            r"Dashed: least-squares fit of $\log\gamma$ on $\log n$ over $n\in\{" + ns + r"\}$, "
+            "$" + fmt.fit_tex(fit) + "$ (floating point, for display only)."
+        )
+    captions = {
+        "gamma": rf"$\gamma(n)$ for {tt(data.model)}, exact, on log--log axes; $\infty$ (no "
+        r"strict gap) is marked at the top edge. " + fit_sentence,
+        "error": rf"Upper ends of the certified per-layer errors $\varepsilon_\ell(n)$ for "
+        rf"{tt(data.model)} on a log axis"
+        + (", with the proved bounds (dashed)" if data.has_bounds else "")
+        + "; an exact zero is marked at the bottom edge.",
+    }
+    if data.has_figure_tau:
+        captions["tau"] = (
+            rf"Temperatures for {tt(data.model)} on a log axis: $\tau^*(n)$, the largest "
+            r"temperature found faithful, against $\tau_{\mathrm{thm}}(n)$, the temperature the "
+            r"theorem guarantees (lower ends of the enclosures)."
+        )
+    return captions
+
+
+def render_fragment(data: ReportData, figures: list[tuple[str, str]]) -> str:
+    """The includable fragment; ``figures`` are (name, file name) pairs."""
+    lines = [
+        f"% exactattn report for model {data.model} (generated; regenerate instead of editing).",
+        "% Include with \\input. Preamble: \\usepackage{" + ",".join(PACKAGES) + "}; figures are",
+        "% found relative to the main document: add \\graphicspath{{<dir of this file>/}}.",
+        r"\noindent\textbf{exactattn report: " + tt(data.model) + ".}",
+    ]
+    lines += summary(data)
+    lines += [""] + lengths_table(data) + [""] + errors_table(data) + [""]
+    lines += witness_table(data) + [""]
+    captions = figure_captions(data)
+    for name, file in figures:
+        lines += [
+            r"\begin{figure}[htbp]",
+            r"\centering",
+            r"\includegraphics[width=0.75\linewidth]{" + file + "}",
+            r"\caption{" + captions[name] + "}",
+            rf"\label{{fig:exactattn-{data.slug}-{name}}}",
+            r"\end{figure}",
+            "",
+        ]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def render_standalone(data: ReportData, fragment: str) -> str:
+    """A complete document around the fragment (compile in the directory holding it)."""
+    body = [line for line in fragment.splitlines() if not line.startswith("%")]
+    lines = [
+        f"% exactattn report for model {data.model} (generated; regenerate instead of editing).",
+        r"\documentclass[11pt]{article}",
+        r"\usepackage[margin=2.2cm]{geometry}",
+        r"\usepackage{" + ",".join(PACKAGES) + "}",
+        r"\begin{document}",
+        r"\section*{exactattn report: " + tt(data.model) + "}",
+    ]
+    lines += body[1:]  # the fragment's bold heading is replaced by the section title
+    lines += [r"\end{document}"]
+    return "\n".join(lines) + "\n"

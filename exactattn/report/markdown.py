@@ -1,0 +1,249 @@
+"""The Markdown report: GitHub-flavoured tables, PNG figures beside the file."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import fmt
+from .data import ReportData
+from .fmt import Bracket, Frac, Interval, Num, Shown, Special
+
+NOTATION = (
+    "Certified values are enclosures with outward-rounded endpoints: `0.2689[4,5]` means the "
+    "value lies in [0.26894, 0.26895], `3.296[8,9]e-7` means [3.2968e-7, 3.2969e-7], and "
+    "`[a, b]` is an explicit interval; only digits the enclosure supports are printed. Exact "
+    "rationals are printed as fractions; † marks an exact rational too long to print, shown by "
+    "an enclosure instead. γ(n) = ∞ means no score is strictly below its maximum."
+)
+
+
+def value(shown: Shown) -> str:
+    """Render a formatted number for Markdown."""
+    v = shown.value
+    if isinstance(v, Num):
+        text = ("-" if v.neg else "") + v.mant + ("" if v.exp is None else f"e{v.exp}")
+    elif isinstance(v, Bracket):
+        text = f"{v.head}[{v.a},{v.b}]" + ("" if v.exp is None else f"e{v.exp}")
+    elif isinstance(v, Interval):
+        text = f"[{value(Shown(v.lo))}, {value(Shown(v.hi))}]"
+    elif isinstance(v, Frac):
+        text = ("-" if v.neg else "") + f"{v.p}/{v.q}"
+    else:
+        assert isinstance(v, Special)
+        text = {"inf": "∞", "-inf": "-∞", "none": "—"}[v.kind]
+    return text + ("†" if shown.dagger else "")
+
+
+def code(text: str) -> str:
+    """A code span that survives backticks and table pipes in token names."""
+    text = text.replace("|", "\\|")
+    run, longest = 0, 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|") if "`" not in text else text
+
+
+def table(header: list[str], rows: list[list[str]], right: set[int] | None = None) -> list[str]:
+    right = right or set()
+    lines = ["| " + " | ".join(header) + " |"]
+    lines.append("|" + "|".join("---:" if i in right else "---" for i in range(len(header))) + "|")
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def _witness_input(tokens: list[str] | None) -> str:
+    return "—" if tokens is None else code(fmt.word(tokens))
+
+
+def summary_lines(data: ReportData) -> list[str]:
+    info, settings = data.info, data.settings
+    lines = [f"- **Model:** {code(data.model)}"]
+    if info.get("alphabet") is not None:
+        alpha = ", ".join(code(t) for t in info["alphabet"])
+        extra = []
+        for key, name in (("bos", "BOS"), ("eos", "EOS")):
+            extra.append(f"{name} {code(info[key])}" if info.get(key) else f"no {name}")
+        if info.get("d") is not None:
+            extra.append(f"width d = {info['d']}")
+        lines.append(f"- **Alphabet:** {alpha}; " + "; ".join(extra))
+    if data.layers:
+        parts = ", ".join(f"layer {layer.index} {layer.label}" for layer in data.layers)
+        lines.append(f"- **Layers:** {len(data.layers)} ({parts})")
+    if info.get("output"):
+        lines.append(f"- **Output:** {info['output']}")
+    lo, hi = data.n_range
+    lines.append(
+        f"- **Lengths:** n = {lo} … {hi}, every input of each length "
+        f"({data.total_inputs} inputs in all)"
+    )
+    temp = settings.get("tau_override") or info.get("temperature")
+    if temp is not None:
+        how = "overridden on the command line" if settings.get("tau_override") else "the model's"
+        lines.append(f"- **Temperature:** τ(n) = {code(str(temp))} ({how})")
+    if data.has_bounds:
+        lines.append("- **Bounds:** proved per-layer bounds included (`--bounds`)")
+    ok, text = data.verdict_line()
+    mark = {True: "✅ ok", False: "❌ not ok", None: "verdict"}[ok]
+    lines.append(f"- **Verdict:** {mark}: {cell(text)}")
+    return lines
+
+
+def lengths_table(data: ReportData) -> list[str]:
+    header = ["n", "inputs", "γ(n)", "x_max(n)"]
+    if data.layers:
+        header.append("max\\|x\\| after " + " / ".join(f"L{ly.index}" for ly in data.layers))
+    header += ["τ(n)", "disagreements", "min margin"]
+    if data.has_reference:
+        header.append("reference mismatches hard / soft")
+    if data.has_undecided:
+        header.append("undecided")
+    rows = []
+    for row in data.rows:
+        gamma = fmt.Shown(Special("inf")) if row.get("gamma") is None else fmt.rational(
+            row["gamma"])
+        cells = [str(row["n"]), str(row.get("inputs", "—")), value(gamma),
+                 value(fmt.rational(row.get("x_max")))]
+        if data.layers:
+            maxes = []
+            for layer in data.layers:
+                entry = data.layer_entry(row, layer.index)
+                act = None if entry is None else entry.get("activation_max")
+                maxes.append(value(fmt.rational(act)))
+            cells.append(" / ".join(maxes))
+        cells += [value(fmt.certified(row.get("tau"))), str(row.get("disagreements", "—")),
+                  value(fmt.rational(row.get("min_margin")))]
+        if data.has_reference:
+            cells.append(_reference(row))
+        if data.has_undecided:
+            cells.append(str(row.get("undecided", "—")))
+        rows.append(cells)
+    right = {0, 1} | {header.index("disagreements")}
+    return table(header, rows, right)
+
+
+def _reference(row: dict[str, Any]) -> str:
+    ref = row.get("reference_mismatches")
+    if ref is None:
+        return "—"
+    text = f"{ref.get('hard', '—')} / {ref.get('soft', '—')}"
+    undefined = row.get("reference_undefined")
+    if undefined:
+        text += f" ({undefined} undefined)"
+    return text
+
+
+def errors_table(data: ReportData) -> list[str]:
+    header = ["n"]
+    for layer in data.layers:
+        header.append(f"ε_{layer.index}(n)")
+        if data.has_bounds:
+            header += [f"bound_{layer.index}(n)", f"ε_{layer.index}/bound"]
+    header.append("ε ≤ 1")
+    if data.has_bounds:
+        header.append("violations")
+    rows = []
+    for row in data.rows:
+        cells = [str(row["n"])]
+        for layer in data.layers:
+            entry = data.layer_entry(row, layer.index)
+            cells.append(value(fmt.certified(None if entry is None else entry.get("error"))))
+            if data.has_bounds:
+                bound = data.bound_entry(row, layer.index) or {}
+                cells.append(value(fmt.upper(bound.get("bound"))))
+                cells.append(value(fmt.upper(bound.get("measured_over_bound"))))
+        cells.append(str(row.get("invariant", "—")))
+        if data.has_bounds:
+            cells.append(str((row.get("bounds") or {}).get("violations", "—")))
+        rows.append(cells)
+    return table(header, rows, {0})
+
+
+def witness_table(data: ReportData) -> list[str]:
+    header = ["n", "γ(n) attained at", "ε_ℓ(n) attained at", "first disagreement"]
+    rows = []
+    for row in data.rows:
+        gw = row.get("gamma_witness")
+        if gw is None:
+            gamma = "—"
+        else:
+            gamma = (
+                f"{_witness_input(gw.get('input'))}: layer {gw.get('layer')}, head "
+                f"{gw.get('head')}, query {gw.get('query')}, key {gw.get('top_key')} (top) vs "
+                f"{gw.get('other_key')}"
+            )
+        errs = []
+        for layer in data.layers:
+            entry = data.layer_entry(row, layer.index) or {}
+            ew = entry.get("error_witness")
+            if ew is not None:
+                errs.append(
+                    f"L{layer.index}: {_witness_input(ew.get('input'))} @ {ew.get('position')}"
+                )
+        first = row.get("first_disagreement")
+        rows.append([str(row["n"]), gamma, "; ".join(errs) or "—", _witness_input(first)])
+    return table(header, rows, {0})
+
+
+def figure_captions(data: ReportData) -> dict[str, str]:
+    """Caption text per figure name, shared in meaning with the LaTeX captions."""
+    fit = data.gamma_fit()
+    if fit is None:
+        fit_sentence = "No power law is fitted (fewer than two n with finite γ)."
+    else:
+        ns = ", ".join(str(n) for n in fit.ns)
+        fit_sentence = (
+            f"Dashed: least-squares fit of log γ on log n over n ∈ {{{ns}}}: "
+            f"{fmt.fit_text(fit)} (floating point, for display only)."
+        )
+    captions = {
+        "gamma": "γ(n), exact, on log–log axes; ∞ (no strict gap) is marked at the top edge. "
+        + fit_sentence,
+        "error": "Upper ends of the certified per-layer errors ε_ℓ(n) on a log axis"
+        + (", with the proved bounds (dashed)" if data.has_bounds else "")
+        + "; an exact zero is marked at the bottom edge.",
+    }
+    if data.has_figure_tau:
+        captions["tau"] = (
+            "Temperatures on a log axis: τ*(n), the largest temperature found faithful, against "
+            "τ_thm(n), the temperature the theorem guarantees (lower ends of the enclosures)."
+        )
+    return captions
+
+
+def render(data: ReportData, figures: list[tuple[str, str]]) -> str:
+    """The Markdown text; ``figures`` are (name, relative file name) pairs."""
+    lines = [f"# exactattn report: {code(data.model)}", ""]
+    lines += summary_lines(data)
+    lines += ["", "## Measured quantities per length", ""]
+    lines += lengths_table(data)
+    lines += [
+        "",
+        "γ(n) and x_max(n) are exact; max|x| after each layer is on the hard activations; τ(n) "
+        "is the temperature used; disagreements count inputs the two meanings classify "
+        "differently; min margin is the smallest hard margin.",
+        "",
+        "## Certified per-layer error",
+        "",
+    ]
+    lines += errors_table(data)
+    lines += ["", "ε_ℓ(n) = max over inputs and positions of ‖x_soft − x_hard‖∞ after layer ℓ. "
+              "The ε ≤ 1 status is certified for every layer that feeds another layer."]
+    if data.has_bounds:
+        lines[-1] += (" Bounds are the proved per-layer bounds and ε/bound the measured upper end "
+                      "over the bound, both rounded up; violations count layers whose certified "
+                      "error exceeds its bound.")
+    lines += ["", NOTATION, "", "## Witnesses", ""]
+    lines += witness_table(data)
+    lines += ["", "Positions count the sequence the transformer sees (BOS at 0, if present).", ""]
+    lines += ["## Figures", ""]
+    captions = figure_captions(data)
+    for number, (name, file) in enumerate(figures, start=1):
+        lines += [f"![{name}]({file})", "", f"*Figure {number}.* {captions[name]}", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"

@@ -1,0 +1,260 @@
+"""Soft meaning, certified: softmax at temperature τ(n) in ball arithmetic.
+
+The soft activations are computed as *hard + δ*, where the hard part is the exact
+trace from :mod:`exactattn.hard` and δ is a python-flint ``arb_mat`` (or ``None``
+when it is exactly zero). Why: the quantity we report is δ itself, and the error
+of a well-behaved model is tiny (e^-1000 is common). Computing soft and hard
+separately and subtracting would need thousands of bits; computing δ directly from
+
+    δα_j = (u_j − (U + R)/|A|) / Z      for j in the argmax set A (average-hard)
+    δα_j = w_j / Z                      for visible j outside A
+
+with u_j = expm1(δs_j/τ), w_j = exp((s_j − max s + δs_j)/τ), U = Σ_A u, R = Σ w,
+Z = |A| + U + R, keeps full relative accuracy at ordinary precision. A softmax
+that equals the hard average exactly (all visible scores tie, δ = 0) gives δ = 0
+exactly, so exact agreements are decided, not left undecided.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from flint import arb, arb_mat, ctx, fmpq, fmpz_mat
+
+from .hard import CompiledFFN, CompiledHead, CompiledModel, HardBatch, HeadTrace
+from .ratarray import RatArray
+
+
+class precision:
+    """Context manager that sets flint's working precision (bits) and restores it."""
+
+    def __init__(self, bits: int) -> None:
+        self.bits = bits
+
+    def __enter__(self) -> None:
+        self.saved = ctx.prec
+        ctx.prec = self.bits
+
+    def __exit__(self, *exc: object) -> None:
+        ctx.prec = self.saved
+
+
+def rat_to_arb_mat(num: np.ndarray, den: int) -> arb_mat:
+    """An exact 2-D rational array as an arb matrix (exact when den is a power of 2)."""
+    r, c = num.shape
+    m = arb_mat(fmpz_mat(r, c, [int(x) for x in num.reshape(-1)]))
+    if den != 1:
+        m = m / arb(den)
+    return m
+
+
+def _add(a: arb_mat | None, b: arb_mat | None) -> arb_mat | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def _is_zero_mat(m: arb_mat) -> bool:
+    return all(x.is_zero() for x in m.entries())
+
+
+class WeightCache:
+    """Transposed weights as arb matrices, per precision (converted once)."""
+
+    def __init__(self, cm: CompiledModel) -> None:
+        self.cm = cm
+        self._cache: dict[tuple[int, int, str, int], arb_mat] = {}
+
+    def get(self, layer: int, idx: int, which: str, ra: RatArray) -> arb_mat:
+        key = (layer, idx, which, ctx.prec)
+        m = self._cache.get(key)
+        if m is None:
+            m = rat_to_arb_mat(ra.num.T.copy(), ra.den)
+            self._cache[key] = m
+        return m
+
+
+@dataclass
+class SoftTrace:
+    """δ after each layer for one input (None = exactly zero), and the soft weights."""
+
+    deltas: list[arb_mat | None]  # one per layer (after it)
+    alphas: list[list[list[list[arb]] | None] | None]  # per layer, per head: soft α (T×T)
+
+
+def run_soft(
+    cm: CompiledModel,
+    hb: HardBatch,
+    b: int,
+    taus: list[list[arb] | None],
+    weights: WeightCache,
+    keep_alphas: bool = False,
+) -> SoftTrace:
+    """δ = soft − hard after every layer, for word `b` of the batch, at ctx.prec."""
+    delta: arb_mat | None = None
+    deltas: list[arb_mat | None] = []
+    alphas: list[list[list[list[arb]] | None] | None] = []
+    for li, (layer, lt) in enumerate(zip(cm.layers, hb.layers, strict=True)):
+        if isinstance(layer, list):
+            assert lt.heads is not None
+            total = delta
+            head_alphas: list[list[list[arb]] | None] = []
+            layer_taus = taus[li]
+            assert layer_taus is not None
+            for hi, (ch, tr) in enumerate(zip(layer, lt.heads, strict=True)):
+                contrib, alpha = _soft_head(
+                    ch, tr, b, delta, layer_taus[hi], weights, li, hi, keep_alphas
+                )
+                total = _add(total, contrib)
+                head_alphas.append(alpha)
+            delta = total
+            alphas.append(head_alphas)
+        else:
+            assert isinstance(layer, CompiledFFN) and lt.pre is not None
+            delta = _soft_ffn(layer, lt.pre, b, delta, weights, li)
+            alphas.append(None)
+        deltas.append(delta)
+    return SoftTrace(deltas=deltas, alphas=alphas)
+
+
+def _soft_head(
+    ch: CompiledHead,
+    tr: HeadTrace,
+    b: int,
+    delta: arb_mat | None,
+    tau: arb,
+    weights: WeightCache,
+    li: int,
+    hi: int,
+    keep_alpha: bool,
+) -> tuple[arb_mat | None, list[list[arb]] | None]:
+    T = tr.visible.shape[0]
+    vis = tr.visible
+    top = tr.top[b]
+    support = tr.support[b]
+    s_num = tr.scores.num[b]
+    s_den = tr.scores.den
+    if delta is not None:
+        dq = delta * weights.get(li, hi, "Q", ch.Q)
+        dk = delta * weights.get(li, hi, "K", ch.K)
+        dv = delta * weights.get(li, hi, "V", ch.V)
+        q = rat_to_arb_mat(tr.q.num[b], tr.q.den)
+        k = rat_to_arb_mat(tr.k.num[b], tr.k.den)
+        ds = dq * k.transpose() + q * dk.transpose() + dq * dk.transpose()
+        ds_e = ds.entries()
+    else:
+        dv = None
+        ds_e = None
+    inv_tau = 1 / tau
+    dalpha_rows: list[list[arb]] = []
+    any_nonzero = False
+    alpha_rows: list[list[arb]] | None = [] if keep_alpha else None
+    for i in range(T):
+        row = [arb(0)] * T
+        vis_i = [j for j in range(T) if vis[i, j]]
+        if not vis_i:
+            dalpha_rows.append(row)
+            if alpha_rows is not None:
+                alpha_rows.append(row)
+            continue
+        A = [j for j in vis_i if top[i, j]]
+        rest = [j for j in vis_i if not top[i, j]]
+        smax = int(s_num[i, A[0]])
+        u = {}
+        for j in A:
+            if ds_e is None:
+                u[j] = arb(0)
+            else:
+                dsj = ds_e[i * T + j]
+                u[j] = (dsj * inv_tau).expm1() if not dsj.is_zero() else arb(0)
+        w = {}
+        for j in rest:
+            g = arb(fmpq(smax - int(s_num[i, j]), s_den))
+            e = -g
+            if ds_e is not None:
+                e = e + ds_e[i * T + j]
+            w[j] = (e * inv_tau).exp()
+        U = sum(u.values(), arb(0))
+        R = sum(w.values(), arb(0))
+        nA = len(A)
+        Z = nA + U + R
+        if ch.head.hard == "average":
+            for j in A:
+                row[j] = (u[j] - (U + R) / nA) / Z
+        else:
+            kstar = next(j for j in A if support[i, j])
+            for j in A:
+                row[j] = (u[j] - (nA - 1) - U - R) / Z if j == kstar else (1 + u[j]) / Z
+        for j in rest:
+            row[j] = w[j] / Z
+        if not any_nonzero and any(not x.is_zero() for x in row):
+            any_nonzero = True
+        dalpha_rows.append(row)
+        if alpha_rows is not None:
+            hard_w = [arb(0)] * T
+            cnt = int(tr.count[b, i])
+            for j in vis_i:
+                if support[i, j]:
+                    hard_w[j] = arb(1) / cnt
+            alpha_rows.append([hard_w[j] + row[j] for j in range(T)])
+    out: arb_mat | None = None
+    if dv is not None:
+        # Σ_j α_hard_ij δv_j: the hard weights applied to the value perturbation
+        cnt = tr.count[b]
+        ah = arb_mat(T, T)
+        for i in range(T):
+            if cnt[i]:
+                inv = arb(1) / int(cnt[i])
+                for j in range(T):
+                    if support[i, j]:
+                        ah[i, j] = inv
+        out = ah * dv
+    if any_nonzero:
+        da = arb_mat(dalpha_rows)
+        v = rat_to_arb_mat(tr.v.num[b], tr.v.den)
+        vv = v if dv is None else v + dv
+        out = _add(out, da * vv)
+    if out is not None and ch.O is not None:
+        out = out * weights.get(li, hi, "O", ch.O)
+    return out, alpha_rows
+
+
+def _soft_ffn(
+    layer: CompiledFFN,
+    pre: list[RatArray],
+    b: int,
+    delta: arb_mat | None,
+    weights: WeightCache,
+    li: int,
+) -> arb_mat | None:
+    if delta is None:
+        return None
+    dh = delta
+    for k, (w, _bias) in enumerate(layer.hidden):
+        dz = dh * weights.get(li, k, "W", w)
+        z = pre[k]
+        zn = z.num[b]
+        rows, cols = zn.shape
+        dze = dz.entries()
+        out = []
+        for idx in range(rows * cols):
+            zi = int(zn.flat[idx])
+            d = dze[idx]
+            if d.is_zero():
+                out.append(arb(0))
+                continue
+            zv = arb(fmpq(zi, z.den))
+            val = zv + d
+            if zi > 0 and val > 0:
+                out.append(d)
+            elif zi < 0 and val < 0:
+                out.append(arb(0))
+            else:
+                out.append(val.nonnegative_part() - (zv if zi > 0 else 0))
+        dh = arb_mat(rows, cols, out)
+    wo, _bo = layer.out
+    res = dh * weights.get(li, -1, "W", wo)
+    return delta + res
