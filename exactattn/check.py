@@ -16,6 +16,7 @@ from typing import Any
 
 from flint import arb, arb_mat
 
+from . import exactzero
 from .errors import ModelError, UsageError
 from .expr import Expr, ExprError, UndecidedError, parse_expr
 from .hard import CompiledModel, HardBatch, read_output, run_hard
@@ -139,6 +140,7 @@ class SoftResult:
     verdict: SoftVerdict
     prec: int
     alphas: Any = None
+    bounds: list[tuple[arb, arb, int]] | None = None  # per layer: max|δ| lower, upper, row
 
 
 def certify_word(
@@ -159,11 +161,11 @@ def certify_word(
         taus = temps.at(n, prec)
         with precision(prec):
             st = run_soft(cm, hb, b, taus, weights, keep_alphas=keep_alphas)
-            verdict = acc.soft_verdict(hb, b, st.deltas[-1])
+            verdict = acc.soft_verdict(hb, b, st.deltas[-1], _zero_test(cm, hb, b, st, temps))
             ok = verdict.decided
+            bnds = [delta_bounds(d) for d in st.deltas]
             if ok:
-                for li, d in enumerate(st.deltas):
-                    lo, hi, _ = delta_bounds(d)
+                for li, (lo, hi, _) in enumerate(bnds):
                     if not tight(lo, hi):
                         ok = False
                         break
@@ -171,8 +173,26 @@ def certify_word(
                         ok = False
                         break
         if ok or prec >= max_prec:
-            return SoftResult(st.deltas, verdict, prec, st.alphas)
+            return SoftResult(st.deltas, verdict, prec, st.alphas, bnds)
         prec = min(prec * 2, max_prec)
+
+
+def _zero_test(cm: CompiledModel, hb: HardBatch, b: int, st: Any, temps: Temperatures) -> Any:
+    """An exact equality test for the read-out, when the model's shape allows one."""
+    if not exactzero.applicable(hb, st.deltas):
+        return None
+    li = len(hb.layers) - 1
+    heads = cm.layers[li]
+    assert isinstance(heads, list)
+    taus = exactzero.rational_taus(temps, li, hb.n, len(heads))
+    if taus is None:
+        return None
+    traces = hb.layers[li].heads
+
+    def test(slot: int, a: Sequence[Fraction], K: Fraction) -> bool:
+        return exactzero.readout_is_exactly(heads, traces, taus, b, slot, a, K)
+
+    return test
 
 
 # ---------------------------------------------------------------------------
@@ -310,13 +330,16 @@ def run_check(
             acc = LengthAccumulator(model, n, oracle, len(model.layers))
             total = len(model.alphabet) ** n
             done = 0
+            start_prec = BASE_PREC  # inputs of one length need similar precision
             for chunk in batches(words_of_length(model, n), batch):
                 hb = run_hard(cm, chunk, n)
                 acc.add_hard(hb)
                 if not hard_only:
                     for b in range(len(chunk)):
-                        sr = certify_word(cm, hb, b, acc, temps, weights, max_prec=max_prec)
-                        acc.add_soft(hb, b, sr.deltas, sr.verdict, sr.prec)
+                        sr = certify_word(cm, hb, b, acc, temps, weights,
+                                          base_prec=start_prec, max_prec=max_prec)
+                        start_prec = max(BASE_PREC, sr.prec)
+                        acc.add_soft(hb, b, sr.bounds, sr.verdict, sr.prec)
                         if progress and (b % 64 == 63):
                             progress(f"n={n}", done + b + 1, total)
                 done += len(chunk)

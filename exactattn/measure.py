@@ -52,6 +52,8 @@ def delta_bounds(delta: arb_mat | None) -> tuple[arb, arb, int]:
     hi = arb(0)
     row = 0
     for idx, x in enumerate(delta.entries()):
+        if not x.is_finite():
+            return lo, arb.pos_inf(), idx // cols
         a = x.abs_lower()
         if a > lo:
             lo = a
@@ -64,6 +66,8 @@ def delta_bounds(delta: arb_mat | None) -> tuple[arb, arb, int]:
 
 def tight(lo: arb, hi: arb) -> bool:
     """The spec's reporting accuracy: relative width ≤ 1e-6, or a zero error ≤ 1e-40."""
+    if not hi.is_finite():
+        return False
     if hi.is_zero():
         return True
     if lo.is_zero() and hi <= ZERO_UPPER:
@@ -237,8 +241,14 @@ class LengthAccumulator:
         return ok
 
     # -- soft ----------------------------------------------------------------------
-    def soft_verdict(self, hb: HardBatch, b: int, final_delta: arb_mat | None) -> SoftVerdict:
-        """The soft read-out of word b, certified, from the final δ."""
+    def soft_verdict(
+        self, hb: HardBatch, b: int, final_delta: arb_mat | None, zero_test: Any = None
+    ) -> SoftVerdict:
+        """The soft read-out of word b, certified, from the final δ.
+
+        ``zero_test(slot, a, K)`` decides exactly whether K + a·δ[slot] = 0 (see
+        :mod:`exactattn.exactzero`); it settles ties that no precision can.
+        """
         m = self.model
         o = m.output
         vals = self._hard_out.values
@@ -259,6 +269,8 @@ class LengthAccumulator:
                 return SoftVerdict(True, True, delta_y=dy)
             if val <= 0:
                 return SoftVerdict(True, False, delta_y=dy)
+            if zero_test is not None and zero_test(slot, o.weight, c):
+                return SoftVerdict(True, False, delta_y=dy)  # y_soft = t exactly: reject
             return SoftVerdict(False, None, delta_y=dy)
         slots = m.output_positions(self.n)
         W = o.weight
@@ -285,16 +297,24 @@ class LengthAccumulator:
                     labels.append(o.labels[win[0]] if len(win) == 1 else None)
                     continue
                 soft_row = [to_arb(hv) + dv for hv, dv in zip(hard_row, dys, strict=True)]
-                winner = None
-                for i, si in enumerate(soft_row):
-                    if all(si > sj for j, sj in enumerate(soft_row) if j != i):
-                        winner = i
-                        break
-                if winner is None:
+                cands = [
+                    i for i, si in enumerate(soft_row)
+                    if not any(sj > si for j, sj in enumerate(soft_row) if j != i)
+                ]
+                if len(cands) == 1:
+                    labels.append(o.labels[cands[0]])
+                    continue
+                labels.append(None)
+                tied = zero_test is not None and all(
+                    zero_test(
+                        slots[pi],
+                        [x - y for x, y in zip(W[i], W[j], strict=True)],
+                        hard_row[i] - hard_row[j],
+                    )
+                    for i in cands for j in cands if i < j
+                )
+                if not tied:
                     decided = False
-                    labels.append(None)
-                else:
-                    labels.append(o.labels[winner])
             return SoftVerdict(decided, labels, delta_y=dY)
         # value output: within tolerance of hard?
         tol = to_arb(o.tolerance)
@@ -310,14 +330,15 @@ class LengthAccumulator:
         return SoftVerdict(within is not None, None, within_tol=within, delta_y=dY)
 
     def add_soft(
-        self, hb: HardBatch, b: int, deltas: list[arb_mat | None], verdict: SoftVerdict, prec: int
+        self, hb: HardBatch, b: int, bounds: list[tuple[arb, arb, int]], verdict: SoftVerdict,
+        prec: int,
     ) -> None:
+        """Fold in word b's certified errors (per layer: lower, upper, row) and verdict."""
         self.soft_done = True
         self.max_prec = max(self.max_prec, prec)
         word = list(hb.words[b])
         m = self.model
-        for li, d in enumerate(deltas):
-            lo, hi, row = delta_bounds(d)
+        for li, (lo, hi, row) in enumerate(bounds):
             rec = self.errors[li]
             if lo > rec.lower:
                 rec.lower = lo
@@ -412,7 +433,10 @@ class LengthAccumulator:
                 rec = self.errors[li]
                 entry["error"] = {
                     "lower": decimal_down(arb_endpoints(rec.lower)[0]),
-                    "upper": decimal_up(arb_endpoints(rec.upper)[1]),
+                    "upper": (
+                        decimal_up(arb_endpoints(rec.upper)[1])
+                        if rec.upper.is_finite() else "inf"
+                    ),
                 }
                 entry["error_witness"] = rec.witness
             else:

@@ -121,7 +121,9 @@ def to_arb(x: Fraction | int) -> arb:
 
 
 def arb_endpoints(x: arb) -> tuple[Fraction, Fraction]:
-    """The exact dyadic endpoints of a ball."""
+    """The exact dyadic endpoints of a ball (a non-finite ball has no endpoints)."""
+    if not x.is_finite():
+        raise ValueError("non-finite ball")
     lo_m, lo_e = x.lower().man_exp()
     hi_m, hi_e = x.upper().man_exp()
     return _dyadic(int(lo_m), int(lo_e)), _dyadic(int(hi_m), int(hi_e))

@@ -48,16 +48,66 @@ def _widen(a: np.ndarray) -> np.ndarray:
 
 
 def int_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Exact integer matmul (numpy broadcasting rules), choosing the fastest exact path."""
-    inner = a.shape[-1]
-    bound = _maxabs(a) * _maxabs(b) * max(inner, 1)
-    if a.dtype != object and b.dtype != object:
-        if bound < FLOAT_EXACT:
-            r = np.matmul(a.astype(np.float64), b.astype(np.float64))
-            return r.astype(np.int64)
-        if bound < INT64_SAFE:
-            return np.matmul(a.astype(np.int64), b.astype(np.int64))
-    return _narrow(np.matmul(_widen(a), _widen(b)))
+    """Exact integer matmul (numpy broadcasting rules), choosing the fastest exact path.
+
+    Small enough: one float64 BLAS product (exact by the bound). Larger: both operands are
+    split into signed limbs so that every limb product is again exact in float64, and the
+    partial products are recombined exactly ("multi-limb BLAS"). Python-int object
+    arithmetic is used only for the final recombination when the result needs > 62 bits.
+    """
+    inner = max(a.shape[-1], 1)
+    ma, mb = _maxabs(a), _maxabs(b)
+    if ma == 0 or mb == 0:
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+        return np.zeros(shape, dtype=np.int64)
+    bound = ma * mb * inner
+    if a.dtype != object and b.dtype != object and bound < FLOAT_EXACT:
+        r = np.matmul(a.astype(np.float64), b.astype(np.float64))
+        return r.astype(np.int64)
+    budget = 52 - inner.bit_length()  # limb bits of a + limb bits of b
+    ba, bb = ma.bit_length(), mb.bit_length()
+    if bb <= budget // 2:
+        sb, sa = bb, budget - bb
+    elif ba <= budget // 2:
+        sa, sb = ba, budget - ba
+    else:
+        sa = sb = budget // 2
+    la = _limbs(a, sa, ba)
+    lb = _limbs(b, sb, bb)
+    groups: dict[int, np.ndarray] = {}
+    for i, al in enumerate(la):
+        for j, bl in enumerate(lb):
+            c = np.matmul(al, bl).astype(np.int64)  # exact: |c| < 2**52
+            shift = sa * i + sb * j
+            groups[shift] = groups[shift] + c if shift in groups else c
+    # each group is a sum of < 2**52-sized terms: few of them, so int64 holds it
+    if bound < INT64_SAFE:
+        out = np.zeros_like(next(iter(groups.values())))
+        for shift, g in groups.items():
+            out += g << shift
+        return out
+    out = None
+    for shift in sorted(groups, reverse=True):
+        g = groups[shift].astype(object)
+        term = g * (1 << shift) if shift else g
+        out = term if out is None else out + term
+    assert out is not None
+    return _narrow(out)
+
+
+def _limbs(a: np.ndarray, bits: int, total_bits: int) -> list[np.ndarray]:
+    """Signed float64 limbs l_k with a = Σ l_k · 2**(bits·k), each |l_k| < 2**bits."""
+    count = max(1, -(-total_bits // bits))
+    if count == 1:
+        return [a.astype(np.float64)]
+    sign = np.sign(a)
+    mag = np.abs(a)
+    mask = (1 << bits) - 1
+    out = []
+    for k in range(count):
+        part = (mag >> (bits * k)) & mask
+        out.append((part * sign).astype(np.float64))
+    return out
 
 
 def _scale(a: np.ndarray, s: int) -> np.ndarray:

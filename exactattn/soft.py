@@ -163,6 +163,21 @@ def _soft_head(
         A = [j for j in vis_i if top[i, j]]
         rest = [j for j in vis_i if not top[i, j]]
         smax = int(s_num[i, A[0]])
+        if ds_e is not None and not all(
+            (ds_e[i * T + j] * inv_tau).abs_upper() < 1 for j in vis_i
+        ):
+            # large perturbation: the δ formulas lose their point (and may overflow);
+            # compute the soft weights directly, shifted by a midpoint for stability
+            row = _direct_dalpha(
+                ch.head.hard, vis_i, A, support[i], int(tr.count[b, i]),
+                s_num[i], s_den, ds_e[i * T : (i + 1) * T], inv_tau, T,
+            )
+            if any(not x.is_zero() for x in row):
+                any_nonzero = True
+            dalpha_rows.append(row)
+            if alpha_rows is not None:
+                alpha_rows.append(_hard_row(vis_i, support[i], int(tr.count[b, i]), T, row))
+            continue
         u = {}
         for j in A:
             if ds_e is None:
@@ -194,12 +209,7 @@ def _soft_head(
             any_nonzero = True
         dalpha_rows.append(row)
         if alpha_rows is not None:
-            hard_w = [arb(0)] * T
-            cnt = int(tr.count[b, i])
-            for j in vis_i:
-                if support[i, j]:
-                    hard_w[j] = arb(1) / cnt
-            alpha_rows.append([hard_w[j] + row[j] for j in range(T)])
+            alpha_rows.append(_hard_row(vis_i, support[i], int(tr.count[b, i]), T, row))
     out: arb_mat | None = None
     if dv is not None:
         # Σ_j α_hard_ij δv_j: the hard weights applied to the value perturbation
@@ -220,6 +230,32 @@ def _soft_head(
     if out is not None and ch.O is not None:
         out = out * weights.get(li, hi, "O", ch.O)
     return out, alpha_rows
+
+
+def _hard_row(vis_i: list[int], support: np.ndarray, cnt: int, T: int, drow: list[arb]) -> list[arb]:
+    """Soft weights = hard weights + δα (for display)."""
+    hard_w = [arb(0)] * T
+    for j in vis_i:
+        if support[j]:
+            hard_w[j] = arb(1) / cnt
+    return [hard_w[j] + drow[j] for j in range(T)]
+
+
+def _direct_dalpha(
+    rule: str, vis_i: list[int], A: list[int], support: np.ndarray, cnt: int,
+    s_row: np.ndarray, s_den: int, ds_row: list[arb], inv_tau: arb, T: int,
+) -> list[arb]:
+    """δα = softmax − hard weights, computed directly (for large score perturbations)."""
+    es = {j: (arb(fmpq(int(s_row[j]), s_den)) + ds_row[j]) * inv_tau for j in vis_i}
+    shift = max(es[j].mid() for j in vis_i)
+    ws = {j: (es[j] - shift).exp() for j in vis_i}
+    Z = sum(ws.values(), arb(0))
+    row = [arb(0)] * T
+    for j in vis_i:
+        h = arb(1) / cnt if support[j] else arb(0)
+        row[j] = ws[j] / Z - h
+    del rule, A
+    return row
 
 
 def _soft_ffn(

@@ -63,8 +63,14 @@ def ahardmax(s: Sequence) -> list[Fraction]:
     return [Fraction(1, a) if x == top else Fraction(0) for x in s]
 
 
+def to_mp(x: object) -> mp.mpf:
+    """mpf from mpf, int or Fraction (Fraction via 50-digit division)."""
+    return mpq(x) if isinstance(x, (Fraction, int)) else mp.mpf(x)
+
+
 def l1(p: Sequence, q: Sequence) -> mp.mpf:
-    return mp.fsum(abs(mp.mpf(a) - mp.mpf(b)) for a, b in zip(p, q, strict=True))
+    """ℓ1 distance at 50 digits (entries may be mpf or Fraction)."""
+    return mp.fsum(abs(to_mp(a) - to_mp(b)) for a, b in zip(p, q, strict=True))
 
 
 def ok(message: str) -> None:

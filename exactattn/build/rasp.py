@@ -379,3 +379,33 @@ class Program:
         if h.hard != "average":
             head["hard"] = h.hard
         return head
+
+
+# -- a second program: majority -------------------------------------------------------------
+
+
+def build_majority(alphabet: Sequence[str] = ("a", "b"), *, bos: str = "<bos>") -> dict:
+    """Accept iff the first symbol of ``alphabet`` occurs in strictly more than half the input.
+
+    Three steps: ``share`` = c_i/(i+1) by a prefix mean (BOS counts in the denominator),
+    ``count`` = c_i by ``to_integer`` (gap 1/(i+1), so γ(n) = 1/(n+1)), and the read-out
+    ``2·count − n`` at the last position, an integer: threshold 1/2, margin 1/2.
+    """
+    if len(alphabet) < 2:
+        raise ProgramError("majority: the alphabet needs at least two symbols")
+    p = Program(
+        "majority",
+        alphabet,
+        bos=bos,
+        description=f"accept iff more than half the symbols are {alphabet[0]!r} "
+        "(exactattn.build.rasp.build_majority)",
+    )
+    target = p.indicator("target", [alphabet[0]])
+    pos = p.position("pos", "i")
+    pos_sq = p.position("pos_sq", "i^2")
+    inv = p.position("inv_pos", "1/(i+1)")
+    length = p.position("len", "n")
+    p.prefix_mean("share", {target: 1})
+    p.to_integer("count", "share", inv, pos, pos_sq)
+    output = p.accept({"count": 2, length: -1}, threshold="1/2", position="last")
+    return p.to_model(output, temperature="1/(4*(n+1)*log(n+1))", min_length=1)

@@ -211,7 +211,7 @@ class _Meta:
 
     def need(self, key: str) -> Any:
         if key not in self.meta:
-            raise ModelError(self.where, f"missing key '{key}'", f'add "{key}" to the metadata')
+            raise ModelError(self.path(key), "missing", f'add "{key}" to the metadata')
         return self.meta[key]
 
     def integer(self, value: Any, key: str, minimum: int) -> int:

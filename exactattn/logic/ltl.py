@@ -33,7 +33,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Union
 
 KEYWORDS = frozenset({"true", "false", "Y", "X", "S", "U"})
 COMPARATORS = ("<", "<=", "=", ">=", ">", "!=")
@@ -126,7 +125,7 @@ class Compare:
     right: Linear
 
 
-Formula = Union[Const, Atom, Not, And, Or, Prev, Next, Since, Until, Compare]
+Formula = Const | Atom | Not | And | Or | Prev | Next | Since | Until | Compare
 
 
 def normalize(cmp: Compare) -> tuple[dict[Count, int], int]:
@@ -444,9 +443,9 @@ def _values(g: Formula, word: Sequence[str], n: int, memo: dict[Formula, list[bo
     if isinstance(g, Not):
         return [not v for v in memo[g.arg]]
     if isinstance(g, And):
-        return [a and b for a, b in zip(memo[g.left], memo[g.right])]
+        return [a and b for a, b in zip(memo[g.left], memo[g.right], strict=True)]
     if isinstance(g, Or):
-        return [a or b for a, b in zip(memo[g.left], memo[g.right])]
+        return [a or b for a, b in zip(memo[g.left], memo[g.right], strict=True)]
     if isinstance(g, Prev):
         a = memo[g.arg]
         return [False] + a[:-1] if n else []

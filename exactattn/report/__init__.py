@@ -80,7 +80,7 @@ def write_report(result: dict[str, Any], path: Path, fmt: str | None = None) -> 
     path.parent.mkdir(parents=True, exist_ok=True)
     written = []
     for target, content in texts.items():
-        target.write_text(content, encoding="utf-8")
+        target.write_text(content, encoding="utf-8", newline="\n")
         written.append(target)
     stem = path.with_name(path.stem)
     written += [file for _name, file in write_figures(data, stem, _FIGURE_SUFFIX[kind])]

@@ -67,7 +67,8 @@ class _LogAxis:
         trans = self.ax.get_xaxis_transform()
         y = 0.97 if top else 0.03
         self.ax.scatter(xs, [y] * len(xs), transform=trans, marker="^" if top else "v",
-                        color=color, s=28, clip_on=False, zorder=3, label=label)
+                        color=color, s=28, clip_on=False, zorder=3,
+                        label=label if label != "_" else "_nolegend_")
 
 
 def _n_ticks(ax: Any, ns: list[int], log: bool) -> None:
@@ -81,6 +82,13 @@ def _n_ticks(ax: Any, ns: list[int], log: bool) -> None:
         else:
             want = [ticks[0] + (ticks[-1] - ticks[0]) * i / 7 for i in range(8)]
         ticks = sorted({min(ticks, key=lambda n, w=w: abs(n - w)) for w in want})
+    lo, hi = min(ns), max(ns)
+    if log:
+        pad = (hi / lo) ** 0.05 if hi > lo else 1.5
+        ax.set_xlim(lo / pad, hi * pad)
+    else:
+        pad = 0.05 * (hi - lo) if hi > lo else 0.5
+        ax.set_xlim(lo - pad, hi + pad)
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_major_formatter(FixedFormatter([str(n) for n in ticks]))
     ax.xaxis.set_minor_locator(NullLocator())
@@ -145,15 +153,19 @@ def error_figure(data: ReportData, path: Path) -> Path:
         all_logs += [p[1] for p in err_pts + bound_pts]
         series.append((COLORS[k % len(COLORS)], layer, err_pts, bound_pts, zeros))
     axis = _LogAxis(ax, all_logs)
-    for color, layer, err_pts, bound_pts, zeros in series:
-        name = f"layer {layer.index} ({layer.kind})"
+    zero_label = r"$\varepsilon_\ell(n) = 0$ exactly (layer colour)"
+    for k, (color, layer, err_pts, bound_pts, zeros) in enumerate(series):
+        name = f"L{layer.index} {layer.kind}"
         if err_pts:
             ax.plot([p[0] for p in err_pts], [axis.y(p[1]) for p in err_pts], "o-", color=color,
-                    label=rf"{name}: $\varepsilon$ upper")
+                    label=rf"{name}: $\varepsilon$ (upper end)")
         if bound_pts:
             ax.plot([p[0] for p in bound_pts], [axis.y(p[1]) for p in bound_pts], "s--",
                     color=color, mfc="none", label=f"{name}: proved bound")
-        axis.edge_marker(zeros, False, rf"{name}: $\varepsilon = 0$", color)
+        if zeros:
+            shift = 0.08 * (k - (len(series) - 1) / 2)  # side by side when layers coincide
+            axis.edge_marker([n + shift for n in zeros], False, zero_label, color)
+            zero_label = "_"
     _n_ticks(ax, data.ns, log=False)
     ax.set_xlabel("n (input length)")
     ax.set_ylabel(r"certified error $\varepsilon_\ell(n)$ (upper end)")
@@ -196,11 +208,15 @@ def _new_figure() -> tuple[Any, Any]:
 
 
 def _save(fig: Any, ax: Any, path: Path) -> Path:
+    """Save with the legend inside when short, below the axes when it would hide data."""
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     with matplotlib.rc_context(RC):
-        if ax.get_legend_handles_labels()[0]:
+        handles = ax.get_legend_handles_labels()[0]
+        if len(handles) > 3:
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=2, frameon=False)
+        elif handles:
             ax.legend(loc="best")
         FigureCanvasAgg(fig)
         fig.tight_layout()

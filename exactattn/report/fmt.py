@@ -103,11 +103,17 @@ def _require_finite(x: Exact) -> None:
 
 
 def _compare(a: Exact, b: Exact) -> int:
-    """Sign of a - b, exact (infinities compare by sign)."""
+    """Sign of a - b, exact (infinities compare by sign); cheap for far-apart exponents."""
     if a.is_inf or b.is_inf:
         sa = (1 if a.num > 0 else -1) if a.is_inf else 0
         sb = (1 if b.num > 0 else -1) if b.is_inf else 0
         return (sa > sb) - (sa < sb)
+    sa, sb = (a.num > 0) - (a.num < 0), (b.num > 0) - (b.num < 0)
+    if sa != sb or sa == 0:
+        return (sa > sb) - (sa < sb)
+    ea, eb = a.leading_exponent(), b.leading_exponent()
+    if ea != eb:
+        return sa if ea > eb else -sa
     e = min(a.exp, b.exp)
     lhs = a.num * b.den * 10 ** (a.exp - e)
     rhs = b.num * a.den * 10 ** (b.exp - e)
@@ -211,7 +217,7 @@ def _num_text(neg: bool, digits: int, u: int, trim: bool = True) -> Num:
             u += 1
     s = str(digits)
     lead = len(s) - 1 + u
-    if -4 <= lead <= 5:
+    if -3 <= lead <= 5:
         return Num(neg, _plain(s, u))
     mant = s[0] + ("." + s[1:] if len(s) > 1 else "")
     return Num(neg, mant, lead)
@@ -296,7 +302,7 @@ def _bracket(sa: str, sb: str, c: int, u: int) -> Bracket | None:
     tail = width - c
     lead = width - 1 + u
     # Plain notation only when every bracketed digit is after the decimal point.
-    if -4 <= lead <= 5 and tail <= -u:
+    if -3 <= lead <= 5 and tail <= -u:
         text = _plain(sa, u)
         return Bracket(text[:-tail], sa[c:], sb[c:])
     if sa[0] == "0":

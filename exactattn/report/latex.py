@@ -76,8 +76,20 @@ def text(s: str) -> str:
     return "".join(out)
 
 
+_TT_CHARS = set("\\{}$&#^_%~")
+
+
 def tt(s: str) -> str:
-    return r"\texttt{" + text(s) + "}"
+    """Typewriter text: ASCII specials by their slot in the typewriter font (which has them)."""
+    out = []
+    for ch in s:
+        if ch in _TT_CHARS:
+            out.append("{\\char" + str(ord(ch)) + "}")
+        elif ch in "<>|":
+            out.append(ch)
+        else:
+            out.append(text(ch))
+    return r"\texttt{" + "".join(out) + "}"
 
 
 def math(shown: Shown) -> str:
@@ -121,7 +133,9 @@ def _table(
         r"\centering",
         r"\caption{" + caption + "}",
         r"\label{" + label + "}",
+        r"\vspace{0.5ex}",
         r"\small",
+        r"\renewcommand{\arraystretch}{1.2}",
         r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
         r"\begin{tabular}{" + colspec + "}",
         r"\toprule",
@@ -145,7 +159,7 @@ def summary(data: ReportData) -> list[str]:
             parts.append(f"width $d = {int(info['d'])}$")
         items.append(r"\item[Alphabet] " + "; ".join(parts) + ".")
     if data.layers:
-        layers = "; ".join(f"layer {ly.index} {text(ly.label)}" for ly in data.layers)
+        layers = "; ".join(f"layer {ly.index}: {text(ly.label)}" for ly in data.layers)
         items.append(rf"\item[Layers] {len(data.layers)}: {layers}.")
     lo, hi = data.n_range
     items.append(
@@ -164,21 +178,28 @@ def summary(data: ReportData) -> list[str]:
     return [r"\begin{description}"] + items + [r"\end{description}"]
 
 
+def stack(*lines: str) -> str:
+    """A header cell on several lines (plain LaTeX, no extra package)."""
+    if len(lines) == 1:
+        return lines[0]
+    return r"\begin{tabular}[b]{@{}c@{}}" + r"\\".join(lines) + r"\end{tabular}"
+
+
 def lengths_table(data: ReportData) -> list[str]:
     head = [r"$n$", "inputs", r"$\gamma(n)$", r"$x_{\max}(n)$"]
     colspec = "rrll"
     if data.layers:
-        names = "/".join(str(ly.index) for ly in data.layers)
-        head.append(r"$\max|x|$ after " + ("layer " if len(data.layers) == 1 else "layers ")
-                    + names)
+        names = ", ".join(str(ly.index) for ly in data.layers)
+        plural = "layers" if len(data.layers) > 1 else "layer"
+        head.append(stack(r"$\max|x|$ after", f"{plural} {names}"))
         colspec += "l"
-    head += [r"$\tau(n)$", "disagreements", "min margin"]
+    head += [r"$\tau(n)$", stack("dis-", "agreements"), stack("min", "margin")]
     colspec += "lrl"
     if data.has_reference:
-        head.append("ref.\\ mismatches hard/soft")
-        colspec += "l"
+        head.append(stack("reference", "hard / soft"))
+        colspec += "c"
     if data.has_undecided:
-        head.append("undecided")
+        head.append(stack("un-", "decided"))
         colspec += "r"
     rows = []
     for row in data.rows:
@@ -191,7 +212,7 @@ def lengths_table(data: ReportData) -> list[str]:
                 entry = data.layer_entry(row, layer.index)
                 maxes.append(cell(fmt.rational(None if entry is None
                                                else entry.get("activation_max"))))
-            cells.append(" / ".join(maxes))
+            cells.append(", ".join(maxes))
         cells += [cell(fmt.certified(row.get("tau"))), str(row.get("disagreements", "---")),
                   cell(fmt.rational(row.get("min_margin")))]
         if data.has_reference:
@@ -268,7 +289,7 @@ def errors_table(data: ReportData) -> list[str]:
             r"upper end over the bound, both rounded up; violations count layers whose certified "
             r"error exceeds its bound."
         )
-    caption += " Enclosure notation as in Table~\\ref{tab:exactattn-" + data.slug + "-lengths}."
+    caption += " Enclosures are written as in the table of measured quantities."
     return _table(f"tab:exactattn-{data.slug}-errors", caption, colspec, head, rows)
 
 

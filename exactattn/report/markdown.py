@@ -74,7 +74,7 @@ def summary_lines(data: ReportData) -> list[str]:
             extra.append(f"width d = {info['d']}")
         lines.append(f"- **Alphabet:** {alpha}; " + "; ".join(extra))
     if data.layers:
-        parts = ", ".join(f"layer {layer.index} {layer.label}" for layer in data.layers)
+        parts = "; ".join(f"layer {layer.index}: {layer.label}" for layer in data.layers)
         lines.append(f"- **Layers:** {len(data.layers)} ({parts})")
     if info.get("output"):
         lines.append(f"- **Output:** {info['output']}")
@@ -98,7 +98,8 @@ def summary_lines(data: ReportData) -> list[str]:
 def lengths_table(data: ReportData) -> list[str]:
     header = ["n", "inputs", "γ(n)", "x_max(n)"]
     if data.layers:
-        header.append("max\\|x\\| after " + " / ".join(f"L{ly.index}" for ly in data.layers))
+        names = ", ".join(str(ly.index) for ly in data.layers)
+        header.append(f"max\\|x\\| after layer{'s' if len(data.layers) > 1 else ''} {names}")
     header += ["τ(n)", "disagreements", "min margin"]
     if data.has_reference:
         header.append("reference mismatches hard / soft")
@@ -116,7 +117,7 @@ def lengths_table(data: ReportData) -> list[str]:
                 entry = data.layer_entry(row, layer.index)
                 act = None if entry is None else entry.get("activation_max")
                 maxes.append(value(fmt.rational(act)))
-            cells.append(" / ".join(maxes))
+            cells.append(", ".join(maxes))
         cells += [value(fmt.certified(row.get("tau"))), str(row.get("disagreements", "—")),
                   value(fmt.rational(row.get("min_margin")))]
         if data.has_reference:

@@ -1,0 +1,157 @@
+"""Induction heads (basic and iterated) as compiled since/until formulas.
+
+Task (Sanford, Hsu & Telgarsky's k-hop induction head): with 1-based positions,
+``find(i)`` is the largest j with 2 ≤ j ≤ i and w_{j−1} = w_i — the position right after
+the most recent earlier occurrence of the current token — or 0 if there is none, and
+``find(0) = 0``. The output at i is w_{find^k(i)}, or the default label when
+find^k(i) = 0.
+
+Why compile it through LTL: "the token at find(i) satisfies G" is the since/until formula
+``⋁_a a ∧ ((Y a ∧ G) ∨ (¬Y a ∧ (¬Y a S (Y a ∧ G))))`` (the latest position j ≤ i where
+``Y a`` holds, with a = w_i, satisfies G). Iterating it k times from G = b gives one
+formula per output label, and the LTL compiler's proved bounds (docs/constructions.md)
+apply unchanged. The reference ``cases`` come from :func:`induction_labels`, a direct
+implementation that shares nothing with the formulas.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+from ..logic.ltl import And, Atom, Formula, Not, Or, Prev, Since, format_ltl
+from .ltl import SCHEMES, compile_formulas
+
+
+def default_label(alphabet: Sequence[str]) -> str:
+    """``"none"``, or a bracketed variant if the alphabet already uses it."""
+    label = "none"
+    while label in alphabet:
+        label = f"<{label}>"
+    return label
+
+
+def induction_labels(word: Sequence[str], hops: int = 1, none: str = "none") -> list[str]:
+    """The k-hop induction-head output at every position, by direct search."""
+
+    def find(i: int) -> int:
+        if i == 0:
+            return 0
+        for j in range(i, 1, -1):
+            if word[j - 2] == word[i - 1]:
+                return j
+        return 0
+
+    out = []
+    for i in range(1, len(word) + 1):
+        t = i
+        for _ in range(hops):
+            t = find(t)
+        out.append(word[t - 1] if t else none)
+    return out
+
+
+def _or_all(fs: list[Formula]) -> Formula:
+    out = fs[0]
+    for f in fs[1:]:
+        out = Or(out, f)
+    return out
+
+
+def hop_formula(g: Formula, alphabet: Sequence[str]) -> Formula:
+    """``g`` holds at find(i) (and find(i) ≠ 0).
+
+    ``⋁_a (a ∧ Y a ∧ g) ∨ (a ∧ ¬Y a ∧ (¬Y a S (Y a ∧ g)))``: the disjuncts exclude each
+    other, and as one flat disjunction of conjunctions it costs two ReLU levels.
+    """
+    parts: list[Formula] = []
+    for a in alphabet:
+        ya = Prev(Atom(a))
+        parts.append(And(And(Atom(a), ya), g))
+    for a in alphabet:
+        ya = Prev(Atom(a))
+        parts.append(And(And(Atom(a), Not(ya)), Since(Not(ya), And(ya, g))))
+    return _or_all(parts)
+
+
+def induction_formulas(alphabet: Sequence[str], hops: int) -> dict[str, Formula]:
+    """Label b → the formula "the output at i is b"."""
+    out: dict[str, Formula] = {}
+    for b in alphabet:
+        g: Formula = Atom(b)
+        for _ in range(hops):
+            g = hop_formula(g, alphabet)
+        out[b] = g
+    return out
+
+
+def build_induction(
+    alphabet: Sequence[str],
+    hops: int = 1,
+    max_n: int = 8,
+    scheme: str = "temperature",
+) -> dict:
+    """A format-1 model with an argmax read-out computing the k-hop induction head."""
+    if hops < 1:
+        raise ValueError("hops must be at least 1")
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown scheme {scheme!r}: use one of {', '.join(SCHEMES)}")
+    alphabet = list(alphabet)
+    none = default_label(alphabet)
+    formulas = induction_formulas(alphabet, hops)
+    model, coords = compile_formulas(formulas, alphabet, scheme)
+    d = model["d"]
+    true = model["coordinates"].index("true")
+    rows: list[list[int | str]] = []
+    none_row: list[int | str] = [0] * d
+    none_row[true] = 1
+    for b in alphabet:
+        row: list[int | str] = [0] * d
+        k = coords[b]
+        if k is not None:
+            row[k] = 1
+            none_row[k] = -1
+        rows.append(row)
+    rows.append(none_row)
+    cases: list[dict[str, Any]] = []
+    for n in range(1, max_n + 1):
+        for word in itertools.product(alphabet, repeat=n):
+            cases.append({"input": list(word), "output": induction_labels(word, hops, none)})
+    what = "induction head" if hops == 1 else f"{hops}-hop induction head"
+    pe = (
+        "τ = 1/n, bounded position embeddings"
+        if scheme == "temperature"
+        else ("τ = 1, unbounded position embeddings")
+    )
+    return {
+        "format": "exactattn/1",
+        "name": f"induction-k{hops}-{scheme}",
+        "description": (
+            f"The {what} over {{{', '.join(alphabet)}}}: at each position, the token at "
+            f"find^{hops}(i), where find(i) is the position after the most recent earlier "
+            f"occurrence of the token at i ('{none}' if there is none). Compiled by "
+            f"exactattn.build.ltl from one since/until formula per label ({scheme} scheme, "
+            f"{pe}); see docs/constructions.md."
+        ),
+        **{k: v for k, v in model.items() if k != "format"},
+        "output": {
+            "kind": "argmax",
+            "weight": rows,
+            "bias": [0] * (len(alphabet) + 1),
+            "labels": [*alphabet, none],
+        },
+        "reference": {"kind": "cases", "cases": cases},
+        "meta": {
+            "construction": "exactattn.build.induction",
+            "scheme": scheme,
+            "hops": hops,
+            "formulas": {b: format_ltl(f) for b, f in formulas.items()},
+            "reference_max_n": max_n,
+        },
+    }
+
+
+def catalog() -> dict[str, dict]:
+    """File stem → model dict: induction heads k = 1 and k = 2 on {a, b, c}."""
+    return {f"induction_k{k}": build_induction(["a", "b", "c"], hops=k, max_n=8) for k in (1, 2)}
