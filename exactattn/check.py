@@ -8,7 +8,6 @@ interrupted run loses only the length in progress.
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -22,7 +21,7 @@ from .expr import Expr, ExprError, UndecidedError, parse_expr
 from .hard import CompiledModel, HardBatch, read_output, run_hard
 from .measure import LengthAccumulator, SoftVerdict, delta_bounds, tight
 from .model import AttentionLayer, Model
-from .numbers import arb_endpoints, decimal_down, decimal_up
+from .numbers import arb_endpoints, decimal_down, decimal_up, frac_str, parse_decimal
 from .reference import Oracle
 from .soft import WeightCache, precision, run_soft
 
@@ -302,60 +301,146 @@ def run_check(
     for n in (lo, max_n):
         model.check_length(n)
     override = parse_tau(tau) if isinstance(tau, str) else tau
-    temps = Temperatures(model, override)
     cm = CompiledModel(model)
-    weights = WeightCache(cm)
     oracle = Oracle(model.reference, model.alphabet) if model.reference else None
     result = CheckResult(
         model=model,
         settings={
             "min_n": lo,
             "max_n": max_n,
-            "tau_override": override.text if override is not None else None,
+            "tau_override": "theorem" if tau_theorem else (
+                override.text if override is not None else None),
             "hard_only": hard_only,
             "bounds": bounds,
+            "find_tau": find_tau,
         },
     )
-    layer_kinds = [layer.kind for layer in model.layers]
     try:
         for n in range(lo, max_n + 1):
-            # temperatures first: a bad τ(n) is a model error, reported before any work
-            tau_n = None if hard_only else temps.display(n)
-            head_taus: dict[tuple[int, int], Any] = {}
-            if not hard_only:
-                for li, row in enumerate(temps.at(n, BASE_PREC)):
-                    for hi, t in enumerate(row or []):
-                        lo_, hi_ = arb_endpoints(t)
-                        head_taus[(li, hi)] = {"lower": decimal_down(lo_), "upper": decimal_up(hi_)}
-            acc = LengthAccumulator(model, n, oracle, len(model.layers))
-            total = len(model.alphabet) ** n
-            done = 0
-            start_prec = BASE_PREC  # inputs of one length need similar precision
-            for chunk in batches(words_of_length(model, n), batch):
-                hb = run_hard(cm, chunk, n)
-                acc.add_hard(hb)
-                if not hard_only:
-                    for b in range(len(chunk)):
-                        sr = certify_word(cm, hb, b, acc, temps, weights,
-                                          base_prec=start_prec, max_prec=max_prec)
-                        start_prec = max(BASE_PREC, sr.prec)
-                        acc.add_soft(hb, b, sr.bounds, sr.verdict, sr.prec)
-                        if progress and (b % 64 == 63):
-                            progress(f"n={n}", done + b + 1, total)
-                done += len(chunk)
-                if progress:
-                    progress(f"n={n}", done, total)
-            entry = acc.to_json(tau_n, layer_kinds, head_taus)
-            if bounds and not hard_only:
+            temps = Temperatures(model, override)
+            pre = None
+            if tau_theorem and not hard_only:
+                from .bounds_check import dyadic_lower, tau_theorem_value
+
+                pre = check_length(model, cm, n, temps, oracle, True, batch, None, max_prec)
+                t_thm, _ = tau_theorem_value(model, pre)
+                temps = Temperatures(model, parse_expr(frac_str(dyadic_lower(t_thm)), ("n",),
+                                                       transcendental=True))
+            entry = check_length(model, cm, n, temps, oracle, hard_only, batch, progress,
+                                 max_prec)
+            if (bounds or tau_theorem) and not hard_only:
                 from .bounds_check import bounds_for_length
 
-                entry["bounds"] = bounds_for_length(model, entry, temps, n)
+                entry["bounds"] = bounds_for_length(model, entry, temps.at(n, BASE_PREC))
+            if find_tau and not hard_only:
+                entry["tau_star"] = search_tau(model, cm, n, oracle, batch, max_prec)
             result.lengths.append(entry)
             if on_length:
                 on_length(result)
     except KeyboardInterrupt:
         result.interrupted = True
     return result
+
+
+def check_length(
+    model: Model, cm: CompiledModel, n: int, temps: Temperatures, oracle: Oracle | None,
+    hard_only: bool, batch: int, progress: ProgressFn | None, max_prec: int,
+) -> dict[str, Any]:
+    """Every input of length n, both meanings: the spec's per-length result entry."""
+    weights = WeightCache(cm)
+    layer_kinds = [layer.kind for layer in model.layers]
+    # temperatures first: a bad τ(n) is a model error, reported before any work
+    tau_n = None if hard_only else temps.display(n)
+    head_taus: dict[tuple[int, int], Any] = {}
+    if not hard_only:
+        for li, row in enumerate(temps.at(n, BASE_PREC)):
+            for hi, t in enumerate(row or []):
+                lo_, hi_ = arb_endpoints(t)
+                head_taus[(li, hi)] = {"lower": decimal_down(lo_), "upper": decimal_up(hi_)}
+    acc = LengthAccumulator(model, n, oracle, len(model.layers))
+    total = len(model.alphabet) ** n
+    done = 0
+    start_prec = BASE_PREC  # inputs of one length need similar precision
+    for chunk in batches(words_of_length(model, n), batch):
+        hb = run_hard(cm, chunk, n)
+        acc.add_hard(hb)
+        if not hard_only:
+            for b in range(len(chunk)):
+                sr = certify_word(cm, hb, b, acc, temps, weights,
+                                  base_prec=start_prec, max_prec=max_prec)
+                start_prec = max(BASE_PREC, sr.prec)
+                acc.add_soft(hb, b, sr.bounds, sr.verdict, sr.prec)
+                if progress and (b % 64 == 63):
+                    progress(f"n={n}", done + b + 1, total)
+        done += len(chunk)
+        if progress:
+            progress(f"n={n}", done, total)
+    return acc.to_json(tau_n, layer_kinds, head_taus)
+
+
+TAU_GRID = 8  # τ* is searched on the grid 2^(k/8)
+
+
+def _ok(entry: dict[str, Any]) -> bool:
+    return (entry["disagreements"] == 0 and entry["undecided"] == 0
+            and entry["invariant"] in ("holds", None))
+
+
+def search_tau(model: Model, cm: CompiledModel, n: int, oracle: Oracle | None, batch: int,
+               max_prec: int, lo_exp: int = -40 * TAU_GRID, hi_exp: int = 16 * TAU_GRID
+               ) -> dict[str, Any] | None:
+    """Certified search for the largest τ = 2^(k/8) at which every decision agrees, nothing is
+    undecided and every intermediate error is ≤ 1 (all inputs of length n, every head).
+
+    Returns the largest grid τ found good and the next grid τ found bad (the property need not
+    be monotone in τ; the search assumes it is, and reports the bracket it actually saw).
+    """
+    cache: dict[int, bool] = {}
+
+    def ok(k: int) -> bool:
+        if k not in cache:
+            t = _grid_tau(k)
+            temps = Temperatures(model, parse_expr(t, ("n",), transcendental=True))
+            entry = check_length(model, cm, n, temps, oracle, False, batch, None, max_prec)
+            cache[k] = _ok(entry)
+        return cache[k]
+
+    k = 0
+    if ok(k):
+        step = TAU_GRID
+        while k + step <= hi_exp and ok(k + step):
+            k += step
+        if k + step > hi_exp:
+            return {"lower": _grid_tau(k), "upper": None, "grid": "2^(k/8)", "probes": len(cache)}
+        good, bad = k, k + step
+    else:
+        bad = k
+        k -= TAU_GRID
+        while k >= lo_exp and not ok(k):
+            bad = k
+            k -= TAU_GRID
+        if k < lo_exp:
+            return {"lower": None, "upper": _grid_tau(bad), "grid": "2^(k/8)",
+                    "probes": len(cache)}
+        good = k
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if ok(mid):
+            good = mid
+        else:
+            bad = mid
+    return {"lower": _grid_tau(good), "upper": _grid_tau(bad), "grid": "2^(k/8)",
+            "probes": len(cache)}
+
+
+def _grid_tau(k: int) -> str:
+    """2^(k/8) rounded down to a rational with 40 significant bits (exact, as text)."""
+    q, r = divmod(k, TAU_GRID)
+    with precision(64):
+        val = arb(2) ** q * (arb(2) ** (arb(r) / TAU_GRID))
+        lo = arb_endpoints(val)[0]
+    # keep it short: round down to 12 significant decimal digits
+    return frac_str(parse_decimal(decimal_down(lo, 12)))
 
 
 # ---------------------------------------------------------------------------

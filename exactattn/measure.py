@@ -30,6 +30,7 @@ class GapRecord:
     value: Fraction | None = None
     witness: dict[str, Any] | None = None
     max_nontop: int = 0  # largest number of visible non-top keys of one query
+    max_top: int = 0  # largest argmax set of one query (1: no ties at the top)
 
 
 @dataclass
@@ -174,6 +175,8 @@ class LengthAccumulator:
         cand = tr.visible[None] & ~tr.top
         counts = cand.sum(axis=2)
         rec.max_nontop = max(rec.max_nontop, int(counts.max()) if counts.size else 0)
+        tops = tr.top.sum(axis=2)
+        rec.max_top = max(rec.max_top, int(tops.max()) if tops.size else 0)
         if not cand.any():
             return
         if s.dtype == object:
@@ -451,6 +454,7 @@ class LengthAccumulator:
                         "index": h2,
                         "gamma": frac_str(rec.value) if rec.value is not None else None,
                         "max_nontop": rec.max_nontop,
+                        "max_top": rec.max_top,
                         "tau": head_taus.get((l2, h2)),
                     })
                 entry["heads"] = heads

@@ -116,8 +116,10 @@ class PositionEmbedding:
     table: tuple[Vec, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Model:
+    """A validated model. Compared and hashed by identity (it holds the raw source)."""
+
     name: str
     description: str
     alphabet: tuple[str, ...]

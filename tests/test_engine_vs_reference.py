@@ -41,7 +41,7 @@ from exactattn import evaluate, load_model, model_from_dict, run_check
 mp = R.mp
 MAX_N = S.MAX_N
 SLACK = mp.mpf(10) ** -30
-SETTINGS = dict(deadline=None, derandomize=True, database=None,
+SETTINGS = dict(deadline=None, derandomize=True, database=None, report_multiple_bugs=False,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

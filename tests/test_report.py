@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from exactattn.errors import UsageError
-from exactattn.report import render, write_report
 from exactattn.report import fmt as F
+from exactattn.report import render, write_report
 from exactattn.report.data import load
 from exactattn.report.fmt import Bracket, Interval, Num
 
@@ -37,8 +37,20 @@ def small() -> dict[str, Any]:
 
 def minimal() -> dict[str, Any]:
     """The small result reduced to the fields the spec requires (no extensions)."""
-    keep = {"n", "inputs", "gamma", "gamma_witness", "x_max", "tau", "layers", "invariant",
-            "disagreements", "first_disagreement", "min_margin", "reference_mismatches"}
+    keep = {
+        "n",
+        "inputs",
+        "gamma",
+        "gamma_witness",
+        "x_max",
+        "tau",
+        "layers",
+        "invariant",
+        "disagreements",
+        "first_disagreement",
+        "min_margin",
+        "reference_mismatches",
+    }
     result = small()
     return {
         "format": result["format"],
@@ -51,8 +63,10 @@ def extreme() -> dict[str, Any]:
     """The small result with certified errors far below what a float can hold."""
     result = small()
     for row in result["lengths"][1:]:
-        row["layers"][0]["error"] = {"lower": f"3.2968e-{434295 + row['n']}",
-                                     "upper": f"3.2969e-{434295 + row['n']}"}
+        row["layers"][0]["error"] = {
+            "lower": f"3.2968e-{434295 + row['n']}",
+            "upper": f"3.2969e-{434295 + row['n']}",
+        }
         row["bounds"]["layers"][0]["bound"] = f"1e-{434290 + row['n']}"
     return result
 
@@ -87,7 +101,9 @@ def check_golden(name: str, text: str) -> None:
 def test_markdown_golden(written: dict[str, list[Path]]) -> None:
     files = written["md"]
     assert [p.name for p in files] == [
-        "result_small.md", "result_small-gamma.png", "result_small-error.png",
+        "result_small.md",
+        "result_small-gamma.png",
+        "result_small-error.png",
         "result_small-tau.png",
     ]
     assert all(p.stat().st_size > 0 for p in files)
@@ -97,8 +113,11 @@ def test_markdown_golden(written: dict[str, list[Path]]) -> None:
 def test_latex_golden(written: dict[str, list[Path]]) -> None:
     files = written["tex"]
     assert [p.name for p in files] == [
-        "result_small.tex", "result_small-fragment.tex", "result_small-gamma.pdf",
-        "result_small-error.pdf", "result_small-tau.pdf",
+        "result_small.tex",
+        "result_small-fragment.tex",
+        "result_small-gamma.pdf",
+        "result_small-error.pdf",
+        "result_small-tau.pdf",
     ]
     check_golden("result_small.tex", files[0].read_text(encoding="utf-8"))
     check_golden("result_small-fragment.tex", files[1].read_text(encoding="utf-8"))
@@ -137,7 +156,10 @@ def pdflatex(tex: Path) -> Path:
     assert PDFLATEX is not None
     run = subprocess.run(
         [PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", tex.name],
-        cwd=tex.parent, capture_output=True, text=True, timeout=120,
+        cwd=tex.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     log = tex.with_suffix(".log")
     assert run.returncode == 0, log.read_text(errors="replace")[-3000:]
@@ -175,7 +197,11 @@ def test_latex_minimal_compiles_with_special_characters(tmp_path: Path) -> None:
     result["model"] = "odd & name_with {specials} ~ ^ % $ # \\ <x>|"
     files = write_report(result, tmp_path / "minimal.tex")
     assert [p.name for p in files] == [
-        "minimal.tex", "minimal-fragment.tex", "minimal-gamma.pdf", "minimal-error.pdf"]
+        "minimal.tex",
+        "minimal-fragment.tex",
+        "minimal-gamma.pdf",
+        "minimal-error.pdf",
+    ]
     pdflatex(files[0])
 
 
@@ -305,8 +331,11 @@ def _bounds(v: Num | Bracket | Interval) -> tuple[Decimal, Decimal, int]:
     if isinstance(v, Bracket):
         a = Num(False, v.head + v.a, v.exp)
         b = Num(False, v.head + v.b, v.exp)
-        return _exact_of_shown(a), _exact_of_shown(b), len((v.head + v.a).replace(".", "")
-                                                           .lstrip("0"))
+        return (
+            _exact_of_shown(a),
+            _exact_of_shown(b),
+            len((v.head + v.a).replace(".", "").lstrip("0")),
+        )
     assert isinstance(v, Interval) and isinstance(v.lo, Num) and isinstance(v.hi, Num)
     return _exact_of_shown(v.lo), _exact_of_shown(v.hi), 0
 

@@ -113,11 +113,17 @@ class ReportData:
             return self.verdict.get("ok"), str(self.verdict.get("summary", ""))
         holds = all(row.get("invariant") == "holds" for row in self.rows)
         agree = all(row.get("disagreements", 0) == 0 for row in self.rows)
-        text = "no verdict in the result file; derived: "
-        text += "the ε ≤ 1 invariant holds" if holds else "the ε ≤ 1 invariant is not certified"
-        text += " at every n, and " if holds else " at some n, and "
-        text += "hard and soft agree on every input" if agree else "hard and soft disagree"
-        return holds and agree, text
+        refs = [row.get("reference_mismatches") or {} for row in self.rows]
+        matches = all(ref.get("hard", 0) == 0 and ref.get("soft", 0) == 0 for ref in refs)
+        parts = [
+            "the ε ≤ 1 invariant "
+            + ("holds at every n" if holds else "is not certified at some n"),
+            "hard and soft " + ("agree on every input" if agree else "disagree on some input"),
+        ]
+        if self.has_reference:
+            parts.append("both match the reference" if matches else "the reference is not met")
+        text = "no verdict in the result file; derived: " + ", ".join(parts)
+        return holds and agree and matches, text
 
     def gamma_fit(self) -> PowerFit | None:
         """Fit c·n^(−k) to γ over the n where γ is finite and positive (needs two such n)."""

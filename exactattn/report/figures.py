@@ -66,9 +66,17 @@ class _LogAxis:
             return
         trans = self.ax.get_xaxis_transform()
         y = 0.97 if top else 0.03
-        self.ax.scatter(xs, [y] * len(xs), transform=trans, marker="^" if top else "v",
-                        color=color, s=28, clip_on=False, zorder=3,
-                        label=label if label != "_" else "_nolegend_")
+        self.ax.scatter(
+            xs,
+            [y] * len(xs),
+            transform=trans,
+            marker="^" if top else "v",
+            color=color,
+            s=28,
+            clip_on=False,
+            zorder=3,
+            label=label if label != "_" else "_nolegend_",
+        )
 
 
 def _n_ticks(ax: Any, ns: list[int], log: bool) -> None:
@@ -157,11 +165,22 @@ def error_figure(data: ReportData, path: Path) -> Path:
     for k, (color, layer, err_pts, bound_pts, zeros) in enumerate(series):
         name = f"L{layer.index} {layer.kind}"
         if err_pts:
-            ax.plot([p[0] for p in err_pts], [axis.y(p[1]) for p in err_pts], "o-", color=color,
-                    label=rf"{name}: $\varepsilon$ (upper end)")
+            ax.plot(
+                [p[0] for p in err_pts],
+                [axis.y(p[1]) for p in err_pts],
+                "o-",
+                color=color,
+                label=rf"{name}: $\varepsilon$ (upper end)",
+            )
         if bound_pts:
-            ax.plot([p[0] for p in bound_pts], [axis.y(p[1]) for p in bound_pts], "s--",
-                    color=color, mfc="none", label=f"{name}: proved bound")
+            ax.plot(
+                [p[0] for p in bound_pts],
+                [axis.y(p[1]) for p in bound_pts],
+                "s--",
+                color=color,
+                mfc="none",
+                label=f"{name}: proved bound",
+            )
         if zeros:
             shift = 0.08 * (k - (len(series) - 1) / 2)  # side by side when layers coincide
             axis.edge_marker([n + shift for n in zeros], False, zero_label, color)
@@ -186,11 +205,22 @@ def tau_figure(data: ReportData, path: Path) -> Path:
     thm = [p for p in thm if math.isfinite(p[1])]
     axis = _LogAxis(ax, [p[1] for p in star + thm])
     if star:
-        ax.plot([p[0] for p in star], [axis.y(p[1]) for p in star], "o-", color=COLORS[0],
-                label=r"$\tau^*(n)$ (search, lower end)")
+        ax.plot(
+            [p[0] for p in star],
+            [axis.y(p[1]) for p in star],
+            "o-",
+            color=COLORS[0],
+            label=r"$\tau^*(n)$ (search, lower end)",
+        )
     if thm:
-        ax.plot([p[0] for p in thm], [axis.y(p[1]) for p in thm], "s--", color=COLORS[1],
-                mfc="none", label=r"$\tau_{\mathrm{thm}}(n)$ (theorem, lower end)")
+        ax.plot(
+            [p[0] for p in thm],
+            [axis.y(p[1]) for p in thm],
+            "s--",
+            color=COLORS[1],
+            mfc="none",
+            label=r"$\tau_{\mathrm{thm}}(n)$ (theorem, lower end)",
+        )
     _n_ticks(ax, data.ns, log=False)
     ax.set_xlabel("n (input length)")
     ax.set_ylabel(r"temperature $\tau$")

@@ -57,6 +57,8 @@ class Exact:
         _require_finite(self)
         t = self.exp - u
         num, den = self.num, self.den
+        if num == 0:
+            return 0
         if t >= 0:
             return (num * 10**t) // den
         # |num| < 10**len(num) <= den * 10**(-t) when len(num) <= len(den) - 1 - t.

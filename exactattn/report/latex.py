@@ -149,8 +149,11 @@ def _table(
 
 def summary(data: ReportData) -> list[str]:
     info, settings = data.info, data.settings
-    items = [r"\item[Model] " + tt(data.model) + (
-        f"; output {text(str(info['output']))}." if info.get("output") else ".")]
+    items = [
+        r"\item[Model] "
+        + tt(data.model)
+        + (f"; output {text(str(info['output']))}." if info.get("output") else ".")
+    ]
     if info.get("alphabet") is not None:
         parts = [", ".join(tt(t) for t in info["alphabet"])]
         for key, name in (("bos", "BOS"), ("eos", "EOS")):
@@ -204,17 +207,25 @@ def lengths_table(data: ReportData) -> list[str]:
     rows = []
     for row in data.rows:
         gamma = Shown(Special("inf")) if row.get("gamma") is None else fmt.rational(row["gamma"])
-        cells = [str(row["n"]), str(row.get("inputs", "---")), cell(gamma),
-                 cell(fmt.rational(row.get("x_max")))]
+        cells = [
+            str(row["n"]),
+            str(row.get("inputs", "---")),
+            cell(gamma),
+            cell(fmt.rational(row.get("x_max"))),
+        ]
         if data.layers:
             maxes = []
             for layer in data.layers:
                 entry = data.layer_entry(row, layer.index)
-                maxes.append(cell(fmt.rational(None if entry is None
-                                               else entry.get("activation_max"))))
+                maxes.append(
+                    cell(fmt.rational(None if entry is None else entry.get("activation_max")))
+                )
             cells.append(", ".join(maxes))
-        cells += [cell(fmt.certified(row.get("tau"))), str(row.get("disagreements", "---")),
-                  cell(fmt.rational(row.get("min_margin")))]
+        cells += [
+            cell(fmt.certified(row.get("tau"))),
+            str(row.get("disagreements", "---")),
+            cell(fmt.rational(row.get("min_margin"))),
+        ]
         if data.has_reference:
             cells.append(_reference(row))
         if data.has_undecided:
@@ -227,8 +238,9 @@ def lengths_table(data: ReportData) -> list[str]:
         r"temperature used; disagreements count inputs the hard and soft meanings classify "
         r"differently; min margin is the smallest hard margin. " + NOTATION
     )
-    return _table(f"tab:exactattn-{data.slug}-lengths", caption, colspec,
-                  [" & ".join(head) + r" \\"], rows)
+    return _table(
+        f"tab:exactattn-{data.slug}-lengths", caption, colspec, [" & ".join(head) + r" \\"], rows
+    )
 
 
 def _reference(row: dict[str, Any]) -> str:
@@ -260,8 +272,11 @@ def errors_table(data: ReportData) -> list[str]:
             cols += [rf"$\varepsilon_{{{i}}}(n)$", "bound", rf"$\varepsilon_{{{i}}}/$bound"]
         cols += [r"$\varepsilon\le1$", "violations"]
     else:
-        cols = [r"$n$"] + [rf"$\varepsilon_{{{ly.index}}}(n)$ ({text(ly.kind)})"
-                           for ly in data.layers] + [r"$\varepsilon\le1$"]
+        cols = (
+            [r"$n$"]
+            + [rf"$\varepsilon_{{{ly.index}}}(n)$ ({text(ly.kind)})" for ly in data.layers]
+            + [r"$\varepsilon\le1$"]
+        )
     head.append(" & ".join(cols) + r" \\")
     rows = []
     for row in data.rows:
@@ -312,16 +327,24 @@ def witness_table(data: ReportData) -> list[str]:
                     f"{layer.index}: {tt(fmt.word(ew.get('input')))} at {ew.get('position')}"
                 )
         first = row.get("first_disagreement")
-        rows.append([str(row["n"]), gamma, "; ".join(errs) or "---",
-                     "---" if first is None else tt(fmt.word(first))])
+        rows.append(
+            [
+                str(row["n"]),
+                gamma,
+                "; ".join(errs) or "---",
+                "---" if first is None else tt(fmt.word(first)),
+            ]
+        )
     caption = (
         rf"Witnesses for {tt(data.model)}: the input, layer, head and positions attaining "
         r"$\gamma(n)$; for each layer $\ell$, the input and position attaining "
         r"$\varepsilon_\ell(n)$; the first input the two meanings classify differently. "
         r"Positions count the sequence the transformer sees (BOS at 0, if present)."
     )
-    head = [r"$n$ & $\gamma(n)$ attained at & $\varepsilon_\ell(n)$ attained at ($\ell$: input "
-            r"at position) & first disagreement \\"]
+    head = [
+        r"$n$ & $\gamma(n)$ attained at & $\varepsilon_\ell(n)$ attained at ($\ell$: input "
+        r"at position) & first disagreement \\"
+    ]
     return _table(f"tab:exactattn-{data.slug}-witnesses", caption, "rlll", head, rows)
 
 

@@ -107,10 +107,15 @@ def lengths_table(data: ReportData) -> list[str]:
         header.append("undecided")
     rows = []
     for row in data.rows:
-        gamma = fmt.Shown(Special("inf")) if row.get("gamma") is None else fmt.rational(
-            row["gamma"])
-        cells = [str(row["n"]), str(row.get("inputs", "—")), value(gamma),
-                 value(fmt.rational(row.get("x_max")))]
+        gamma = (
+            fmt.Shown(Special("inf")) if row.get("gamma") is None else fmt.rational(row["gamma"])
+        )
+        cells = [
+            str(row["n"]),
+            str(row.get("inputs", "—")),
+            value(gamma),
+            value(fmt.rational(row.get("x_max"))),
+        ]
         if data.layers:
             maxes = []
             for layer in data.layers:
@@ -118,8 +123,11 @@ def lengths_table(data: ReportData) -> list[str]:
                 act = None if entry is None else entry.get("activation_max")
                 maxes.append(value(fmt.rational(act)))
             cells.append(", ".join(maxes))
-        cells += [value(fmt.certified(row.get("tau"))), str(row.get("disagreements", "—")),
-                  value(fmt.rational(row.get("min_margin")))]
+        cells += [
+            value(fmt.certified(row.get("tau"))),
+            str(row.get("disagreements", "—")),
+            value(fmt.rational(row.get("min_margin"))),
+        ]
         if data.has_reference:
             cells.append(_reference(row))
         if data.has_undecided:
@@ -234,12 +242,17 @@ def render(data: ReportData, figures: list[tuple[str, str]]) -> str:
         "",
     ]
     lines += errors_table(data)
-    lines += ["", "ε_ℓ(n) = max over inputs and positions of ‖x_soft − x_hard‖∞ after layer ℓ. "
-              "The ε ≤ 1 status is certified for every layer that feeds another layer."]
+    lines += [
+        "",
+        "ε_ℓ(n) = max over inputs and positions of ‖x_soft − x_hard‖∞ after layer ℓ. "
+        "The ε ≤ 1 status is certified for every layer that feeds another layer.",
+    ]
     if data.has_bounds:
-        lines[-1] += (" Bounds are the proved per-layer bounds and ε/bound the measured upper end "
-                      "over the bound, both rounded up; violations count layers whose certified "
-                      "error exceeds its bound.")
+        lines[-1] += (
+            " Bounds are the proved per-layer bounds and ε/bound the measured upper end "
+            "over the bound, both rounded up; violations count layers whose certified "
+            "error exceeds its bound."
+        )
     lines += ["", NOTATION, "", "## Witnesses", ""]
     lines += witness_table(data)
     lines += ["", "Positions count the sequence the transformer sees (BOS at 0, if present).", ""]
