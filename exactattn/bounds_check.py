@@ -88,8 +88,26 @@ def theorem_inputs(model: Model, entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def tau_theorem_value(model: Model, entry: dict[str, Any]) -> tuple[arb, Fraction]:
-    """τ_thm(n; ε*) as a ball (its lower end is a certified temperature), and ε*."""
+def unique_hard_ties(model: Model, entry: dict[str, Any]) -> bool:
+    """Whether some leftmost/rightmost head has a tie at the top at this length.
+
+    Then no temperature makes softmax reproduce it (Theorem 3(c)): τ_thm does not exist.
+    """
+    for li, layer in enumerate(model.layers):
+        if isinstance(layer, AttentionLayer):
+            for hi, h in enumerate(layer.heads):
+                if h.hard != "average" and entry["layers"][li]["heads"][hi].get("max_top", 2) > 1:
+                    return True
+    return False
+
+
+def tau_theorem_value(model: Model, entry: dict[str, Any]) -> tuple[arb | None, Fraction]:
+    """τ_thm(n; ε*) as a ball (its lower end is a certified temperature), and ε*.
+
+    None when a unique-hard head has ties at the top (no temperature is guaranteed).
+    """
+    if unique_hard_ties(model, entry):
+        return None, eps_star(model, _frac(entry["min_margin"]))
     ti = theorem_inputs(model, entry)
     es = eps_star(model, _frac(entry["min_margin"]))
     t = B.tau_theorem(ti["L"], ti["K"], ti["x_max"], ti["gamma"], ti["m"], es)
@@ -141,8 +159,8 @@ def bounds_for_length(model: Model, entry: dict[str, Any], taus: list[list[arb] 
     ti = theorem_inputs(model, entry)
     return {
         "layers": layers_out,
-        "tau_theorem": {"lower": decimal_down(arb_endpoints(t)[0]),
-                        "upper": decimal_up(arb_endpoints(t)[1])},
+        "tau_theorem": None if t is None else {"lower": decimal_down(arb_endpoints(t)[0]),
+                                               "upper": decimal_up(arb_endpoints(t)[1])},
         "eps_star": frac_str(es),
         "constants": {"L": ti["L"], "K": frac_str(ti["K"]), "x_max": frac_str(ti["x_max"]),
                       "gamma": frac_str(ti["gamma"]) if ti["gamma"] is not None else None,

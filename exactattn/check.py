@@ -160,7 +160,8 @@ def certify_word(
         taus = temps.at(n, prec)
         with precision(prec):
             st = run_soft(cm, hb, b, taus, weights, keep_alphas=keep_alphas)
-            verdict = acc.soft_verdict(hb, b, st.deltas[-1], _zero_test(cm, hb, b, st, temps))
+            final = st.deltas[-1] if st.deltas else None
+            verdict = acc.soft_verdict(hb, b, final, _zero_test(cm, hb, b, st, temps))
             ok = verdict.decided
             bnds = [delta_bounds(d) for d in st.deltas]
             if ok:
@@ -324,6 +325,11 @@ def run_check(
 
                 pre = check_length(model, cm, n, temps, oracle, True, batch, None, max_prec)
                 t_thm, _ = tau_theorem_value(model, pre)
+                if t_thm is None:
+                    raise UsageError(
+                        f"--tau theorem: at n = {n} a leftmost/rightmost head has a tie at the "
+                        "top, so no temperature makes softmax reproduce it (proofs/, Thm 3(c))"
+                    )
                 temps = Temperatures(model, parse_expr(frac_str(dyadic_lower(t_thm)), ("n",),
                                                        transcendental=True))
             entry = check_length(model, cm, n, temps, oracle, hard_only, batch, progress,

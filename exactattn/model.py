@@ -208,13 +208,16 @@ class Model:
         if pe.kind == "none":
             return [tuple(Fraction(0) for _ in range(self.d))] * T
         if pe.kind == "table":
-            if T > len(pe.table):
+            # row i is P(i, ·) for the spec's position number i (BOS 0, w_1 1, EOS n+1)
+            rows_needed = self.position_index(T - 1) + 1
+            if rows_needed > len(pe.table):
                 raise ModelError(
                     "embedding.position.table",
-                    f"has {len(pe.table)} rows but n = {n} needs {T}",
+                    f"has {len(pe.table)} rows but n = {n} needs {rows_needed} "
+                    "(rows are indexed by position number: BOS 0, w_1 1, EOS n+1)",
                     "add rows or lower --max-n",
                 )
-            return [pe.table[p] for p in range(T)]
+            return [pe.table[self.position_index(p)] for p in range(T)]
         rows = []
         for p in range(T):
             i = self.position_index(p)
@@ -414,7 +417,7 @@ class _Reader:
                     "a position table needs max_length",
                     "add \"max_length\": the largest n the table covers",
                 )
-            need = max_length + (bos is not None) + (eos is not None)
+            need = max_length + 1 + (eos is not None)  # positions 0 .. max_length (+ EOS)
             if len(position.table) < need:
                 raise ModelError(
                     "embedding.position.table",

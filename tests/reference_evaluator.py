@@ -501,6 +501,8 @@ class Model:
         if self.position_exprs is not None:
             return [eval_position(e, p, n) for e in self.position_exprs]
         if self.position_table is not None:
+            if self.max_length is None or n > int(self.max_length):
+                raise ReferenceError_(f"n = {n} is beyond max_length")
             return list(self.position_table[p])
         return [Fraction(0)] * self.d
 

@@ -116,7 +116,7 @@ POSITION_EXPRESSIONS = [
     "ceil(i/2)", "min(i, 1)", "max(i - n, 0)", "2*i - n", "-i/2", "1/(n+1)", "i*n", "0.5",
     "3/4", "i**2/(n*n)",
 ]
-TEMPERATURES = ["1", "1/n", "1/2", "n", "2", "3/2", "1/(n+1)", "sqrt(n)", "1/log(n+1)"]
+TEMPERATURES = ["1", "sqrt(n)", "1/n", "1/log(n+1)", "1/2", "n", "2", "3/2", "1/(n+1)"]
 MASKS = ["none", "leq", "causal", "lt", "strict-causal", "geq", "gt"]
 ALPHABETS = [["a", "b"], ["a", "b", "c"], ["0", "1"], ["(", ")"], ["x", "yy"]]
 REGEXES = {
@@ -175,11 +175,11 @@ def layers(draw, d: int):
 @st.composite
 def outputs(draw, d: int, bos: str | None, eos: str | None):
     if draw(st.booleans()):
-        positions = ["last", "last", "first", 1]
-        if bos is not None:
-            positions += ["bos", 0]
+        positions = ["last", "first", 1]
         if eos is not None:
-            positions += ["eos"]
+            positions = ["eos", *positions]
+        if bos is not None:
+            positions = ["bos", 0, *positions]
         return {"kind": "accept", "position": draw(st.sampled_from(positions)),
                 "weight": draw(vectors(d)), "bias": draw(numbers()),
                 "threshold": draw(numbers())}

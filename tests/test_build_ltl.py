@@ -16,10 +16,27 @@ from decimal import Decimal
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from exactattn import model_from_dict, run_check
 from exactattn.build.ltl import SCHEMES, catalog, compile_ltl
-from exactattn.logic.ltl import LTLSyntaxError
+from exactattn.logic.ltl import (
+    And,
+    Atom,
+    Compare,
+    Const,
+    Count,
+    Linear,
+    LTLSyntaxError,
+    Next,
+    Not,
+    Or,
+    Prev,
+    Since,
+    Until,
+    format_ltl,
+)
 
 AB = ("a", "b")
 ABC = ("a", "b", "c")
@@ -126,6 +143,37 @@ def test_compiled_formula_up_to_8(formula, alphabet, scheme):
     check(formula, alphabet, scheme, 8)
 
 
+def _random_formulas():
+    """Random formulas over {a, b} with every connective, for the "any formula" claim."""
+    atoms = st.one_of(st.sampled_from([Atom("a"), Atom("b")]), st.builds(Const, st.booleans()))
+
+    def extend(inner):
+        lin = st.builds(
+            Linear,
+            st.lists(
+                st.tuples(st.integers(-2, 2).filter(bool), st.builds(Count, inner, st.booleans())),
+                min_size=1,
+                max_size=2,
+            ).map(tuple),
+            st.integers(-2, 2),
+        )
+        ops = ["<", "<=", "=", ">=", ">", "!="]
+        return st.one_of(
+            *(st.builds(k, inner) for k in (Not, Prev, Next)),
+            *(st.builds(k, inner, inner) for k in (And, Or, Since, Until)),
+            st.builds(Compare, lin, st.sampled_from(ops), st.builds(Linear, st.just(()))),
+        )
+
+    return st.recursive(atoms, extend, max_leaves=6)
+
+
+@pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")
+@settings(max_examples=25, deadline=None)
+@given(_random_formulas(), st.sampled_from(SCHEMES))
+def test_any_formula_compiles_exactly(f, scheme):
+    check(format_ltl(f), AB, scheme, 3)
+
+
 # ---------------------------------------------------------------------------
 # the model file itself
 # ---------------------------------------------------------------------------
@@ -156,13 +204,19 @@ def test_model_is_plain_exact_json():
     m = compile_ltl("#[a S b] > #>[Y a] | X b", AB, "temperature")
     for x in _numbers(m):
         assert not isinstance(x, float)
-        if isinstance(x, str) and "/" in x:
-            Fraction(x)
+    arrays = [m["embedding"]["token"], m["output"]["weight"]]
+    for layer in m["layers"]:
+        for h in layer.get("heads", []):
+            arrays += [h["query"], h["key"], h["value"], h["output"]]
+        for h in [*layer.get("hidden", []), layer.get("output", {})]:
+            arrays += [h.get("weight", []), h.get("bias", [])]
+    for x in _numbers(arrays):
+        assert isinstance(x, int) or isinstance(Fraction(x), Fraction)
     assert json.loads(json.dumps(m)) == m
     assert len(m["coordinates"]) == m["d"] == len(set(m["coordinates"]))
     assert m["reference"] == {"kind": "ltl", "formula": "#[a S b] > #>[Y a] | X b"}
     assert m["temperature"] == "1/n"
-    assert "#[a S b] > #>[Y a] | X b" in m["description"]
+    assert m["meta"]["formula"] in m["description"]
     for name in ["a S b", "Y a", "X b", "<bos>", "true"]:
         assert name in m["coordinates"]
     model_from_dict(m)

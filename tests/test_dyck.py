@@ -45,6 +45,11 @@ def _assert_hard(lengths, pairs, scale="integer"):
         assert rec["reference_mismatches"]["hard"] == 0, rec["n"]
         assert rec["min_margin"] == "1/2"
         assert rec["gamma"] == gamma(n, scale), (n, rec["gamma"])
+        if scale == "integer":
+            # per head: prefix mean (ties only), lookup, match, exists
+            heads = [h["gamma"] for lay in rec["layers"] if "heads" in lay for h in lay["heads"]]
+            match = {1: "3/2", 2: "2/3"}.get(n, f"1/{n + 1}")
+            assert heads == [None, f"1/{n + 1}", match, "1"], (n, heads)
         # the accepted strings are the Dyck-k words: C(n/2) * k^(n/2) of them
         m = n // 2
         catalan = 0 if n % 2 else _catalan(m) * k**m
@@ -139,7 +144,7 @@ def test_layers_compute_what_the_docs_say(pairs):
         words = list(itertools.product(model.alphabet, repeat=n))
         acts = [a.to_fractions() for a in run_hard(cm, words, n).activations]
         final = acts[-1]
-        for w, x in zip(words, final):
+        for w, x in zip(words, final, strict=True):
             direct = _direct(w, pairs)
             any_bad = max(r[4] for r in direct)
             assert any_bad == (not dyck_accepts(w, pairs))
@@ -212,4 +217,4 @@ def test_unit_scale_needs_its_own_schedule():
     assert warm["disagreements"] > 0
     own = _lengths(DYCK2, 3, min_n=2, scale="unit")
     assert all(r["disagreements"] == 0 for r in own)
-    assert SCHEDULE_C == 4
+    assert SCHEDULE_C == 5

@@ -29,13 +29,13 @@ import os
 import tempfile
 from fractions import Fraction
 
+import reference_evaluator as R
+import strategies as S
 from hypothesis import HealthCheck, given, settings
 from hypothesis import note as _note
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
-import reference_evaluator as R
-import strategies as S
 from exactattn import evaluate, load_model, model_from_dict, run_check
 
 mp = R.mp
@@ -63,12 +63,12 @@ def _frac(text: str | None) -> Fraction | None:
     return None if text is None else Fraction(text)
 
 
-def _engine_result(text: str) -> dict:
+def _engine_result(text: str, max_n: int) -> dict:
     fd, path = tempfile.mkstemp(suffix=".json")
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
-        return run_check(load_model(path), max_n=MAX_N).to_json()
+        return run_check(load_model(path), max_n=max_n).to_json()
     finally:
         os.unlink(path)
 
@@ -124,10 +124,11 @@ def compare(text: str) -> None:
     note(text)
     d = R.load_text(text)
     model = R.Model(d)
-    ours = [R.check_length(model, n) for n in range(1, MAX_N + 1)]
-    theirs = _engine_result(text)
+    max_n = min(MAX_N, int(d.get("max_length", MAX_N)))
+    ours = [R.check_length(model, n) for n in range(1, max_n + 1)]
+    theirs = _engine_result(text, max_n)
     assert theirs["format"] == "exactattn-result/1"
-    assert [x["n"] for x in theirs["lengths"]] == list(range(1, MAX_N + 1))
+    assert [x["n"] for x in theirs["lengths"]] == list(range(1, max_n + 1))
     for e, r in zip(theirs["lengths"], ours, strict=True):
         note(f"n = {r.n}: engine {e}")
         assert e["inputs"] == r.inputs
@@ -205,3 +206,34 @@ def test_worked_example_against_engine():
     from pathlib import Path
 
     compare((Path(__file__).parent / "data" / "mean_a_position.json").read_text())
+
+
+def _accept_model(**parts) -> dict:
+    d = {"format": "exactattn/1", "name": "small", "alphabet": ["a"], "d": 1,
+         "embedding": {"token": {"a": [0]}}, "layers": [],
+         "output": {"kind": "accept", "position": "last", "weight": [1], "bias": 0,
+                    "threshold": "1/2"}}
+    d.update(parts)
+    return d
+
+
+def test_position_table_rows_are_position_numbers():
+    """The spec: "row p is P(p, .) for p = 0, 1, ..." with input symbol w_i at position i,
+    BOS at 0.  Without BOS, w_1 reads row 1 (row 0 is unused), so x_max(1) = 1 and the
+    single input of length 1 is accepted (y = 1 > 1/2)."""
+    d = _accept_model(max_length=1, embedding={"token": {"a": [0]},
+                                               "position": {"table": [[0], [1]]}},
+                      layers=[{"kind": "ffn", "hidden": [{"weight": [[0]], "bias": [0]}],
+                               "output": {"weight": [[0]], "bias": [0]}}])
+    compare(S.to_json_text(d))
+    r = run_check(model_from_dict(d), max_n=1).to_json()["lengths"][0]
+    assert r["x_max"] == "1"
+    assert r["min_margin"] == "1/2"
+
+
+def test_zero_layers():
+    """`layers` may be the empty list: x^(0) is read directly."""
+    d = _accept_model(embedding={"token": {"a": [0]}, "position": ["i/n"]},
+                      alphabet=["a", "b"])
+    d["embedding"]["token"]["b"] = [1]
+    compare(S.to_json_text(d))

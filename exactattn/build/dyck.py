@@ -37,7 +37,7 @@ BOS = "<bos>"
 EOS = "<eos>"
 # τ(n) = γ(n) / (SCHEDULE_C · log(n+1)): with weights e^{-γ/τ} = (n+1)^{-SCHEDULE_C} per
 # unit of gap; see docs/dyck.md for the choice of the constant.
-SCHEDULE_C = 4
+SCHEDULE_C = 5
 SCALES = ("integer", "unit")
 
 
@@ -101,7 +101,10 @@ def build_dyck(pairs: Sequence[str], *, scale: str = "integer", name: str | None
         inv_len = p.position("inv_len", "1/(n+1)")
         # step_j = ±1/(n+1): ReLU(1/(n+1) − 1 + [opening]) is 1/(n+1) or 0 since 1/(n+1) < 1.
         p.ffn(
-            [({inv_len: 1, **{o: 1 for o in opens}}, -1), ({inv_len: 1, **{c: 1 for c in closes}}, -1)],
+            [
+                ({inv_len: 1, **{o: 1 for o in opens}}, -1),
+                ({inv_len: 1, **{c: 1 for c in closes}}, -1),
+            ],
             {"step": {0: 1, 1: -1}},
             name="step",
         )

@@ -77,13 +77,18 @@ def hop_formula(g: Formula, alphabet: Sequence[str]) -> Formula:
 
 def induction_formulas(alphabet: Sequence[str], hops: int) -> dict[str, Formula]:
     """Label b → the formula "the output at i is b"."""
-    out: dict[str, Formula] = {}
+    return {b: f for (k, b), f in _hop_table(alphabet, hops).items() if k == hops}
+
+
+def _hop_table(alphabet: Sequence[str], hops: int) -> dict[tuple[int, str], Formula]:
+    """(k, b) → "hop_k outputs b", for 1 ≤ k ≤ hops (each built on the one before)."""
+    table: dict[tuple[int, str], Formula] = {}
     for b in alphabet:
         g: Formula = Atom(b)
-        for _ in range(hops):
+        for k in range(1, hops + 1):
             g = hop_formula(g, alphabet)
-        out[b] = g
-    return out
+            table[(k, b)] = g
+    return table
 
 
 def build_induction(
@@ -99,8 +104,11 @@ def build_induction(
         raise ValueError(f"unknown scheme {scheme!r}: use one of {', '.join(SCHEMES)}")
     alphabet = list(alphabet)
     none = default_label(alphabet)
-    formulas = induction_formulas(alphabet, hops)
-    model, coords = compile_formulas(formulas, alphabet, scheme)
+    table = _hop_table(alphabet, hops)
+    formulas = {b: table[(hops, b)] for b in alphabet}
+    # short coordinate names: the formulas are exponentially long when printed in full
+    abbrev = {f: f"hop{k}[{b}]" for (k, b), f in table.items()}
+    model, coords = compile_formulas(formulas, alphabet, scheme, abbrev)
     d = model["d"]
     true = model["coordinates"].index("true")
     rows: list[list[int | str]] = []
@@ -146,7 +154,10 @@ def build_induction(
             "construction": "exactattn.build.induction",
             "scheme": scheme,
             "hops": hops,
-            "formulas": {b: format_ltl(f) for b, f in formulas.items()},
+            "formulas": {
+                f"hop{k}[{b}]": format_ltl(f, {g: n for g, n in abbrev.items() if g != f})
+                for (k, b), f in table.items()
+            },
             "reference_max_n": max_n,
         },
     }

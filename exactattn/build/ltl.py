@@ -90,7 +90,7 @@ def operands(f: And | Or) -> list[Formula]:
     for side in (f.left, f.right):
         if type(side) is type(f):
             out.extend(operands(side))  # type: ignore[arg-type]
-        elif side not in out:
+        else:
             out.append(side)
     return list(dict.fromkeys(out))
 
@@ -170,7 +170,13 @@ class _Block:
 
 
 class _Compiler:
-    def __init__(self, alphabet: Sequence[str], scheme: str) -> None:
+    def __init__(
+        self,
+        alphabet: Sequence[str],
+        scheme: str,
+        abbrev: Mapping[Formula, str] | None = None,
+    ) -> None:
+        self.abbrev = dict(abbrev or {})
         if scheme not in SCHEMES:
             raise ValueError(f"unknown scheme {scheme!r}: use one of {', '.join(SCHEMES)}")
         if len(set(alphabet)) != len(alphabet) or not alphabet:
@@ -189,7 +195,13 @@ class _Compiler:
         self.node_coord[Const(True)] = self.true
         self.node_coord[Const(False)] = None
 
-    def coord(self, name: str) -> int:
+    def fmt(self, f: Formula) -> str:
+        return format_ltl(f, self.abbrev)
+
+    def coord(self, name: str, fresh: bool = False) -> int:
+        """The coordinate called ``name``; ``fresh``: it must be new (one per node)."""
+        if fresh and name in self.index:
+            raise AssertionError(f"two nodes would share the coordinate name {name!r}")
         if name not in self.index:
             self.index[name] = len(self.names)
             self.names.append(name)
@@ -247,6 +259,17 @@ class _Compiler:
         for r in roots:
             visit(r)
         nblocks = max([*depth.values(), *count_depth.values(), 0]) + 1
+        # gates as late as possible: a gate read only by gates of a later block is
+        # computed there, inside that block's feed-forward layer, and needs no coordinate
+        latest: dict[Formula, int] = {r: nblocks - 1 for r in roots}
+        for f in reversed(order):
+            if isinstance(f, (Not, And, Or)):
+                depth[f] = max(depth[f], latest.get(f, depth[f]))
+            for g in self.deps(f):
+                bound = depth[f] if isinstance(f, (Not, And, Or)) else depth[f] - 1
+                if isinstance(f, Compare):
+                    bound = min(count_depth[t] for t in normalize(f)[0] if t.arg == g) - 1
+                latest[g] = min(latest.get(g, bound), bound)
         blocks = [_Block() for _ in range(nblocks)]
         self.depth = depth
         self.count_depth = count_depth
@@ -255,11 +278,11 @@ class _Compiler:
 
     # -- heads ------------------------------------------------------------------
     def temporal_head(self, f: Prev | Next | Since | Until) -> _Head:
-        k = self.coord(format_ltl(f))
+        k = self.coord(self.fmt(f), fresh=True)
         self.node_coord[f] = k
         p = self.pe_coord("pe:p")
         t = Fraction(TIER)
-        name = format_ltl(f)
+        name = self.fmt(f)
         if isinstance(f, (Prev, Next)):
             sign = 1 if isinstance(f, Prev) else -1
             # effective score ±TIER·j: the nearest visible position wins by geometric tiers
@@ -290,7 +313,7 @@ class _Compiler:
         if past or need_w:
             value, out = [], []
             for c in past:
-                self.count_coord[c] = self.coord(f"#[{format_ltl(c.arg)}]/(i+1)")
+                self.count_coord[c] = self.coord(f"#[{self.fmt(c.arg)}]/(i+1)")
                 value.append(self.vec(c.arg))
                 out.append(self.count_coord[c])
             if need_w:
@@ -300,7 +323,7 @@ class _Compiler:
         if fut:
             value, out = [], []
             for c in fut:
-                self.count_coord[c] = self.coord(f"#>[{format_ltl(c.arg)}]/(n-i+1)")
+                self.count_coord[c] = self.coord(f"#>[{self.fmt(c.arg)}]/(n-i+1)")
                 value.append(self.vec(c.arg))
                 out.append(self.count_coord[c])
             heads.append(_Head("counts j>=i (uniform)", "geq", [{}], [{}], value, out))
@@ -309,8 +332,8 @@ class _Compiler:
     def compare_heads(self, f: Compare) -> tuple[list[_Head], _Rounding]:
         coeffs, c0 = normalize(f)
         tests, shift, _ = _tests(f.op, c0)
-        name = format_ltl(f)
-        node = self.coord(name)
+        name = self.fmt(f)
+        node = self.coord(name, fresh=True)
         self.node_coord[f] = node
         past = {t: a for t, a in coeffs.items() if not t.future}
         fut = {t: a for t, a in coeffs.items() if t.future}
@@ -325,7 +348,7 @@ class _Compiler:
             raw = node if len(tests) == 1 else self.coord(f"test{ti}: {name}")
             raws.append(raw)
             half = Fraction(kappa) - Fraction(1, 2)
-            # slope of the effective score in j must stay ≥ CMP_TIER (Lemma C-cmp)
+            # slope of the effective score in j stays ≥ CMP_TIER (proofs/constructions.md C.6)
             slope_b = CMP_TIER + c * (a_sum + b_sum + abs(half) / 2)
             q_past: dict[int, Fraction] = {self.w: c * half}
             for t, a in past.items():
@@ -456,7 +479,7 @@ class _Compiler:
             put(coord, f)
         for r, (pos, neg) in top_cancel.items():
             put(r, {pos: Fraction(-1), neg: Fraction(1)})
-        names = [format_ltl(rd.node) for rd in block.roundings]
+        names = [self.fmt(rd.node) for rd in block.roundings]
         title = "round " + ", ".join(names) if names else "gates"
         if block.gates and names:
             title += "; gates"
@@ -487,7 +510,7 @@ class _Compiler:
         self.outside = outside
         for f in self.order:
             if isinstance(f, (Not, And, Or)) and f in outside:
-                self.node_coord[f] = self.coord(format_ltl(f))
+                self.node_coord[f] = self.coord(self.fmt(f), fresh=True)
         block_counts: dict[int, list[Count]] = {}
         for t, d in self.count_depth.items():
             block_counts.setdefault(d, []).append(t)
@@ -573,13 +596,15 @@ def compile_formulas(
     outputs: Mapping[str, Formula],
     alphabet: Sequence[str],
     scheme: str = "temperature",
+    abbrev: Mapping[Formula, str] | None = None,
 ) -> tuple[dict[str, Any], dict[str, int | None]]:
     """Layers, embedding etc. computing every formula in ``outputs`` (label → formula).
 
     Returns the partial model dict (no name/output/reference) and label → coordinate
-    (``None`` for a formula that is constantly false).
+    (``None`` for a formula that is constantly false). ``abbrev`` gives short coordinate
+    names to some subformulas (display only).
     """
-    comp = _Compiler(alphabet, scheme)
+    comp = _Compiler(alphabet, scheme, abbrev)
     roots = list(outputs.values())
     layer_specs = comp.compile(roots)
     d = len(comp.names)

@@ -31,7 +31,7 @@ never accepted).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 KEYWORDS = frozenset({"true", "false", "Y", "X", "S", "U"})
@@ -53,55 +53,86 @@ class LTLSyntaxError(ValueError):
 # ---------------------------------------------------------------------------
 
 
+def _cached_hash(cls: type) -> type:
+    """Memoize the dataclass hash: formulas built as DAGs (induction heads) are
+    exponentially large as trees, and the generated hash walks the tree."""
+    generated = cls.__hash__
+
+    def __hash__(self: object) -> int:
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = generated(self)  # type: ignore[misc]
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self: object) -> dict:
+        # string hashes differ between processes: never pickle the cached one
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
+    cls.__hash__ = __hash__  # type: ignore[method-assign,assignment]
+    cls.__getstate__ = __getstate__  # type: ignore[attr-defined]
+    return cls
+
+
+@_cached_hash
 @dataclass(frozen=True)
 class Const:
     value: bool
 
 
+@_cached_hash
 @dataclass(frozen=True)
 class Atom:
     symbol: str
 
 
+@_cached_hash
 @dataclass(frozen=True)
 class Not:
     arg: Formula
 
 
+@_cached_hash
 @dataclass(frozen=True)
 class And:
     left: Formula
     right: Formula
 
 
+@_cached_hash
 @dataclass(frozen=True)
 class Or:
     left: Formula
     right: Formula
 
 
+@_cached_hash
 @dataclass(frozen=True)
 class Prev:
     arg: Formula
 
 
+@_cached_hash
 @dataclass(frozen=True)
 class Next:
     arg: Formula
 
 
+@_cached_hash
 @dataclass(frozen=True)
 class Since:
     left: Formula
     right: Formula
 
 
+@_cached_hash
 @dataclass(frozen=True)
 class Until:
     left: Formula
     right: Formula
 
 
+@_cached_hash
 @dataclass(frozen=True)
 class Count:
     """``#[arg]`` (``future=False``: j ≤ i) or ``#>[arg]`` (``future=True``: j ≥ i)."""
@@ -110,6 +141,7 @@ class Count:
     future: bool = False
 
 
+@_cached_hash
 @dataclass(frozen=True)
 class Linear:
     """``Σ coeff·count + const`` as written (terms keep their order for printing)."""
@@ -118,6 +150,7 @@ class Linear:
     const: int = 0
 
 
+@_cached_hash
 @dataclass(frozen=True)
 class Compare:
     left: Linear
@@ -349,10 +382,10 @@ def _prec(f: Formula) -> int:
     return _PREC.get(type(f), 4)
 
 
-def _fmt_linear(lin: Linear) -> str:
+def _fmt_linear(lin: Linear, abbrev: Mapping[Formula, str] | None = None) -> str:
     parts: list[str] = []
     for coeff, count in lin.terms:
-        inner = format_ltl(count.arg)
+        inner = format_ltl(count.arg, abbrev)
         body = f"#>[{inner}]" if count.future else f"#[{inner}]"
         mag = abs(coeff)
         text = body if mag == 1 else f"{mag}*{body}"
@@ -363,34 +396,41 @@ def _fmt_linear(lin: Linear) -> str:
     return s[2:] if s.startswith("+ ") else "-" + s[2:]
 
 
-def format_ltl(f: Formula) -> str:
-    """A minimal-parenthesis rendering that :func:`parse_ltl` reads back to ``f``."""
+def format_ltl(f: Formula, abbrev: Mapping[Formula, str] | None = None) -> str:
+    """A minimal-parenthesis rendering that :func:`parse_ltl` reads back to ``f``.
+
+    ``abbrev`` names some subformulas (printed as given, e.g. ``hop1[b]``): for display
+    only, the result then no longer parses back.
+    """
+    if abbrev and f in abbrev:
+        return abbrev[f]
     if isinstance(f, Const):
         return "true" if f.value else "false"
     if isinstance(f, Atom):
         return f.symbol
     if isinstance(f, (Not, Prev, Next)):
         op = {Not: "!", Prev: "Y ", Next: "X "}[type(f)]
-        arg = format_ltl(f.arg)
-        return op + (arg if _prec(f.arg) >= 4 else f"({arg})")
+        arg = format_ltl(f.arg, abbrev)
+        return op + (arg if _prec(f.arg) >= 4 or (abbrev and f.arg in abbrev) else f"({arg})")
     if isinstance(f, Compare):
-        # a negative coefficient first would read as '-' then a term: fine for the parser
-        return f"{_fmt_linear(f.left)} {f.op} {_fmt_linear(f.right)}"
+        return f"{_fmt_linear(f.left, abbrev)} {f.op} {_fmt_linear(f.right, abbrev)}"
     p = _prec(f)
     sym = {Or: "|", And: "&", Since: "S", Until: "U"}[type(f)]
-    left, right = format_ltl(f.left), format_ltl(f.right)
+    left, right = format_ltl(f.left, abbrev), format_ltl(f.right, abbrev)
+    named_l = bool(abbrev and f.left in abbrev)
+    named_r = bool(abbrev and f.right in abbrev)
     if isinstance(f, (Since, Until)):
         # right-associative: the left operand needs parentheses at equal precedence
-        left = left if _prec(f.left) > p else f"({left})"
-        right = right if _prec(f.right) >= p else f"({right})"
+        left = left if _prec(f.left) > p or named_l else f"({left})"
+        right = right if _prec(f.right) >= p or named_r else f"({right})"
     else:
         # left-associative
-        left = left if _prec(f.left) >= p else f"({left})"
-        right = right if _prec(f.right) > p else f"({right})"
+        left = left if _prec(f.left) >= p or named_l else f"({left})"
+        right = right if _prec(f.right) > p or named_r else f"({right})"
     # a comparison as an operand is bracketed so that its '<' etc. stay readable
-    if isinstance(f.left, Compare):
+    if isinstance(f.left, Compare) and not named_l:
         left = f"({left})"
-    if isinstance(f.right, Compare):
+    if isinstance(f.right, Compare) and not named_r:
         right = f"({right})"
     return f"{left} {sym} {right}"
 

@@ -107,10 +107,12 @@ class ReportData:
                 return entry
         return None
 
-    def verdict_line(self) -> tuple[bool | None, str]:
-        """(ok, text): the engine's verdict, or one derived from the rows when absent."""
+    def verdict_line(self) -> tuple[bool | None, str, str]:
+        """(ok, label, text): the engine's verdict, or one derived from the rows when absent."""
         if self.verdict is not None:
-            return self.verdict.get("ok"), str(self.verdict.get("summary", ""))
+            ok = self.verdict.get("ok")
+            label = self.verdict.get("status") or {True: "ok", False: "not ok"}.get(ok, "")
+            return ok, str(label), str(self.verdict.get("summary", ""))
         holds = all(row.get("invariant") == "holds" for row in self.rows)
         agree = all(row.get("disagreements", 0) == 0 for row in self.rows)
         refs = [row.get("reference_mismatches") or {} for row in self.rows]
@@ -123,7 +125,16 @@ class ReportData:
         if self.has_reference:
             parts.append("both match the reference" if matches else "the reference is not met")
         text = "no verdict in the result file; derived: " + ", ".join(parts)
-        return holds and agree and matches, text
+        ok = holds and agree and matches
+        return ok, "ok" if ok else "not ok", text
+
+    @property
+    def tau_grid(self) -> str | None:
+        """The grid τ*(n) was searched on (``2^(k/8)``), when the result says."""
+        for row in self.rows:
+            if row.get("tau_star") and row["tau_star"].get("grid"):
+                return str(row["tau_star"]["grid"])
+        return None
 
     def gamma_fit(self) -> PowerFit | None:
         """Fit c·n^(−k) to γ over the n where γ is finite and positive (needs two such n)."""

@@ -194,16 +194,16 @@ def error_figure(data: ReportData, path: Path) -> Path:
 def tau_figure(data: ReportData, path: Path) -> Path:
     """τ*(n) (largest faithful temperature found) against τ_thm(n) (the theorem's), log y."""
     fig, ax = _new_figure()
-    star, thm = [], []
+    star, star_open, thm = [], [], []
     for row in data.rows:
-        if row.get("tau_star") is not None:
-            star.append((row["n"], parse_decimal(row["tau_star"]["lower"]).log10()))
+        found = row.get("tau_star")
+        if found is not None and found.get("lower") is not None:
+            point = (row["n"], parse_decimal(found["lower"]).log10())
+            (star if found.get("upper") is not None else star_open).append(point)
         theorem = (row.get("bounds") or {}).get("tau_theorem")
         if theorem is not None:
             thm.append((row["n"], parse_decimal(theorem["lower"]).log10()))
-    star = [p for p in star if math.isfinite(p[1])]
-    thm = [p for p in thm if math.isfinite(p[1])]
-    axis = _LogAxis(ax, [p[1] for p in star + thm])
+    axis = _LogAxis(ax, [p[1] for p in star + star_open + thm])
     if star:
         ax.plot(
             [p[0] for p in star],
@@ -211,6 +211,15 @@ def tau_figure(data: ReportData, path: Path) -> Path:
             "o-",
             color=COLORS[0],
             label=r"$\tau^*(n)$ (search, lower end)",
+        )
+    if star_open:
+        ax.plot(
+            [p[0] for p in star_open],
+            [axis.y(p[1]) for p in star_open],
+            "^",
+            color=COLORS[0],
+            mfc="none",
+            label=r"$\tau^*(n) \geq$ this (search reached its top)",
         )
     if thm:
         ax.plot(

@@ -12,6 +12,7 @@ writers render in their own syntax, so both formats show the same digits.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
@@ -123,7 +124,10 @@ def _compare(a: Exact, b: Exact) -> int:
 
 
 def parse_decimal(text: str) -> Exact:
-    """Exact value of a certified decimal string (``"0.2689"``, ``"3.2968e-434295"``, ``"inf"``)."""
+    """Exact value of a result-file number: a decimal string (``"0.2689"``,
+    ``"3.2968e-434295"``, ``"inf"``) or a rational ``"p/q"``."""
+    if "/" in str(text):
+        return exact_of_fraction(parse_rational(text))
     try:
         d = Decimal(str(text).strip())
     except InvalidOperation:
@@ -313,11 +317,31 @@ def _bracket(sa: str, sb: str, c: int, u: int) -> Bracket | None:
     return Bracket(mant[:-tail], sa[c:], sb[c:], lead)
 
 
-def certified(value: dict | None, digits: int = DIGITS) -> Shown:
-    """Show a result-file certified real ``{"lower": ..., "upper": ...}`` (None: absent)."""
+def certified(value: dict | None, digits: int = DIGITS, missing_lower: str = "-inf") -> Shown:
+    """Show a result-file certified real ``{"lower": ..., "upper": ...}`` (None: absent).
+
+    A null endpoint is unbounded on that side (upper: +inf; lower: ``missing_lower``, e.g.
+    ``"0"`` for a temperature, which is positive).
+    """
     if value is None:
         return NONE
-    return enclosure(parse_decimal(value["lower"]), parse_decimal(value["upper"]), digits)
+    lo, hi = value.get("lower"), value.get("upper")
+    if lo is None and hi is None:
+        return NONE
+    lower = parse_decimal(missing_lower if lo is None else lo)
+    upper_ = parse_decimal("inf" if hi is None else hi)
+    return enclosure(lower, upper_, digits)
+
+
+def search_bracket(value: dict | None, digits: int = 6) -> Shown:
+    """Show a searched bracket ``{"lower": good, "upper": bad}`` (τ*): each end on its own
+    scale, rounded outward; a null lower end is 0 (temperatures are positive), a null upper
+    end is ∞ (the search reached its top)."""
+    if value is None or (value.get("lower") is None and value.get("upper") is None):
+        return NONE
+    lo = parse_decimal("0" if value.get("lower") is None else value["lower"])
+    hi = parse_decimal("inf" if value.get("upper") is None else value["upper"])
+    return Shown(Interval(_one_sided(lo, digits, False), _one_sided(hi, digits, True)))
 
 
 def upper(text: str | None, digits: int = UPPER_DIGITS) -> Shown:
@@ -356,6 +380,23 @@ def word(tokens: list[str] | None) -> str:
     if all(len(t) == 1 for t in tokens):
         return "".join(tokens)
     return " ".join(tokens)
+
+
+def runs(ns: Sequence[int], ellipsis: str = ", …, ") -> str:
+    """``1, …, 5, 7, 9, …, 12``: consecutive integers collapsed so long n lists stay short."""
+    out: list[str] = []
+    items = sorted(set(ns))
+    i = 0
+    while i < len(items):
+        j = i
+        while j + 1 < len(items) and items[j + 1] == items[j] + 1:
+            j += 1
+        if j - i >= 2:
+            out.append(f"{items[i]}{ellipsis}{items[j]}")
+        else:
+            out += [str(x) for x in items[i : j + 1]]
+        i = j + 1
+    return ", ".join(out)
 
 
 def sig(x: float, digits: int = 3) -> str:

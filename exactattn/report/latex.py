@@ -8,6 +8,7 @@ texlive-latex-recommended are used.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from . import fmt
@@ -175,9 +176,10 @@ def summary(data: ReportData) -> list[str]:
         items.append(rf"\item[Temperature] $\tau(n) = {{}}${tt(str(temp))} ({how}).")
     if data.has_bounds:
         items.append(r"\item[Bounds] proved per-layer bounds included (\texttt{-{}-bounds}).")
-    ok, verdict = data.verdict_line()
-    mark = {True: "ok", False: "not ok", None: ""}[ok]
-    items.append(r"\item[Verdict] " + (rf"\textbf{{{mark}}}: " if mark else "") + text(verdict))
+    _ok, label, verdict = data.verdict_line()
+    items.append(
+        r"\item[Verdict] " + (rf"\textbf{{{text(label)}}}: " if label else "") + text(verdict)
+    )
     return [r"\begin{description}"] + items + [r"\end{description}"]
 
 
@@ -308,6 +310,38 @@ def errors_table(data: ReportData) -> list[str]:
     return _table(f"tab:exactattn-{data.slug}-errors", caption, colspec, head, rows)
 
 
+def temperatures_table(data: ReportData) -> list[str]:
+    rows = []
+    for row in data.rows:
+        theorem = (row.get("bounds") or {}).get("tau_theorem")
+        rows.append(
+            [
+                str(row["n"]),
+                cell(fmt.certified(row.get("tau"))),
+                cell(fmt.certified(theorem)),
+                cell(fmt.search_bracket(row.get("tau_star"))),
+            ]
+        )
+    grid = f" on the grid ${_grid_math(data.tau_grid)}$" if data.tau_grid else ""
+    caption = (
+        rf"Temperatures for {tt(data.model)}: the $\tau(n)$ used, $\tau_{{\mathrm{{thm}}}}(n)$ "
+        r"that the proved bounds guarantee (a certified enclosure), and $\tau^*(n)$ from a "
+        rf"search{grid}: [largest temperature found to keep every decision, next temperature "
+        r"found not to], rounded outward; $\infty$ means the search reached its top, $0$ that "
+        r"even its smallest temperature failed."
+    )
+    head = [r"$n$ & $\tau(n)$ used & $\tau_{\mathrm{thm}}(n)$ & $\tau^*(n)$ \\"]
+    return _table(f"tab:exactattn-{data.slug}-temperatures", caption, "rlll", head, rows)
+
+
+def _grid_math(grid: str) -> str:
+    """``2^(k/8)`` as ``2^{k/8}``; anything else verbatim in typewriter."""
+    match = re.fullmatch(r"(\d+)\^\(([^()]*)\)", grid)
+    if match:
+        return match.group(1) + "^{" + match.group(2) + "}"
+    return r"\text{" + tt(grid) + "}"
+
+
 def witness_table(data: ReportData) -> list[str]:
     rows = []
     for row in data.rows:
@@ -353,7 +387,7 @@ def figure_captions(data: ReportData) -> dict[str, str]:
     if fit is None:
         fit_sentence = r"No power law is fitted (fewer than two $n$ with finite $\gamma$)."
     else:
-        ns = ", ".join(str(n) for n in fit.ns)
+        ns = fmt.runs(fit.ns, r",\dots,")
         fit_sentence = (
             r"Dashed: least-squares fit of $\log\gamma$ on $\log n$ over $n\in\{" + ns + r"\}$, "
             "$" + fmt.fit_tex(fit) + "$ (floating point, for display only)."
@@ -385,6 +419,8 @@ def render_fragment(data: ReportData, figures: list[tuple[str, str]]) -> str:
     ]
     lines += summary(data)
     lines += [""] + lengths_table(data) + [""] + errors_table(data) + [""]
+    if data.has_figure_tau:
+        lines += temperatures_table(data) + [""]
     lines += witness_table(data) + [""]
     captions = figure_captions(data)
     for name, file in figures:

@@ -17,6 +17,13 @@ NOTATION = (
 )
 
 
+ALT = {
+    "gamma": "γ(n) against n on log–log axes",
+    "error": "certified per-layer error against n",
+    "tau": "τ*(n) against τ_thm(n)",
+}
+
+
 def value(shown: Shown) -> str:
     """Render a formatted number for Markdown."""
     v = shown.value
@@ -89,9 +96,9 @@ def summary_lines(data: ReportData) -> list[str]:
         lines.append(f"- **Temperature:** τ(n) = {code(str(temp))} ({how})")
     if data.has_bounds:
         lines.append("- **Bounds:** proved per-layer bounds included (`--bounds`)")
-    ok, text = data.verdict_line()
-    mark = {True: "✅ ok", False: "❌ not ok", None: "verdict"}[ok]
-    lines.append(f"- **Verdict:** {mark}: {cell(text)}")
+    ok, label, text = data.verdict_line()
+    mark = ("✅ " if ok is True else "❌ " if ok is False else "") + label
+    lines.append(f"- **Verdict:** {mark}: {cell(text)}" if mark else f"- **Verdict:** {text}")
     return lines
 
 
@@ -200,13 +207,38 @@ def witness_table(data: ReportData) -> list[str]:
     return table(header, rows, {0})
 
 
+def temperatures_table(data: ReportData) -> list[str]:
+    rows = []
+    for row in data.rows:
+        theorem = (row.get("bounds") or {}).get("tau_theorem")
+        rows.append(
+            [
+                str(row["n"]),
+                value(fmt.certified(row.get("tau"))),
+                value(fmt.certified(theorem)),
+                value(fmt.search_bracket(row.get("tau_star"))),
+            ]
+        )
+    return table(["n", "τ(n) used", "τ_thm(n)", "τ*(n)"], rows, {0})
+
+
+def temperatures_note(data: ReportData) -> str:
+    grid = f" on the grid {code(data.tau_grid)}" if data.tau_grid else ""
+    return (
+        "τ_thm(n) is the temperature the proved bounds guarantee (a certified enclosure). "
+        f"τ*(n) comes from a search{grid}: [largest temperature found to keep every decision, "
+        "next temperature found not to], rounded outward; ∞ means the search reached its top, "
+        "0 that even its smallest temperature failed; — means not computed."
+    )
+
+
 def figure_captions(data: ReportData) -> dict[str, str]:
     """Caption text per figure name, shared in meaning with the LaTeX captions."""
     fit = data.gamma_fit()
     if fit is None:
         fit_sentence = "No power law is fitted (fewer than two n with finite γ)."
     else:
-        ns = ", ".join(str(n) for n in fit.ns)
+        ns = fmt.runs(fit.ns)
         fit_sentence = (
             f"Dashed: least-squares fit of log γ on log n over n ∈ {{{ns}}}: "
             f"{fmt.fit_text(fit)} (floating point, for display only)."
@@ -253,11 +285,15 @@ def render(data: ReportData, figures: list[tuple[str, str]]) -> str:
             "over the bound, both rounded up; violations count layers whose certified "
             "error exceeds its bound."
         )
-    lines += ["", NOTATION, "", "## Witnesses", ""]
+    lines += ["", NOTATION, ""]
+    if data.has_figure_tau:
+        lines += ["## Temperatures", ""] + temperatures_table(data)
+        lines += ["", temperatures_note(data), ""]
+    lines += ["## Witnesses", ""]
     lines += witness_table(data)
     lines += ["", "Positions count the sequence the transformer sees (BOS at 0, if present).", ""]
     lines += ["## Figures", ""]
     captions = figure_captions(data)
     for number, (name, file) in enumerate(figures, start=1):
-        lines += [f"![{name}]({file})", "", f"*Figure {number}.* {captions[name]}", ""]
+        lines += [f"![{ALT[name]}]({file})", "", f"*Figure {number}.* {captions[name]}", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
