@@ -316,6 +316,11 @@ def run_check(
             "find_tau": find_tau,
         },
     )
+    # refuse a model that breaks at some checked n before any work (and any file) is done
+    for n in range(lo, max_n + 1):
+        model.position_vectors(n)
+        if not hard_only:
+            Temperatures(model, override).at(n, BASE_PREC)
     try:
         for n in range(lo, max_n + 1):
             temps = Temperatures(model, override)

@@ -52,8 +52,13 @@ def load_json_text(text: str, source: str = "model") -> Any:
         ) from None
 
 
-def parse_rational(value: Any, path: str) -> Fraction:
-    """Turn a JSON number or a rational-literal string into an exact Fraction."""
+def parse_rational(value: Any, path: str, max_exponent: int | None = MAX_DECIMAL_EXPONENT
+                   ) -> Fraction:
+    """Turn a JSON number or a rational-literal string into an exact Fraction.
+
+    Model files refuse decimal exponents beyond ±300 (``max_exponent``); result files,
+    whose certified errors can be 1e-434295, read back with no limit.
+    """
     if isinstance(value, JsonConstant):
         raise ModelError(
             path,
@@ -81,7 +86,7 @@ def parse_rational(value: Any, path: str) -> Fraction:
             "write an integer, a decimal like 0.125 or 1e-3, or a ratio like \"3/4\"",
         )
     exp = int(m["exp"] or 0)
-    if abs(exp) > MAX_DECIMAL_EXPONENT:
+    if max_exponent is not None and abs(exp) > max_exponent:
         raise ModelError(
             path,
             f"'{text}' has a decimal exponent beyond ±{MAX_DECIMAL_EXPONENT} "
@@ -210,4 +215,4 @@ def arb_interval(x: arb, digits: int = 15) -> dict[str, str]:
 
 def parse_decimal(text: str) -> Fraction:
     """Read back a decimal string written by :func:`decimal_down`/:func:`decimal_up`."""
-    return parse_rational(JsonNumber(text), "decimal")
+    return parse_rational(JsonNumber(text), "decimal", max_exponent=None)

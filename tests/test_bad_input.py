@@ -150,3 +150,11 @@ def test_position_irrational(tmp_path, text):
     d = mutated()
     d["embedding"]["position"][2] = text
     assert_rejected(tmp_path, json.dumps(d), "embedding.position[2]")
+
+
+def test_position_undefined_only_at_a_later_n(tmp_path):
+    """1/(n-2) is fine at n = 1 and undefined at n = 2: the model is rejected as a whole (no
+    partial result file for n = 1)."""
+    d = mutated()
+    d["embedding"]["position"][3] = "1/(n-2)"
+    assert_rejected(tmp_path, json.dumps(d), "embedding.position[3]", "n = 2")
