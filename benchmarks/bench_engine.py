@@ -24,10 +24,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import mpmath  # noqa: E402
 import reference_evaluator as ref  # noqa: E402
-from models import random_model  # noqa: E402
 
 from exactattn import model_from_dict, run_check  # noqa: E402
 from exactattn.check import BASE_PREC  # noqa: E402
+from models import random_model  # noqa: E402
 
 
 def naive_pass(model: ref.Model, tokens: list[str], soft: bool) -> None:
@@ -49,8 +49,11 @@ def naive_pass(model: ref.Model, tokens: list[str], soft: bool) -> None:
                     vis = ref.visible(head.mask, i, positions)
                     if not vis:
                         continue
-                    w = ref._soft_weights(s[a], vis, tau) if soft else ref.hard_weights(
-                        head, s[a], vis)
+                    w = (
+                        ref._soft_weights(s[a], vis, tau)
+                        if soft
+                        else ref.hard_weights(head, s[a], vis)
+                    )
                     mix = ref._soft_mix(w, v)
                     add = mix if head.output is None else ref._matvec(head.output, mix)
                     new[a] = ref._vadd(new[a], add)
@@ -71,8 +74,10 @@ def main() -> None:
     rmodel = ref.Model(ref.load_text(json.dumps(d)))
     ns = range(1, args.max_n + 1)
     total_inputs = sum(2**n for n in ns)
-    print(f"model: width 16, 4 blocks (attention with 2 heads + FFN), alphabet {{a, b}}, "
-          f"n = 1..{args.max_n}: {total_inputs} inputs")
+    print(
+        f"model: width 16, 4 blocks (attention with 2 heads + FFN), alphabet {{a, b}}, "
+        f"n = 1..{args.max_n}: {total_inputs} inputs"
+    )
 
     t0 = time.perf_counter()
     run_check(model, max_n=args.max_n, hard_only=True)
@@ -97,8 +102,10 @@ def main() -> None:
     print(f"{'path':<6} {'engine (s)':>12} {'naive (s, scaled)':>19} {'ratio':>9}")
     for name, e, nv in (("hard", engine_hard, naive_hard), ("soft", engine_soft, naive_soft)):
         print(f"{name:<6} {e:>12.3f} {nv:>19.1f} {nv / e:>8.0f}×")
-    print(f"(engine soft includes certification to 1e-6 relative; naive soft is uncertified "
-          f"mpmath at {BASE_PREC} bits; Fraction baseline: {Fraction.__module__})")
+    print(
+        f"(engine soft includes certification to 1e-6 relative; naive soft is uncertified "
+        f"mpmath at {BASE_PREC} bits; Fraction baseline: {Fraction.__module__})"
+    )
 
 
 if __name__ == "__main__":

@@ -16,25 +16,38 @@ def _mat(rng: random.Random, rows: int, cols: int, density: float = 0.5) -> list
     return [[_r(rng) if rng.random() < density else 0 for _ in range(cols)] for _ in range(rows)]
 
 
-def random_model(d: int = 16, blocks: int = 4, heads: int = 2, k: int = 4, seed: int = 0,
-                 alphabet: tuple[str, ...] = ("a", "b")) -> dict[str, Any]:
+def random_model(
+    d: int = 16,
+    blocks: int = 4,
+    heads: int = 2,
+    k: int = 4,
+    seed: int = 0,
+    alphabet: tuple[str, ...] = ("a", "b"),
+) -> dict[str, Any]:
     """`blocks` × (attention with `heads` heads, then a ReLU FFN), width d, causal masks."""
     rng = random.Random(seed)
     layers: list[dict[str, Any]] = []
     for _ in range(blocks):
         hs = []
         for _ in range(heads):
-            hs.append({
-                "query": _mat(rng, k, d, 0.3), "key": _mat(rng, k, d, 0.3),
-                "value": _mat(rng, 2, d, 0.3), "output": _mat(rng, d, 2, 0.3),
-                "mask": rng.choice(["leq", "lt", "none"]), "hard": "average",
-            })
+            hs.append(
+                {
+                    "query": _mat(rng, k, d, 0.3),
+                    "key": _mat(rng, k, d, 0.3),
+                    "value": _mat(rng, 2, d, 0.3),
+                    "output": _mat(rng, d, 2, 0.3),
+                    "mask": rng.choice(["leq", "lt", "none"]),
+                    "hard": "average",
+                }
+            )
         layers.append({"kind": "attention", "heads": hs})
-        layers.append({
-            "kind": "ffn",
-            "hidden": [{"weight": _mat(rng, 8, d, 0.3), "bias": [_r(rng) for _ in range(8)]}],
-            "output": {"weight": _mat(rng, d, 8, 0.3), "bias": [0] * d},
-        })
+        layers.append(
+            {
+                "kind": "ffn",
+                "hidden": [{"weight": _mat(rng, 8, d, 0.3), "bias": [_r(rng) for _ in range(8)]}],
+                "output": {"weight": _mat(rng, d, 8, 0.3), "bias": [0] * d},
+            }
+        )
     return {
         "format": "exactattn/1",
         "name": f"random-d{d}-b{blocks}-h{heads}-s{seed}",
@@ -47,6 +60,11 @@ def random_model(d: int = 16, blocks: int = 4, heads: int = 2, k: int = 4, seed:
         },
         "temperature": "1/n",
         "layers": layers,
-        "output": {"kind": "accept", "position": "last", "weight": [1] + [0] * (d - 1),
-                   "bias": 0, "threshold": 0},
+        "output": {
+            "kind": "accept",
+            "position": "last",
+            "weight": [1] + [0] * (d - 1),
+            "bias": 0,
+            "threshold": 0,
+        },
     }

@@ -27,7 +27,13 @@ def _constants(model: Model) -> list[B.LayerConstants]:
         if isinstance(layer, AttentionLayer):
             hs = [
                 B.attention_head_constants(
-                    h.query, h.query_bias, h.key, h.key_bias, h.value, h.value_bias, h.output,
+                    h.query,
+                    h.query_bias,
+                    h.key,
+                    h.key_bias,
+                    h.value,
+                    h.value_bias,
+                    h.output,
                     rule=h.hard,
                 )
                 for h in layer.heads
@@ -114,8 +120,9 @@ def tau_theorem_value(model: Model, entry: dict[str, Any]) -> tuple[arb | None, 
     return t, es
 
 
-def bounds_for_length(model: Model, entry: dict[str, Any], taus: list[list[arb] | None]
-                      ) -> dict[str, Any]:
+def bounds_for_length(
+    model: Model, entry: dict[str, Any], taus: list[list[arb] | None]
+) -> dict[str, Any]:
     """The proved bound after every layer at the temperatures in use, and the comparison."""
     cs = layer_constants(model)
     eps: arb | None = arb(0)
@@ -149,9 +156,14 @@ def bounds_for_length(model: Model, entry: dict[str, Any], taus: list[list[arb] 
                 elif up == 0:
                     item["measured_over_bound"] = "0"
                 if lo > bnd:
-                    violations.append({"layer": li, "measured_lower": err["lower"],
-                                       "bound": item["bound"],
-                                       "witness": le.get("error_witness")})
+                    violations.append(
+                        {
+                            "layer": li,
+                            "measured_lower": err["lower"],
+                            "bound": item["bound"],
+                            "witness": le.get("error_witness"),
+                        }
+                    )
         layers_out.append(item)
         eps = bound if bound is not None and bound.is_finite() else None
         x_in = _frac(le["activation_max"])
@@ -159,12 +171,18 @@ def bounds_for_length(model: Model, entry: dict[str, Any], taus: list[list[arb] 
     ti = theorem_inputs(model, entry)
     return {
         "layers": layers_out,
-        "tau_theorem": None if t is None else {"lower": decimal_down(arb_endpoints(t)[0]),
-                                               "upper": decimal_up(arb_endpoints(t)[1])},
+        "tau_theorem": None
+        if t is None
+        else {"lower": decimal_down(arb_endpoints(t)[0]), "upper": decimal_up(arb_endpoints(t)[1])},
         "eps_star": frac_str(es),
-        "constants": {"L": ti["L"], "K": frac_str(ti["K"]), "x_max": frac_str(ti["x_max"]),
-                      "gamma": frac_str(ti["gamma"]) if ti["gamma"] is not None else None,
-                      "m": ti["m"], "readout_lipschitz": frac_str(readout_constant(model))},
+        "constants": {
+            "L": ti["L"],
+            "K": frac_str(ti["K"]),
+            "x_max": frac_str(ti["x_max"]),
+            "gamma": frac_str(ti["gamma"]) if ti["gamma"] is not None else None,
+            "m": ti["m"],
+            "readout_lipschitz": frac_str(readout_constant(model)),
+        },
         "violations": len(violations),
         "violation_details": violations,
     }
@@ -175,5 +193,11 @@ def dyadic_lower(t: arb) -> Fraction:
     return arb_endpoints(t)[0]
 
 
-__all__ = ["bounds_for_length", "eps_star", "layer_constants", "tau_theorem_value",
-           "dyadic_lower", "to_arb"]
+__all__ = [
+    "bounds_for_length",
+    "eps_star",
+    "layer_constants",
+    "tau_theorem_value",
+    "dyadic_lower",
+    "to_arb",
+]

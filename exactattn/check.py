@@ -92,14 +92,16 @@ class Temperatures:
             raise ModelError(path, f"τ({n}) cannot be evaluated: {exc}") from None
         except ExprError as exc:
             raise ModelError(
-                path, f"τ({n}) = '{expr.text}' is undefined at n = {n}: {exc}",
+                path,
+                f"τ({n}) = '{expr.text}' is undefined at n = {n}: {exc}",
                 "use a temperature defined for every checked n (or raise --min-n)",
             ) from None
         if v > 0:
             return v
         if v <= 0:
             raise ModelError(
-                path, f"τ({n}) = '{expr.text}' is not positive at n = {n}",
+                path,
+                f"τ({n}) = '{expr.text}' is not positive at n = {n}",
                 "temperatures must be > 0 for every checked n",
             )
         raise ModelError(path, f"cannot certify τ({n}) > 0 for '{expr.text}'")
@@ -233,8 +235,7 @@ class CheckResult:
             return {
                 "ok": False,
                 "status": "undecided",
-                "summary": f"{undecided} comparison(s) could not be certified at "
-                f"{MAX_PREC} bits",
+                "summary": f"{undecided} comparison(s) could not be certified at {MAX_PREC} bits",
             }
         ns = [r["n"] for r in self.lengths]
         rng = f"n = {min(ns)}..{max(ns)}" if ns else "no lengths"
@@ -309,8 +310,9 @@ def run_check(
         settings={
             "min_n": lo,
             "max_n": max_n,
-            "tau_override": "theorem" if tau_theorem else (
-                override.text if override is not None else None),
+            "tau_override": "theorem"
+            if tau_theorem
+            else (override.text if override is not None else None),
             "hard_only": hard_only,
             "bounds": bounds,
             "find_tau": find_tau,
@@ -335,10 +337,10 @@ def run_check(
                         f"--tau theorem: at n = {n} a leftmost/rightmost head has a tie at the "
                         "top, so no temperature makes softmax reproduce it (proofs/, Thm 3(c))"
                     )
-                temps = Temperatures(model, parse_expr(frac_str(dyadic_lower(t_thm)), ("n",),
-                                                       transcendental=True))
-            entry = check_length(model, cm, n, temps, oracle, hard_only, batch, progress,
-                                 max_prec)
+                temps = Temperatures(
+                    model, parse_expr(frac_str(dyadic_lower(t_thm)), ("n",), transcendental=True)
+                )
+            entry = check_length(model, cm, n, temps, oracle, hard_only, batch, progress, max_prec)
             if (bounds or tau_theorem) and not hard_only:
                 from .bounds_check import bounds_for_length
 
@@ -354,8 +356,15 @@ def run_check(
 
 
 def check_length(
-    model: Model, cm: CompiledModel, n: int, temps: Temperatures, oracle: Oracle | None,
-    hard_only: bool, batch: int, progress: ProgressFn | None, max_prec: int,
+    model: Model,
+    cm: CompiledModel,
+    n: int,
+    temps: Temperatures,
+    oracle: Oracle | None,
+    hard_only: bool,
+    batch: int,
+    progress: ProgressFn | None,
+    max_prec: int,
 ) -> dict[str, Any]:
     """Every input of length n, both meanings: the spec's per-length result entry."""
     weights = WeightCache(cm)
@@ -377,8 +386,9 @@ def check_length(
         acc.add_hard(hb)
         if not hard_only:
             for b in range(len(chunk)):
-                sr = certify_word(cm, hb, b, acc, temps, weights,
-                                  base_prec=start_prec, max_prec=max_prec)
+                sr = certify_word(
+                    cm, hb, b, acc, temps, weights, base_prec=start_prec, max_prec=max_prec
+                )
                 start_prec = max(BASE_PREC, sr.prec)
                 acc.add_soft(hb, b, sr.bounds, sr.verdict, sr.prec)
                 if progress and (b % 64 == 63):
@@ -393,13 +403,23 @@ TAU_GRID = 8  # τ* is searched on the grid 2^(k/8)
 
 
 def _ok(entry: dict[str, Any]) -> bool:
-    return (entry["disagreements"] == 0 and entry["undecided"] == 0
-            and entry["invariant"] in ("holds", None))
+    return (
+        entry["disagreements"] == 0
+        and entry["undecided"] == 0
+        and entry["invariant"] in ("holds", None)
+    )
 
 
-def search_tau(model: Model, cm: CompiledModel, n: int, oracle: Oracle | None, batch: int,
-               max_prec: int, lo_exp: int = -40 * TAU_GRID, hi_exp: int = 16 * TAU_GRID
-               ) -> dict[str, Any] | None:
+def search_tau(
+    model: Model,
+    cm: CompiledModel,
+    n: int,
+    oracle: Oracle | None,
+    batch: int,
+    max_prec: int,
+    lo_exp: int = -40 * TAU_GRID,
+    hi_exp: int = 16 * TAU_GRID,
+) -> dict[str, Any] | None:
     """Certified search for the largest τ = 2^(k/8) at which every decision agrees, nothing is
     undecided and every intermediate error is ≤ 1 (all inputs of length n, every head).
 
@@ -431,8 +451,7 @@ def search_tau(model: Model, cm: CompiledModel, n: int, oracle: Oracle | None, b
             bad = k
             k -= TAU_GRID
         if k < lo_exp:
-            return {"lower": None, "upper": _grid_tau(bad), "grid": "2^(k/8)",
-                    "probes": len(cache)}
+            return {"lower": None, "upper": _grid_tau(bad), "grid": "2^(k/8)", "probes": len(cache)}
         good = k
     while bad - good > 1:
         mid = (good + bad) // 2
@@ -440,8 +459,12 @@ def search_tau(model: Model, cm: CompiledModel, n: int, oracle: Oracle | None, b
             good = mid
         else:
             bad = mid
-    return {"lower": _grid_tau(good), "upper": _grid_tau(bad), "grid": "2^(k/8)",
-            "probes": len(cache)}
+    return {
+        "lower": _grid_tau(good),
+        "upper": _grid_tau(bad),
+        "grid": "2^(k/8)",
+        "probes": len(cache),
+    }
 
 
 def _grid_tau(k: int) -> str:
@@ -505,10 +528,12 @@ def evaluate(model: Model, word: Sequence[str], tau: str | Expr | None = None) -
             d = None if li == 0 else sr.deltas[li - 1]
             rows = []
             for p, row in enumerate(act):
-                rows.append([
-                    arb(v.numerator) / v.denominator + (d[p, k] if d is not None else 0)
-                    for k, v in enumerate(row)
-                ])
+                rows.append(
+                    [
+                        arb(v.numerator) / v.denominator + (d[p, k] if d is not None else 0)
+                        for k, v in enumerate(row)
+                    ]
+                )
             soft.append(rows)
             if li:
                 lo, hi, _ = delta_bounds(d)
@@ -524,15 +549,17 @@ def evaluate(model: Model, word: Sequence[str], tau: str | Expr | None = None) -
             rows = []
             for i in range(T):
                 c = int(tr.count[0, i])
-                rows.append([
-                    Fraction(1, c) if c and tr.support[0, i, j] else Fraction(0) for j in range(T)
-                ])
+                rows.append(
+                    [Fraction(1, c) if c and tr.support[0, i, j] else Fraction(0) for j in range(T)]
+                )
             per_head.append(rows)
         hard_att.append(per_head)
     out_hard = acc._hard_repr(0)
     if model.output.kind == "accept":
-        out_hard = {"value": read_output(model, hb.activations[-1], n).values.fraction(0),
-                    "accept": acc._hard_decisions[0]}
+        out_hard = {
+            "value": read_output(model, hb.activations[-1], n).values.fraction(0),
+            "accept": acc._hard_decisions[0],
+        }
     return Evaluation(
         model=model,
         word=word,

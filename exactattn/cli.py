@@ -80,13 +80,27 @@ def main() -> None:
 @click.option("--find-tau", is_flag=True, help="Search the largest τ that keeps every decision.")
 @click.option("--hard-only", is_flag=True, help="Skip the soft meaning (γ, x_max, references).")
 @click.option("--force", is_flag=True, help="Run even if the job is larger than --max-inputs.")
-@click.option("--max-inputs", type=int, default=DEFAULT_MAX_INPUTS, show_default=True,
-              help="Refuse larger jobs unless --force.")
+@click.option(
+    "--max-inputs",
+    type=int,
+    default=DEFAULT_MAX_INPUTS,
+    show_default=True,
+    help="Refuse larger jobs unless --force.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or table.")
 def check(
-    model_path: str, max_n: int, min_n: int | None, tau: str | None, json_out: str | None,
-    report: str | None, bounds: bool, find_tau: bool, hard_only: bool, force: bool,
-    max_inputs: int, quiet: bool,
+    model_path: str,
+    max_n: int,
+    min_n: int | None,
+    tau: str | None,
+    json_out: str | None,
+    report: str | None,
+    bounds: bool,
+    find_tau: bool,
+    hard_only: bool,
+    force: bool,
+    max_inputs: int,
+    quiet: bool,
 ) -> None:
     """Enumerate every input up to --max-n and compare the hard and soft meanings."""
     from .check import count_inputs, run_check
@@ -126,11 +140,19 @@ def check(
             bounds = True
     result = _run_with_progress(
         lambda progress: run_check(
-            model, max_n=max_n, min_n=lo, tau=None if tau == "theorem" else tau_arg,
-            hard_only=hard_only, bounds=bounds, progress=progress, on_length=save,
-            tau_theorem=(tau == "theorem"), find_tau=find_tau,
+            model,
+            max_n=max_n,
+            min_n=lo,
+            tau=None if tau == "theorem" else tau_arg,
+            hard_only=hard_only,
+            bounds=bounds,
+            progress=progress,
+            on_length=save,
+            tau_theorem=(tau == "theorem"),
+            find_tau=find_tau,
         ),
-        total, quiet,
+        total,
+        quiet,
     )
     save(result)
     data = result.to_json()
@@ -162,11 +184,11 @@ def _fmt_secs(s: float) -> str:
 
 def _estimate(model: Any, lo: int, hi: int, hard_only: bool) -> float:
     """Seconds, from timing a few inputs of the largest length (a rough guide)."""
-    from .check import words_of_length
-    from .check import run_check as _rc  # noqa: F401  (import cost paid here, not in the loop)
-    from .hard import CompiledModel, run_hard
-
     import itertools
+
+    from .check import run_check as _rc  # noqa: F401  (import cost paid here, not in the loop)
+    from .check import words_of_length
+    from .hard import CompiledModel, run_hard
 
     sample = list(itertools.islice(words_of_length(model, hi), 8))
     cm = CompiledModel(model)
@@ -206,8 +228,12 @@ def _run_with_progress(fn: Any, total: int, quiet: bool) -> Any:
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,}"),
-        TimeRemainingColumn(), console=err_console, transient=True,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:,}/{task.total:,}"),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
     ) as prog:
         task = prog.add_task("checking", total=total)
         offsets: dict[str, int] = {}
@@ -248,9 +274,16 @@ def print_table(data: dict[str, Any]) -> None:
         rm = r.get("reference_mismatches")
         ref = f"{rm['hard']}/{rm['soft'] if rm['soft'] is not None else '–'}" if rm else "–"
         row = [
-            str(r["n"]), f"{r['inputs']:,}", r["gamma"] or "∞", r["x_max"], *errs,
-            r["invariant"] or "–", _na(r["disagreements"]), _na(r["undecided"]),
-            r["min_margin"] if r["min_margin"] is not None else "–", ref,
+            str(r["n"]),
+            f"{r['inputs']:,}",
+            r["gamma"] or "∞",
+            r["x_max"],
+            *errs,
+            r["invariant"] or "–",
+            _na(r["disagreements"]),
+            _na(r["undecided"]),
+            r["min_margin"] if r["min_margin"] is not None else "–",
+            ref,
         ]
         if has_bounds:
             b = r.get("bounds") or {}
@@ -284,8 +317,11 @@ def _short(s: str | None) -> str:
 @click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
 @click.argument("word", metavar="INPUT")
 @click.option("--tau", default=None, help="Temperature τ(n) override.")
-@click.option("--sep", default=None, help="Token separator in INPUT (default: per character, "
-              "or spaces if INPUT contains spaces).")
+@click.option(
+    "--sep",
+    default=None,
+    help="Token separator in INPUT (default: per character, or spaces if INPUT contains spaces).",
+)
 def eval_cmd(model_path: str, word: str, tau: str | None, sep: str | None) -> None:
     """Show one input: activations, attention weights and output, hard and soft."""
     from .check import evaluate
@@ -330,8 +366,12 @@ def _emit(model: dict[str, Any], out: str | None) -> None:
 @build.command("ltl")
 @click.argument("formula")
 @click.option("--alphabet", required=True, help="Comma-separated symbols, e.g. a,b,c.")
-@click.option("--scheme", type=click.Choice(["temperature", "positions"]), default="temperature",
-              show_default=True)
+@click.option(
+    "--scheme",
+    type=click.Choice(["temperature", "positions"]),
+    default="temperature",
+    show_default=True,
+)
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
 def build_ltl(formula: str, alphabet: str, scheme: str, out: str | None) -> None:
     """Compile an LTL formula (with counting) into a softmax-friendly transformer."""
@@ -363,8 +403,9 @@ def build_dyck_cmd(pairs: tuple[str, ...], out: str | None) -> None:
 
 
 @build.command("models")
-@click.option("--dir", "directory", default="models", show_default=True,
-              type=click.Path(file_okay=False))
+@click.option(
+    "--dir", "directory", default="models", show_default=True, type=click.Path(file_okay=False)
+)
 @click.option("--check", "verify", is_flag=True, help="Only verify the directory is up to date.")
 def build_models(directory: str, verify: bool) -> None:
     """Regenerate every bundled model in models/ (or verify it is current)."""
@@ -383,8 +424,32 @@ def build_models(directory: str, verify: bool) -> None:
         path.write_text(text, encoding="utf-8")
         err_console.print(f"wrote {path}", highlight=False)
     if stale:
-        err_console.print(f"[red]out of date:[/] {', '.join(stale)} "
-                          "(run `exactattn build models`)", highlight=False)
+        err_console.print(
+            f"[red]out of date:[/] {', '.join(stale)} (run `exactattn build models`)",
+            highlight=False,
+        )
+        sys.exit(1)
+
+
+@build.command("reports")
+@click.option(
+    "--models", "models_dir", default="models", show_default=True, type=click.Path(file_okay=False)
+)
+@click.option(
+    "--out", "out_dir", default="reports", show_default=True, type=click.Path(file_okay=False)
+)
+@click.option("--check", "verify", is_flag=True, help="Only verify reports/ is up to date.")
+@click.option("--only", multiple=True, help="Just these model stems.")
+def build_reports(models_dir: str, out_dir: str, verify: bool, only: tuple[str, ...]) -> None:
+    """Rerun the checks behind reports/ and rewrite (or verify) the reports."""
+    from .build.reports import regenerate
+
+    stale = regenerate(Path(models_dir), Path(out_dir), verify=verify, only=list(only) or None)
+    if stale:
+        err_console.print(
+            f"[red]out of date:[/] {', '.join(stale)} (run `exactattn build reports`)",
+            highlight=False,
+        )
         sys.exit(1)
 
 

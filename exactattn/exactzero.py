@@ -74,8 +74,10 @@ def readout_is_exactly(
             vj = [Fraction(int(x), vden) for x in tr.v.num[b, j]]
             if ch.O is not None:
                 o = ch.O.to_fractions()
-                out = [sum((o[r][c] * vj[c] for c in range(len(vj))), Fraction(0))
-                       for r in range(len(o))]
+                out = [
+                    sum((o[r][c] * vj[c] for c in range(len(vj))), Fraction(0))
+                    for r in range(len(o))
+                ]
             else:
                 out = vj
             c = sum((ai * oi for ai, oi in zip(a, out, strict=True)), Fraction(0))

@@ -92,9 +92,7 @@ class CompiledModel:
     def embed(self, words: Sequence[Sequence[str]], n: int) -> RatArray:
         """x^(0) for a batch of words of length n: (N, T, d)."""
         m = self.model
-        idx = np.array(
-            [[self.token_index[t] for t in m.tokens(w)] for w in words], dtype=np.int64
-        )
+        idx = np.array([[self.token_index[t] for t in m.tokens(w)] for w in words], dtype=np.int64)
         tok = RatArray(self.token_table.num[idx], self.token_table.den)
         pos = self.positions(n)
         return tok + RatArray(np.broadcast_to(pos.num, tok.shape).copy(), pos.den)
@@ -175,8 +173,10 @@ def run_head(ch: CompiledHead, x: RatArray) -> tuple[HeadTrace, RatArray]:
     else:
         support = np.zeros_like(top)
         has = top.any(axis=2)
-        pick = np.argmax(top, axis=2) if rule == "leftmost" else T - 1 - np.argmax(
-            top[:, :, ::-1], axis=2
+        pick = (
+            np.argmax(top, axis=2)
+            if rule == "leftmost"
+            else T - 1 - np.argmax(top[:, :, ::-1], axis=2)
         )
         nn, tt = np.nonzero(has)
         support[nn, tt, pick[nn, tt]] = True
@@ -186,8 +186,17 @@ def run_head(ch: CompiledHead, x: RatArray) -> tuple[HeadTrace, RatArray]:
     factors = np.where(count > 0, L // np.maximum(count, 1), 0).astype(np.int64)[..., None]
     mixed = summed.scale_rows(factors, L).reduced()
     contrib = mixed.matmul_t(ch.O) if ch.O is not None else mixed
-    trace = HeadTrace(q=q, k=k, v=v, scores=scores, visible=vis, top=top, support=support,
-                      count=count, mixed=mixed)
+    trace = HeadTrace(
+        q=q,
+        k=k,
+        v=v,
+        scores=scores,
+        visible=vis,
+        top=top,
+        support=support,
+        count=count,
+        mixed=mixed,
+    )
     return trace, contrib
 
 

@@ -129,9 +129,7 @@ class LengthAccumulator:
             for hi_, tr in enumerate(lt.heads):
                 rec = self.head_gaps.setdefault((li, hi_), GapRecord())
                 self._gap(hb, li, hi_, tr, rec)
-                if rec.value is not None and (
-                    self.gap.value is None or rec.value < self.gap.value
-                ):
+                if rec.value is not None and (self.gap.value is None or rec.value < self.gap.value):
                     self.gap = GapRecord(rec.value, rec.witness)
         x_last = hb.activations[-1]
         out = read_output(m, x_last, self.n)
@@ -164,8 +162,10 @@ class LengthAccumulator:
                     self.ref_hard += 1
                     if self.first_ref_mismatch is None:
                         self.first_ref_mismatch = {
-                            "input": list(w), "meaning": "hard",
-                            "expected": _jsonable(exp), "got": _jsonable(self._hard_repr(b)),
+                            "input": list(w),
+                            "meaning": "hard",
+                            "expected": _jsonable(exp),
+                            "got": _jsonable(self._hard_repr(b)),
                         }
 
     def _gap(self, hb: HardBatch, li: int, hi_: int, tr: Any, rec: GapRecord) -> None:
@@ -301,7 +301,8 @@ class LengthAccumulator:
                     continue
                 soft_row = [to_arb(hv) + dv for hv, dv in zip(hard_row, dys, strict=True)]
                 cands = [
-                    i for i, si in enumerate(soft_row)
+                    i
+                    for i, si in enumerate(soft_row)
                     if not any(sj > si for j, sj in enumerate(soft_row) if j != i)
                 ]
                 if len(cands) == 1:
@@ -314,7 +315,9 @@ class LengthAccumulator:
                         [x - y for x, y in zip(W[i], W[j], strict=True)],
                         hard_row[i] - hard_row[j],
                     )
-                    for i in cands for j in cands if i < j
+                    for i in cands
+                    for j in cands
+                    if i < j
                 )
                 if not tied:
                     decided = False
@@ -333,7 +336,11 @@ class LengthAccumulator:
         return SoftVerdict(within is not None, None, within_tol=within, delta_y=dY)
 
     def add_soft(
-        self, hb: HardBatch, b: int, bounds: list[tuple[arb, arb, int]], verdict: SoftVerdict,
+        self,
+        hb: HardBatch,
+        b: int,
+        bounds: list[tuple[arb, arb, int]],
+        verdict: SoftVerdict,
         prec: int,
     ) -> None:
         """Fold in word b's certified errors (per layer: lower, upper, row) and verdict."""
@@ -368,8 +375,10 @@ class LengthAccumulator:
                     self.ref_soft += 1
                     if self.first_ref_mismatch is None:
                         self.first_ref_mismatch = {
-                            "input": word, "meaning": "soft",
-                            "expected": _jsonable(exp), "got": _jsonable(verdict.value),
+                            "input": word,
+                            "meaning": "soft",
+                            "expected": _jsonable(exp),
+                            "got": _jsonable(verdict.value),
                         }
 
     def _disagree(self, word: list[str], hard: Any, soft: Any) -> None:
@@ -437,8 +446,7 @@ class LengthAccumulator:
                 entry["error"] = {
                     "lower": decimal_down(arb_endpoints(rec.lower)[0]),
                     "upper": (
-                        decimal_up(arb_endpoints(rec.upper)[1])
-                        if rec.upper.is_finite() else "inf"
+                        decimal_up(arb_endpoints(rec.upper)[1]) if rec.upper.is_finite() else "inf"
                     ),
                 }
                 entry["error_witness"] = rec.witness
@@ -450,13 +458,15 @@ class LengthAccumulator:
                 for (l2, h2), rec in sorted(self.head_gaps.items()):
                     if l2 != li:
                         continue
-                    heads.append({
-                        "index": h2,
-                        "gamma": frac_str(rec.value) if rec.value is not None else None,
-                        "max_nontop": rec.max_nontop,
-                        "max_top": rec.max_top,
-                        "tau": head_taus.get((l2, h2)),
-                    })
+                    heads.append(
+                        {
+                            "index": h2,
+                            "gamma": frac_str(rec.value) if rec.value is not None else None,
+                            "max_nontop": rec.max_nontop,
+                            "max_top": rec.max_top,
+                            "tau": head_taus.get((l2, h2)),
+                        }
+                    )
                 entry["heads"] = heads
             layers.append(entry)
         res: dict[str, Any] = {

@@ -261,10 +261,23 @@ class Model:
 # ---------------------------------------------------------------------------
 
 TOP_KEYS = {
-    "format", "name", "description", "alphabet", "bos", "eos", "d", "embedding", "layers",
-    "temperature", "output", "reference", "min_length", "max_length",
+    "format",
+    "name",
+    "description",
+    "alphabet",
+    "bos",
+    "eos",
+    "d",
+    "embedding",
+    "layers",
+    "temperature",
+    "output",
+    "reference",
+    "min_length",
+    "max_length",
     # extensions (docs/format-extensions.md)
-    "coordinates", "meta",
+    "coordinates",
+    "meta",
 }
 
 
@@ -274,7 +287,9 @@ def load_model(path: str | Path) -> Model:
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ModelError(str(p), f"cannot read the file: {exc.strerror}", "check the path") from None
+        raise ModelError(
+            str(p), f"cannot read the file: {exc.strerror}", "check the path"
+        ) from None
     except UnicodeDecodeError:
         raise ModelError(str(p), "is not UTF-8 text", "save the model as UTF-8 JSON") from None
     raw = load_json_text(text, source=str(p))
@@ -298,10 +313,12 @@ def _to_raw(x: Any, path: str) -> Any:
         raise ModelError(
             path.removeprefix("$."),
             f"the Python float {x!r} is not exact",
-            "build models with int, Fraction or \"p/q\" strings",
+            'build models with int, Fraction or "p/q" strings',
         )
     if isinstance(x, Fraction):
-        return JsonNumber(str(x.numerator)) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
+        return (
+            JsonNumber(str(x.numerator)) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
+        )
     if isinstance(x, dict):
         return {k: _to_raw(v, f"{path}.{k}") for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -324,7 +341,7 @@ class _Reader:
             raise ModelError(path, f"expected an object, got {_kind(x)}")
         for k in required:
             if k not in x:
-                raise ModelError(path or "model", f"missing required key '{k}'", f"add \"{k}\"")
+                raise ModelError(path or "model", f"missing required key '{k}'", f'add "{k}"')
         for k in x:
             if k not in keys and not k.startswith("x-"):
                 raise ModelError(
@@ -387,7 +404,9 @@ class _Reader:
     # -- model -----------------------------------------------------------------
     def model(self, raw: Any) -> Model:
         top = self.obj(
-            raw, "", TOP_KEYS,
+            raw,
+            "",
+            TOP_KEYS,
             required=("format", "name", "alphabet", "d", "embedding", "layers", "output"),
         )
         fmt = self.string(top["format"], "format")
@@ -415,7 +434,7 @@ class _Reader:
                 raise ModelError(
                     "max_length",
                     "a position table needs max_length",
-                    "add \"max_length\": the largest n the table covers",
+                    'add "max_length": the largest n the table covers',
                 )
             need = max_length + 1 + (eos is not None)  # positions 0 .. max_length (+ EOS)
             if len(position.table) < need:
@@ -474,7 +493,9 @@ class _Reader:
             raise ModelError(key, f"'{t}' is also in the alphabet", f"use a distinct {key} token")
         return t
 
-    def embedding(self, x: Any, d: int, tokens: list[str]) -> tuple[dict[str, Vec], PositionEmbedding]:
+    def embedding(
+        self, x: Any, d: int, tokens: list[str]
+    ) -> tuple[dict[str, Vec], PositionEmbedding]:
         e = self.obj(x, "embedding", {"token", "position"}, required=("token",))
         tok = e["token"]
         if not isinstance(tok, dict):
@@ -490,7 +511,7 @@ class _Reader:
         for t in tokens:
             if t not in tok:
                 raise ModelError(
-                    "embedding.token", f"no vector for token '{t}'", f"add \"{t}\": [{d} numbers]"
+                    "embedding.token", f"no vector for token '{t}'", f'add "{t}": [{d} numbers]'
                 )
             token_emb[t] = self.vector(tok[t], f"embedding.token.{t}", d, " (length d)")
         pos = e.get("position")
@@ -509,7 +530,8 @@ class _Reader:
         if isinstance(pos, list):
             if len(pos) != d:
                 raise ModelError(
-                    "embedding.position", f"expected {d} expressions (one per coordinate), got {len(pos)}"
+                    "embedding.position",
+                    f"expected {d} expressions (one per coordinate), got {len(pos)}",
                 )
             exprs = tuple(
                 self.expression(v, f"embedding.position[{k}]", ("i", "n"), transcendental=False)
@@ -518,7 +540,7 @@ class _Reader:
             return token_emb, PositionEmbedding("exprs", exprs=exprs)
         raise ModelError(
             "embedding.position",
-            f"expected a list of {d} expressions or {{\"table\": [...]}}, got {_kind(pos)}",
+            f'expected a list of {d} expressions or {{"table": [...]}}, got {_kind(pos)}',
         )
 
     def expression(self, x: Any, path: str, variables: Sequence[str], transcendental: bool) -> Expr:
@@ -534,7 +556,8 @@ class _Reader:
             raise ModelError(
                 path,
                 f"bad expression '{text}': {exc}",
-                "use numbers, " + ", ".join(variables)
+                "use numbers, "
+                + ", ".join(variables)
                 + ", + - * / ^, parentheses, min, max, floor, ceil, mod"
                 + (", sqrt, log, exp" if transcendental else ""),
             ) from None
@@ -565,16 +588,22 @@ class _Reader:
                     )
                 )
             elif kind == "ffn":
-                self.obj(layer, path, {"kind", "hidden", "output", "name"}, required=("hidden", "output"))
+                self.obj(
+                    layer, path, {"kind", "hidden", "output", "name"}, required=("hidden", "output")
+                )
                 hidden = layer["hidden"]
                 if not isinstance(hidden, list) or not hidden:
-                    raise ModelError(f"{path}.hidden", "expected a non-empty list of {weight, bias}")
+                    raise ModelError(
+                        f"{path}.hidden", "expected a non-empty list of {weight, bias}"
+                    )
                 width = d
                 hs = []
                 for k, h in enumerate(hidden):
                     hp = f"{path}.hidden[{k}]"
                     self.obj(h, hp, {"weight", "bias"}, required=("weight", "bias"))
-                    w = self.matrix(h["weight"], f"{hp}.weight", None, width, f"(columns = {width})")
+                    w = self.matrix(
+                        h["weight"], f"{hp}.weight", None, width, f"(columns = {width})"
+                    )
                     b = self.vector(h["bias"], f"{hp}.bias", len(w), " (one per row of weight)")
                     hs.append((w, b))
                     width = len(w)
@@ -582,12 +611,14 @@ class _Reader:
                 o = self.obj(layer["output"], op, {"weight", "bias"}, required=("weight", "bias"))
                 w = self.matrix(o["weight"], f"{op}.weight", d, width, f"(shape ({d}, {width}))")
                 b = self.vector(o["bias"], f"{op}.bias", d, " (length d)")
-                out.append(FFNLayer(hidden=tuple(hs), output=(w, b), name=self.opt_name(layer, path)))
+                out.append(
+                    FFNLayer(hidden=tuple(hs), output=(w, b), name=self.opt_name(layer, path))
+                )
             else:
                 raise ModelError(
                     f"{path}.kind",
                     f"unknown layer kind {kind!r}",
-                    "use \"attention\" or \"ffn\" (format 1 has no other layer kinds)",
+                    'use "attention" or "ffn" (format 1 has no other layer kinds)',
                 )
         return tuple(out)
 
@@ -596,14 +627,26 @@ class _Reader:
 
     def head(self, x: Any, path: str, d: int) -> Head:
         keys = {
-            "query", "key", "query_bias", "key_bias", "score", "value", "value_bias",
-            "output", "mask", "hard", "temperature", "name",
+            "query",
+            "key",
+            "query_bias",
+            "key_bias",
+            "score",
+            "value",
+            "value_bias",
+            "output",
+            "mask",
+            "hard",
+            "temperature",
+            "name",
         }
         h = self.obj(x, path, keys, required=("value",))
         if "score" in h:
             for k in ("query", "key", "query_bias", "key_bias"):
                 if k in h:
-                    raise ModelError(f"{path}.{k}", "cannot be combined with 'score'", "use one form")
+                    raise ModelError(
+                        f"{path}.{k}", "cannot be combined with 'score'", "use one form"
+                    )
             A = self.matrix(h["score"], f"{path}.score", d, d, f"(shape ({d}, {d}))")
             Q = tuple(tuple(A[r][c] for r in range(d)) for c in range(d))  # Aᵀ
             K = tuple(tuple(Fraction(int(r == c)) for c in range(d)) for r in range(d))
@@ -612,9 +655,13 @@ class _Reader:
         else:
             for k in ("query", "key"):
                 if k not in h:
-                    raise ModelError(path, f"missing '{k}'", "give query and key, or a score matrix")
+                    raise ModelError(
+                        path, f"missing '{k}'", "give query and key, or a score matrix"
+                    )
             q = self.matrix(h["query"], f"{path}.query", None, d, f"(shape (k, {d}))")
-            k = self.matrix(h["key"], f"{path}.key", len(q), d, f"(shape ({len(q)}, {d}) like query)")
+            k = self.matrix(
+                h["key"], f"{path}.key", len(q), d, f"(shape ({len(q)}, {d}) like query)"
+            )
             bq = (
                 self.vector(h["query_bias"], f"{path}.query_bias", len(q), " (length k)")
                 if "query_bias" in h
@@ -640,20 +687,37 @@ class _Reader:
                 raise ModelError(
                     f"{path}.value",
                     f"has {m} rows but there is no output matrix, so m must equal d = {d}",
-                    f"add \"output\": a ({d}, {m}) matrix",
+                    f'add "output": a ({d}, {m}) matrix',
                 )
             o = None
         mask_raw = self.string(h.get("mask", "none"), f"{path}.mask")
         if mask_raw not in MASKS:
-            raise ModelError(f"{path}.mask", f"unknown mask '{mask_raw}'", "use " + ", ".join(MASKS))
+            raise ModelError(
+                f"{path}.mask", f"unknown mask '{mask_raw}'", "use " + ", ".join(MASKS)
+            )
         hard = self.string(h.get("hard", "average"), f"{path}.hard")
         if hard not in HARD_RULES:
-            raise ModelError(f"{path}.hard", f"unknown hard rule '{hard}'", "use " + ", ".join(HARD_RULES))
-        temp = self.temperature(h["temperature"], f"{path}.temperature") if "temperature" in h else None
+            raise ModelError(
+                f"{path}.hard", f"unknown hard rule '{hard}'", "use " + ", ".join(HARD_RULES)
+            )
+        temp = (
+            self.temperature(h["temperature"], f"{path}.temperature")
+            if "temperature" in h
+            else None
+        )
         return Head(
-            query=q, query_bias=bq, key=k, key_bias=bk, value=v, value_bias=bv, output=o,
-            mask=MASKS[mask_raw], hard=hard, temperature=temp,
-            name=self.opt_name(h, path), score_form=score_form,
+            query=q,
+            query_bias=bq,
+            key=k,
+            key_bias=bk,
+            value=v,
+            value_bias=bv,
+            output=o,
+            mask=MASKS[mask_raw],
+            hard=hard,
+            temperature=temp,
+            name=self.opt_name(h, path),
+            score_form=score_form,
         )
 
     def output(self, x: Any, d: int) -> Output:
@@ -662,7 +726,9 @@ class _Reader:
         kind = x.get("kind")
         if kind == "accept":
             o = self.obj(
-                x, "output", {"kind", "position", "weight", "bias", "threshold"},
+                x,
+                "output",
+                {"kind", "position", "weight", "bias", "threshold"},
                 required=("position", "weight", "threshold"),
             )
             pos_raw = o["position"]
@@ -672,22 +738,27 @@ class _Reader:
                 pos = self.string(pos_raw, "output.position")
                 if pos not in ("last", "first", "bos", "eos"):
                     raise ModelError(
-                        "output.position", f"unknown position '{pos}'",
-                        "use \"last\", \"first\", \"bos\", \"eos\" or an integer",
+                        "output.position",
+                        f"unknown position '{pos}'",
+                        'use "last", "first", "bos", "eos" or an integer',
                     )
             w = self.vector(o["weight"], "output.weight", d, " (length d)")
             b = self.number(o.get("bias", JsonNumber("0")), "output.bias")
             t = self.number(o["threshold"], "output.threshold")
             return AcceptOutput(position=pos, weight=w, bias=b, threshold=t)
         if kind == "argmax":
-            o = self.obj(x, "output", {"kind", "weight", "bias", "labels"}, required=("weight", "labels"))
+            o = self.obj(
+                x, "output", {"kind", "weight", "bias", "labels"}, required=("weight", "labels")
+            )
             labels_raw = o["labels"]
             if not isinstance(labels_raw, list) or not labels_raw:
                 raise ModelError("output.labels", "expected a non-empty list of label strings")
             labels = tuple(self.string(v, f"output.labels[{i}]") for i, v in enumerate(labels_raw))
             if len(set(labels)) != len(labels):
                 raise ModelError("output.labels", "labels must be distinct")
-            w = self.matrix(o["weight"], "output.weight", len(labels), d, f"(shape ({len(labels)}, {d}))")
+            w = self.matrix(
+                o["weight"], "output.weight", len(labels), d, f"(shape ({len(labels)}, {d}))"
+            )
             b = (
                 self.vector(o["bias"], "output.bias", len(labels), " (one per label)")
                 if "bias" in o
@@ -710,7 +781,9 @@ class _Reader:
             if tol < 0:
                 raise ModelError("output.tolerance", "must be >= 0")
             return ValueOutput(weight=w, bias=b, tolerance=tol)
-        raise ModelError("output.kind", f"unknown output kind {kind!r}", "use accept, argmax or value")
+        raise ModelError(
+            "output.kind", f"unknown output kind {kind!r}", "use accept, argmax or value"
+        )
 
     def reference(
         self, x: Any, alphabet: tuple[str, ...], output: Output, bos: str | None, eos: str | None
@@ -734,7 +807,8 @@ class _Reader:
                 for i, t in enumerate(word):
                     if t not in alphabet:
                         raise ModelError(
-                            f"{cp}.input[{i}]", f"unknown token '{t}'",
+                            f"{cp}.input[{i}]",
+                            f"unknown token '{t}'",
                             f"inputs use the alphabet: {', '.join(alphabet)}",
                         )
                 cases[word] = self.case_output(c["output"], f"{cp}.output", output, len(word))
@@ -756,7 +830,7 @@ class _Reader:
             o = self.obj(x, "reference", {"kind", "pairs"}, required=("pairs",))
             pairs_raw = o["pairs"]
             if not isinstance(pairs_raw, list) or not pairs_raw:
-                raise ModelError("reference.pairs", "expected a list like [\"()\", \"[]\"]")
+                raise ModelError("reference.pairs", 'expected a list like ["()", "[]"]')
             pairs = []
             for i, pr in enumerate(pairs_raw):
                 s = self.string(pr, f"reference.pairs[{i}]")

@@ -52,8 +52,9 @@ def load_json_text(text: str, source: str = "model") -> Any:
         ) from None
 
 
-def parse_rational(value: Any, path: str, max_exponent: int | None = MAX_DECIMAL_EXPONENT
-                   ) -> Fraction:
+def parse_rational(
+    value: Any, path: str, max_exponent: int | None = MAX_DECIMAL_EXPONENT
+) -> Fraction:
     """Turn a JSON number or a rational-literal string into an exact Fraction.
 
     Model files refuse decimal exponents beyond ±300 (``max_exponent``); result files,
@@ -63,13 +64,13 @@ def parse_rational(value: Any, path: str, max_exponent: int | None = MAX_DECIMAL
         raise ModelError(
             path,
             f"{value} is not a number exactattn accepts",
-            "use a finite rational such as 3, \"3/4\" or 0.125",
+            'use a finite rational such as 3, "3/4" or 0.125',
         )
     if isinstance(value, bool) or not isinstance(value, str):
         raise ModelError(
             path,
             f"expected a number, got {_describe(value)}",
-            "write a JSON number or a string such as \"3/4\"",
+            'write a JSON number or a string such as "3/4"',
         )
     text = str(value)
     m = _RATIO.match(text)
@@ -83,7 +84,7 @@ def parse_rational(value: Any, path: str, max_exponent: int | None = MAX_DECIMAL
         raise ModelError(
             path,
             f"'{text}' is not a rational literal",
-            "write an integer, a decimal like 0.125 or 1e-3, or a ratio like \"3/4\"",
+            'write an integer, a decimal like 0.125 or 1e-3, or a ratio like "3/4"',
         )
     exp = int(m["exp"] or 0)
     if max_exponent is not None and abs(exp) > max_exponent:
@@ -91,7 +92,7 @@ def parse_rational(value: Any, path: str, max_exponent: int | None = MAX_DECIMAL
             path,
             f"'{text}' has a decimal exponent beyond ±{MAX_DECIMAL_EXPONENT} "
             "(other JSON readers would make it infinite or zero)",
-            "rescale the model or write the value as a ratio string \"p/q\"",
+            'rescale the model or write the value as a ratio string "p/q"',
         )
     groups = m.groupdict()
     digits = (groups.get("int") or "0") + (groups.get("frac") or "")

@@ -189,8 +189,12 @@ class RatArray:
         )
 
     def relu(self) -> RatArray:
-        return RatArray(np.maximum(self.num, 0) if self.num.dtype != object else
-                        np.where(self.num > 0, self.num, 0).astype(object), self.den)
+        return RatArray(
+            np.maximum(self.num, 0)
+            if self.num.dtype != object
+            else np.where(self.num > 0, self.num, 0).astype(object),
+            self.den,
+        )
 
     def scale_rows(self, factors: np.ndarray, extra_den: int) -> RatArray:
         """Multiply by integer ``factors`` (broadcast) and divide by ``extra_den``."""

@@ -27,16 +27,17 @@ def show_evaluation(ev: Evaluation, console: Console) -> None:
     m = ev.model
     names = list(m.coordinates) if m.coordinates else [f"x{k}" for k in range(m.d)]
     console.print(
-        f"[bold]{m.name}[/] on {' '.join(ev.word)}  (n = {len(ev.word)}, "
-        f"precision {ev.prec} bits)",
+        f"[bold]{m.name}[/] on {' '.join(ev.word)}  (n = {len(ev.word)}, precision {ev.prec} bits)",
         highlight=False,
     )
     for li, act in enumerate(ev.hard):
         title = "embedding x^(0)" if li == 0 else f"after layer {li - 1} ({m.layers[li - 1].kind})"
         if li:
             lo, hi = ev.errors[li - 1]
-            title += f"   ‖soft − hard‖∞ ∈ [{decimal_down(arb_endpoints(lo)[0], 6)}, " \
-                     f"{decimal_up(arb_endpoints(hi)[1], 6)}]"
+            title += (
+                f"   ‖soft − hard‖∞ ∈ [{decimal_down(arb_endpoints(lo)[0], 6)}, "
+                f"{decimal_up(arb_endpoints(hi)[1], 6)}]"
+            )
         t = Table(title=title, title_justify="left")
         t.add_column("pos")
         t.add_column("token")
@@ -97,7 +98,8 @@ def _show_output(ev: Evaluation, console: Console) -> None:
     else:
         console.print(f"output ({ev.model.output.kind}): hard {out}", highlight=False)
         if v.value is not None:
-            console.print(f"   soft {v.value}{'' if v.decided else ' (undecided)'}",
-                          highlight=False)
+            console.print(
+                f"   soft {v.value}{'' if v.decided else ' (undecided)'}", highlight=False
+            )
         elif v.within_tol is not None:
             console.print(f"   soft within tolerance of hard: {v.within_tol}", highlight=False)

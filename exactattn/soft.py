@@ -163,14 +163,20 @@ def _soft_head(
         A = [j for j in vis_i if top[i, j]]
         rest = [j for j in vis_i if not top[i, j]]
         smax = int(s_num[i, A[0]])
-        if ds_e is not None and not all(
-            (ds_e[i * T + j] * inv_tau).abs_upper() < 1 for j in vis_i
-        ):
+        if ds_e is not None and not all((ds_e[i * T + j] * inv_tau).abs_upper() < 1 for j in vis_i):
             # large perturbation: the δ formulas lose their point (and may overflow);
             # compute the soft weights directly, shifted by a midpoint for stability
             row = _direct_dalpha(
-                ch.head.hard, vis_i, A, support[i], int(tr.count[b, i]),
-                s_num[i], s_den, ds_e[i * T : (i + 1) * T], inv_tau, T,
+                ch.head.hard,
+                vis_i,
+                A,
+                support[i],
+                int(tr.count[b, i]),
+                s_num[i],
+                s_den,
+                ds_e[i * T : (i + 1) * T],
+                inv_tau,
+                T,
             )
             if any(not x.is_zero() for x in row):
                 any_nonzero = True
@@ -232,7 +238,9 @@ def _soft_head(
     return out, alpha_rows
 
 
-def _hard_row(vis_i: list[int], support: np.ndarray, cnt: int, T: int, drow: list[arb]) -> list[arb]:
+def _hard_row(
+    vis_i: list[int], support: np.ndarray, cnt: int, T: int, drow: list[arb]
+) -> list[arb]:
     """Soft weights = hard weights + δα (for display)."""
     hard_w = [arb(0)] * T
     for j in vis_i:
@@ -242,8 +250,16 @@ def _hard_row(vis_i: list[int], support: np.ndarray, cnt: int, T: int, drow: lis
 
 
 def _direct_dalpha(
-    rule: str, vis_i: list[int], A: list[int], support: np.ndarray, cnt: int,
-    s_row: np.ndarray, s_den: int, ds_row: list[arb], inv_tau: arb, T: int,
+    rule: str,
+    vis_i: list[int],
+    A: list[int],
+    support: np.ndarray,
+    cnt: int,
+    s_row: np.ndarray,
+    s_den: int,
+    ds_row: list[arb],
+    inv_tau: arb,
+    T: int,
 ) -> list[arb]:
     """δα = softmax − hard weights, computed directly (for large score perturbations)."""
     es = {j: (arb(fmpq(int(s_row[j]), s_den)) + ds_row[j]) * inv_tau for j in vis_i}

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from strategies import models, to_json_text
 
 from exactattn import load_model, model_from_dict, run_check
 from exactattn.model import model_from_raw
 from exactattn.numbers import load_json_text, parse_decimal
-
-from strategies import models, to_json_text
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = sorted((ROOT / "models").glob("*.json"))
@@ -47,8 +46,13 @@ def test_bundled_models_respect_their_bounds(path: Path) -> None:
     _assert_no_violation(res)
 
 
-@settings(max_examples=200, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=200,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(models())
 def test_random_models_respect_their_bounds(d: dict) -> None:
     model = model_from_raw(load_json_text(to_json_text(d)))
@@ -68,12 +72,26 @@ def _one_head(n_keys_below: int) -> dict:
         "d": d,
         "embedding": {"token": {"a": [1, 0, 1], "b": [0, 0, 1], "s": [0, 0, 1]}},
         "temperature": "1",
-        "layers": [{"kind": "attention", "heads": [{
-            "query": [[0, 0, 1]], "key": [[1, 0, 0]],
-            "value": [[0, 0, 0], [1, 0, 0], [0, 0, 0]], "mask": "leq",
-        }]}],
-        "output": {"kind": "accept", "position": "last", "weight": [0, 1, 0], "bias": 0,
-                   "threshold": "1/2"},
+        "layers": [
+            {
+                "kind": "attention",
+                "heads": [
+                    {
+                        "query": [[0, 0, 1]],
+                        "key": [[1, 0, 0]],
+                        "value": [[0, 0, 0], [1, 0, 0], [0, 0, 0]],
+                        "mask": "leq",
+                    }
+                ],
+            }
+        ],
+        "output": {
+            "kind": "accept",
+            "position": "last",
+            "weight": [0, 1, 0],
+            "bias": 0,
+            "threshold": "1/2",
+        },
         "x-note": f"{n_keys_below}",
     }
 
@@ -84,8 +102,10 @@ def test_softmax_hardmax_identity_is_tight() -> None:
     measured error (measured/bound ≥ 1/2), so the bound is not vacuous."""
     model = model_from_dict(_one_head(3))
     res = run_check(model, max_n=4, bounds=True).to_json()
-    best = max(Fraction(parse_decimal(e["bounds"]["layers"][0]["measured_over_bound"]))
-               for e in res["lengths"])
+    best = max(
+        Fraction(parse_decimal(e["bounds"]["layers"][0]["measured_over_bound"]))
+        for e in res["lengths"]
+    )
     assert best >= Fraction(1, 2), best
     _assert_no_violation(res)
 
@@ -100,9 +120,10 @@ def test_tau_theorem_keeps_every_decision(path: Path) -> None:
     for entry in res["lengths"]:
         assert entry["disagreements"] == 0, (path.stem, entry["n"], entry["first_disagreement"])
         assert entry["undecided"] == 0, (path.stem, entry["n"], entry["first_undecided"])
-        assert all(
-            parse_decimal(layer["error"]["upper"]) <= 1 for layer in entry["layers"]
-        ), (path.stem, entry["n"])
+        assert all(parse_decimal(layer["error"]["upper"]) <= 1 for layer in entry["layers"]), (
+            path.stem,
+            entry["n"],
+        )
         assert entry["bounds"]["tau_theorem"] is not None
 
 

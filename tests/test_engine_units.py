@@ -35,8 +35,15 @@ EXAMPLE = ROOT / "exactattn" / "examples" / "mean_a_position.json"
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("0.1", Fraction(1, 10)), ("1e-3", Fraction(1, 1000)), ("-2.5E+2", Fraction(-250)),
-     (".5", Fraction(1, 2)), ("3/4", Fraction(3, 4)), ("-6/4", Fraction(-3, 2)), ("7", 7)],
+    [
+        ("0.1", Fraction(1, 10)),
+        ("1e-3", Fraction(1, 1000)),
+        ("-2.5E+2", Fraction(-250)),
+        (".5", Fraction(1, 2)),
+        ("3/4", Fraction(3, 4)),
+        ("-6/4", Fraction(-3, 2)),
+        ("7", 7),
+    ],
 )
 def test_literals_are_exact(text: str, value: Fraction) -> None:
     assert parse_rational(JsonNumber(text), "x") == value
@@ -49,7 +56,7 @@ def test_bad_literals_name_the_path(text: str) -> None:
     assert "layers[0].heads[0].query[1][2]" in str(e.value)
 
 
-@given(st.fractions(min_value=-10**6, max_value=10**6), st.integers(1, 20))
+@given(st.fractions(min_value=-(10**6), max_value=10**6), st.integers(1, 20))
 def test_decimal_rounding_is_outward(x: Fraction, digits: int) -> None:
     lo, hi = parse_decimal(decimal_down(x, digits)), parse_decimal(decimal_up(x, digits))
     assert lo <= x <= hi
@@ -71,10 +78,26 @@ def test_arb_interval_encloses_tiny_values() -> None:
 @given(st.integers(0, 90), st.integers(0, 90), st.integers(1, 12), st.integers(0, 2**32 - 1))
 def test_int_matmul_is_exact_at_every_size(abits: int, bbits: int, inner: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
-    a = np.array([[int(rng.integers(-2**20, 2**20)) * 2**abits + int(rng.integers(-9, 9))
-                   for _ in range(inner)] for _ in range(3)], dtype=object)
-    b = np.array([[int(rng.integers(-2**20, 2**20)) * 2**bbits - int(rng.integers(-9, 9))
-                   for _ in range(4)] for _ in range(inner)], dtype=object)
+    a = np.array(
+        [
+            [
+                int(rng.integers(-(2**20), 2**20)) * 2**abits + int(rng.integers(-9, 9))
+                for _ in range(inner)
+            ]
+            for _ in range(3)
+        ],
+        dtype=object,
+    )
+    b = np.array(
+        [
+            [
+                int(rng.integers(-(2**20), 2**20)) * 2**bbits - int(rng.integers(-9, 9))
+                for _ in range(4)
+            ]
+            for _ in range(inner)
+        ],
+        dtype=object,
+    )
     expect = [[sum(a[i, k] * b[k, j] for k in range(inner)) for j in range(4)] for i in range(3)]
     got = int_matmul(a, b)
     assert [[int(x) for x in row] for row in got] == expect
@@ -119,8 +142,9 @@ def test_nonzero_near_tie_is_not_called_equal() -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "exactattn", *args],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "exactattn", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 def test_cli_clean_run_exits_0_and_writes_json(tmp_path: Path) -> None:
