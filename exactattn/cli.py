@@ -351,6 +351,25 @@ def build() -> None:
     """Compile constructions into model files."""
 
 
+def _build(fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """Run a builder; its ValueErrors (bad formula, bad pairs) are usage errors (exit 2)."""
+    try:
+        return fn(*args, **kwargs)
+    except ExactAttnError:
+        raise
+    except ValueError as exc:
+        _fail(exc)
+        raise  # unreachable
+
+
+def model_text(model: dict[str, Any]) -> str:
+    """Indented JSON, or compact when indentation would make the file huge (big case lists)."""
+    text = json.dumps(model, indent=2, ensure_ascii=False) + "\n"
+    if len(text) > 1_000_000:
+        text = json.dumps(model, separators=(",", ":"), ensure_ascii=False) + "\n"
+    return text
+
+
 def _emit(model: dict[str, Any], out: str | None) -> None:
     from .model import model_from_dict
 
@@ -377,7 +396,7 @@ def build_ltl(formula: str, alphabet: str, scheme: str, out: str | None) -> None
     """Compile an LTL formula (with counting) into a softmax-friendly transformer."""
     from .build.ltl import compile_ltl
 
-    _emit(compile_ltl(formula, _split(alphabet), scheme), out)
+    _emit(_build(compile_ltl, formula, _split(alphabet), scheme), out)
 
 
 @build.command("induction")
@@ -389,7 +408,7 @@ def build_induction_cmd(alphabet: str, hops: int, max_n: int, out: str | None) -
     """Induction head: the token after the most recent earlier occurrence (k hops)."""
     from .build.induction import build_induction
 
-    _emit(build_induction(_split(alphabet), hops=hops, max_n=max_n), out)
+    _emit(_build(build_induction, _split(alphabet), hops=hops, max_n=max_n), out)
 
 
 @build.command("dyck")
@@ -399,7 +418,7 @@ def build_dyck_cmd(pairs: tuple[str, ...], out: str | None) -> None:
     """Dyck-k recognizer as an average-hard attention transformer."""
     from .build.dyck import build_dyck
 
-    _emit(build_dyck(list(pairs)), out)
+    _emit(_build(build_dyck, list(pairs)), out)
 
 
 @build.command("models")
@@ -415,7 +434,7 @@ def build_models(directory: str, verify: bool) -> None:
     stale = []
     for name, model in sorted(catalog().items()):
         path = d / f"{name}.json"
-        text = json.dumps(model, indent=2, ensure_ascii=False) + "\n"
+        text = model_text(model)
         if verify:
             if not path.exists() or path.read_text(encoding="utf-8") != text:
                 stale.append(name)

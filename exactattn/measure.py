@@ -49,20 +49,14 @@ def delta_bounds(delta: arb_mat | None) -> tuple[arb, arb, int]:
     if delta is None:
         return arb(0), arb(0), 0
     cols = delta.ncols()
-    lo = arb(0)
-    hi = arb(0)
-    row = 0
-    for idx, x in enumerate(delta.entries()):
-        if not x.is_finite():
-            return lo, arb.pos_inf(), idx // cols
-        a = x.abs_lower()
-        if a > lo:
-            lo = a
-        b = x.abs_upper()
-        if b > hi:
-            hi = b
-            row = idx // cols
-    return lo, hi, row
+    ents = delta.entries()
+    if not all(map(arb.is_finite, ents)):
+        bad = next(i for i, x in enumerate(ents) if not x.is_finite())
+        return arb(0), arb.pos_inf(), bad // cols
+    ups = list(map(arb.abs_upper, ents))
+    hi = max(ups)
+    lo = max(map(arb.abs_lower, ents))
+    return lo, hi, ups.index(hi) // cols
 
 
 def tight(lo: arb, hi: arb) -> bool:

@@ -40,6 +40,9 @@ class precision:
         ctx.prec = self.saved
 
 
+_ZERO = arb(0)
+
+
 def rat_to_arb_mat(num: np.ndarray, den: int) -> arb_mat:
     """An exact 2-D rational array as an arb matrix (exact when den is a power of 2)."""
     r, c = num.shape
@@ -133,10 +136,13 @@ def _soft_head(
 ) -> tuple[arb_mat | None, list[list[arb]] | None]:
     T = tr.visible.shape[0]
     vis = tr.visible
-    top = tr.top[b]
+    top = tr.top[b].tolist()
     support = tr.support[b]
+    sup_l = support.tolist()
     s_num = tr.scores.num[b]
+    s_l = s_num.tolist()
     s_den = tr.scores.den
+    vis_lists = _visible_lists(vis)
     if delta is not None:
         dq = delta * weights.get(li, hi, "Q", ch.Q)
         dk = delta * weights.get(li, hi, "K", ch.K)
@@ -153,16 +159,22 @@ def _soft_head(
     any_nonzero = False
     alpha_rows: list[list[arb]] | None = [] if keep_alpha else None
     for i in range(T):
-        row = [arb(0)] * T
-        vis_i = [j for j in range(T) if vis[i, j]]
+        row = [_ZERO] * T
+        vis_i = vis_lists[i]
+        top_i = top[i]
         if not vis_i:
             dalpha_rows.append(row)
             if alpha_rows is not None:
                 alpha_rows.append(row)
             continue
-        A = [j for j in vis_i if top[i, j]]
-        rest = [j for j in vis_i if not top[i, j]]
-        smax = int(s_num[i, A[0]])
+        A = [j for j in vis_i if top_i[j]]
+        rest = [j for j in vis_i if not top_i[j]]
+        if ds_e is None and not rest and (ch.head.hard == "average" or len(A) == 1):
+            dalpha_rows.append(row)  # every visible key ties at the top, δ = 0: exactly hard
+            if alpha_rows is not None:
+                alpha_rows.append(_hard_row(vis_i, support[i], int(tr.count[b, i]), T, row))
+            continue
+        smax = int(s_l[i][A[0]])
         if ds_e is not None and not all((ds_e[i * T + j] * inv_tau).abs_upper() < 1 for j in vis_i):
             # large perturbation: the δ formulas lose their point (and may overflow);
             # compute the soft weights directly, shifted by a midpoint for stability
@@ -193,7 +205,7 @@ def _soft_head(
                 u[j] = (dsj * inv_tau).expm1() if not dsj.is_zero() else arb(0)
         w = {}
         for j in rest:
-            g = arb(fmpq(smax - int(s_num[i, j]), s_den))
+            g = arb(fmpq(smax - int(s_l[i][j]), s_den))
             e = -g
             if ds_e is not None:
                 e = e + ds_e[i * T + j]
@@ -206,7 +218,7 @@ def _soft_head(
             for j in A:
                 row[j] = (u[j] - (U + R) / nA) / Z
         else:
-            kstar = next(j for j in A if support[i, j])
+            kstar = next(j for j in A if sup_l[i][j])
             for j in A:
                 row[j] = (u[j] - (nA - 1) - U - R) / Z if j == kstar else (1 + u[j]) / Z
         for j in rest:
@@ -236,6 +248,18 @@ def _soft_head(
     if out is not None and ch.O is not None:
         out = out * weights.get(li, hi, "O", ch.O)
     return out, alpha_rows
+
+
+_VIS_CACHE: dict[bytes, list[list[int]]] = {}
+
+
+def _visible_lists(vis: np.ndarray) -> list[list[int]]:
+    """The visible keys of every query, as lists (cached per mask matrix)."""
+    key = vis.tobytes() + bytes([vis.shape[0] % 256])
+    got = _VIS_CACHE.get(key)
+    if got is None:
+        got = _VIS_CACHE[key] = [np.nonzero(row)[0].tolist() for row in vis]
+    return got
 
 
 def _hard_row(
@@ -288,22 +312,23 @@ def _soft_ffn(
     for k, (w, _bias) in enumerate(layer.hidden):
         dz = dh * weights.get(li, k, "W", w)
         z = pre[k]
-        zn = z.num[b]
-        rows, cols = zn.shape
+        rows, cols = z.num.shape[1:]
+        zl = z.num[b].ravel().tolist()
         dze = dz.entries()
+        zcache: dict[int, arb] = {}
         out = []
-        for idx in range(rows * cols):
-            zi = int(zn.flat[idx])
-            d = dze[idx]
+        for zi, d in zip(zl, dze, strict=True):
             if d.is_zero():
-                out.append(arb(0))
+                out.append(_ZERO)
                 continue
-            zv = arb(fmpq(zi, z.den))
+            zv = zcache.get(zi)
+            if zv is None:
+                zv = zcache[zi] = arb(fmpq(int(zi), z.den))
             val = zv + d
             if zi > 0 and val > 0:
                 out.append(d)
             elif zi < 0 and val < 0:
-                out.append(arb(0))
+                out.append(_ZERO)
             else:
                 out.append(val.nonnegative_part() - (zv if zi > 0 else 0))
         dh = arb_mat(rows, cols, out)
