@@ -55,8 +55,9 @@ def test_bundled_models_respect_their_bounds(path: Path) -> None:
 )
 @given(models())
 def test_random_models_respect_their_bounds(d: dict) -> None:
+    """Issue 5: ≥ 200 random small models, n ≤ 6 (or the model's own max_length)."""
     model = model_from_raw(load_json_text(to_json_text(d)))
-    res = run_check(model, max_n=3, bounds=True).to_json()
+    res = run_check(model, max_n=min(6, model.max_length or 6), bounds=True).to_json()
     _assert_no_violation(res)
 
 

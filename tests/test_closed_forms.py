@@ -118,7 +118,7 @@ def test_worked_example():
     test_reference_selfcheck), so no input is a disagreement; those inputs may only be
     reported as undecided.
     """
-    for r in check(WORKED, max_n=8):
+    for r in check(WORKED, max_n=10):
         n = r["n"]
         assert r["inputs"] == 2**n
         assert r["gamma"] == "1"
@@ -171,7 +171,7 @@ def test_indicator_head(temperature, E):
     x_max(n) = 1.  Hard output 1 > 1/2 with margin 1/2 when m >= 1, 0 (margin 1/2) when
     m = 0; soft output mE/(mE+n+1-m) > 1/2 iff mE > n+1-m.
     """
-    for r in check(indicator_model(temperature), max_n=8):
+    for r in check(indicator_model(temperature), max_n=10):
         n = r["n"]
         e = E(n)
         assert r["gamma"] == "1"
