@@ -21,7 +21,7 @@ from .expr import Expr, ExprError, UndecidedError, parse_expr
 from .hard import CompiledModel, HardBatch, read_output, run_hard
 from .measure import LengthAccumulator, SoftVerdict, delta_bounds, tight
 from .model import AttentionLayer, Model
-from .numbers import arb_endpoints, decimal_down, decimal_up, frac_str, parse_decimal
+from .numbers import arb_endpoints, decimal_down, decimal_up, frac_str
 from .reference import Oracle
 from .soft import WeightCache, precision, run_soft
 
@@ -473,8 +473,8 @@ def _grid_tau(k: int) -> str:
     with precision(64):
         val = arb(2) ** q * (arb(2) ** (arb(r) / TAU_GRID))
         lo = arb_endpoints(val)[0]
-    # keep it short: round down to 12 significant decimal digits
-    return frac_str(parse_decimal(decimal_down(lo, 12)))
+    # keep it short: round down to 12 significant decimal digits (an exact decimal literal)
+    return decimal_down(lo, 12)
 
 
 # ---------------------------------------------------------------------------
