@@ -12,10 +12,12 @@ import os
 import sys
 import tempfile
 import time
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import click
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -252,28 +254,42 @@ def _run_with_progress(fn: Any, total: int, quiet: bool) -> Any:
 
 
 def print_table(data: dict[str, Any]) -> None:
-    """One row per n: the numbers a researcher reads first."""
+    """One row per n: the numbers a researcher reads first (errors are certified upper ends)."""
     lengths = data["lengths"]
     if not lengths:
         return
     n_layers = len(lengths[0]["layers"])
-    t = Table(title=f"{data['model']}  (τ = {data['model_info']['temperature']})")
+    t = Table(
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        collapse_padding=True,
+        pad_edge=False,
+        title=f"{data['model']}  (τ = {data['model_info']['temperature']})",
+        caption="ε: certified upper end of ‖soft − hard‖∞ after each layer · ε≤1: where the "
+        "lemma needs it · dis/und: decisions that differ / stay undecided · μ: smallest hard "
+        "margin · ref: reference mismatches hard/soft",
+    )
     for col in ("n", "inputs", "γ(n)", "x_max"):
-        t.add_column(col, justify="right")
+        t.add_column(col, justify="right", no_wrap=True)
     for li in range(n_layers):
         kind = lengths[0]["layers"][li]["kind"]
-        t.add_column(f"ε after L{li} ({'attn' if kind == 'attention' else 'ffn'})", justify="right")
-    for col in ("ε≤1", "disagree", "undecided", "min margin", "ref hard/soft"):
-        t.add_column(col, justify="right")
+        t.add_column(
+            f"ε L{li}\n{'attn' if kind == 'attention' else 'ffn'}", justify="right", no_wrap=True
+        )
+    for col in ("ε≤1", "dis", "und", "μ", "ref"):
+        t.add_column(col, justify="right", no_wrap=True)
     has_bounds = any(r.get("bounds") for r in lengths)
+    has_tau_star = any(r.get("tau_star") for r in lengths)
     if has_bounds:
-        t.add_column("bound (last)", justify="right")
-        t.add_column("τ_thm", justify="right")
+        t.add_column("bound\nlast", justify="right", no_wrap=True)
+        t.add_column("τ_thm", justify="right", no_wrap=True)
+    if has_tau_star:
+        t.add_column("τ*", justify="right", no_wrap=True)
     for r in lengths:
         errs = []
         for layer in r["layers"]:
             e = layer.get("error")
-            errs.append(_short(e["upper"]) if e else "–")
+            errs.append(_sci(e["upper"]) if e else "–")
         rm = r.get("reference_mismatches")
         ref = f"{rm['hard']}/{rm['soft'] if rm['soft'] is not None else '–'}" if rm else "–"
         row = [
@@ -282,7 +298,7 @@ def print_table(data: dict[str, Any]) -> None:
             r["gamma"] or "∞",
             r["x_max"],
             *errs,
-            r["invariant"] or "–",
+            _INV.get(r["invariant"], "–"),
             _na(r["disagreements"]),
             _na(r["undecided"]),
             r["min_margin"] if r["min_margin"] is not None else "–",
@@ -291,24 +307,40 @@ def print_table(data: dict[str, Any]) -> None:
         if has_bounds:
             b = r.get("bounds") or {}
             last = (b.get("layers") or [{}])[-1]
-            row.append(_short(last.get("bound")) if last.get("bound") else "–")
+            row.append(_sci(last.get("bound")) if last.get("bound") else "–")
             tt = b.get("tau_theorem")
-            row.append(_short(tt["lower"]) if tt else "–")
+            row.append(_sci(tt["lower"], up=False) if tt else "none")
+        if has_tau_star:
+            ts = r.get("tau_star")
+            row.append(_sci(ts["lower"], up=False) if ts and ts.get("lower") else "–")
         t.add_row(*row)
     console.print(t)
+
+
+_INV = {"holds": "yes", "fails": "NO", "undecided": "?"}
 
 
 def _na(x: Any) -> str:
     return "–" if x is None else f"{x:,}"
 
 
-def _short(s: str | None) -> str:
-    """Shorten a certified decimal for the terminal (it stays an upper bound: digits cut up)."""
+def _sci(s: str | None, up: bool = True) -> str:
+    """A certified decimal, short (3 digits), still rounded outward: 9.10e-2."""
     if s is None:
         return "–"
-    from .numbers import decimal_up, parse_decimal
+    if s == "inf":
+        return "∞"
+    from .numbers import _floor_log10, decimal_down, decimal_up, parse_decimal
 
-    return decimal_up(parse_decimal(s), 4)
+    x = parse_decimal(s)
+    if x == 0:
+        return "0"
+    text = (decimal_up if up else decimal_down)(x, 3)
+    e = _floor_log10(abs(x))
+    if -1 <= e <= 3 or "e" in text:
+        return text
+    mant = parse_decimal(text) / Fraction(10) ** e
+    return f"{decimal_up(mant, 3) if up else decimal_down(mant, 3)}e{e}"
 
 
 # ---------------------------------------------------------------------------
