@@ -12,9 +12,9 @@ from typing import Any
 
 # model stem -> run_check keyword arguments
 REPORTS: dict[str, dict[str, Any]] = {
-    "dyck2": {"max_n": 6, "bounds": True, "find_tau": True},
-    "ltl_since_until_temperature": {"max_n": 6, "bounds": True, "find_tau": True},
-    "ltl_counting_temperature": {"max_n": 6, "bounds": True, "find_tau": True},
+    "dyck2": {"max_n": 5, "bounds": True, "find_tau": True},
+    "ltl_since_until_temperature": {"max_n": 5, "bounds": True, "find_tau": True},
+    "ltl_counting_temperature": {"max_n": 5, "bounds": True, "find_tau": True},
 }
 
 

@@ -1,0 +1,40 @@
+"""The committed models/ and reports/ are exactly what their commands regenerate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from exactattn.build.catalog import catalog
+from exactattn.build.reports import REPORTS, regenerate
+from exactattn.cli import model_text
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_models_are_up_to_date() -> None:
+    """`exactattn build models` would not change models/ (and nothing stale lies there)."""
+    cat = catalog()
+    for name, model in cat.items():
+        path = ROOT / "models" / f"{name}.json"
+        assert path.exists(), f"models/{name}.json missing: run `exactattn build models`"
+        assert path.read_text(encoding="utf-8") == model_text(model), (
+            f"models/{name}.json differs from the builder: run `exactattn build models`"
+        )
+    extra = {p.stem for p in (ROOT / "models").glob("*.json")} - set(cat)
+    assert not extra, f"models/ holds files no builder makes: {extra}"
+
+
+def test_reports_match_a_fresh_run() -> None:
+    """`exactattn build reports --check`: rerun every configured check and compare."""
+    stale = regenerate(ROOT / "models", ROOT / "reports", verify=True)
+    assert not stale, f"reports out of date: {stale} (run `exactattn build reports`)"
+
+
+def test_reports_cover_dyck2_and_two_ltl_models() -> None:
+    assert "dyck2" in REPORTS
+    assert sum(k.startswith("ltl_") for k in REPORTS) >= 2
+    for stem in REPORTS:
+        data = json.loads((ROOT / "reports" / f"{stem}.json").read_text())
+        assert data["verdict"]["status"] == "clean", stem
+        assert (ROOT / "reports" / f"{stem}.md").exists()
