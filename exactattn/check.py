@@ -355,6 +355,10 @@ def run_check(
     return result
 
 
+class _ProbeFailed(Exception):
+    """A τ probe found a failing input; the rest of the length need not be checked."""
+
+
 def check_length(
     model: Model,
     cm: CompiledModel,
@@ -365,8 +369,13 @@ def check_length(
     batch: int,
     progress: ProgressFn | None,
     max_prec: int,
+    stop_on_problem: bool = False,
 ) -> dict[str, Any]:
-    """Every input of length n, both meanings: the spec's per-length result entry."""
+    """Every input of length n, both meanings: the spec's per-length result entry.
+
+    With ``stop_on_problem`` (used by the τ search) it raises :class:`_ProbeFailed` at the
+    first input that disagrees, stays undecided, or breaks ε ≤ 1 before the last layer.
+    """
     weights = WeightCache(cm)
     layer_kinds = [layer.kind for layer in model.layers]
     # temperatures first: a bad τ(n) is a model error, reported before any work
@@ -391,6 +400,12 @@ def check_length(
                 )
                 start_prec = max(BASE_PREC, sr.prec)
                 acc.add_soft(hb, b, sr.bounds, sr.verdict, sr.prec)
+                if stop_on_problem and (
+                    acc.disagreements
+                    or acc.undecided
+                    or any(not hi <= 1 for _, hi, _ in sr.bounds[:-1])
+                ):
+                    raise _ProbeFailed
                 if progress and (b % 64 == 63):
                     progress(f"n={n}", done + b + 1, total)
         done += len(chunk)
@@ -432,8 +447,22 @@ def search_tau(
         if k not in cache:
             t = _grid_tau(k)
             temps = Temperatures(model, parse_expr(t, ("n",), transcendental=True))
-            entry = check_length(model, cm, n, temps, oracle, False, batch, None, max_prec)
-            cache[k] = _ok(entry)
+            try:
+                entry = check_length(
+                    model,
+                    cm,
+                    n,
+                    temps,
+                    oracle,
+                    False,
+                    batch,
+                    None,
+                    max_prec,
+                    stop_on_problem=True,
+                )
+                cache[k] = _ok(entry)
+            except _ProbeFailed:
+                cache[k] = False
         return cache[k]
 
     k = 0
