@@ -213,7 +213,10 @@ class CheckResult:
     def verdict(self) -> dict[str, Any]:
         problems = []
         undecided = 0
+        first_undecided = None
         for r in self.lengths:
+            if first_undecided is None and r.get("first_undecided"):
+                first_undecided = (r["n"], " ".join(r["first_undecided"]))
             if r.get("disagreements"):
                 problems.append(f"n={r['n']}: {r['disagreements']} disagreement(s)")
             if r.get("invariant") == "fails":
@@ -232,10 +235,17 @@ class CheckResult:
         if problems:
             return {"ok": False, "status": "problems", "summary": "; ".join(problems)}
         if undecided:
+            where = (
+                f" (first: n = {first_undecided[0]}, input '{first_undecided[1]}')"
+                if first_undecided
+                else ""
+            )
             return {
                 "ok": False,
                 "status": "undecided",
-                "summary": f"{undecided} comparison(s) could not be certified at {MAX_PREC} bits",
+                "summary": f"{undecided} comparison(s) could not be certified at "
+                f"{MAX_PREC} bits{where}; a soft read-out exactly at its threshold is decided "
+                "only for rational τ with one final attention layer (docs/format-extensions.md)",
             }
         ns = [r["n"] for r in self.lengths]
         rng = f"n = {min(ns)}..{max(ns)}" if ns else "no lengths"
