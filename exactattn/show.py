@@ -84,6 +84,15 @@ def _show_attention(ev: Evaluation, li: int, console: Console) -> None:
         console.print(t)
 
 
+def _plain(x: Any) -> Any:
+    """Rationals as 1/2, lists as lists: what a reader expects, not Python reprs."""
+    if isinstance(x, Fraction):
+        return frac_str(x)
+    if isinstance(x, (list, tuple)):
+        return "[" + ", ".join(str(_plain(v)) for v in x) + "]"
+    return x
+
+
 def _show_output(ev: Evaluation, console: Console) -> None:
     v = ev.output_soft
     out: Any = ev.output_hard
@@ -96,7 +105,7 @@ def _show_output(ev: Evaluation, console: Console) -> None:
             highlight=False,
         )
     else:
-        console.print(f"output ({ev.model.output.kind}): hard {out}", highlight=False)
+        console.print(f"output ({ev.model.output.kind}): hard {_plain(out)}", highlight=False)
         if v.value is not None:
             console.print(
                 f"   soft {v.value}{'' if v.decided else ' (undecided)'}", highlight=False
