@@ -17,7 +17,7 @@ from flint import arb, arb_mat
 
 from . import exactzero
 from .errors import ModelError, UsageError
-from .expr import Expr, ExprError, UndecidedError, parse_expr
+from .expr import Expr, ExprError, UndecidedError, parse_expression
 from .hard import CompiledModel, HardBatch, read_output, run_hard
 from .measure import LengthAccumulator, SoftVerdict, delta_bounds, tight
 from .model import AttentionLayer, Model
@@ -64,7 +64,7 @@ def parse_tau(text: str | None) -> Expr | None:
     if text is None:
         return None
     try:
-        return parse_expr(text, ("n",), transcendental=True)
+        return parse_expression(text, ("n",), transcendental=True)
     except ExprError as exc:
         raise UsageError(f"--tau: bad expression '{text}': {exc}") from None
 
@@ -348,7 +348,8 @@ def run_check(
                         "top, so no temperature makes softmax reproduce it (proofs/, Thm 3(c))"
                     )
                 temps = Temperatures(
-                    model, parse_expr(frac_str(dyadic_lower(t_thm)), ("n",), transcendental=True)
+                    model,
+                    parse_expression(frac_str(dyadic_lower(t_thm)), ("n",), transcendental=True),
                 )
             entry = check_length(model, cm, n, temps, oracle, hard_only, batch, progress, max_prec)
             if (bounds or tau_theorem) and not hard_only:
@@ -456,7 +457,7 @@ def search_tau(
     def ok(k: int) -> bool:
         if k not in cache:
             t = _grid_tau(k)
-            temps = Temperatures(model, parse_expr(t, ("n",), transcendental=True))
+            temps = Temperatures(model, parse_expression(t, ("n",), transcendental=True))
             try:
                 entry = check_length(
                     model,

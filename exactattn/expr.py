@@ -33,7 +33,7 @@ __all__ = [
     "ExprError",
     "NotRationalError",
     "UndecidedError",
-    "parse_expr",
+    "parse_expression",
 ]
 
 MAX_TEXT = 10_000  # characters; keeps parsing and evaluation cheap and bounded
@@ -276,8 +276,7 @@ class _Parser:
             factors.append(self.unary())
         if len(factors) == 1:
             return factors[0]
-        return _Prod(factors[0].start, factors[-1].end, *_meta(factors), tuple(ops),
-                     tuple(factors))
+        return _Prod(factors[0].start, factors[-1].end, *_meta(factors), tuple(ops), tuple(factors))
 
     def unary(self) -> _Node:
         tok = self.peek()
@@ -360,8 +359,9 @@ class _Parser:
             want = f"{lo}" if lo == hi else f"at least {lo}"
             raise self.error(f"{fn}() takes {want} argument(s), got {len(args)}", name_tok)
         names, trans = _meta(args)
-        return _Call(name_tok.start, close.start + 1, names, trans or fn in TRANSCENDENTAL, fn,
-                     tuple(args))
+        return _Call(
+            name_tok.start, close.start + 1, names, trans or fn in TRANSCENDENTAL, fn, tuple(args)
+        )
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -402,7 +402,7 @@ class _Evaluator:
     # ---- messages
 
     def fail(self, cls: type[ExprError], message: str, node: _Node) -> ExprError:
-        sub = self.text[node.start:node.end]
+        sub = self.text[node.start : node.end]
         where = f" in {sub!r}" if sub == self.text else f" in {sub!r} (part of {self.text!r})"
         vals = ", ".join(f"{k}={self.env[k]}" for k in sorted(self.env))
         at = f" at {vals}" if vals else ""
@@ -543,8 +543,10 @@ class _Evaluator:
             if op == "/" and b == 0:
                 raise self.fail(ExprError, "division by zero", node)
             ops: dict[str, Callable[[Fraction, Fraction], Fraction]] = {
-                "+": Fraction.__add__, "-": Fraction.__sub__,
-                "*": Fraction.__mul__, "/": Fraction.__truediv__,
+                "+": Fraction.__add__,
+                "-": Fraction.__sub__,
+                "*": Fraction.__mul__,
+                "/": Fraction.__truediv__,
             }
             return self.sized(ops[op](a, b), node)
         x, y = _to_arb(a), _to_arb(b)
@@ -630,7 +632,7 @@ class _Evaluator:
 
 @dataclass(frozen=True)
 class Expr:
-    """A parsed expression; build with :func:`parse_expr`. Equality and hash use the text."""
+    """A parsed expression; build with :func:`parse_expression`. Equality and hash use the text."""
 
     text: str
     _root: _Node = field(repr=False, compare=False)
@@ -654,8 +656,7 @@ class Expr:
             v = env[name]
             if isinstance(v, bool) or not isinstance(v, (int, Fraction)):
                 raise TypeError(
-                    f"variable {name!r} must be an int or Fraction (exact), got "
-                    f"{type(v).__name__}"
+                    f"variable {name!r} must be an int or Fraction (exact), got {type(v).__name__}"
                 )
             out[name] = Fraction(v)
         return out
@@ -702,8 +703,7 @@ def _precheck(text: str, node: _Node) -> _Node:
                 raise ev.fail(ExprError, "division by zero", prod)
         return prod
     if isinstance(node, _Pow):
-        pw = replace(node, base=_precheck(text, node.base),
-                     exponent=_precheck(text, node.exponent))
+        pw = replace(node, base=_precheck(text, node.base), exponent=_precheck(text, node.exponent))
         if not pw.exponent.names and not pw.exponent.trans:
             ev.exponent(pw)
         return pw
@@ -715,7 +715,9 @@ def _precheck(text: str, node: _Node) -> _Node:
     return node
 
 
-def parse_expr(text: str, variables: Collection[str], *, transcendental: bool = False) -> Expr:
+def parse_expression(
+    text: str, variables: Collection[str], *, transcendental: bool = False
+) -> Expr:
     """Parse ``text`` allowing only ``variables``; sqrt/log/exp need ``transcendental``
     (temperatures). Raises ExprError naming the offending text and its offset."""
     if not isinstance(text, str):

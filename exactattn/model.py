@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ModelError
-from .expr import Expr, ExprError, NotRationalError, parse_expr
+from .expr import Expr, ExprError, NotRationalError, parse_expression
 from .numbers import JsonConstant, JsonNumber, load_json_text, parse_rational
 
 Vec = tuple[Fraction, ...]
@@ -551,7 +551,7 @@ class _Reader:
         else:
             raise ModelError(path, f"expected an expression string, got {_kind(x)}")
         try:
-            return parse_expr(text, variables, transcendental=transcendental)
+            return parse_expression(text, variables, transcendental=transcendental)
         except ExprError as exc:
             raise ModelError(
                 path,

@@ -16,7 +16,7 @@ from exactattn.expr import (
     ExprError,
     NotRationalError,
     UndecidedError,
-    parse_expr,
+    parse_expression,
 )
 
 POS = ("i", "n")
@@ -24,11 +24,11 @@ TEMP = ("n",)
 
 
 def ev(text: str, **env: int | Fraction) -> Fraction:
-    return parse_expr(text, POS).eval_exact(env)
+    return parse_expression(text, POS).eval_exact(env)
 
 
 def temp(text: str) -> Expr:
-    return parse_expr(text, TEMP, transcendental=True)
+    return parse_expression(text, TEMP, transcendental=True)
 
 
 def ref(value: Fraction | str | Callable[[], arb]) -> arb:
@@ -108,13 +108,13 @@ def test_precedence_and_associativity(text: str, value: int | Fraction) -> None:
 
 
 def test_alternating_sign() -> None:
-    e = parse_expr("(-1)^i", POS)
+    e = parse_expression("(-1)^i", POS)
     assert [e.eval_exact({"i": i}) for i in range(6)] == [1, -1, 1, -1, 1, -1]
     assert e.variables() == frozenset({"i"})
 
 
 def test_i_over_n() -> None:
-    e = parse_expr("i/n", POS)
+    e = parse_expression("i/n", POS)
     assert e.variables() == frozenset({"i", "n"})
     assert e.is_rational_valued()
     for i, n in [(0, 1), (1, 3), (2, 4), (7, 5), (-3, 6)]:
@@ -123,7 +123,7 @@ def test_i_over_n() -> None:
 
 
 def test_position_expression_with_powers() -> None:
-    e = parse_expr("i^2/n - 1/(i+1)", POS)
+    e = parse_expression("i^2/n - 1/(i+1)", POS)
     for i in range(5):
         for n in range(1, 5):
             assert e.eval_exact({"i": i, "n": n}) == Fraction(i * i, n) - Fraction(1, i + 1)
@@ -159,7 +159,7 @@ def test_rational_functions(text: str, value: int | Fraction) -> None:
 
 
 def test_functions_of_variables() -> None:
-    e = parse_expr("mod(i, 2) + floor(n/2) + min(i, n, 3)", POS)
+    e = parse_expression("mod(i, 2) + floor(n/2) + min(i, n, 3)", POS)
     for i in range(-3, 6):
         for n in range(1, 5):
             assert e.eval_exact({"i": i, "n": n}) == i % 2 + n // 2 + min(i, n, 3)
@@ -218,10 +218,10 @@ def test_temperature_ball_against_hand_value() -> None:
 
 
 def test_arb_keeps_rationals_exact() -> None:
-    b = parse_expr("i/n + 1/4", POS).eval_arb({"i": 1, "n": 4}, 30)
+    b = parse_expression("i/n + 1/4", POS).eval_arb({"i": 1, "n": 4}, 30)
     assert b.is_exact()
     assert b == arb("0.5")
-    third = parse_expr("1/3", POS).eval_arb({}, 200)
+    third = parse_expression("1/3", POS).eval_arb({}, 200)
     assert encloses(third, Fraction(1, 3)) and third.rad() < ref("1e-55")
 
 
@@ -278,7 +278,7 @@ def test_arb_domain_errors(text: str) -> None:
     ],
 )
 def test_division_by_zero(text: str, env: dict[str, int], fragment: str) -> None:
-    e = parse_expr(text, POS)
+    e = parse_expression(text, POS)
     with pytest.raises(ExprError) as err:
         e.eval_exact(env)
     assert not isinstance(err.value, NotRationalError)
@@ -310,7 +310,7 @@ def test_constant_errors_fail_at_parse_time() -> None:
 
 
 def test_missing_variable_and_inexact_values() -> None:
-    e = parse_expr("i/n", POS)
+    e = parse_expression("i/n", POS)
     with pytest.raises(ExprError, match="'n'"):
         e.eval_exact({"i": 1})
     with pytest.raises(TypeError):
@@ -369,7 +369,7 @@ def test_error_hierarchy() -> None:
 )
 def test_rejected_inputs_name_the_offending_text(text: str, fragment: str) -> None:
     with pytest.raises(ExprError) as err:
-        parse_expr(text, POS)
+        parse_expression(text, POS)
     msg = str(err.value)
     assert fragment in msg
     assert repr(text) in msg or text[:40] in msg
@@ -377,20 +377,20 @@ def test_rejected_inputs_name_the_offending_text(text: str, fragment: str) -> No
 
 def test_offset_is_reported() -> None:
     with pytest.raises(ExprError, match="offset 4"):
-        parse_expr("i + x", POS)
+        parse_expression("i + x", POS)
     with pytest.raises(ExprError, match="offset 0"):
-        parse_expr("__import__('os')", POS)
+        parse_expression("__import__('os')", POS)
 
 
 def test_only_allowed_variables() -> None:
     with pytest.raises(ExprError, match="'i'"):
-        parse_expr("i + 1", TEMP, transcendental=True)
-    assert parse_expr("n", TEMP).eval_exact({"n": 7}) == 7
+        parse_expression("i + 1", TEMP, transcendental=True)
+    assert parse_expression("n", TEMP).eval_exact({"n": 7}) == 7
 
 
 def test_non_string_is_refused() -> None:
     with pytest.raises(ExprError):
-        parse_expr(3, POS)  # type: ignore[arg-type]
+        parse_expression(3, POS)  # type: ignore[arg-type]
 
 
 def test_module_has_no_eval_or_float() -> None:
@@ -404,11 +404,11 @@ def test_module_has_no_eval_or_float() -> None:
 
 
 def test_expr_value_semantics() -> None:
-    a = parse_expr("i/n", POS)
-    b = parse_expr("i/n", POS)
+    a = parse_expression("i/n", POS)
+    b = parse_expression("i/n", POS)
     assert a == b and hash(a) == hash(b)
     assert str(a) == "i/n" and a.text == "i/n"
-    assert parse_expr("1 + 2", POS).variables() == frozenset()
+    assert parse_expression("1 + 2", POS).variables() == frozenset()
 
 
 # --------------------------------------------------------------------------- property tests
@@ -473,7 +473,7 @@ def test_random_trees_agree_with_fractions(tree: object) -> None:
         assume(False)
         return
     for text in (_full(tree), _minimal(tree)):
-        e = parse_expr(text, POS)
+        e = parse_expression(text, POS)
         assert e.eval_exact({}) == expected, text
         ball = e.eval_arb({}, 64)
         assert encloses(ball, expected), text
@@ -483,7 +483,7 @@ def test_random_trees_agree_with_fractions(tree: object) -> None:
 @given(st.text(alphabet="0123456789in+-*/^().,e ", max_size=25))
 def test_garbage_only_raises_expr_error(text: str) -> None:
     try:
-        e = parse_expr(text, POS)
+        e = parse_expression(text, POS)
         e.eval_exact({"i": 2, "n": 3})
     except ExprError:
         pass
@@ -501,7 +501,7 @@ def test_token_soup_only_raises_expr_error(tokens: list[str], n: int) -> None:
     """Whatever the text, the only failure is an ExprError; balls are never left non-finite."""
     text = " ".join(tokens)
     try:
-        e = parse_expr(text, POS, transcendental=True)
+        e = parse_expression(text, POS, transcendental=True)
     except ExprError:
         return
     before = ctx.prec
