@@ -447,13 +447,17 @@ def build_induction_cmd(alphabet: str, hops: int, max_n: int, out: str | None) -
 
 
 @build.command("dyck")
-@click.option("--pairs", multiple=True, required=True, help='Bracket pairs, e.g. --pairs "()".')
+@click.option("--pairs", multiple=True, help='Pairs: --pairs "()" "[]" (or repeat --pairs).')
+@click.argument("more_pairs", nargs=-1, metavar="[PAIRS]...")
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
-def build_dyck_cmd(pairs: tuple[str, ...], out: str | None) -> None:
+def build_dyck_cmd(pairs: tuple[str, ...], more_pairs: tuple[str, ...], out: str | None) -> None:
     """Dyck-k recognizer as an average-hard attention transformer."""
     from .build.dyck import build_dyck
 
-    _emit(_build(build_dyck, list(pairs)), out)
+    allp = [*pairs, *more_pairs]
+    if not allp:
+        raise click.UsageError('give the bracket pairs, e.g. --pairs "()" "[]"')
+    _emit(_build(build_dyck, allp), out)
 
 
 @build.command("models")

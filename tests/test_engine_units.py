@@ -178,3 +178,12 @@ def test_cli_eval_shows_both_meanings() -> None:
     p = _cli("eval", str(EXAMPLE), "ab")
     assert p.returncode == 0, p.stderr
     assert "attention" in p.stdout and "reject" in p.stdout
+
+
+def test_cli_build_dyck_accepts_both_pair_forms(tmp_path: Path) -> None:
+    """`--pairs "()" "[]"` (the documented form) and repeated --pairs build models/dyck2.json."""
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert _cli("build", "dyck", "--pairs", "()", "[]", "-o", str(a)).returncode == 0
+    assert _cli("build", "dyck", "--pairs", "()", "--pairs", "[]", "-o", str(b)).returncode == 0
+    want = json.loads((ROOT / "models" / "dyck2.json").read_text())
+    assert json.loads(a.read_text()) == want == json.loads(b.read_text())
