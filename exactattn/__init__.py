@@ -8,9 +8,11 @@ The Python API that the CLI wraps::
     result.to_json()
 """
 
-from .check import CheckResult, Evaluation, evaluate, run_check
+from .check import CheckResult, estimate, run_check
 from .errors import ExactAttnError, ModelError, UsageError
+from .evaluate import Evaluation, evaluate
 from .model import Model, load_model, model_from_dict
+from .results import LengthRecord, Verdict, merge_lengths
 
 __all__ = [
     "CheckResult",
@@ -19,7 +21,11 @@ __all__ = [
     "Model",
     "ModelError",
     "UsageError",
+    "LengthRecord",
+    "Verdict",
+    "estimate",
     "evaluate",
+    "merge_lengths",
     "load_model",
     "model_from_dict",
     "run_check",

@@ -17,7 +17,8 @@ from flint import arb
 
 from . import bounds as B
 from .model import AcceptOutput, ArgmaxOutput, AttentionLayer, Model
-from .numbers import arb_endpoints, decimal_down, decimal_up, frac_str, parse_decimal, to_arb
+from .numbers import arb_endpoints, decimal_down, decimal_up, frac_str, to_arb
+from .results import LengthRecord
 
 
 @lru_cache(maxsize=16)
@@ -65,36 +66,27 @@ def eps_star(model: Model, margin: Fraction | None) -> Fraction:
     return min(margin / C, Fraction(1)) / 2
 
 
-def _frac(s: str | None) -> Fraction | None:
-    if s is None:
-        return None
-    num, _, den = s.partition("/")
-    return Fraction(int(num), int(den) if den else 1)
-
-
 def _up_str(x: arb) -> str:
     return decimal_up(arb_endpoints(x)[1]) if x.is_finite() else "inf"
 
 
-def theorem_inputs(model: Model, entry: dict[str, Any]) -> dict[str, Any]:
+def theorem_inputs(model: Model, rec: LengthRecord) -> dict[str, Any]:
     """L, K, x_max, γ, m for Theorems 4/5 from one length's measurements."""
     cs = layer_constants(model)
     K = max(B.paper_K(c) for c in cs)
-    x_in = [_frac(entry["x_max"])] + [_frac(layer["activation_max"]) for layer in entry["layers"]]
+    x_in = [rec.x_max] + [layer.activation_max for layer in rec.layers]
     xs = [x_in[li] for li, layer in enumerate(model.layers) if isinstance(layer, AttentionLayer)]
-    m = max(
-        (h["max_nontop"] for layer in entry["layers"] for h in layer.get("heads", [])), default=0
-    )
+    m = max((h.max_nontop for layer in rec.layers for h in layer.heads or ()), default=0)
     return {
         "L": len(model.layers),
         "K": K,
         "x_max": max(xs, default=Fraction(1)),
-        "gamma": _frac(entry["gamma"]),
+        "gamma": rec.gamma,
         "m": m,
     }
 
 
-def unique_hard_ties(model: Model, entry: dict[str, Any]) -> bool:
+def unique_hard_ties(model: Model, rec: LengthRecord) -> bool:
     """Whether some leftmost/rightmost head has a tie at the top at this length.
 
     Then no temperature makes softmax reproduce it (Theorem 3(c)): τ_thm does not exist.
@@ -102,54 +94,56 @@ def unique_hard_ties(model: Model, entry: dict[str, Any]) -> bool:
     for li, layer in enumerate(model.layers):
         if isinstance(layer, AttentionLayer):
             for hi, h in enumerate(layer.heads):
-                if h.hard != "average" and entry["layers"][li]["heads"][hi].get("max_top", 2) > 1:
+                heads = rec.layers[li].heads
+                assert heads is not None
+                if h.hard != "average" and heads[hi].max_top > 1:
                     return True
     return False
 
 
-def tau_theorem_value(model: Model, entry: dict[str, Any]) -> tuple[arb | None, Fraction]:
+def tau_theorem_value(model: Model, rec: LengthRecord) -> tuple[arb | None, Fraction]:
     """τ_thm(n; ε*) as a ball (its lower end is a certified temperature), and ε*.
 
     None when a unique-hard head has ties at the top (no temperature is guaranteed).
     """
-    if unique_hard_ties(model, entry):
-        return None, eps_star(model, _frac(entry["min_margin"]))
-    ti = theorem_inputs(model, entry)
-    es = eps_star(model, _frac(entry["min_margin"]))
+    if unique_hard_ties(model, rec):
+        return None, eps_star(model, rec.min_margin)
+    ti = theorem_inputs(model, rec)
+    es = eps_star(model, rec.min_margin)
     t = B.tau_theorem(ti["L"], ti["K"], ti["x_max"], ti["gamma"], ti["m"], es)
     return t, es
 
 
 def bounds_for_length(
-    model: Model, entry: dict[str, Any], taus: list[list[arb] | None]
+    model: Model, rec: LengthRecord, taus: list[list[arb] | None]
 ) -> dict[str, Any]:
     """The proved bound after every layer at the temperatures in use, and the comparison."""
     cs = layer_constants(model)
     eps: arb | None = arb(0)
-    x_in = _frac(entry["x_max"])
+    x_in: Fraction = rec.x_max
     layers_out = []
     violations = []
     for li, (c, layer) in enumerate(zip(cs, model.layers, strict=True)):
-        le = entry["layers"][li]
+        le = rec.layers[li]
         if eps is None:
             bound = None
         elif isinstance(layer, AttentionLayer):
-            hs = le["heads"]
-            gaps = [_frac(h["gamma"]) for h in hs]
-            nonmax = [h["max_nontop"] for h in hs]
-            single = [h.get("max_top", 2) <= 1 for h in hs]
+            hs = le.heads or ()
+            gaps = [h.gamma for h in hs]
+            nonmax = [h.max_nontop for h in hs]
+            single = [h.max_top <= 1 for h in hs]
             row = taus[li]
             assert row is not None and x_in is not None
             bound = B.attention_layer_bound(c, x_in, eps, row, gaps, nonmax, single)
         else:
             bound = B.ffn_layer_bound(c, eps)
         item: dict[str, Any] = {"index": li, "bound": None, "measured_over_bound": None}
-        err = le.get("error")
+        err = le.error
         if bound is not None and bound.is_finite():
             item["bound"] = _up_str(bound)
-            if err is not None and err["upper"] != "inf":
-                up = parse_decimal(err["upper"])
-                lo = parse_decimal(err["lower"])
+            if err is not None and err.upper is not None:
+                ej = err.interval().to_json()
+                up, lo = err.upper, err.lower
                 bnd = arb_endpoints(bound)[1]
                 if bnd > 0:
                     item["measured_over_bound"] = decimal_up(up / bnd, 6)
@@ -159,16 +153,16 @@ def bounds_for_length(
                     violations.append(
                         {
                             "layer": li,
-                            "measured_lower": err["lower"],
+                            "measured_lower": ej["lower"],
                             "bound": item["bound"],
-                            "witness": le.get("error_witness"),
+                            "witness": err.witness.data if err.witness else None,
                         }
                     )
         layers_out.append(item)
         eps = bound if bound is not None and bound.is_finite() else None
-        x_in = _frac(le["activation_max"])
-    t, es = tau_theorem_value(model, entry)
-    ti = theorem_inputs(model, entry)
+        x_in = le.activation_max
+    t, es = tau_theorem_value(model, rec)
+    ti = theorem_inputs(model, rec)
     return {
         "layers": layers_out,
         "tau_theorem": None

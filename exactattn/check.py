@@ -1,259 +1,67 @@
 """The check: every input of every length, both meanings, all measurements.
 
-This is the Python API that the CLI wraps (``run_check``, ``evaluate``). Long runs
-report progress through a callback and keep every finished length, so an
-interrupted run loses only the length in progress.
+This is the Python API that the CLI wraps (``run_check``, ``estimate``). A length is
+split into fixed shards (:mod:`exactattn.inputs`); each shard yields a mergeable
+:class:`~exactattn.results.LengthRecord`, and the records of a length are merged, so the
+result is the same for one process, many processes, a Dask cluster or a resumed run.
+Long runs report progress through a callback and keep every finished length (and, with a
+checkpoint directory, every finished shard).
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
-from flint import arb, arb_mat
+from flint import arb, ctx
 
-from . import exactzero
-from .errors import ModelError, UsageError
-from .expr import Expr, ExprError, UndecidedError, parse_expression
-from .hard import CompiledModel, HardBatch, read_output, run_hard
-from .measure import LengthAccumulator, SoftVerdict, delta_bounds, tight
+from .certify import MAX_PREC, certify_word
+from .errors import UsageError
+from .expr import Expr, parse_expression
+from .hard import CompiledModel, run_hard
+from .inputs import Shard, batches, count_inputs, shards_of_length, words_in
+from .measure import LengthAccumulator
 from .model import AttentionLayer, Model
-from .numbers import arb_endpoints, decimal_down, decimal_up, frac_str
+from .numbers import arb_endpoints, decimal_down, frac_str
 from .reference import Oracle
-from .soft import WeightCache, precision, run_soft
+from .results import (
+    RESULT_FORMAT,
+    Interval,
+    LengthRecord,
+    Verdict,
+    merge_lengths,
+    verdict_of,
+    with_extras,
+)
+from .soft import WeightCache
+from .temperature import BASE_PREC, Temperatures, parse_tau
 
-RESULT_FORMAT = "exactattn-result/1"
-BASE_PREC = 96
-MAX_PREC = 4096
 BATCH = 2048
 
-
-# ---------------------------------------------------------------------------
-# inputs
-# ---------------------------------------------------------------------------
-
-
-def count_inputs(model: Model, min_n: int, max_n: int) -> int:
-    k = len(model.alphabet)
-    return sum(k**n for n in range(min_n, max_n + 1))
-
-
-def words_of_length(model: Model, n: int) -> Iterator[tuple[str, ...]]:
-    """Every input of length n, in lexicographic order of the alphabet as listed."""
-    return itertools.product(model.alphabet, repeat=n)
-
-
-def batches(it: Iterator[tuple[str, ...]], size: int) -> Iterator[list[tuple[str, ...]]]:
-    while True:
-        chunk = list(itertools.islice(it, size))
-        if not chunk:
-            return
-        yield chunk
+ProgressFn = Callable[[str, int, int], None]
 
 
 # ---------------------------------------------------------------------------
-# temperatures
-# ---------------------------------------------------------------------------
-
-
-def parse_tau(text: str | None) -> Expr | None:
-    """A --tau override: an expression in n (``None`` keeps the model's)."""
-    if text is None:
-        return None
-    try:
-        return parse_expression(text, ("n",), transcendental=True)
-    except ExprError as exc:
-        raise UsageError(f"--tau: bad expression '{text}': {exc}") from None
-
-
-class Temperatures:
-    """τ(n) of every head as certified balls, per precision; refuses τ(n) ≤ 0."""
-
-    def __init__(self, model: Model, override: Expr | None) -> None:
-        self.model = model
-        self.override = override
-        self._cache: dict[tuple[int, int], list[list[arb] | None]] = {}
-
-    def expr_for(self, li: int, hi: int) -> tuple[Expr, str]:
-        if self.override is not None:
-            return self.override, "--tau"
-        h = self.model.layers[li].heads[hi]  # type: ignore[union-attr]
-        if h.temperature is not None:
-            return h.temperature, f"layers[{li}].heads[{hi}].temperature"
-        return self.model.temperature, "temperature"
-
-    def value(self, expr: Expr, path: str, n: int, prec: int) -> arb:
-        try:
-            v = expr.eval_arb({"n": n}, prec)
-        except UndecidedError as exc:
-            raise ModelError(path, f"τ({n}) cannot be evaluated: {exc}") from None
-        except ExprError as exc:
-            raise ModelError(
-                path,
-                f"τ({n}) = '{expr.text}' is undefined at n = {n}: {exc}",
-                "use a temperature defined for every checked n (or raise --min-n)",
-            ) from None
-        if v > 0:
-            return v
-        if v <= 0:
-            raise ModelError(
-                path,
-                f"τ({n}) = '{expr.text}' is not positive at n = {n}",
-                "temperatures must be > 0 for every checked n",
-            )
-        raise ModelError(path, f"cannot certify τ({n}) > 0 for '{expr.text}'")
-
-    def at(self, n: int, prec: int) -> list[list[arb] | None]:
-        key = (n, prec)
-        if key not in self._cache:
-            out: list[list[arb] | None] = []
-            for li, layer in enumerate(self.model.layers):
-                if isinstance(layer, AttentionLayer):
-                    row = []
-                    for hi in range(len(layer.heads)):
-                        e, path = self.expr_for(li, hi)
-                        with precision(prec):
-                            row.append(self.value(e, path, n, prec))
-                    out.append(row)
-                else:
-                    out.append(None)
-            self._cache[key] = out
-        return self._cache[key]
-
-    def display(self, n: int) -> arb | None:
-        """The model-level τ(n) shown in reports (the override or the default)."""
-        e = self.override if self.override is not None else self.model.temperature
-        with precision(BASE_PREC):
-            return self.value(e, "--tau" if self.override else "temperature", n, BASE_PREC)
-
-
-# ---------------------------------------------------------------------------
-# one word, certified with rising precision
-# ---------------------------------------------------------------------------
-
-
-@dataclass
-class SoftResult:
-    deltas: list[arb_mat | None]
-    verdict: SoftVerdict
-    prec: int
-    alphas: Any = None
-    bounds: list[tuple[arb, arb, int]] | None = None  # per layer: max|δ| lower, upper, row
-
-
-def certify_word(
-    cm: CompiledModel,
-    hb: HardBatch,
-    b: int,
-    acc: LengthAccumulator,
-    temps: Temperatures,
-    weights: WeightCache,
-    base_prec: int = BASE_PREC,
-    max_prec: int = MAX_PREC,
-    keep_alphas: bool = False,
-) -> SoftResult:
-    """Soft meaning of word b; precision doubles until everything reported is decided."""
-    prec = base_prec
-    n = hb.n
-    while True:
-        taus = temps.at(n, prec)
-        with precision(prec):
-            st = run_soft(cm, hb, b, taus, weights, keep_alphas=keep_alphas)
-            final = st.deltas[-1] if st.deltas else None
-            verdict = acc.soft_verdict(hb, b, final, _zero_test(cm, hb, b, st, temps))
-            ok = verdict.decided
-            bnds = [delta_bounds(d) for d in st.deltas]
-            if ok:
-                for li, (lo, hi, _) in enumerate(bnds):
-                    if not tight(lo, hi):
-                        ok = False
-                        break
-                    if li < len(st.deltas) - 1 and not (hi <= 1 or lo > 1):
-                        ok = False
-                        break
-        if ok or prec >= max_prec:
-            return SoftResult(st.deltas, verdict, prec, st.alphas, bnds)
-        prec = min(prec * 2, max_prec)
-
-
-def _zero_test(cm: CompiledModel, hb: HardBatch, b: int, st: Any, temps: Temperatures) -> Any:
-    """An exact equality test for the read-out, when the model's shape allows one."""
-    if not exactzero.applicable(hb, st.deltas):
-        return None
-    li = len(hb.layers) - 1
-    heads = cm.layers[li]
-    assert isinstance(heads, list)
-    taus = exactzero.rational_taus(temps, li, hb.n, len(heads))
-    if taus is None:
-        return None
-    traces = hb.layers[li].heads
-
-    def test(slot: int, a: Sequence[Fraction], K: Fraction) -> bool:
-        return exactzero.readout_is_exactly(heads, traces, taus, b, slot, a, K)
-
-    return test
-
-
-# ---------------------------------------------------------------------------
-# the check
+# the whole check
 # ---------------------------------------------------------------------------
 
 
 @dataclass
 class CheckResult:
+    """A check's settings, its per-length records and whether it was interrupted."""
+
     model: Model
     settings: dict[str, Any]
-    lengths: list[dict[str, Any]] = field(default_factory=list)
+    lengths: list[LengthRecord] = field(default_factory=list)
     interrupted: bool = False
-    bounds: dict[int, Any] = field(default_factory=dict)
+    max_prec: int = MAX_PREC
 
-    def verdict(self) -> dict[str, Any]:
-        problems = []
-        undecided = 0
-        first_undecided = None
-        for r in self.lengths:
-            if first_undecided is None and r.get("first_undecided"):
-                first_undecided = (r["n"], " ".join(r["first_undecided"]))
-            if r.get("disagreements"):
-                problems.append(f"n={r['n']}: {r['disagreements']} disagreement(s)")
-            if r.get("invariant") == "fails":
-                problems.append(f"n={r['n']}: ε ≤ 1 fails")
-            rm = r.get("reference_mismatches")
-            if rm and (rm.get("hard") or rm.get("soft")):
-                problems.append(
-                    f"n={r['n']}: reference mismatches hard {rm['hard']}, soft {rm['soft']}"
-                )
-            b = r.get("bounds")
-            if b and b.get("violations"):
-                problems.append(f"n={r['n']}: {b['violations']} bound violation(s)")
-            undecided += r.get("undecided") or 0
-            if r.get("invariant") == "undecided":
-                undecided += 1
-        if problems:
-            return {"ok": False, "status": "problems", "summary": "; ".join(problems)}
-        if undecided:
-            where = (
-                f" (first: n = {first_undecided[0]}, input '{first_undecided[1]}')"
-                if first_undecided
-                else ""
-            )
-            return {
-                "ok": False,
-                "status": "undecided",
-                "summary": f"{undecided} comparison(s) could not be certified at "
-                f"{MAX_PREC} bits{where}; a soft read-out exactly at its threshold is decided "
-                "only for rational τ with one final attention layer (docs/format-extensions.md)",
-            }
-        ns = [r["n"] for r in self.lengths]
-        rng = f"n = {min(ns)}..{max(ns)}" if ns else "no lengths"
-        return {"ok": True, "status": "clean", "summary": f"no problem found for {rng}"}
+    def verdict(self) -> Verdict:
+        return verdict_of(self.lengths, self.max_prec)
 
     def exit_code(self) -> int:
-        v = self.verdict()
-        return {"clean": 0, "problems": 1, "undecided": 3}[v["status"]]
+        return self.verdict().exit_code
 
     def to_json(self) -> dict[str, Any]:
         m = self.model
@@ -278,13 +86,22 @@ class CheckResult:
                 "reference": m.reference.kind if m.reference else None,
             },
             "settings": self.settings,
-            "verdict": self.verdict(),
+            "verdict": self.verdict().to_json(),
             "interrupted": self.interrupted,
-            "lengths": self.lengths,
+            "lengths": [r.to_json() for r in self.lengths],
         }
 
 
-ProgressFn = Callable[[str, int, int], None]
+@dataclass(frozen=True)
+class LengthJob:
+    """Everything a worker needs to check shards of one length (picklable)."""
+
+    model: Model
+    n: int
+    tau: str | None  # override expression text, None: the model's temperatures
+    hard_only: bool
+    batch: int = BATCH
+    max_prec: int = MAX_PREC
 
 
 def run_check(
@@ -301,20 +118,23 @@ def run_check(
     max_prec: int = MAX_PREC,
     tau_theorem: bool = False,
     find_tau: bool = False,
+    executor: Any = None,
 ) -> CheckResult:
     """Check every input of every length in [min_n, max_n].
 
     ``progress(stage, done, total)`` is called as inputs finish; ``on_length`` after
     each finished length (the CLI writes the JSON there, so an interrupt keeps it).
+    ``executor`` (see :mod:`exactattn.executors`) runs the shards; default: this process.
     """
+    from .executors import InProcess
+
     lo = model.min_length if min_n is None else min_n
     if max_n < lo:
         raise UsageError(f"--max-n {max_n} is below --min-n {lo}")
     for n in (lo, max_n):
         model.check_length(n)
     override = parse_tau(tau) if isinstance(tau, str) else tau
-    cm = CompiledModel(model)
-    oracle = Oracle(model.reference, model.alphabet) if model.reference else None
+    run = executor if executor is not None else InProcess()
     result = CheckResult(
         model=model,
         settings={
@@ -327,38 +147,39 @@ def run_check(
             "bounds": bounds,
             "find_tau": find_tau,
         },
+        max_prec=max_prec,
     )
     # refuse a model that breaks at some checked n before any work (and any file) is done
     for n in range(lo, max_n + 1):
         model.position_vectors(n)
         if not hard_only:
             Temperatures(model, override).at(n, BASE_PREC)
+    tau_text = override.text if override is not None else None
     try:
         for n in range(lo, max_n + 1):
             temps = Temperatures(model, override)
-            pre = None
+            job_tau = tau_text
             if tau_theorem and not hard_only:
                 from .bounds_check import dyadic_lower, tau_theorem_value
 
-                pre = check_length(model, cm, n, temps, oracle, True, batch, None, max_prec)
+                pre = check_length(LengthJob(model, n, tau_text, True, batch, max_prec), run)
                 t_thm, _ = tau_theorem_value(model, pre)
                 if t_thm is None:
                     raise UsageError(
                         f"--tau theorem: at n = {n} a leftmost/rightmost head has a tie at the "
                         "top, so no temperature makes softmax reproduce it (proofs/, Thm 3(c))"
                     )
-                temps = Temperatures(
-                    model,
-                    parse_expression(frac_str(dyadic_lower(t_thm)), ("n",), transcendental=True),
-                )
-            entry = check_length(model, cm, n, temps, oracle, hard_only, batch, progress, max_prec)
+                job_tau = frac_str(dyadic_lower(t_thm))
+                temps = Temperatures(model, parse_expression(job_tau, ("n",), transcendental=True))
+            job = LengthJob(model, n, job_tau, hard_only, batch, max_prec)
+            rec = check_length(job, run, progress)
             if (bounds or tau_theorem) and not hard_only:
                 from .bounds_check import bounds_for_length
 
-                entry["bounds"] = bounds_for_length(model, entry, temps.at(n, BASE_PREC))
+                rec = with_extras(rec, bounds=bounds_for_length(model, rec, temps.at(n, BASE_PREC)))
             if find_tau and not hard_only:
-                entry["tau_star"] = search_tau(model, cm, n, oracle, batch, max_prec)
-            result.lengths.append(entry)
+                rec = with_extras(rec, tau_star=search_tau(model, n, batch, max_prec))
+            result.lengths.append(rec)
             if on_length:
                 on_length(result)
     except KeyboardInterrupt:
@@ -366,81 +187,97 @@ def run_check(
     return result
 
 
-class _ProbeFailed(Exception):
+def check_length(job: LengthJob, run: Any, progress: ProgressFn | None = None) -> LengthRecord:
+    """Every shard of one length, run by ``run``, merged into the length's record."""
+    shards = shards_of_length(len(job.model.alphabet), job.n)
+    total = len(job.model.alphabet) ** job.n
+    parts = run.map_shards(job, shards, progress, f"n={job.n}", total)
+    return merge_lengths([parts[s.index] for s in shards])
+
+
+# ---------------------------------------------------------------------------
+# one shard
+# ---------------------------------------------------------------------------
+
+
+class ProbeFailed(Exception):
     """A τ probe found a failing input; the rest of the length need not be checked."""
 
 
-def check_length(
-    model: Model,
-    cm: CompiledModel,
-    n: int,
-    temps: Temperatures,
-    oracle: Oracle | None,
-    hard_only: bool,
-    batch: int,
-    progress: ProgressFn | None,
-    max_prec: int,
-    stop_on_problem: bool = False,
-) -> dict[str, Any]:
-    """Every input of length n, both meanings: the spec's per-length result entry.
+_COMPILED: dict[int, tuple[Model, CompiledModel]] = {}
 
-    With ``stop_on_problem`` (used by the τ search) it raises :class:`_ProbeFailed` at the
-    first input that disagrees, stays undecided, or breaks ε ≤ 1 before the last layer.
+
+def _compiled(model: Model) -> CompiledModel:
+    """One compiled model per model object and process (workers check many shards)."""
+    hit = _COMPILED.get(id(model))
+    if hit is None or hit[0] is not model:
+        _COMPILED.clear()
+        hit = (model, CompiledModel(model))
+        _COMPILED[id(model)] = hit
+    return hit[1]
+
+
+def check_shard(
+    job: LengthJob,
+    shard: Shard,
+    progress: Callable[[int], None] | None = None,
+    stop_on: str | None = None,
+) -> LengthRecord:
+    """Both meanings of every input of one shard: its mergeable record.
+
+    With ``stop_on`` ("decisions" or "invariant"; used by the τ search) it raises
+    :class:`ProbeFailed` at the first input that disagrees or stays undecided, and with
+    "invariant" also at one that breaks ε ≤ 1 before the last layer.
     """
+    model, n = job.model, job.n
+    cm = _compiled(model)
+    override = parse_tau(job.tau) if job.tau is not None else None
+    temps = Temperatures(model, override)
+    oracle = Oracle(model.reference, model.alphabet) if model.reference else None
     weights = WeightCache(cm)
     layer_kinds = [layer.kind for layer in model.layers]
-    # temperatures first: a bad τ(n) is a model error, reported before any work
-    tau_n = None if hard_only else temps.display(n)
-    head_taus: dict[tuple[int, int], Any] = {}
-    if not hard_only:
+    tau_n = None if job.hard_only else temps.display(n)
+    head_taus: dict[tuple[int, int], Interval] = {}
+    if not job.hard_only:
         for li, row in enumerate(temps.at(n, BASE_PREC)):
             for hi, t in enumerate(row or []):
                 lo_, hi_ = arb_endpoints(t)
-                head_taus[(li, hi)] = {"lower": decimal_down(lo_), "upper": decimal_up(hi_)}
+                head_taus[(li, hi)] = Interval(lo_, hi_)
     acc = LengthAccumulator(model, n, oracle, len(model.layers))
-    total = len(model.alphabet) ** n
-    done = 0
-    start_prec = BASE_PREC  # inputs of one length need similar precision
-    for chunk in batches(words_of_length(model, n), batch):
+    start_prec = BASE_PREC  # inputs of one shard need similar precision
+    rank = shard.start
+    for chunk in batches(words_in(model.alphabet, shard), job.batch):
         hb = run_hard(cm, chunk, n)
-        acc.add_hard(hb)
-        if not hard_only:
+        acc.add_hard(hb, first_rank=rank)
+        if not job.hard_only:
             for b in range(len(chunk)):
                 sr = certify_word(
-                    cm, hb, b, acc, temps, weights, base_prec=start_prec, max_prec=max_prec
+                    cm, hb, b, acc, temps, weights, base_prec=start_prec, max_prec=job.max_prec
                 )
                 start_prec = max(BASE_PREC, sr.prec)
                 acc.add_soft(hb, b, sr.bounds, sr.verdict, sr.prec)
-                if stop_on_problem and (
+                if stop_on and (
                     acc.disagreements
                     or acc.undecided
-                    or any(not hi <= 1 for _, hi, _ in sr.bounds[:-1])
+                    or (stop_on == "invariant" and any(not hi <= 1 for _, hi, _ in sr.bounds[:-1]))
                 ):
-                    raise _ProbeFailed
-                if progress and (b % 64 == 63):
-                    progress(f"n={n}", done + b + 1, total)
-        done += len(chunk)
+                    raise ProbeFailed
+        rank += len(chunk)
         if progress:
-            progress(f"n={n}", done, total)
-    return acc.to_json(tau_n, layer_kinds, head_taus)
+            progress(len(chunk))
+    return acc.to_record(tau_n, layer_kinds, head_taus)
 
 
 TAU_GRID = 8  # τ* is searched on the grid 2^(k/8)
 
 
-def _ok(entry: dict[str, Any]) -> bool:
-    return (
-        entry["disagreements"] == 0
-        and entry["undecided"] == 0
-        and entry["invariant"] in ("holds", None)
-    )
+def _ok(rec: LengthRecord) -> bool:
+    return rec.disagreements == 0 and rec.undecided == 0 and rec.invariant() in ("holds", None)
 
 
 def search_tau(
     model: Model,
-    cm: CompiledModel,
     n: int,
-    oracle: Oracle | None,
     batch: int,
     max_prec: int,
     lo_exp: int = -40 * TAU_GRID,
@@ -456,23 +293,14 @@ def search_tau(
 
     def ok(k: int) -> bool:
         if k not in cache:
-            t = _grid_tau(k)
-            temps = Temperatures(model, parse_expression(t, ("n",), transcendental=True))
+            job = LengthJob(model, n, _grid_tau(k), False, batch, max_prec)
             try:
-                entry = check_length(
-                    model,
-                    cm,
-                    n,
-                    temps,
-                    oracle,
-                    False,
-                    batch,
-                    None,
-                    max_prec,
-                    stop_on_problem=True,
-                )
-                cache[k] = _ok(entry)
-            except _ProbeFailed:
+                parts = [
+                    check_shard(job, s, stop_on="invariant")
+                    for s in shards_of_length(len(model.alphabet), n)
+                ]
+                cache[k] = _ok(merge_lengths(parts))
+            except ProbeFailed:
                 cache[k] = False
         return cache[k]
 
@@ -510,7 +338,7 @@ def search_tau(
 def _grid_tau(k: int) -> str:
     """2^(k/8) rounded down to a rational with 40 significant bits (exact, as text)."""
     q, r = divmod(k, TAU_GRID)
-    with precision(64):
+    with ctx.workprec(64):
         val = arb(2) ** q * (arb(2) ** (arb(r) / TAU_GRID))
         lo = arb_endpoints(val)[0]
     # keep it short: round down to 12 significant decimal digits (an exact decimal literal)
@@ -519,99 +347,50 @@ def _grid_tau(k: int) -> str:
 
 # ---------------------------------------------------------------------------
 # one input, for people debugging a construction
+
+
+# ---------------------------------------------------------------------------
+# the size of a job, before it starts
 # ---------------------------------------------------------------------------
 
 
-@dataclass
-class Evaluation:
-    """Both meanings of one input, every layer (index 0 = embedding)."""
+def estimate(model: Model, min_n: int, max_n: int, hard_only: bool, jobs: int = 1) -> float:
+    """Seconds a check should take, from timing a sample of the largest length.
 
-    model: Model
-    word: tuple[str, ...]
-    tokens: list[str]
-    hard: list[list[list[Fraction]]]
-    soft: list[list[list[arb]]]
-    errors: list[tuple[arb, arb]]
-    hard_attention: list[list[list[list[Fraction]]] | None]
-    soft_attention: list[list[list[list[arb]]] | None]
-    output_hard: Any
-    output_soft: Any
-    soft_decided: bool
-    tau: list[list[arb] | None]
-    prec: int
+    The sample is a real shard prefix run through the same code as the check (hard pass,
+    then the certified soft pass), so precision escalation is included; the cost of other
+    lengths is scaled by inputs × (length/largest length)².
+    """
+    import itertools
+    import time
+
+    n = max_n
+    whole = Shard(n, 0, 0, len(model.alphabet) ** n)
+    sample = list(itertools.islice(words_in(model.alphabet, whole), 64))
+    job = LengthJob(model, n, None, hard_only, batch=len(sample))
+    _compiled(model)
+    t0 = time.perf_counter()
+    try:
+        from .errors import ExactAttnError
+
+        check_shard(job, Shard(n, 0, 0, len(sample)))
+    except ExactAttnError:
+        return 0.0
+    per = (time.perf_counter() - t0) / max(1, len(sample))
+    k = len(model.alphabet)
+    total = sum(k**m * per * ((m + 2) / (n + 2)) ** 2 for m in range(min_n, max_n + 1))
+    return total / max(1, jobs)
 
 
-def evaluate(model: Model, word: Sequence[str], tau: str | Expr | None = None) -> Evaluation:
-    """Both meanings of one input with every intermediate value."""
-    word = tuple(word)
-    for i, t in enumerate(word):
-        if t not in model.alphabet:
-            raise UsageError(
-                f"input symbol {i + 1} '{t}' is not in the alphabet {list(model.alphabet)}"
-            )
-    n = len(word)
-    model.check_length(n)
-    override = parse_tau(tau) if isinstance(tau, str) else tau
-    temps = Temperatures(model, override)
-    cm = CompiledModel(model)
-    weights = WeightCache(cm)
-    oracle = Oracle(model.reference, model.alphabet) if model.reference else None
-    hb = run_hard(cm, [word], n)
-    acc = LengthAccumulator(model, n, oracle, len(model.layers))
-    acc.add_hard(hb)
-    sr = certify_word(cm, hb, 0, acc, temps, weights, keep_alphas=True)
-    hard = [x.to_fractions()[0] for x in hb.activations]
-    soft: list[list[list[arb]]] = []
-    errors: list[tuple[arb, arb]] = []
-    with precision(sr.prec):
-        for li, act in enumerate(hard):
-            d = None if li == 0 else sr.deltas[li - 1]
-            rows = []
-            for p, row in enumerate(act):
-                rows.append(
-                    [
-                        arb(v.numerator) / v.denominator + (d[p, k] if d is not None else 0)
-                        for k, v in enumerate(row)
-                    ]
-                )
-            soft.append(rows)
-            if li:
-                lo, hi, _ = delta_bounds(d)
-                errors.append((lo, hi))
-    hard_att: list[Any] = []
-    for lt in hb.layers:
-        if lt.heads is None:
-            hard_att.append(None)
-            continue
-        per_head = []
-        for tr in lt.heads:
-            T = tr.visible.shape[0]
-            rows = []
-            for i in range(T):
-                c = int(tr.count[0, i])
-                rows.append(
-                    [Fraction(1, c) if c and tr.support[0, i, j] else Fraction(0) for j in range(T)]
-                )
-            per_head.append(rows)
-        hard_att.append(per_head)
-    out_hard = acc._hard_repr(0)
-    if model.output.kind == "accept":
-        out_hard = {
-            "value": read_output(model, hb.activations[-1], n).values.fraction(0),
-            "accept": acc._hard_decisions[0],
-        }
-    return Evaluation(
-        model=model,
-        word=word,
-        tokens=model.tokens(word),
-        hard=hard,
-        soft=soft,
-        errors=errors,
-        hard_attention=hard_att,
-        soft_attention=sr.alphas,
-        output_hard=out_hard,
-        output_soft=sr.verdict,
-        soft_decided=sr.verdict.decided,
-        tau=temps.at(n, sr.prec),
-        prec=sr.prec,
-    )
+__all__ = [
+    "BATCH",
+    "CheckResult",
+    "LengthJob",
+    "ProbeFailed",
+    "check_length",
+    "check_shard",
+    "count_inputs",
+    "estimate",
+    "run_check",
+    "search_tau",
+]

@@ -8,10 +8,7 @@ certified (undecided); 130 interrupted (finished lengths are kept).
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
-import time
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -22,30 +19,12 @@ from rich.console import Console
 from rich.table import Table
 
 from .errors import ExactAttnError
+from .jsonio import read_json, write_json_atomic
 
 err_console = Console(stderr=True)
 console = Console()
 
-DEFAULT_MAX_INPUTS = 2_000_000
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON so a reader never sees half a file (temp file, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; results are ordinary files
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, ensure_ascii=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+DEFAULT_MAX_INPUTS = 50_000_000
 
 
 def _fail(exc: Exception) -> None:
@@ -92,6 +71,15 @@ def main() -> None:
     show_default=True,
     help="Refuse larger jobs unless --force.",
 )
+@click.option("--jobs", "-j", type=int, default=1, show_default=True, help="Local processes.")
+@click.option("--dask", default=None, help="Run shards on this dask.distributed scheduler.")
+@click.option(
+    "--checkpoint",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Keep finished shards here; the same command resumes from them.",
+)
+@click.option("--all-layers", is_flag=True, help="Show every layer's error in the table.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or table.")
 def check(
     model_path: str,
@@ -105,22 +93,27 @@ def check(
     hard_only: bool,
     force: bool,
     max_inputs: int,
+    jobs: int,
+    dask: str | None,
+    checkpoint: str | None,
+    all_layers: bool,
     quiet: bool,
 ) -> None:
     """Enumerate every input up to --max-n and compare the hard and soft meanings."""
-    from .check import count_inputs, run_check
+    from .check import count_inputs, estimate, run_check
+    from .executors import Checkpoint, fingerprint, make_executor
     from .model import load_model
 
     model = load_model(model_path)
     lo = model.min_length if min_n is None else min_n
     if max_n < lo:
         raise click.UsageError(f"--max-n {max_n} is below the smallest length {lo}")
-    total = count_inputs(model, lo, max_n)
-    estimate = _estimate(model, lo, max_n, hard_only)
+    total = count_inputs(len(model.alphabet), lo, max_n)
+    seconds = estimate(model, lo, max_n, hard_only, jobs=jobs)
     if not quiet:
         err_console.print(
             f"[bold]{model.name}[/]: {total:,} inputs (n = {lo}..{max_n}, "
-            f"alphabet of {len(model.alphabet)}); estimated {_fmt_secs(estimate)}",
+            f"alphabet of {len(model.alphabet)}); estimated {_fmt_secs(seconds)}",
             highlight=False,
         )
     if total > max_inputs and not force:
@@ -143,6 +136,19 @@ def check(
     if tau == "theorem":
         if not bounds:
             bounds = True
+    settings = {
+        "min_n": lo,
+        "max_n": max_n,
+        "tau": tau,
+        "hard_only": hard_only,
+        "bounds": bounds,
+        "find_tau": find_tau,
+    }
+    ckpt = None
+    if checkpoint:
+        text = Path(model_path).read_text(encoding="utf-8")
+        ckpt = Checkpoint(checkpoint, fingerprint(text, settings))
+    executor = make_executor(jobs, dask, ckpt)
     result = _run_with_progress(
         lambda progress: run_check(
             model,
@@ -155,14 +161,17 @@ def check(
             on_length=save,
             tau_theorem=(tau == "theorem"),
             find_tau=find_tau,
+            executor=executor,
         ),
         total,
         quiet,
     )
+    if hasattr(executor, "close"):
+        executor.close()
     save(result)
     data = result.to_json()
     if not quiet:
-        print_table(data)
+        print_table(data, all_layers=all_layers)
     if report:
         from .report import write_report
 
@@ -185,46 +194,6 @@ def _fmt_secs(s: float) -> str:
     if s < 7200:
         return f"about {s / 60:.0f} min"
     return f"about {s / 3600:.1f} h"
-
-
-def _estimate(model: Any, lo: int, hi: int, hard_only: bool) -> float:
-    """Seconds, from timing a few inputs of the largest length (a rough guide)."""
-    import itertools
-
-    from .check import run_check as _rc  # noqa: F401  (import cost paid here, not in the loop)
-    from .check import words_of_length
-    from .hard import CompiledModel, run_hard
-
-    sample = list(itertools.islice(words_of_length(model, hi), 8))
-    cm = CompiledModel(model)
-    t0 = time.perf_counter()
-    run_hard(cm, sample, hi)
-    hard_per = (time.perf_counter() - t0) / len(sample)
-    soft_per = 0.0
-    if not hard_only:
-        from .check import LengthAccumulator, Temperatures, certify_word
-        from .reference import Oracle
-        from .soft import WeightCache
-
-        try:
-            hb = run_hard(cm, sample[:3], hi)
-            acc = LengthAccumulator(model, hi, None, len(model.layers))
-            acc.add_hard(hb)
-            temps = Temperatures(model, None)
-            w = WeightCache(cm)
-            t0 = time.perf_counter()
-            for b in range(len(sample[:3])):
-                certify_word(cm, hb, b, acc, temps, w, max_prec=256)
-            soft_per = (time.perf_counter() - t0) / 3
-        except ExactAttnError:
-            soft_per = 0.0
-        del Oracle
-    k = len(model.alphabet)
-    total = 0.0
-    for n in range(lo, hi + 1):
-        scale = (n + 2) / (hi + 2)
-        total += k**n * (hard_per / 8 + soft_per * scale * scale)
-    return total
 
 
 def _run_with_progress(fn: Any, total: int, quiet: bool) -> Any:
@@ -253,12 +222,26 @@ def _run_with_progress(fn: Any, total: int, quiet: bool) -> Any:
         return fn(progress)
 
 
-def print_table(data: dict[str, Any]) -> None:
+COMPACT_LAYERS = 6
+"""Models with more layers show their largest error and its layer (``--all-layers``: each)."""
+
+
+def _table_console() -> Console:
+    """The terminal's console; when piped, one wide enough that nothing is cut."""
+    if console.is_terminal:
+        return console
+    return Console(file=sys.stdout, width=100_000, color_system=None, highlight=False)
+
+
+def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
     """One row per n: the numbers a researcher reads first (errors are certified upper ends)."""
+    from .numbers import parse_decimal
+
     lengths = data["lengths"]
     if not lengths:
         return
     n_layers = len(lengths[0]["layers"])
+    compact = n_layers > COMPACT_LAYERS and not all_layers
     t = Table(
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
@@ -266,32 +249,52 @@ def print_table(data: dict[str, Any]) -> None:
         pad_edge=False,
         title=f"{data['model']}  (τ = {data['model_info']['temperature']})",
         caption="ε: certified upper end of ‖soft − hard‖∞ after each layer · ε≤1: where the "
-        "lemma needs it · dis/und: decisions that differ / stay undecided · μ: smallest hard "
-        "margin · ref: reference mismatches hard/soft",
+        "lemma needs it · dis/und: decisions that differ / stay undecided · tie: hard ties "
+        "(not problems) · μ: smallest hard margin · ref: reference mismatches hard/soft"
+        + (" · ε max: largest over the layers, at layer L (--all-layers: each)" if compact else ""),
     )
-    for col in ("n", "inputs", "γ(n)", "x_max"):
-        t.add_column(col, justify="right", no_wrap=True)
-    for li in range(n_layers):
-        kind = lengths[0]["layers"][li]["kind"]
-        t.add_column(
-            f"ε L{li}\n{'attn' if kind == 'attention' else 'ffn'}", justify="right", no_wrap=True
-        )
-    for col in ("ε≤1", "dis", "und", "μ", "ref"):
-        t.add_column(col, justify="right", no_wrap=True)
+
+    def col(name: str) -> None:
+        t.add_column(name, justify="right", no_wrap=True, overflow="fold")
+
+    for c in ("n", "inputs", "γ(n)", "x_max"):
+        col(c)
+    if compact:
+        col("ε max")
+        col("L")
+    else:
+        for li in range(n_layers):
+            kind = lengths[0]["layers"][li]["kind"]
+            col(f"ε L{li}\n{'attn' if kind == 'attention' else 'ffn'}")
+    for c in ("ε≤1", "dis", "und", "tie", "μ", "ref"):
+        col(c)
     has_bounds = any(r.get("bounds") for r in lengths)
     has_tau_star = any(r.get("tau_star") for r in lengths)
     if has_bounds:
-        t.add_column("bound\nlast", justify="right", no_wrap=True)
-        t.add_column("τ_thm", justify="right", no_wrap=True)
+        col("bound\nlast")
+        col("τ_thm")
     if has_tau_star:
-        t.add_column("τ*", justify="right", no_wrap=True)
+        col("τ*")
     for r in lengths:
         errs = []
-        for layer in r["layers"]:
-            e = layer.get("error")
-            errs.append(_sci(e["upper"]) if e else "–")
+        if compact:
+            best = None
+            for layer in r["layers"]:
+                e = layer.get("error")
+                if not e:
+                    continue
+                v = None if e["upper"] == "inf" else parse_decimal(e["upper"])
+                if best is None or v is None or (best[0] is not None and v > best[0]):
+                    if best is None or best[0] is not None:
+                        best = (v, layer["index"], e["upper"])
+            errs = [_sci(best[2]), str(best[1])] if best else ["–", "–"]
+        else:
+            for layer in r["layers"]:
+                e = layer.get("error")
+                errs.append(_sci(e["upper"]) if e else "–")
         rm = r.get("reference_mismatches")
         ref = f"{rm['hard']}/{rm['soft'] if rm['soft'] is not None else '–'}" if rm else "–"
+        ties = r.get("hard_ties")
         row = [
             str(r["n"]),
             f"{r['inputs']:,}",
@@ -301,6 +304,7 @@ def print_table(data: dict[str, Any]) -> None:
             _INV.get(r["invariant"], "–"),
             _na(r["disagreements"]),
             _na(r["undecided"]),
+            _na(ties["positions"]) if ties else "–",
             r["min_margin"] if r["min_margin"] is not None else "–",
             ref,
         ]
@@ -314,7 +318,7 @@ def print_table(data: dict[str, Any]) -> None:
             ts = r.get("tau_star")
             row.append(_sci(ts["lower"], up=False) if ts and ts.get("lower") else "–")
         t.add_row(*row)
-    console.print(t)
+    _table_console().print(t)
 
 
 _INV = {"holds": "yes", "fails": "NO", "undecided": "?"}
@@ -359,7 +363,7 @@ def _sci(s: str | None, up: bool = True) -> str:
 )
 def eval_cmd(model_path: str, word: str, tau: str | None, sep: str | None) -> None:
     """Show one input: activations, attention weights and output, hard and soft."""
-    from .check import evaluate
+    from .evaluate import evaluate
     from .model import load_model
     from .show import show_evaluation
 
@@ -537,28 +541,13 @@ def import_tracr(params: str, meta: str, out: str | None) -> None:
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), required=True)
 def report(result_path: str, fmt: str | None, out: str) -> None:
     """Write a Markdown or LaTeX report of a result file."""
-    from .numbers import load_json_text
     from .report import write_report
 
-    text = Path(result_path).read_text(encoding="utf-8")
-    data = _plain(load_json_text(text, source=result_path))
+    data = read_json(result_path)
     if not isinstance(data, dict) or data.get("format") != "exactattn-result/1":
         raise click.UsageError(f"{result_path} is not an exactattn-result/1 file")
     for p in write_report(data, Path(out), fmt):
         err_console.print(f"wrote {p}", highlight=False)
-
-
-def _plain(x: Any) -> Any:
-    """Result files hold numbers only as ints (counts); turn JsonNumber back into int."""
-    from .numbers import JsonNumber
-
-    if isinstance(x, JsonNumber):
-        return int(x) if str(x).lstrip("-").isdigit() else str(x)
-    if isinstance(x, dict):
-        return {k: _plain(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_plain(v) for v in x]
-    return x
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -20,7 +20,6 @@ from collections import defaultdict
 from collections.abc import Sequence
 from fractions import Fraction
 
-from .expr import ExprError
 from .hard import CompiledHead, HardBatch, HeadTrace
 
 Poly = dict[Fraction, Fraction]  # exponent e ↦ coefficient of e^{-e}
@@ -99,21 +98,6 @@ def readout_is_exactly(
                 term = _mul(term, z)
         total = _add(total, term)
     return not total
-
-
-def rational_taus(temps: object, li: int, n: int, count: int) -> list[Fraction] | None:
-    """The heads' τ(n) as exact rationals, or None when one is irrational."""
-    out = []
-    for hi in range(count):
-        expr, _ = temps.expr_for(li, hi)  # type: ignore[attr-defined]
-        try:
-            t = expr.eval_exact({"n": n})
-        except ExprError:
-            return None
-        if t <= 0:
-            return None
-        out.append(t)
-    return out
 
 
 def applicable(hb: HardBatch, deltas: Sequence[object]) -> bool:

@@ -272,12 +272,19 @@ def accept_decisions(model: Model, y: RatArray) -> tuple[np.ndarray, list[Fracti
     return np.array(res, dtype=bool), margins
 
 
-def argmax_labels(model: Model, y: RatArray) -> tuple[list[list[str | None]], list[Fraction]]:
-    """Per word and position, the label of the unique largest entry (None on a tie)."""
+def argmax_labels(
+    model: Model, y: RatArray
+) -> tuple[list[list[str | None]], list[Fraction | None]]:
+    """Per word and position, the label of the unique largest entry (None on a tie).
+
+    The margin of a word is the smallest gap between the winner and the runner-up over its
+    positions (0 at a tie, as the spec has it); ``None`` when no position has a competitor
+    (a single label), rather than a 0 that would claim a tie.
+    """
     out = model.output
     assert isinstance(out, ArgmaxOutput)
     labels: list[list[str | None]] = []
-    margins: list[Fraction] = []
+    margins: list[Fraction | None] = []
     num = y.num
     for wi in range(num.shape[0]):
         row_labels: list[str | None] = []
@@ -288,7 +295,7 @@ def argmax_labels(model: Model, y: RatArray) -> tuple[list[list[str | None]], li
             winners = [i for i, v in enumerate(vals) if v == best]
             if len(winners) > 1:
                 row_labels.append(None)
-                mg = Fraction(0)
+                mg = Fraction(0)  # a hard tie: margin 0 (the spec's convention)
             else:
                 row_labels.append(out.labels[winners[0]])
                 rest = [v for i, v in enumerate(vals) if i != winners[0]]
@@ -296,5 +303,5 @@ def argmax_labels(model: Model, y: RatArray) -> tuple[list[list[str | None]], li
             if mg is not None and (margin is None or mg < margin):
                 margin = mg
         labels.append(row_labels)
-        margins.append(margin if margin is not None else Fraction(0))
+        margins.append(margin)
     return labels, margins

@@ -9,17 +9,30 @@ decimals only when the result is written.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from flint import arb, arb_mat, fmpq
+from flint import arb, arb_mat
 
 from .hard import HardBatch, argmax_labels, read_output
 from .model import AcceptOutput, ArgmaxOutput, Model, ValueOutput
-from .numbers import arb_endpoints, decimal_down, decimal_up, frac_str, to_arb
+from .numbers import arb_endpoints, frac_str, to_arb
 from .reference import Oracle
+from .results import (
+    ErrorRecord,
+    HardTies,
+    HeadRecord,
+    Interval,
+    LayerRecord,
+    LengthRecord,
+    ReferenceRecord,
+    Witness,
+    first_of,
+    input_rank,
+)
 
 TIGHT_REL = arb("1e-6")
 ZERO_UPPER = arb("1e-40")
@@ -27,17 +40,23 @@ ZERO_UPPER = arb("1e-40")
 
 @dataclass
 class GapRecord:
+    """Smallest score gap seen so far and its order key (layer, head, input, query, key)."""
+
     value: Fraction | None = None
     witness: dict[str, Any] | None = None
+    key: tuple[int, ...] = ()
     max_nontop: int = 0  # largest number of visible non-top keys of one query
     max_top: int = 0  # largest argmax set of one query (1: no ties at the top)
 
 
 @dataclass
-class ErrorRecord:
+class ErrorState:
+    """Largest certified error of one layer so far (arb endpoints) and its witness."""
+
     lower: arb = field(default_factory=lambda: arb(0))
     upper: arb = field(default_factory=lambda: arb(0))
     witness: dict[str, Any] | None = None
+    rank: int = -1
 
 
 def spec_position(model: Model, slot: int) -> int:
@@ -71,17 +90,28 @@ def tight(lo: arb, hi: arb) -> bool:
 
 
 @dataclass
+@dataclass
 class SoftVerdict:
-    """The soft meaning's read-out for one word, decided or not."""
+    """The soft read-out for one word, decided or not.
+
+    ``decided`` concerns the positions where the hard meaning decides; at hard ties the
+    soft label is reported as seen (``None`` for a soft tie or when it is undecided).
+    """
 
     decided: bool
     value: Any  # accept: bool; argmax: list of labels (None = tie); value: None
     within_tol: bool | None = None  # value outputs: |δy| ≤ tolerance (None = undecided)
     delta_y: Any = None
+    undecided_at: list[bool] | None = None  # argmax: per output position, soft undecided
 
 
 class LengthAccumulator:
-    """Collects every measurement for one n across batches."""
+    """Collects every measurement for one n (or one part of its inputs) across batches.
+
+    Batches must arrive in enumeration order within the part; ``first_rank`` gives the
+    enumeration rank of a batch's first word (words of a batch are consecutive), so that
+    every witness carries the order key that :mod:`exactattn.results` merges by.
+    """
 
     def __init__(self, model: Model, n: int, oracle: Oracle | None, n_layers: int) -> None:
         self.model = model
@@ -92,28 +122,30 @@ class LengthAccumulator:
         self.activation_max = [Fraction(0)] * n_layers
         self.gap = GapRecord()
         self.head_gaps: dict[tuple[int, int], GapRecord] = {}
-        self.errors = [ErrorRecord() for _ in range(n_layers)]
+        self.errors = [ErrorState() for _ in range(n_layers)]
         self.disagreements = 0
-        self.first_disagreement: list[str] | None = None
-        self.first_disagreement_detail: dict[str, Any] | None = None
+        self.first_disagreement: Witness | None = None
         self.undecided = 0
-        self.first_undecided: list[str] | None = None
+        self.first_undecided: Witness | None = None
         self.min_margin: Fraction | None = None
-        self.ref_hard = 0
-        self.ref_soft = 0
-        self.ref_undefined = 0
-        self.ref_compared = 0
-        self.first_ref_mismatch: dict[str, Any] | None = None
+        self.ties = HardTies()
+        self.ref = ReferenceRecord()
         self.accepted = 0
         self.max_prec = 0
         self.soft_done = False
         # per batch, filled by add_hard, read by add_soft
         self._hard_out: Any = None
+        self._hard_decisions: list[Any] = []
+        self._tie_at: list[list[int]] = []  # per word: output positions (indices) with hard ties
+        self._rank0 = 0
 
     # -- hard ----------------------------------------------------------------------
-    def add_hard(self, hb: HardBatch) -> None:
+    def add_hard(self, hb: HardBatch, first_rank: int | None = None) -> None:
         m = self.model
         N = len(hb.words)
+        self._rank0 = (
+            input_rank(m.alphabet, hb.words[0]) if first_rank is None and N else (first_rank or 0)
+        )
         self.inputs += N
         self.x_max = max(self.x_max, hb.x0.max_abs())
         for li, lt in enumerate(hb.layers):
@@ -123,12 +155,15 @@ class LengthAccumulator:
             for hi_, tr in enumerate(lt.heads):
                 rec = self.head_gaps.setdefault((li, hi_), GapRecord())
                 self._gap(hb, li, hi_, tr, rec)
-                if rec.value is not None and (self.gap.value is None or rec.value < self.gap.value):
-                    self.gap = GapRecord(rec.value, rec.witness)
+                if rec.value is not None and (
+                    self.gap.value is None or (rec.value, rec.key) < (self.gap.value, self.gap.key)
+                ):
+                    self.gap = GapRecord(rec.value, rec.witness, rec.key)
         x_last = hb.activations[-1]
         out = read_output(m, x_last, self.n)
         self._hard_out = out
         self._hard_decisions = []
+        self._tie_at = [[] for _ in range(N)]
         o = m.output
         if isinstance(o, AcceptOutput):
             t = o.threshold
@@ -137,30 +172,88 @@ class LengthAccumulator:
                 acc = y > t
                 self.accepted += acc
                 self._hard_decisions.append(acc)
+                if y == t:
+                    self._tie_at[b] = [0]
                 self._margin(abs(y - t))
         elif isinstance(o, ArgmaxOutput):
             labels, margins = argmax_labels(m, out.values)
             self._hard_decisions = labels
-            for mg in margins:
+            for b, mg in enumerate(margins):
                 if mg is not None:
                     self._margin(mg)
+                self._tie_at[b] = [p for p, lab in enumerate(labels[b]) if lab is None]
         else:
             self._hard_decisions = [None] * N
+        expected = (
+            [self.oracle.expected(w) for w in hb.words] if self.oracle is not None else [None] * N
+        )
+        self._expected = expected
+        for b in range(N):
+            if self._tie_at[b]:
+                self._note_ties(hb, b, expected[b], None)
         if self.oracle is not None:
             for b, w in enumerate(hb.words):
-                exp = self.oracle.expected(w)
+                exp = expected[b]
                 if exp is None:
                     continue
-                self.ref_compared += 1
+                self.ref = replace(self.ref, compared=self.ref.compared + 1)
                 if not self._matches_hard(b, exp):
-                    self.ref_hard += 1
-                    if self.first_ref_mismatch is None:
-                        self.first_ref_mismatch = {
-                            "input": list(w),
-                            "meaning": "hard",
-                            "expected": _jsonable(exp),
-                            "got": _jsonable(self._hard_repr(b)),
-                        }
+                    self.ref = replace(
+                        self.ref,
+                        hard=self.ref.hard + 1,
+                        first=first_of(
+                            self.ref.first,
+                            Witness(
+                                (0, self._rank0 + b),
+                                {
+                                    "input": list(w),
+                                    "meaning": "hard",
+                                    "expected": _jsonable(exp),
+                                    "got": _jsonable(self._hard_repr(b)),
+                                },
+                            ),
+                        ),
+                    )
+
+    def _note_ties(self, hb: HardBatch, b: int, exp: Any, soft: SoftVerdict | None) -> None:
+        """Count word b's hard ties (hard pass) or fill in the soft behaviour of the first."""
+        m = self.model
+        tied = self._tie_at[b]
+        rank = self._rank0 + b
+        if isinstance(m.output, AcceptOutput):
+            positions = [m.position_index(m.accept_slot(self.n))]
+        else:
+            slots = m.output_positions(self.n)
+            positions = [m.position_index(slots[p]) for p in tied]
+        if soft is None:
+            undefined = 0
+            if exp is not None and not isinstance(m.output, AcceptOutput):
+                undefined = sum(1 for p in tied if exp[p] is None)
+            self.ties = HardTies(
+                self.ties.positions + len(tied),
+                self.ties.inputs + 1,
+                self.ties.expected + undefined,
+                self.ties.witness,
+            )
+            if self.ties.witness is None or (rank, positions[0]) < self.ties.witness.key:
+                self.ties = replace(
+                    self.ties,
+                    witness=Witness(
+                        (rank, positions[0]),
+                        {"input": list(hb.words[b]), "position": positions[0], "soft": None},
+                    ),
+                )
+            return
+        w = self.ties.witness
+        if w is None or w.key[0] != rank:
+            return
+        if isinstance(m.output, AcceptOutput):
+            s = "undecided" if soft.undecided_at or not soft.decided else soft.value
+        else:
+            p = tied[0]
+            und = soft.undecided_at[p] if soft.undecided_at else False
+            s = "undecided" if und else soft.value[p]
+        self.ties = replace(self.ties, witness=Witness(w.key, {**w.data, "soft": _jsonable(s)}))
 
     def _gap(self, hb: HardBatch, li: int, hi_: int, tr: Any, rec: GapRecord) -> None:
         s = tr.scores.num
@@ -190,22 +283,29 @@ class LengthAccumulator:
         flat = int(np.argmin(diff.reshape(-1)))
         b, i, j = np.unravel_index(flat, diff.shape)
         g = Fraction(int(diff[b, i, j]), tr.scores.den)
+        # the first (input, query, key) attaining the batch minimum: argmin is row-major
         if rec.value is None or g < rec.value:
             top_key = int(np.argmax(tr.top[b, i]))
             m = self.model
+            q, o = spec_position(m, int(i)), spec_position(m, int(j))
             rec.value = g
+            rec.key = (li, hi_, self._rank0 + int(b), q, o)
             rec.witness = {
                 "input": list(hb.words[b]),
                 "layer": li,
                 "head": hi_,
-                "query": spec_position(m, int(i)),
+                "query": q,
                 "top_key": spec_position(m, top_key),
-                "other_key": spec_position(m, int(j)),
+                "other_key": o,
             }
 
     def _margin(self, mg: Fraction) -> None:
         if self.min_margin is None or mg < self.min_margin:
             self.min_margin = mg
+
+    def hard_output(self, b: int) -> Any:
+        """Word b's hard read-out in the last batch: decision, labels or value rows."""
+        return self._hard_repr(b)
 
     def _hard_repr(self, b: int) -> Any:
         o = self.model.output
@@ -218,23 +318,20 @@ class LengthAccumulator:
         o = self.model.output
         if isinstance(o, AcceptOutput):
             return bool(self._hard_decisions[b]) == exp
+        defined = [p for p, e in enumerate(exp) if e is not None]
+        self.ref = replace(
+            self.ref,
+            undefined=self.ref.undefined + len(exp) - len(defined),
+            compared_positions=self.ref.compared_positions + len(defined),
+        )
         if isinstance(o, ArgmaxOutput):
             got = self._hard_decisions[b]
-            ok = True
-            for g, e in zip(got, exp, strict=True):
-                if e is None:
-                    self.ref_undefined += 1
-                    continue
-                ok &= g == e
-            return ok
+            return all(got[p] == exp[p] for p in defined)
         vals = self._hard_out.values
         ok = True
-        for p, e in enumerate(exp):
-            if e is None:
-                self.ref_undefined += 1
-                continue
+        for p in defined:
             row = [Fraction(int(x), vals.den) for x in vals.num[b, p]]
-            ok &= tuple(row) == tuple(e)
+            ok &= tuple(row) == tuple(exp[p])
         return ok
 
     # -- soft ----------------------------------------------------------------------
@@ -268,6 +365,8 @@ class LengthAccumulator:
                 return SoftVerdict(True, False, delta_y=dy)
             if zero_test is not None and zero_test(slot, o.weight, c):
                 return SoftVerdict(True, False, delta_y=dy)  # y_soft = t exactly: reject
+            if c == 0:  # a hard tie: the soft side is reported, not required
+                return SoftVerdict(True, None, delta_y=dy, undecided_at=[True])
             return SoftVerdict(False, None, delta_y=dy)
         slots = m.output_positions(self.n)
         W = o.weight
@@ -285,7 +384,10 @@ class LengthAccumulator:
         if isinstance(o, ArgmaxOutput):
             labels: list[str | None] = []
             decided = True
+            und_at: list[bool] = []
+            hard_labels = self._hard_decisions[b]
             for pi in range(len(slots)):
+                und_at.append(False)
                 hard_row = [Fraction(int(x), vals.den) for x in vals.num[b, pi]]
                 dys = dY[pi]
                 if all(x.is_zero() for x in dys):
@@ -314,8 +416,10 @@ class LengthAccumulator:
                     if i < j
                 )
                 if not tied:
-                    decided = False
-            return SoftVerdict(decided, labels, delta_y=dY)
+                    und_at[pi] = True
+                    if hard_labels[pi] is not None:
+                        decided = False
+            return SoftVerdict(decided, labels, delta_y=dY, undecided_at=und_at)
         # value output: within tolerance of hard?
         tol = to_arb(o.tolerance)
         within: bool | None = True
@@ -340,59 +444,106 @@ class LengthAccumulator:
         """Fold in word b's certified errors (per layer: lower, upper, row) and verdict."""
         self.soft_done = True
         self.max_prec = max(self.max_prec, prec)
-        word = list(hb.words[b])
         m = self.model
+        rank = self._rank0 + b
         for li, (lo, hi, row) in enumerate(bounds):
             rec = self.errors[li]
             if lo > rec.lower:
                 rec.lower = lo
-            if rec.witness is None or hi > rec.upper:
+            if rec.witness is None or hi > rec.upper or (hi == rec.upper and rank < rec.rank):
                 if hi > rec.upper:
                     rec.upper = hi
-                rec.witness = {"input": word, "position": spec_position(m, row)}
+                rec.witness = {"input": list(hb.words[b]), "position": spec_position(m, row)}
+                rec.rank = rank
+        self._soft_decision(hb, b, verdict)
+
+    def add_soft_settled(
+        self,
+        hb: HardBatch,
+        b: int,
+        err_lo: Sequence[Fraction],
+        err_hi: Sequence[Fraction],
+        rows: Sequence[int],
+        verdict: SoftVerdict,
+    ) -> None:
+        """Like :meth:`add_soft` for a word settled by the float filter (exact dyadic ends)."""
+        self.soft_done = True
+        m = self.model
+        rank = self._rank0 + b
+        for li in range(len(err_lo)):
+            rec = self.errors[li]
+            lo, hi = arb(err_lo[li]), arb(err_hi[li])
+            if lo > rec.lower:
+                rec.lower = lo
+            if rec.witness is None or hi > rec.upper or (hi == rec.upper and rank < rec.rank):
+                if hi > rec.upper:
+                    rec.upper = hi
+                rec.witness = {"input": list(hb.words[b]), "position": spec_position(m, rows[li])}
+                rec.rank = rank
+        self._soft_decision(hb, b, verdict)
+
+    def _soft_decision(self, hb: HardBatch, b: int, verdict: SoftVerdict) -> None:
+        word = list(hb.words[b])
+        rank = self._rank0 + b
         hard = self._hard_decisions[b]
-        o = m.output
+        o = self.model.output
+        tied = self._tie_at[b]
+        if tied:
+            self._note_ties(hb, b, self._expected[b], verdict)
         if not verdict.decided:
             self.undecided += 1
-            if self.first_undecided is None:
-                self.first_undecided = word
+            self.first_undecided = first_of(self.first_undecided, Witness((rank,), word))
         elif isinstance(o, ValueOutput):
             if verdict.within_tol is False:
-                self._disagree(word, "within tolerance", "outside tolerance")
-        elif verdict.value != hard:
-            self._disagree(word, hard, verdict.value)
-        if self.oracle is not None:
-            exp = self.oracle.expected(hb.words[b])
-            if exp is not None:
-                ok = self._matches_soft(b, exp, verdict)
-                if ok is False:
-                    self.ref_soft += 1
-                    if self.first_ref_mismatch is None:
-                        self.first_ref_mismatch = {
-                            "input": word,
-                            "meaning": "soft",
-                            "expected": _jsonable(exp),
-                            "got": _jsonable(verdict.value),
-                        }
+                self._disagree(rank, word, "within tolerance", "outside tolerance")
+        elif isinstance(o, AcceptOutput):
+            if not tied and verdict.value != hard:
+                self._disagree(rank, word, hard, verdict.value)
+        elif any(h is not None and s != h for h, s in zip(hard, verdict.value, strict=True)):
+            self._disagree(rank, word, hard, verdict.value)
+        exp = self._expected[b]
+        if self.oracle is not None and exp is not None:
+            ok = self._matches_soft(b, exp, verdict)
+            if ok is False:
+                self.ref = replace(
+                    self.ref,
+                    soft=(self.ref.soft or 0) + 1,
+                    first=first_of(
+                        self.ref.first,
+                        Witness(
+                            (1, rank),
+                            {
+                                "input": word,
+                                "meaning": "soft",
+                                "expected": _jsonable(exp),
+                                "got": _jsonable(verdict.value),
+                            },
+                        ),
+                    ),
+                )
 
-    def _disagree(self, word: list[str], hard: Any, soft: Any) -> None:
+    def _disagree(self, rank: int, word: list[str], hard: Any, soft: Any) -> None:
         self.disagreements += 1
-        if self.first_disagreement is None:
-            self.first_disagreement = word
-            self.first_disagreement_detail = {"hard": _jsonable(hard), "soft": _jsonable(soft)}
+        self.first_disagreement = first_of(
+            self.first_disagreement,
+            Witness(
+                (rank,),
+                {"input": word, "detail": {"hard": _jsonable(hard), "soft": _jsonable(soft)}},
+            ),
+        )
 
     def _matches_soft(self, b: int, exp: Any, v: SoftVerdict) -> bool | None:
         o = self.model.output
         if isinstance(o, AcceptOutput):
-            if not v.decided:
+            if not v.decided or v.value is None:
                 return None
             return bool(v.value) == exp
         if isinstance(o, ArgmaxOutput):
             ok: bool | None = True
-            for g, e in zip(v.value, exp, strict=True):
+            for p, (g, e) in enumerate(zip(v.value, exp, strict=True)):
                 if e is None:
                     continue
-                if g is None and not v.decided:
+                if g is None and v.undecided_at and v.undecided_at[p]:
                     ok = None if ok else ok
                     continue
                 if g != e:
@@ -416,85 +567,62 @@ class LengthAccumulator:
         return ok
 
     # -- result ----------------------------------------------------------------------
-    def invariant(self) -> str | None:
-        if not self.soft_done:
-            return None
-        feeding = self.errors[:-1]
-        if all(r.upper <= 1 for r in feeding):
-            return "holds"
-        if any(r.lower > 1 for r in feeding):
-            return "fails"
-        return "undecided"
-
-    def to_json(self, tau: arb | None, layer_kinds: list[str], head_taus: dict) -> dict[str, Any]:
-        m = self.model
+    def to_record(
+        self,
+        tau: arb | None,
+        layer_kinds: list[str],
+        head_taus: dict[tuple[int, int], Interval],
+    ) -> LengthRecord:
+        """The record of the inputs seen (see :mod:`exactattn.results`)."""
         layers = []
         for li, kind in enumerate(layer_kinds):
-            entry: dict[str, Any] = {
-                "index": li,
-                "kind": kind,
-                "activation_max": frac_str(self.activation_max[li]),
-            }
+            err = None
             if self.soft_done:
-                rec = self.errors[li]
-                entry["error"] = {
-                    "lower": decimal_down(arb_endpoints(rec.lower)[0]),
-                    "upper": (
-                        decimal_up(arb_endpoints(rec.upper)[1]) if rec.upper.is_finite() else "inf"
-                    ),
-                }
-                entry["error_witness"] = rec.witness
-            else:
-                entry["error"] = None
-                entry["error_witness"] = None
+                st = self.errors[li]
+                up = arb_endpoints(st.upper)[1] if st.upper.is_finite() else None
+                err = ErrorRecord(
+                    arb_endpoints(st.lower)[0],
+                    up,
+                    Witness((st.rank,), st.witness) if st.witness is not None else None,
+                )
+            heads = None
             if kind == "attention":
-                heads = []
-                for (l2, h2), rec in sorted(self.head_gaps.items()):
-                    if l2 != li:
-                        continue
-                    heads.append(
-                        {
-                            "index": h2,
-                            "gamma": frac_str(rec.value) if rec.value is not None else None,
-                            "max_nontop": rec.max_nontop,
-                            "max_top": rec.max_top,
-                            "tau": head_taus.get((l2, h2)),
-                        }
-                    )
-                entry["heads"] = heads
-            layers.append(entry)
-        res: dict[str, Any] = {
-            "n": self.n,
-            "inputs": self.inputs,
-            "gamma": frac_str(self.gap.value) if self.gap.value is not None else None,
-            "gamma_witness": self.gap.witness,
-            "x_max": frac_str(self.x_max),
-            "tau": _interval(tau) if tau is not None else None,
-            "layers": layers,
-            "invariant": self.invariant(),
-            "disagreements": self.disagreements if self.soft_done else None,
-            "first_disagreement": self.first_disagreement,
-            "first_disagreement_detail": self.first_disagreement_detail,
-            "undecided": self.undecided if self.soft_done else None,
-            "first_undecided": self.first_undecided,
-            "min_margin": frac_str(self.min_margin) if self.min_margin is not None else None,
-            "accepted": self.accepted if isinstance(m.output, AcceptOutput) else None,
-            "reference_mismatches": (
-                {"hard": self.ref_hard, "soft": self.ref_soft if self.soft_done else None}
+                heads = tuple(
+                    HeadRecord(h2, rec.value, rec.max_nontop, rec.max_top, head_taus.get((l2, h2)))
+                    for (l2, h2), rec in sorted(self.head_gaps.items())
+                    if l2 == li
+                )
+            layers.append(LayerRecord(li, kind, self.activation_max[li], err, heads))
+        soft = self.soft_done
+        has_ties = isinstance(self.model.output, (AcceptOutput, ArgmaxOutput))
+        return LengthRecord(
+            n=self.n,
+            inputs=self.inputs,
+            soft=soft,
+            x_max=self.x_max,
+            gamma=self.gap.value,
+            gamma_witness=Witness(self.gap.key, self.gap.witness) if self.gap.witness else None,
+            tau=_interval(tau) if tau is not None else None,
+            layers=tuple(layers),
+            disagreements=self.disagreements if soft else None,
+            first_disagreement=self.first_disagreement,
+            undecided=self.undecided if soft else None,
+            first_undecided=self.first_undecided,
+            min_margin=self.min_margin,
+            accepted=self.accepted if isinstance(self.model.output, AcceptOutput) else None,
+            reference=(
+                replace(self.ref, soft=self.ref.soft if soft else None)
                 if self.oracle is not None
                 else None
             ),
-            "reference_compared": self.ref_compared if self.oracle is not None else None,
-            "reference_undefined": self.ref_undefined if self.oracle is not None else None,
-            "first_reference_mismatch": self.first_ref_mismatch,
-            "precision_bits": self.max_prec if self.soft_done else None,
-        }
-        return res
+            hard_ties=self.ties if has_ties else None,
+            precision_bits=self.max_prec if soft else None,
+        )
 
 
-def _interval(x: arb) -> dict[str, str]:
+def _interval(x: arb) -> Interval:
     lo, hi = arb_endpoints(x)
-    return {"lower": decimal_down(lo), "upper": decimal_up(hi)}
+    return Interval(lo, hi)
 
 
 def _jsonable(x: Any) -> Any:
@@ -507,4 +635,4 @@ def _jsonable(x: Any) -> Any:
     return x
 
 
-__all__ = ["LengthAccumulator", "SoftVerdict", "delta_bounds", "tight", "fmpq"]
+__all__ = ["LengthAccumulator", "SoftVerdict", "delta_bounds", "tight"]

@@ -9,7 +9,7 @@ from flint import arb
 from rich.console import Console
 from rich.table import Table
 
-from .check import Evaluation
+from .evaluate import Evaluation
 from .model import AttentionLayer
 from .numbers import arb_endpoints, decimal_down, decimal_up, frac_str
 

@@ -302,9 +302,13 @@ class Program:
         layers: list[dict[str, Any]] = []
         for layer in self._layers:
             if layer.kind == "attention":
-                layers.append({"kind": "attention", "name": layer.name, "heads": [
-                    self._head_dict(h, d, idx, unit, mat) for h in layer.heads
-                ]})
+                layers.append(
+                    {
+                        "kind": "attention",
+                        "name": layer.name,
+                        "heads": [self._head_dict(h, d, idx, unit, mat) for h in layer.heads],
+                    }
+                )
             else:
                 hidden = [[Fraction(0)] * d for _ in layer.units]
                 for k, (combo, _) in enumerate(layer.units):
@@ -314,12 +318,16 @@ class Program:
                 for out, combo in layer.outputs.items():
                     for k, c in combo.items():
                         out_w[idx[out]][k] += c
-                layers.append({
-                    "kind": "ffn",
-                    "name": layer.name,
-                    "hidden": [{"weight": mat(hidden), "bias": [num(b) for _, b in layer.units]}],
-                    "output": {"weight": mat(out_w), "bias": [0] * d},
-                })
+                layers.append(
+                    {
+                        "kind": "ffn",
+                        "name": layer.name,
+                        "hidden": [
+                            {"weight": mat(hidden), "bias": [num(b) for _, b in layer.units]}
+                        ],
+                        "output": {"weight": mat(out_w), "bias": [0] * d},
+                    }
+                )
         for layer_dict in layers:
             if layer_dict["name"] is None:
                 del layer_dict["name"]
@@ -337,8 +345,7 @@ class Program:
         model["coordinates"] = list(self.coords)
         model["embedding"] = {
             "token": {
-                t: [num(self._token.get(c, {}).get(t, 0)) for c in self.coords]
-                for t in self.tokens
+                t: [num(self._token.get(c, {}).get(t, 0)) for c in self.coords] for t in self.tokens
             },
         }
         if self._position:
@@ -369,13 +376,15 @@ class Program:
         head: dict[str, Any] = {}
         if h.name is not None:
             head["name"] = h.name
-        head.update({
-            "query": mat(query),
-            "key": mat(key),
-            "value": mat(value),
-            "output": mat(output),
-            "mask": h.mask,
-        })
+        head.update(
+            {
+                "query": mat(query),
+                "key": mat(key),
+                "value": mat(value),
+                "output": mat(output),
+                "mask": h.mask,
+            }
+        )
         if h.hard != "average":
             head["hard"] = h.hard
         return head

@@ -1,0 +1,33 @@
+"""Shared test set-up: paths inside the repository and hypothesis profiles.
+
+Tests read only files inside the repository (``ROOT``); fixtures that other tools
+produced live in ``tests/data/`` with a note on how they were made.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+MODELS = ROOT / "models"
+
+# "default": what CI runs; "long": many more examples, for a deliberate long run
+# (HYPOTHESIS_PROFILE=long python -m pytest ...).
+settings.register_profile("default", deadline=None)
+settings.register_profile("long", deadline=None, max_examples=2000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture
+def models_dir() -> Path:
+    return MODELS
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    return DATA
