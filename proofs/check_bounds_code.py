@@ -106,7 +106,13 @@ ok("attention_layer_bound attained at ε = 0; softmax_hardmax_l1 attained (Theor
 # ---------------------------------------------------------------- FFN (d) and Lemma G
 for Ws, bs, Wo, bo, x0 in (
     ([[[F(1)]]], [[F(0)]], [[F(1)]], [F(0)], F(2)),
-    ([[[F(2)]], [[F(3)], [F(1)]], [[F(1), F(1)]]], [[F(1)], [F(0), F(0)], [F(0)]], [[F(2)]], [F(1)], F(1)),
+    (
+        [[[F(2)]], [[F(3)], [F(1)]], [[F(1), F(1)]]],
+        [[F(1)], [F(0), F(0)], [F(0)]],
+        [[F(2)]],
+        [F(1)],
+        F(1),
+    ),
 ):  # fmt: skip
     c = B.ffn_constants(list(zip(Ws, bs, strict=True)), (Wo, bo))
     for ev in (F(1, 10), F(7)):
