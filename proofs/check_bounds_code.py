@@ -22,6 +22,8 @@ import mpmath as mp
 from checklib import TOL, check, finish, mpq, ok
 from witnesses import (
     ffn,
+    gain_witness,
+    large_x_witness_error,
     layer_error,
     layer_out,
     tied_witness,
@@ -76,6 +78,32 @@ for bv, bqv in [(F(1, 1000), F(0)), (F(1, 10), F(0)), (F(0), F(1)), (F(1, 50), F
                 check(err <= a0 + TOL, f"paper_K/paper_layer_bound β={bv} ε={ev} τ={tv}")
 check(worst >= mp.mpf("0.999"), f"attention_layer_bound nearly attained on γ = ∞: {worst}")
 ok(f"attention_layer_bound / paper_K(') on the γ = ∞ witness: max err/bound = {mp.nstr(worst, 8)}")
+
+# ---------------------------------------------------------------- large x_in, gain > 1, t_h > 1
+hdx = {
+    "Q": [[F(1), F(0)]], "K": [[F(0), F(1)]], "bq": [F(0)], "bk": [F(0)],
+    "V": [[F(1), F(0)]], "bv": [F(0)], "O": [[F(1)], [F(0)]], "mask": "none", "rule": "average",
+}  # fmt: skip
+for cv in (F(10), F(3)):
+    c = B.attention_layer_constants([head_consts(hdx)])
+    for ev, tv in ((F(1, 1000), F(1)), (F(1, 10), F(1, 2)), (F(1), F(1))):
+        err = large_x_witness_error(mp.mpf(1), mpq(cv), mpq(ev), mpq(tv))
+        b = up(B.attention_layer_bound(c, cv, ev, tv, [None], [0]))
+        check(err <= b + TOL, f"attention_layer_bound, large x_in = {cv}, ε = {ev}")
+        a = up(B.paper_layer_bound(B.paper_K(c), cv, ev, tv, None, 0))
+        check(err <= a + TOL, f"paper_layer_bound, large x_in = {cv}, ε = {ev}: {err} > {a}")
+for bv, gv, m, taus in ((F(1, 10), F(2), 1, (F(1, 100), F(1, 20))), (F(1), F(1), 4, (F(50),))):
+    heads, X = gain_witness(bv, gv, m)
+    c = B.attention_layer_constants([head_consts(h) for h in heads])
+    for tv in taus:
+        q = mp.exp(-2 * mpq(bv) / mpq(tv))
+        err = mpq(gv) * 2 * m * q / (1 + m * q)
+        b = up(B.attention_layer_bound(c, F(1), 0, tv, [2 * bv], [m]))
+        check(err <= b + TOL and b - err <= mp.mpf(10) ** -12 * (1 + err), f"gain witness τ={tv}")
+        if tv <= 1:
+            a = up(B.paper_layer_bound(B.paper_K(c), F(1), 0, tv, 2 * bv, m))
+            check(err <= a + TOL, f"paper_K/paper_layer_bound on the gain witness τ={tv}")
+ok("large-x_in and gain witnesses: attention_layer_bound, paper_K, paper_layer_bound hold")
 
 # ---------------------------------------------------------------- (b) and Theorem 1 at ε = 0
 one = [[F(1)]]

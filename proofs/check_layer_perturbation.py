@@ -15,9 +15,12 @@ from checklib import TOL, check, finish, is_zero, mpq, ok
 from witnesses import (
     FloatLayer,
     ffn,
+    gain_witness,
     head_constants,
     head_stats,
     hill_climb,
+    large_x_witness,
+    large_x_witness_error,
     layer_error,
     random_ffn,
     random_layer,
@@ -240,6 +243,41 @@ check(worst_w["b"] >= mp.mpf("0.999"), f"(b) nearly attained on the γ = ∞ wit
 ok(
     "γ = ∞ witness (ε up to 1000, τ up to 50): max err/(b) = "
     f"{mp.nstr(worst_w['b'], 8)}, max err/(a') = {mp.nstr(worst_w[chr(97) + chr(39)], 8)}"
+)
+
+# ---------------------------------------------------------------- large x_in and gain witnesses
+# large_x: error 2ε + c·tanh(β(c + ε)ε/τ) ~ β c² ε/τ (needs the X² of (a)); gain: ε = 0, error
+# g·2mq/(1 + mq) (needs c_2 = 2g in K when g > 1, and t_h > 1 when m = 4, τ large).
+for bv, cv in ((F(1), F(10)), (F(1, 4), F(3)), (F(2), F(1))):
+    heads, X, U = large_x_witness(bv, cv)
+    fb, fa, _ = layer_bounds(heads, X)
+    for ev, tv in ((F(1, 1000), F(1)), (F(1, 10), F(1, 2)), (F(1), F(1)), (F(5), F(1, 10))):
+        e_, t_ = mpq(ev), mpq(tv)
+        Xt = [
+            [mpq(x + ev * u) for x, u in zip(r, ur, strict=True)]
+            for r, ur in zip(X, U, strict=True)
+        ]
+        err = layer_error(heads, X, Xt, t_)
+        closed = large_x_witness_error(mpq(bv), mpq(cv), e_, t_)
+        check(abs(err - closed) <= TOL * (1 + closed), "large-x witness: simulator = closed form")
+        check(err <= fb(e_, t_) + TOL, f"(b) on the large-x witness β={bv} c={cv} ε={ev} τ={tv}")
+        check(err <= fa(e_, t_, True) + TOL, f"(a') on the large-x witness β={bv} c={cv} ε={ev}")
+        if ev <= 1:
+            check(err <= fa(e_, t_, False) + TOL, f"(a) on the large-x witness β={bv} c={cv}")
+for bv, gv, m, taus in ((F(1, 10), F(2), 1, (F(1, 100), F(1, 20))), (F(1), F(1), 4, (F(50),))):
+    heads, X = gain_witness(bv, gv, m)
+    fb, fa, _ = layer_bounds(heads, X)
+    for tv in taus:
+        t_ = mpq(tv)
+        err = layer_error(heads, X, [[mpq(x) for x in r] for r in X], t_)
+        q = mp.exp(-2 * mpq(bv) / t_)
+        check(abs(err - mpq(gv) * 2 * m * q / (1 + m * q)) <= TOL, "gain witness closed form")
+        check(abs(err - fb(mp.mpf(0), t_)) <= TOL * (1 + err), f"(b) attained, gain witness τ={tv}")
+        if tv <= 1:
+            check(err <= fa(mp.mpf(0), t_, False) + TOL, f"(a) on the gain witness τ={tv}")
+ok(
+    "large-x_in witness (error ~ β c² ε/τ) and gain witness (c_2 = 2g, t_h > 1): "
+    "(a), (a'), (b) hold"
 )
 
 # ---------------------------------------------------------------- tightness of (b) at ε = 0

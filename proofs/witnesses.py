@@ -332,3 +332,46 @@ def random_ffn(rng: random.Random, depth: tuple[int, int] = (1, 4)) -> tuple:
     bs = [[rng.choice(SMALL) for _ in range(widths[k + 1])] for k in range(len(widths) - 1)]
     Wo, bo = rm(dd, widths[-1]), [rng.choice(SMALL) for _ in range(dd)]
     return dd, Ws, bs, Wo, bo
+
+
+def large_x_witness(beta: Fraction, c: Fraction) -> tuple[list[dict], list, list]:
+    """Hard scores tied through the key (key coordinate 0) but the query coordinate is large:
+    d = 2, s_ij = β x_{i,1} x_{j,2}, values = coordinate 1 = ±c (x_in = c). With
+    E = ε·((1, 1), (1, −1)) the error is exactly 2ε + c·tanh(β(c + ε)ε/τ): it grows like
+    β c² ε/τ, which is what the X² of Theorem 3(a) pays for."""
+    hd = {
+        "Q": [[beta, Fraction(0)]],
+        "K": [[Fraction(0), Fraction(1)]],
+        "bq": [Fraction(0)],
+        "bk": [Fraction(0)],
+        "V": [[Fraction(1), Fraction(0)]],
+        "bv": [Fraction(0)],
+        "O": [[Fraction(1)], [Fraction(0)]],
+        "mask": "none",
+        "rule": "average",
+    }
+    X = [[c, Fraction(0)], [-c, Fraction(0)]]
+    U = [[1, 1], [1, -1]]
+    return [hd], X, U
+
+
+def large_x_witness_error(beta: mp.mpf, c: mp.mpf, eps: mp.mpf, tau: mp.mpf) -> mp.mpf:
+    return 2 * eps + c * mp.tanh(beta * (c + eps) * eps / tau)
+
+
+def gain_witness(beta: Fraction, g: Fraction, m: int) -> tuple[list[dict], list]:
+    """ε = 0, d = 1, Q = β, K = 1, V = g: one key +1 and m keys −1; at query 0 the hard head
+    picks +1 and the error is exactly g·2mq/(1 + mq), q = e^{−2β/τ} (γ = 2β). With g = 2 and
+    τ small this needs K >= c_2 = 2g of Theorem 3(a); with m = 4 and τ large, t_h > 1."""
+    hd = {
+        "Q": [[beta]],
+        "K": [[Fraction(1)]],
+        "bq": [Fraction(0)],
+        "bk": [Fraction(0)],
+        "V": [[g]],
+        "bv": [Fraction(0)],
+        "O": [[Fraction(1)]],
+        "mask": "none",
+        "rule": "average",
+    }
+    return [hd], [[Fraction(1)]] + [[Fraction(-1)]] * m
