@@ -38,6 +38,7 @@ if _path:
     _spec = importlib.util.spec_from_file_location("exactattn_bounds_under_test", _path)
     assert _spec is not None and _spec.loader is not None
     B = importlib.util.module_from_spec(_spec)
+    sys.modules[_spec.name] = B  # dataclasses look their module up there
     _spec.loader.exec_module(B)
 else:
     from exactattn import bounds as B  # noqa: E402
