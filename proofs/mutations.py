@@ -8,6 +8,7 @@ fail. Run `python3 proofs/mutations.py` to print the table of proofs/README.md.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -357,7 +358,8 @@ def main() -> None:
         rc, first = run(mut)
         where = mut.file if mut.file == BOUNDS else f"proofs/{mut.file}"
         if rc == 1:
-            res = f"`{mut.check}`: {first[:90]}" + (f" ({mut.note})" if mut.note else "")
+            short = re.sub(r"(\d\.\d{4})\d+", r"\1…", first)[:100]
+            res = f"`{mut.check}`: {short}" + (f" ({mut.note})" if mut.note else "")
         elif rc == 0 and mut.false is False:
             res = f"passes — still true: {mut.note}"
         elif rc == 0 and mut.false is None:
