@@ -106,3 +106,25 @@ def test_mutation_table_in_readme() -> None:
         assert f"| {m.key} |" in readme, m.key
         path = PROOFS.parent / BOUNDS if m.file == BOUNDS else PROOFS / m.file
         assert path.read_text().count(m.old) == 1, m.key
+
+
+@pytest.mark.slow
+def test_layer_perturbation_big_search() -> None:
+    """Theorem 3's adversarial search with 5x the layers and 2x the steps of the default."""
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(PROOFS.parent),
+        PROOFS_SEARCH_LAYERS="600",
+        PROOFS_SEARCH_STEPS="80",
+        PROOFS_FFN_COUNT="600",
+    )
+    proc = subprocess.run(
+        [sys.executable, "check_layer_perturbation.py"],
+        cwd=PROOFS,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert "all checks passed" in proc.stdout
