@@ -90,6 +90,39 @@ ok(
     f"max B_L(τ_thm)/ε* = {mp.nstr(worst, 6)}"
 )
 
+# ---------------------------------------------------------------- adversarial search
+# greedy search in log-space over (K, X, m, γ, ε*) for each L = 1..12 for the largest
+# B_L(τ_thm)/ε*; L = 1 attains 1 exactly (B_1(τ_thm) = K X m e^{−Λ} = ε* when τ_thm < 1).
+worst_s = mp.mpf(0)
+rs = random.Random(7)
+for Lv in range(1, 13):
+    for _ in range(4):
+        p_ = [
+            rs.uniform(0, 2),
+            rs.uniform(0, 4),
+            rs.uniform(0, 6),
+            rs.uniform(-12, 0),
+            rs.uniform(-9, 0),
+        ]
+
+        def val(p_: list, Lv: int = Lv) -> mp.mpf:
+            Kv, Xv, mv, gv, ev = (mp.mpf(10) ** v for v in p_)
+            mv = mp.mpf(max(1, int(mv)))
+            return B_L(Lv, Kv, Xv, mv, gv, tau_thm(Lv, Kv, Xv, mv, gv, ev)) / ev
+
+        best_v = val(p_)
+        for _ in range(25):
+            p2 = list(p_)
+            k = rs.randrange(5)
+            p2[k] = min(max(p2[k] + rs.gauss(0, 0.7), (0, 0, 0, -12, -9)[k]), (2, 4, 6, 0, 0)[k])
+            v2 = val(p2)
+            if v2 >= best_v:
+                p_, best_v = p2, v2
+        check(best_v <= 1 + mp.mpf(10) ** -40, f"search: B_L(τ_thm) > ε* at L={Lv}, {p_}")
+        worst_s = max(worst_s, best_v)
+check(worst_s >= mp.mpf("0.999"), f"the search finds the attained L = 1 case ({worst_s})")
+ok(f"τ_thm adversarial search (L = 1..12): max B_L(τ_thm)/ε* = {mp.nstr(worst_s, 8)}")
+
 # ---------------------------------------------------------------- asymptotic form
 # For n >= 2, m <= n + 1, X >= 1, γ <= 1, ε* >= α n^{−β}:
 #   1/τ_thm <= max(1, 2 C0 ln(nX/γ)/γ),

@@ -6,6 +6,7 @@ digits, average-hard attention over Fraction) so that it verifies the *lemmas*, 
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from fractions import Fraction
@@ -24,6 +25,8 @@ def check(cond: bool, what: str) -> None:
     if not cond:
         _FAILED.append(what)
         print(f"FAIL: {what}")
+        if os.environ.get("PROOFS_FAIL_FAST"):  # mutation tests: stop at the first failure
+            finish("fail-fast")
 
 
 def is_zero(expr: sp.Expr) -> bool:

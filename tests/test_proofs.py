@@ -1,7 +1,10 @@
-"""The proofs' machine checks: every proofs/check_*.py must pass, and the .tex must compile."""
+"""The proofs' machine checks: every proofs/check_*.py must pass (they include the adversarial
+searches and the extremal witnesses), the mutation table's wrong constants must make them fail,
+and the .tex must compile."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -11,6 +14,12 @@ import pytest
 
 PROOFS = Path(__file__).resolve().parent.parent / "proofs"
 CHECKS = sorted(PROOFS.glob("check_*.py"))
+sys.path.insert(0, str(PROOFS))
+from mutations import BOUNDS, MUTATIONS, Mutation, run  # noqa: E402
+
+# the default run: the mutations the issue lists, and one wrong constant of each script's own
+# theorem; the whole table runs under -m slow
+DEFAULT = ("L1", "L2", "L3", "L4", "L12", "H1", "S1", "M1", "T1", "Z1", "C1", "C2", "C4", "C16")
 
 
 def test_there_are_checks() -> None:
@@ -21,9 +30,11 @@ def test_there_are_checks() -> None:
 @pytest.mark.parametrize("script", CHECKS, ids=[p.stem for p in CHECKS])
 def test_check_script(script: Path) -> None:
     """Each script exits 0 only if every symbolic identity and numeric spot check holds."""
+    env = dict(os.environ, PYTHONPATH=str(PROOFS.parent))
     proc = subprocess.run(
         [sys.executable, str(script)],
         cwd=PROOFS,
+        env=env,
         capture_output=True,
         text=True,
         timeout=600,
@@ -55,3 +66,65 @@ def test_tex_compiles(tmp_path: Path) -> None:
     assert (tmp_path / "exactattn-bounds.pdf").stat().st_size > 0
     assert "There were undefined references" not in log
     assert "LaTeX Warning: Reference" not in log
+
+
+def _check_mutation(mut: Mutation) -> None:
+    rc, first = run(mut)
+    if mut.false:
+        assert rc == 1, f"{mut.key} ({mut.what}) not caught by {mut.check}: rc {rc}, {first}"
+    elif mut.false is False:
+        assert rc == 0, f"{mut.key} ({mut.what}) is documented as still true but fails: {first}"
+    else:
+        assert rc in (0, 1), f"{mut.key}: the check crashed: {first}"
+
+
+@pytest.mark.parametrize("key", DEFAULT)
+def test_mutation_caught(key: str) -> None:
+    """A wrong constant makes its check exit 1 (a FAIL line, not a crash)."""
+    (mut,) = [m for m in MUTATIONS if m.key == key]
+    assert mut.false
+    _check_mutation(mut)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mut", MUTATIONS, ids=[m.key for m in MUTATIONS])
+def test_mutation_table(mut: Mutation) -> None:
+    """The whole table: false variants caught, still-true variants pass, open ones run."""
+    _check_mutation(mut)
+
+
+def test_every_check_has_a_caught_mutation_in_the_default_run() -> None:
+    """Each check_*.py fails on a wrong constant of its own theorem in the default run."""
+    covered = {m.check for m in MUTATIONS if m.key in DEFAULT}
+    assert covered == {p.name for p in CHECKS}, covered ^ {p.name for p in CHECKS}
+
+
+def test_mutation_table_in_readme() -> None:
+    """Every mutation is listed in proofs/README.md, each edit applies to the current source."""
+    readme = (PROOFS / "README.md").read_text()
+    for m in MUTATIONS:
+        assert f"| {m.key} |" in readme, m.key
+        path = PROOFS.parent / BOUNDS if m.file == BOUNDS else PROOFS / m.file
+        assert path.read_text().count(m.old) == 1, m.key
+
+
+@pytest.mark.slow
+def test_layer_perturbation_big_search() -> None:
+    """Theorem 3's adversarial search with 5x the layers and 2x the steps of the default."""
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(PROOFS.parent),
+        PROOFS_SEARCH_LAYERS="600",
+        PROOFS_SEARCH_STEPS="80",
+        PROOFS_FFN_COUNT="600",
+    )
+    proc = subprocess.run(
+        [sys.executable, "check_layer_perturbation.py"],
+        cwd=PROOFS,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert "all checks passed" in proc.stdout
