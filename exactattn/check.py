@@ -21,7 +21,7 @@ from .expr import Expr, ExprError, UndecidedError, parse_expression
 from .hard import CompiledModel, HardBatch, read_output, run_hard
 from .measure import LengthAccumulator, SoftVerdict, delta_bounds, tight
 from .model import AttentionLayer, Model
-from .numbers import arb_endpoints, decimal_down, decimal_up, frac_str
+from .numbers import arb_endpoints, arb_interval, decimal_down, frac_str
 from .reference import Oracle
 from .soft import WeightCache, precision, run_soft
 
@@ -395,8 +395,7 @@ def check_length(
     if not hard_only:
         for li, row in enumerate(temps.at(n, BASE_PREC)):
             for hi, t in enumerate(row or []):
-                lo_, hi_ = arb_endpoints(t)
-                head_taus[(li, hi)] = {"lower": decimal_down(lo_), "upper": decimal_up(hi_)}
+                head_taus[(li, hi)] = arb_interval(t)
     acc = LengthAccumulator(model, n, oracle, len(model.layers))
     total = len(model.alphabet) ** n
     done = 0

@@ -18,7 +18,7 @@ from flint import arb, arb_mat, fmpq
 
 from .hard import HardBatch, argmax_labels, read_output
 from .model import AcceptOutput, ArgmaxOutput, Model, ValueOutput
-from .numbers import arb_endpoints, decimal_down, decimal_up, frac_str, to_arb
+from .numbers import arb_lower_str, arb_upper_str, frac_str, to_arb
 from .reference import Oracle
 
 TIGHT_REL = arb("1e-6")
@@ -438,10 +438,8 @@ class LengthAccumulator:
             if self.soft_done:
                 rec = self.errors[li]
                 entry["error"] = {
-                    "lower": decimal_down(arb_endpoints(rec.lower)[0]),
-                    "upper": (
-                        decimal_up(arb_endpoints(rec.upper)[1]) if rec.upper.is_finite() else "inf"
-                    ),
+                    "lower": arb_lower_str(rec.lower),
+                    "upper": arb_upper_str(rec.upper),
                 }
                 entry["error_witness"] = rec.witness
             else:
@@ -493,8 +491,7 @@ class LengthAccumulator:
 
 
 def _interval(x: arb) -> dict[str, str]:
-    lo, hi = arb_endpoints(x)
-    return {"lower": decimal_down(lo), "upper": decimal_up(hi)}
+    return {"lower": arb_lower_str(x), "upper": arb_upper_str(x)}
 
 
 def _jsonable(x: Any) -> Any:
