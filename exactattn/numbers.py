@@ -231,6 +231,19 @@ def arb_lower_str(x: arb, digits: int = 15) -> str:
     return _endpoint_str(x.lower(), digits, up=False)
 
 
+def arb_exact_value(x: arb) -> Fraction | None:
+    """The value of an exact ball (radius 0) of moderate exponent, else None."""
+    if not x.is_finite() or not x.rad().is_zero():
+        return None
+    man, exp = x.mid().man_exp()
+    m, e = int(man), int(exp)
+    if m == 0:
+        return Fraction(0)
+    if -EXACT_BINARY_EXPONENT < e and e + m.bit_length() < EXACT_BINARY_EXPONENT:
+        return _dyadic(m, e)
+    return None
+
+
 def _endpoint_str(point: Any, digits: int, up: bool) -> str:
     man, exp = point.man_exp()
     m, e = int(man), int(exp)
