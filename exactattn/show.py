@@ -34,9 +34,7 @@ def show_evaluation(ev: Evaluation, console: Console) -> None:
         title = "embedding x^(0)" if li == 0 else f"after layer {li - 1} ({m.layers[li - 1].kind})"
         if li:
             lo, hi = ev.errors[li - 1]
-            title += (
-                f"   ‖soft − hard‖∞ ∈ [{arb_lower_str(lo, 6)}, {arb_upper_str(hi, 6)}]"
-            )
+            title += f"   ‖soft − hard‖∞ ∈ [{arb_lower_str(lo, 6)}, {arb_upper_str(hi, 6)}]"
         t = Table(title=title, title_justify="left")
         t.add_column("pos")
         t.add_column("token")
