@@ -113,7 +113,7 @@ def _limbs(a: np.ndarray, bits: int, total_bits: int) -> list[np.ndarray]:
 def _scale(a: np.ndarray, s: int) -> np.ndarray:
     if s == 1:
         return a
-    if a.dtype != object and _maxabs(a) * s < INT64_SAFE:
+    if a.dtype != object and s < INT64_SAFE and _maxabs(a) * s < INT64_SAFE:
         return a * np.int64(s)
     return _widen(a) * s
 
