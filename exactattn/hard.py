@@ -206,6 +206,8 @@ def _divide_rows(summed: RatArray, count: np.ndarray) -> RatArray:
     really are 1/1, …, 1/T (one-letter inputs); then the numerators become Python ints in
     this array and what is computed from it, and stay int64 everywhere else.
     """
+    if count.size == 0 or int(count.max()) <= 1:
+        return summed.reduced()  # unique hard attention or no ties: nothing to divide
     num = summed.num
     cnt = np.maximum(count, 1).astype(np.int64)
     g_rows = np.gcd.reduce(num, axis=-1)  # 0 for an all-zero row
