@@ -248,6 +248,6 @@ class RatArray:
 
 
 def _nested(num: np.ndarray, den: int) -> Any:
-    if num.ndim == 0:
+    if not isinstance(num, np.ndarray) or num.ndim == 0:  # object arrays yield plain ints
         return Fraction(int(num), den)
     return [_nested(x, den) for x in num]
