@@ -17,7 +17,18 @@ from flint import arb
 
 from . import bounds as B
 from .model import AcceptOutput, ArgmaxOutput, AttentionLayer, Model
-from .numbers import arb_endpoints, decimal_down, decimal_up, frac_str, parse_decimal, to_arb
+from .numbers import (
+    arb_endpoints,
+    arb_interval,
+    arb_is_huge,
+    arb_upper_str,
+    decimal_is_huge,
+    decimal_to_arb,
+    decimal_up,
+    frac_str,
+    parse_decimal,
+    to_arb,
+)
 
 
 @lru_cache(maxsize=16)
@@ -73,7 +84,7 @@ def _frac(s: str | None) -> Fraction | None:
 
 
 def _up_str(x: arb) -> str:
-    return decimal_up(arb_endpoints(x)[1]) if x.is_finite() else "inf"
+    return arb_upper_str(x)
 
 
 def theorem_inputs(model: Model, entry: dict[str, Any]) -> dict[str, Any]:
@@ -147,7 +158,21 @@ def bounds_for_length(
         err = le.get("error")
         if bound is not None and bound.is_finite():
             item["bound"] = _up_str(bound)
-            if err is not None and err["upper"] != "inf":
+            if err is not None and err["upper"] != "inf" and _huge(err, bound):
+                # e^(-huge) at tiny τ: compare as balls, never as exact Fractions
+                up_b, lo_b = decimal_to_arb(err["upper"]), decimal_to_arb(err["lower"])
+                if bound > 0:
+                    item["measured_over_bound"] = arb_upper_str(up_b / bound, 6)
+                if lo_b > bound:
+                    violations.append(
+                        {
+                            "layer": li,
+                            "measured_lower": err["lower"],
+                            "bound": item["bound"],
+                            "witness": le.get("error_witness"),
+                        }
+                    )
+            elif err is not None and err["upper"] != "inf":
                 up = parse_decimal(err["upper"])
                 lo = parse_decimal(err["lower"])
                 bnd = arb_endpoints(bound)[1]
@@ -171,9 +196,7 @@ def bounds_for_length(
     ti = theorem_inputs(model, entry)
     return {
         "layers": layers_out,
-        "tau_theorem": None
-        if t is None
-        else {"lower": decimal_down(arb_endpoints(t)[0]), "upper": decimal_up(arb_endpoints(t)[1])},
+        "tau_theorem": None if t is None else arb_interval(t),
         "eps_star": frac_str(es),
         "constants": {
             "L": ti["L"],
@@ -186,6 +209,10 @@ def bounds_for_length(
         "violations": len(violations),
         "violation_details": violations,
     }
+
+
+def _huge(err: dict[str, str], bound: arb) -> bool:
+    return decimal_is_huge(err["upper"]) or decimal_is_huge(err["lower"]) or arb_is_huge(bound)
 
 
 def dyadic_lower(t: arb) -> Fraction:

@@ -13,7 +13,7 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from flint import arb, fmpq
+from flint import arb, ctx, fmpq
 
 from .errors import ModelError
 
@@ -298,6 +298,42 @@ def short_sci_huge(text: str, digits: int, up: bool) -> str | None:
     body = qs.rstrip("0") or "0"
     mant = body[0] + ("." + body[1:] if len(body) > 1 else "")
     return f"{'-' if neg else ''}{mant}e{lead}"
+
+
+def decimal_to_arb(text: str) -> arb:
+    """A ball containing the decimal ``text`` (any exponent; exact when the value is dyadic)."""
+    m = _DECIMAL_TEXT.match(text)
+    if not m:
+        return to_arb(parse_decimal(text))
+    frac = m["frac"] or ""
+    exp = int(m["exp"] or 0) - len(frac)
+    mag = int(m["int"] + frac)
+    if abs(exp) <= HUGE_DECIMAL_EXPONENT:
+        return to_arb(parse_decimal(text))
+    saved = ctx.prec
+    ctx.prec = max(saved, 2 * abs(exp).bit_length() + 64)  # 10^exp keeps its digits
+    try:
+        x = arb(mag) * arb(10) ** exp
+    finally:
+        ctx.prec = saved
+    return -x if m["sign"] == "-" else x
+
+
+def decimal_is_huge(text: str) -> bool:
+    """Whether a decimal string's power of ten is too large to expand into a Fraction."""
+    return short_sci_huge(text, 3, True) is not None
+
+
+def arb_is_huge(x: arb) -> bool:
+    """Whether an endpoint of x is too large or small to expand into a Fraction."""
+    if not x.is_finite():
+        return False
+    for point in (x.lower(), x.upper()):
+        man, exp = point.man_exp()
+        m, e = int(man), int(exp)
+        if m and not (-EXACT_BINARY_EXPONENT < e and e + m.bit_length() < EXACT_BINARY_EXPONENT):
+            return True
+    return False
 
 
 def arb_interval(x: arb, digits: int = 15) -> dict[str, str]:

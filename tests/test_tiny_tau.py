@@ -36,6 +36,7 @@ from exactattn.numbers import (
     arb_lower_str,
     arb_upper_str,
     decimal_down,
+    decimal_to_arb,
     decimal_up,
     parse_decimal,
     short_sci_huge,
@@ -239,3 +240,14 @@ def test_short_sci_huge() -> None:
     assert short_sci_huge("-9.999e-5000", 3, False) == "-1e-4999"
     assert short_sci_huge("9.999e-5000", 3, True) == "1e-4999"
     assert short_sci_huge("1.5e-40", 3, True) is None  # ordinary: the exact path
+
+
+@pytest.mark.parametrize("tau", ["1/2^40", "2^-200"])
+def test_bounds_at_tiny_tau(tau: str) -> None:
+    """--bounds at tiny τ: the proved bound is formatted and compared without Fractions."""
+    res = run_check(model_from_dict(ANY_A), max_n=2, tau=tau, bounds=True).to_json()
+    for entry in res["lengths"]:
+        b = entry["bounds"]
+        assert b["violations"] == 0
+        ratio = b["layers"][0]["measured_over_bound"]
+        assert ratio is not None and decimal_to_arb(ratio) <= 1
