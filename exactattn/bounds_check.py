@@ -17,7 +17,15 @@ from flint import arb
 
 from . import bounds as B
 from .model import AcceptOutput, ArgmaxOutput, AttentionLayer, Model
-from .numbers import arb_endpoints, decimal_down, decimal_up, frac_str, to_arb
+from .numbers import (
+    arb_endpoints,
+    arb_interval,
+    arb_is_huge,
+    arb_upper_str,
+    decimal_up,
+    frac_str,
+    to_arb,
+)
 from .results import LengthRecord
 
 
@@ -67,7 +75,7 @@ def eps_star(model: Model, margin: Fraction | None) -> Fraction:
 
 
 def _up_str(x: arb) -> str:
-    return decimal_up(arb_endpoints(x)[1]) if x.is_finite() else "inf"
+    return arb_upper_str(x)
 
 
 def theorem_inputs(model: Model, rec: LengthRecord) -> dict[str, Any]:
@@ -141,9 +149,29 @@ def bounds_for_length(
         err = le.error
         if bound is not None and bound.is_finite():
             item["bound"] = _up_str(bound)
-            if err is not None and err.upper is not None:
-                ej = err.interval().to_json()
-                up, lo = err.upper, err.lower
+            ej = err.interval().to_json() if err is not None else {}
+            huge = (
+                err is not None
+                and err.upper is not None
+                and (arb_is_huge(err.upper) or arb_is_huge(err.lower) or arb_is_huge(bound))
+            )
+            if huge:
+                # e^(-huge) at tiny τ: compare as balls, never as exact Fractions
+                assert err is not None and err.upper is not None
+                if bound > 0:
+                    item["measured_over_bound"] = arb_upper_str(err.upper / bound, 6)
+                if err.lower > bound:
+                    violations.append(
+                        {
+                            "layer": li,
+                            "measured_lower": ej["lower"],
+                            "bound": item["bound"],
+                            "witness": err.witness.data if err.witness else None,
+                        }
+                    )
+            elif err is not None and err.upper is not None:
+                up = arb_endpoints(err.upper)[1]
+                lo = arb_endpoints(err.lower)[0]
                 bnd = arb_endpoints(bound)[1]
                 if bnd > 0:
                     item["measured_over_bound"] = decimal_up(up / bnd, 6)
@@ -165,9 +193,7 @@ def bounds_for_length(
     ti = theorem_inputs(model, rec)
     return {
         "layers": layers_out,
-        "tau_theorem": None
-        if t is None
-        else {"lower": decimal_down(arb_endpoints(t)[0]), "upper": decimal_up(arb_endpoints(t)[1])},
+        "tau_theorem": None if t is None else arb_interval(t),
         "eps_star": frac_str(es),
         "constants": {
             "L": ti["L"],

@@ -241,8 +241,7 @@ def check_shard(
     if not job.hard_only:
         for li, row in enumerate(temps.at(n, BASE_PREC)):
             for hi, t in enumerate(row or []):
-                lo_, hi_ = arb_endpoints(t)
-                head_taus[(li, hi)] = Interval(lo_, hi_)
+                head_taus[(li, hi)] = Interval(arb(t.lower()), arb(t.upper()))
     acc = LengthAccumulator(model, n, oracle, len(model.layers))
     start_prec = BASE_PREC  # inputs of one shard need similar precision
     rank = shard.start

@@ -334,8 +334,11 @@ def _sci(s: str | None, up: bool = True) -> str:
         return "–"
     if s == "inf":
         return "∞"
-    from .numbers import _floor_log10, decimal_down, decimal_up, parse_decimal
+    from .numbers import _floor_log10, decimal_down, decimal_up, parse_decimal, short_sci_huge
 
+    huge = short_sci_huge(s, 3, up)
+    if huge is not None:
+        return huge
     x = parse_decimal(s)
     if x == 0:
         return "0"

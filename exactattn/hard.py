@@ -16,7 +16,7 @@ from fractions import Fraction
 import numpy as np
 
 from .model import AcceptOutput, ArgmaxOutput, AttentionLayer, FFNLayer, Head, Model
-from .ratarray import RatArray
+from .ratarray import INT64_SAFE, RatArray
 
 
 def visible_mask(mask: str, T: int) -> np.ndarray:
@@ -181,10 +181,8 @@ def run_head(ch: CompiledHead, x: RatArray) -> tuple[HeadTrace, RatArray]:
         nn, tt = np.nonzero(has)
         support[nn, tt, pick[nn, tt]] = True
     count = support.sum(axis=2)
-    L = math.lcm(*range(1, T + 1))
     summed = RatArray(support.astype(np.int64), 1).bmm(v)  # (N, T, m) = Σ_{j∈H} v_j
-    factors = np.where(count > 0, L // np.maximum(count, 1), 0).astype(np.int64)[..., None]
-    mixed = summed.scale_rows(factors, L).reduced()
+    mixed = _divide_rows(summed, count)
     contrib = mixed.matmul_t(ch.O) if ch.O is not None else mixed
     trace = HeadTrace(
         q=q,
@@ -198,6 +196,33 @@ def run_head(ch: CompiledHead, x: RatArray) -> tuple[HeadTrace, RatArray]:
         mixed=mixed,
     )
     return trace, contrib
+
+
+def _divide_rows(summed: RatArray, count: np.ndarray) -> RatArray:
+    """Row r of ``summed`` (N, T, m) divided by ``count[r]`` exactly (rows with count 0 are 0).
+
+    The common denominator grows only by the lcm of the counts that occur *after* cancelling
+    each row's gcd with its numerators — not by lcm(1..T). It is ~e^T only when the averages
+    really are 1/1, …, 1/T (one-letter inputs); then the numerators become Python ints in
+    this array and what is computed from it, and stay int64 everywhere else.
+    """
+    if count.size == 0 or int(count.max()) <= 1:
+        return summed.reduced()  # unique hard attention or no ties: nothing to divide
+    num = summed.num
+    cnt = np.maximum(count, 1).astype(np.int64)
+    g_rows = np.gcd.reduce(num, axis=-1)  # 0 for an all-zero row
+    g = np.gcd(g_rows, cnt).astype(np.int64)  # divides the count and every entry of the row
+    cnt_red = cnt // g  # what the row's denominator still needs
+    L = 1
+    for c in np.unique(cnt_red).tolist():
+        L = math.lcm(L, int(c))
+    if num.dtype != object and L < INT64_SAFE:
+        quotient = num // g[..., None]
+        factors = (L // cnt_red)[..., None]
+    else:
+        quotient = num.astype(object) // g[..., None].astype(object)
+        factors = np.frompyfunc(lambda c: L // int(c), 1, 1)(cnt_red)[..., None]
+    return RatArray(quotient, 1).scale_rows(factors, L * summed.den).reduced()
 
 
 def run_hard(cm: CompiledModel, words: Sequence[Sequence[str]], n: int) -> HardBatch:

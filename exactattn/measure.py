@@ -19,7 +19,7 @@ from flint import arb, arb_mat
 
 from .hard import HardBatch, argmax_labels, read_output
 from .model import AcceptOutput, ArgmaxOutput, Model, ValueOutput
-from .numbers import arb_endpoints, frac_str, to_arb
+from .numbers import frac_str, to_arb
 from .reference import Oracle
 from .results import (
     ErrorRecord,
@@ -579,10 +579,9 @@ class LengthAccumulator:
             err = None
             if self.soft_done:
                 st = self.errors[li]
-                up = arb_endpoints(st.upper)[1] if st.upper.is_finite() else None
                 err = ErrorRecord(
-                    arb_endpoints(st.lower)[0],
-                    up,
+                    arb(st.lower.lower()),
+                    arb(st.upper.upper()) if st.upper.is_finite() else None,
                     Witness((st.rank,), st.witness) if st.witness is not None else None,
                 )
             heads = None
@@ -621,8 +620,7 @@ class LengthAccumulator:
 
 
 def _interval(x: arb) -> Interval:
-    lo, hi = arb_endpoints(x)
-    return Interval(lo, hi)
+    return Interval(arb(x.lower()), arb(x.upper()))
 
 
 def _jsonable(x: Any) -> Any:

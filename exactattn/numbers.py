@@ -13,7 +13,7 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from flint import arb, fmpq
+from flint import arb, ctx, fmpq
 
 from .errors import ModelError
 
@@ -208,10 +208,137 @@ def _format_scaled(q: int, shift: int) -> str:
     return f"{mant}e{exp10}"
 
 
+EXACT_BINARY_EXPONENT = 2**16
+"""Endpoints whose binary exponent is beyond ±this are not expanded into a Fraction."""
+
+
+def arb_upper_str(x: arb, digits: int = 15) -> str:
+    """A decimal ≥ every point of the finite ball x (``"inf"`` when x is not finite).
+
+    Why not ``decimal_up(arb_endpoints(x)[1])``: at τ = 2^-40 an error is e^(-2^40), whose
+    exact dyadic endpoint has a 10^12-bit denominator. Such endpoints are converted by
+    arb's own certified decimal enclosure instead; ordinary ones exactly as before.
+    """
+    if not x.is_finite():
+        return "inf"
+    return _endpoint_str(x.upper(), digits, up=True)
+
+
+def arb_lower_str(x: arb, digits: int = 15) -> str:
+    """A decimal ≤ every point of the finite ball x (``"-inf"`` when x is not finite)."""
+    if not x.is_finite():
+        return "-inf"
+    return _endpoint_str(x.lower(), digits, up=False)
+
+
+def arb_exact_value(x: arb) -> Fraction | None:
+    """The value of an exact ball (radius 0) of moderate exponent, else None."""
+    if not x.is_finite() or not x.rad().is_zero():
+        return None
+    man, exp = x.mid().man_exp()
+    m, e = int(man), int(exp)
+    if m == 0:
+        return Fraction(0)
+    if -EXACT_BINARY_EXPONENT < e and e + m.bit_length() < EXACT_BINARY_EXPONENT:
+        return _dyadic(m, e)
+    return None
+
+
+def _endpoint_str(point: Any, digits: int, up: bool) -> str:
+    man, exp = point.man_exp()
+    m, e = int(man), int(exp)
+    if m == 0:
+        return "0"
+    if -EXACT_BINARY_EXPONENT < e and e + m.bit_length() < EXACT_BINARY_EXPONENT:
+        return _decimal(_dyadic(m, e), digits, up)
+    # (mid ± rad)·10^e10 encloses the exact point; round its outer end outward
+    mid, rad, e10 = arb(point).mid_rad_10exp(digits + 3)
+    mid, rad, e10 = int(mid), int(rad), int(e10)
+    bound = mid + rad if up else mid - rad
+    if bound == 0:
+        return "0"
+    neg = bound < 0
+    mag = -bound if neg else bound
+    drop = max(0, len(str(mag)) - digits)
+    q, r = divmod(mag, 10**drop)
+    if r and (up != neg):  # away from zero exactly when the direction asks for it
+        q += 1
+    s = _format_scaled(q, -(e10 + drop))
+    return "-" + s if neg else s
+
+
+_DECIMAL_TEXT = re.compile(r"^(?P<sign>-?)(?P<int>\d+)(?:\.(?P<frac>\d+))?(?:e(?P<exp>[+-]?\d+))?$")
+HUGE_DECIMAL_EXPONENT = 1000
+"""Decimal strings with a power of ten beyond ±this are shortened without Fractions."""
+
+
+def short_sci_huge(text: str, digits: int, up: bool) -> str | None:
+    """``text`` (as written by :func:`arb_upper_str`) rounded outward to `digits` significant
+    digits as ``m.mme±E``, when its exponent is too large for a Fraction; else None.
+
+    Why: a certified error can be 3e-1889595908185821346144366738539203194586237552713217407397;
+    ``Fraction(3, 10**…)`` of it never finishes, but its digits and exponent are plain integers.
+    """
+    m = _DECIMAL_TEXT.match(text)
+    if not m:
+        return None
+    frac = m["frac"] or ""
+    exp = int(m["exp"] or 0) - len(frac)
+    mag = int(m["int"] + frac)
+    if mag == 0 or abs(exp) <= HUGE_DECIMAL_EXPONENT:
+        return None
+    neg = m["sign"] == "-"
+    drop = max(0, len(str(mag)) - digits)
+    q, r = divmod(mag, 10**drop)
+    if r and (up != neg):
+        q += 1
+    exp += drop
+    qs = str(q)
+    lead = exp + len(qs) - 1  # exponent of the leading digit
+    body = qs.rstrip("0") or "0"
+    mant = body[0] + ("." + body[1:] if len(body) > 1 else "")
+    return f"{'-' if neg else ''}{mant}e{lead}"
+
+
+def decimal_to_arb(text: str) -> arb:
+    """A ball containing the decimal ``text`` (any exponent; exact when the value is dyadic)."""
+    m = _DECIMAL_TEXT.match(text)
+    if not m:
+        return to_arb(parse_decimal(text))
+    frac = m["frac"] or ""
+    exp = int(m["exp"] or 0) - len(frac)
+    mag = int(m["int"] + frac)
+    if abs(exp) <= HUGE_DECIMAL_EXPONENT:
+        return to_arb(parse_decimal(text))
+    saved = ctx.prec
+    ctx.prec = max(saved, 2 * abs(exp).bit_length() + 64)  # 10^exp keeps its digits
+    try:
+        x = arb(mag) * arb(10) ** exp
+    finally:
+        ctx.prec = saved
+    return -x if m["sign"] == "-" else x
+
+
+def decimal_is_huge(text: str) -> bool:
+    """Whether a decimal string's power of ten is too large to expand into a Fraction."""
+    return short_sci_huge(text, 3, True) is not None
+
+
+def arb_is_huge(x: arb) -> bool:
+    """Whether an endpoint of x is too large or small to expand into a Fraction."""
+    if not x.is_finite():
+        return False
+    for point in (x.lower(), x.upper()):
+        man, exp = point.man_exp()
+        m, e = int(man), int(exp)
+        if m and not (-EXACT_BINARY_EXPONENT < e and e + m.bit_length() < EXACT_BINARY_EXPONENT):
+            return True
+    return False
+
+
 def arb_interval(x: arb, digits: int = 15) -> dict[str, str]:
     """A certified real for results: ``{"lower": …, "upper": …}`` rounded outward."""
-    lo, hi = arb_endpoints(x)
-    return {"lower": decimal_down(lo, digits), "upper": decimal_up(hi, digits)}
+    return {"lower": arb_lower_str(x, digits), "upper": arb_upper_str(x, digits)}
 
 
 def parse_decimal(text: str) -> Fraction:

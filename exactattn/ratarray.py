@@ -18,6 +18,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+from flint import fmpz_mat
 
 FLOAT_EXACT = 2**53
 INT64_SAFE = 2**62
@@ -72,6 +73,8 @@ def int_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         sa, sb = ba, budget - ba
     else:
         sa = sb = budget // 2
+    if bound >= INT64_SAFE and -(-ba // sa) * -(-bb // sb) > FLINT_LIMB_PRODUCTS:
+        return _flint_matmul(a, b)
     la = _limbs(a, sa, ba)
     lb = _limbs(b, sb, bb)
     groups: dict[int, np.ndarray] = {}
@@ -95,6 +98,27 @@ def int_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return _narrow(out)
 
 
+FLINT_LIMB_PRODUCTS = 16
+"""Past this many limb products (both operands big, e.g. over lcm(1..T)), FLINT's fmpz_mat
+multiplies faster than limbs recombined in Python ints."""
+
+
+def _flint_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Exact big-integer matmul (numpy broadcasting), one FLINT fmpz_mat product per batch."""
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    A = np.broadcast_to(a, batch + a.shape[-2:])
+    B = np.broadcast_to(b, batch + b.shape[-2:])
+    n, k = a.shape[-2:]
+    p = b.shape[-1]
+    out = np.empty(batch + (n, p), dtype=object)
+    for idx in np.ndindex(*batch):
+        fa = fmpz_mat(n, k, [int(x) for x in A[idx].reshape(-1).tolist()])
+        fb = fmpz_mat(k, p, [int(x) for x in B[idx].reshape(-1).tolist()])
+        prod = (fa * fb).entries()
+        out[idx] = np.array([int(x) for x in prod], dtype=object).reshape(n, p)
+    return _narrow(out)
+
+
 def _limbs(a: np.ndarray, bits: int, total_bits: int) -> list[np.ndarray]:
     """Signed float64 limbs l_k with a = Σ l_k · 2**(bits·k), each |l_k| < 2**bits."""
     count = max(1, -(-total_bits // bits))
@@ -113,7 +137,7 @@ def _limbs(a: np.ndarray, bits: int, total_bits: int) -> list[np.ndarray]:
 def _scale(a: np.ndarray, s: int) -> np.ndarray:
     if s == 1:
         return a
-    if a.dtype != object and _maxabs(a) * s < INT64_SAFE:
+    if a.dtype != object and s < INT64_SAFE and _maxabs(a) * s < INT64_SAFE:
         return a * np.int64(s)
     return _widen(a) * s
 
@@ -224,6 +248,6 @@ class RatArray:
 
 
 def _nested(num: np.ndarray, den: int) -> Any:
-    if num.ndim == 0:
+    if not isinstance(num, np.ndarray) or num.ndim == 0:  # object arrays yield plain ints
         return Fraction(int(num), den)
     return [_nested(x, den) for x in num]

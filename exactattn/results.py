@@ -19,7 +19,9 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
-from .numbers import decimal_down, decimal_up, frac_str, parse_decimal, parse_rational
+from flint import arb
+
+from .numbers import arb_lower_str, arb_upper_str, decimal_to_arb, frac_str, parse_rational
 
 RESULT_FORMAT = "exactattn-result/1"
 
@@ -49,9 +51,11 @@ def _parse_q(text: str | None) -> Fraction | None:
     return parse_rational(text, "result", max_exponent=None)
 
 
-def _parse_num(text: str) -> Fraction:
-    """A decimal or a rational written by this module."""
-    return _parse_q(text) if "/" in text else parse_decimal(text)  # type: ignore[return-value]
+def _same(a: arb | None, b: arb | None) -> bool:
+    """Equality of exact points where ``None`` is +∞."""
+    if a is None or b is None:
+        return a is None and b is None
+    return bool(a == b)
 
 
 def _q(x: Fraction | None) -> str | None:
@@ -97,36 +101,55 @@ class Witness:
     data: Any
 
 
+def point_str(p: arb) -> str:
+    """An exact point (a dyadic m·2^e) as text that reads back exactly: ``"m*2^e"``."""
+    m, e = p.mid().man_exp()
+    return f"{int(m)}*2^{int(e)}" if int(m) else "0"
+
+
+def parse_point(text: str, up: bool) -> arb:
+    """Read an endpoint back: exact ``"m*2^e"``, or a decimal (rounded outward to a point)."""
+    if "*2^" in text:
+        m, e = text.split("*2^")
+        return arb((int(m), int(e)))
+    ball = decimal_to_arb(text)
+    return arb(ball.upper() if up else ball.lower())
+
+
 @dataclass(frozen=True)
 class Interval:
-    """A certified real ``[lower, upper]``: exact endpoints, ``upper=None`` for +∞."""
+    """A certified real ``[lower, upper]``: exact dyadic points (radius-0 ``arb``), ``upper``
+    ``None`` for +∞. Points, not Fractions: an error of e^(-2^40) is an ordinary dyadic
+    whose Fraction would have a 10^12-bit denominator."""
 
-    lower: Fraction
-    upper: Fraction | None
+    lower: arb
+    upper: arb | None
 
     def to_json(self, exact: bool = False) -> dict[str, str]:
         """Outward-rounded decimals; ``exact`` keeps the exact endpoints (checkpoints)."""
         if exact:
             return {
-                "lower": frac_str(self.lower),
-                "upper": frac_str(self.upper) if self.upper is not None else "inf",
+                "lower": point_str(self.lower),
+                "upper": point_str(self.upper) if self.upper is not None else "inf",
             }
         return {
-            "lower": decimal_down(self.lower),
-            "upper": decimal_up(self.upper) if self.upper is not None else "inf",
+            "lower": arb_lower_str(self.lower),
+            "upper": arb_upper_str(self.upper) if self.upper is not None else "inf",
         }
 
     @staticmethod
     def from_json(d: dict[str, str]) -> Interval:
         up = d["upper"]
-        return Interval(_parse_num(d["lower"]), None if up == "inf" else _parse_num(up))
+        return Interval(
+            parse_point(d["lower"], False), None if up == "inf" else parse_point(up, True)
+        )
 
 
-def _max_upper(a: Fraction | None, b: Fraction | None) -> Fraction | None:
-    """max of two upper ends where ``None`` is +∞."""
+def _max_upper(a: arb | None, b: arb | None) -> arb | None:
+    """max of two exact upper ends where ``None`` is +∞."""
     if a is None or b is None:
         return None
-    return max(a, b)
+    return a if a >= b else b
 
 
 @dataclass(frozen=True)
@@ -136,12 +159,12 @@ class ErrorRecord:
     The witness is the first input (in enumeration order) attaining the largest upper end.
     """
 
-    lower: Fraction
-    upper: Fraction | None  # None: +∞ (an enclosure that is not finite)
+    lower: arb  # exact points
+    upper: arb | None  # None: +∞ (an enclosure that is not finite)
     witness: Witness | None
 
     def merge(self, other: ErrorRecord) -> ErrorRecord:
-        lower = max(self.lower, other.lower)
+        lower = self.lower if self.lower >= other.lower else other.lower
         upper = _max_upper(self.upper, other.upper)
         cands = [r.witness for r in (self, other) if r.witness is not None and r.upper == upper]
         wit = None

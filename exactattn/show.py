@@ -11,15 +11,15 @@ from rich.table import Table
 
 from .evaluate import Evaluation
 from .model import AttentionLayer
-from .numbers import arb_endpoints, decimal_down, decimal_up, frac_str
+from .numbers import arb_exact_value, arb_lower_str, arb_upper_str, decimal_up, frac_str
 
 
 def ball(x: arb, digits: int = 6) -> str:
     """A certified value, short: the enclosure when it is wide, else the common digits."""
-    lo, hi = arb_endpoints(x)
-    if lo == hi:
-        return frac_str(lo) if lo.denominator < 10**6 else decimal_up(lo, digits)
-    a, b = decimal_down(lo, digits), decimal_up(hi, digits)
+    exact = arb_exact_value(x)
+    if exact is not None:
+        return frac_str(exact) if exact.denominator < 10**6 else decimal_up(exact, digits)
+    a, b = arb_lower_str(x, digits), arb_upper_str(x, digits)
     return a if a == b else f"[{a}, {b}]"
 
 
@@ -34,10 +34,7 @@ def show_evaluation(ev: Evaluation, console: Console) -> None:
         title = "embedding x^(0)" if li == 0 else f"after layer {li - 1} ({m.layers[li - 1].kind})"
         if li:
             lo, hi = ev.errors[li - 1]
-            title += (
-                f"   ‖soft − hard‖∞ ∈ [{decimal_down(arb_endpoints(lo)[0], 6)}, "
-                f"{decimal_up(arb_endpoints(hi)[1], 6)}]"
-            )
+            title += f"   ‖soft − hard‖∞ ∈ [{arb_lower_str(lo, 6)}, {arb_upper_str(hi, 6)}]"
         t = Table(title=title, title_justify="left")
         t.add_column("pos")
         t.add_column("token")

@@ -155,6 +155,7 @@ def _soft_head(
         dv = None
         ds_e = None
     inv_tau = 1 / tau
+    exp_by_gap: dict[int, arb] = {}
     dalpha_rows: list[list[arb]] = []
     any_nonzero = False
     alpha_rows: list[list[arb]] | None = [] if keep_alpha else None
@@ -205,24 +206,39 @@ def _soft_head(
                 u[j] = (dsj * inv_tau).expm1() if not dsj.is_zero() else arb(0)
         w = {}
         for j in rest:
-            g = arb(fmpq(smax - int(s_l[i][j]), s_den))
-            e = -g
-            if ds_e is not None:
-                e = e + ds_e[i * T + j]
+            gap = smax - int(s_l[i][j])
+            if ds_e is None:
+                # e^{-g/τ} depends on the gap alone: long inputs repeat few gaps
+                wj = exp_by_gap.get(gap)
+                if wj is None:
+                    wj = exp_by_gap[gap] = (-arb(fmpq(gap, s_den)) * inv_tau).exp()
+                w[j] = wj
+                continue
+            e = -arb(fmpq(gap, s_den)) + ds_e[i * T + j]
             w[j] = (e * inv_tau).exp()
         U = sum(u.values(), arb(0))
         R = sum(w.values(), arb(0))
         nA = len(A)
         Z = nA + U + R
         if ch.head.hard == "average":
-            for j in A:
-                row[j] = (u[j] - (U + R) / nA) / Z
+            if ds_e is None:  # every u_j = 0: one value for the whole argmax set
+                shared = -((U + R) / nA) / Z
+                for j in A:
+                    row[j] = shared
+            else:
+                for j in A:
+                    row[j] = (u[j] - (U + R) / nA) / Z
         else:
             kstar = next(j for j in A if sup_l[i][j])
             for j in A:
                 row[j] = (u[j] - (nA - 1) - U - R) / Z if j == kstar else (1 + u[j]) / Z
+        by_id: dict[int, arb] = {}  # w_j shared by equal gaps: divide once
         for j in rest:
-            row[j] = w[j] / Z
+            wj = w[j]
+            q = by_id.get(id(wj))
+            if q is None:
+                q = by_id[id(wj)] = wj / Z
+            row[j] = q
         if not any_nonzero and any(not x.is_zero() for x in row):
             any_nonzero = True
         dalpha_rows.append(row)
