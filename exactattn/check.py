@@ -16,6 +16,7 @@ from typing import Any
 from flint import arb, arb_mat
 
 from . import exactzero
+from .closedforms import closed_forms
 from .errors import ModelError, UsageError
 from .expr import Expr, ExprError, UndecidedError, parse_expression
 from .hard import CompiledModel, HardBatch, read_output, run_hard
@@ -281,6 +282,7 @@ class CheckResult:
             "verdict": self.verdict(),
             "interrupted": self.interrupted,
             "lengths": self.lengths,
+            "closed_forms": closed_forms(self.lengths),
         }
 
 

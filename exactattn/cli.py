@@ -163,6 +163,10 @@ def check(
     data = result.to_json()
     if not quiet:
         print_table(data)
+        from .closedforms import summary_lines
+
+        for line in summary_lines(data.get("closed_forms") or {}):
+            console.print(line, highlight=False, soft_wrap=True)
     if report:
         from .report import write_report
 
