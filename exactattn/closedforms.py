@@ -48,7 +48,9 @@ NONE_FITS = "no closed form of this kind fits"
 KINDS_TRIED = [
     f"rational functions of n with numerator and denominator degrees summing to ≤ {MAX_PARAMS - 1}",
     f"r(n)·k^n, r rational, k read from the data or in {{2, 3, 4, 5, 6, 8}} and reciprocals",
-    f"either from n₀ on, skipping at most {MAX_SKIP} first lengths",
+    "y(n+1) = R(n)·y(n) with R rational (hypergeometric: binomials, Catalan numbers)",
+    f"each of the above from n₀ on, skipping at most {MAX_SKIP} first lengths",
+    "one such form for even n and one for odd n",
 ]
 
 Point = tuple[int, Fraction]
@@ -103,8 +105,23 @@ def _poly(coeffs: Sequence[Fraction], n: int | Fraction) -> Fraction:
 
 def evaluate_form(form: dict[str, Any], n: int) -> Fraction | None:
     """The exact value of a structured form at n (None where it is undefined)."""
+    kind = form.get("kind")
+    if kind == "parity":
+        half = form["even"] if n % 2 == 0 else form["odd"]
+        return None if half is None else evaluate_form(half, n)
     num = [Fraction(c) for c in form["num"]]
     den = [Fraction(c) for c in form["den"]]
+    if kind == "hypergeometric":
+        start, step = int(form["start"]), int(form["step"])
+        if n < start or (n - start) % step:
+            return None
+        value = Fraction(form["value"])
+        for j in range(start, n, step):
+            q = _poly(den, j)
+            if q == 0:
+                return None
+            value *= _poly(num, j) / q
+        return value
     q = _poly(den, n)
     if q == 0:
         return None
@@ -161,6 +178,48 @@ def _candidate_forms(fit: Sequence[Point], c: int) -> list[dict[str, Any]]:
     return out
 
 
+def _hypergeometric(fit: Sequence[Point], c: int, step: int) -> list[dict[str, Any]]:
+    """y(n + step) = R(n)·y(n) with R rational of c − 1 parameters, through the fit points."""
+    if c < 2 or any(y == 0 for _, y in fit):
+        return []
+    if any(b[0] - a[0] != step for a, b in zip(fit, fit[1:], strict=False)):
+        return []
+    ratios = [(a[0], b[1] / a[1]) for a, b in zip(fit, fit[1:], strict=False)]
+    if len(ratios) != c - 1:
+        return []
+    out = []
+    for q in range(1, c - 1):  # q = 0 is a polynomial ratio; needs more data than it is worth
+        p = c - 2 - q
+        got = _fit_rational(ratios, p, q)
+        if got is not None:
+            out.append(
+                {
+                    "kind": "hypergeometric",
+                    "start": fit[0][0],
+                    "value": fit[0][1],
+                    "step": step,
+                    "num": got[0],
+                    "den": got[1],
+                }
+            )
+    return out
+
+
+def _search(points: Sequence[Point], step: int, max_skip: int) -> tuple[Any, ...] | None:
+    """The first form (fewest parameters, then fewest skipped lengths) that verifies."""
+    for c in range(1, MAX_PARAMS + 1):
+        for skip in range(max_skip + 1):
+            rest = points[skip:]
+            if len(rest) < c + MIN_VERIFY:
+                break
+            fit, held = rest[:c], rest[c:]
+            forms = _candidate_forms(fit, c) + _hypergeometric(fit, c, step)
+            for form in forms:
+                if all(evaluate_form(form, n) == y for n, y in held):
+                    return form, fit, held, skip
+    return None
+
+
 def fit_sequence(values: dict[int, Fraction | None]) -> dict[str, Any]:
     """Conjecture a closed form for {n: value} and verify it on held-back lengths.
 
@@ -183,21 +242,31 @@ def fit_sequence(values: dict[int, Fraction | None]) -> dict[str, Any]:
             "lengths": ns,
             **base,
         }
-    for c in range(1, MAX_PARAMS + 1):
-        for skip in range(MAX_SKIP + 1):
-            rest = points[skip:]
-            if len(rest) < c + MIN_VERIFY:
-                break
-            fit, held = rest[:c], rest[c:]
-            for form in _candidate_forms(fit, c):
-                if all(evaluate_form(form, n) == y for n, y in held):
-                    record = _found(form, fit, held, points[skip:])
-                    if record is None:
-                        continue
-                    if skip:
-                        record["valid_from"] = rest[0][0]
-                        record["exceptions"] = [n for n, _ in points[:skip]]
-                    return {**record, **base}
+    consecutive = ns == list(range(ns[0], ns[-1] + 1))
+    got = _search(points, 1, MAX_SKIP)
+    if got is not None:
+        form, fit, held, skip = got
+        record = _found(form, fit, held, points[skip:])
+        if record is not None:
+            if skip:
+                record["valid_from"] = points[skip][0]
+                record["exceptions"] = ns[:skip]
+            return {**record, **base}
+    if consecutive:  # one form for even n and one for odd n (e.g. Dyck counts: 0 at odd n)
+        halves = [[pt for pt in points if pt[0] % 2 == r] for r in (0, 1)]
+        found = [_search(h, 2, 0) for h in halves]
+        if all(f is not None for f in found):
+            even, odd = found
+            assert even is not None and odd is not None
+            form = {"kind": "parity", "even": even[0], "odd": odd[0]}
+            record = _found(
+                form,
+                sorted([*even[1], *odd[1]]),
+                sorted([*even[2], *odd[2]]),
+                points,
+            )
+            if record is not None:
+                return {**record, **base}
     return {
         "expression": None,
         "reason": NONE_FITS,
@@ -216,7 +285,7 @@ def _found(
     n = sympy.Symbol("n")
     expr = form_expr(form, n)
     for m, y in used:  # the printed expression must give the data exactly, too
-        if sympy.nsimplify(expr.subs(n, m)) != sympy.Rational(y.numerator, y.denominator):
+        if sympy.simplify(expr.subs(n, m)) != sympy.Rational(y.numerator, y.denominator):
             return None
     text = sympy.sstr(expr)
     if sympy.parse_expr(text, local_dict={"n": n}) != expr:  # our own text, not user input
@@ -240,20 +309,39 @@ def form_expr(form: dict[str, Any], n: Any = None) -> Any:
         x = Fraction(x)
         return sympy.Rational(x.numerator, x.denominator)
 
-    num = sum(rat(c) * n**i for i, c in enumerate(form["num"]))
-    den = sum(rat(c) * n**i for i, c in enumerate(form["den"]))
-    expr = sympy.factor(sympy.cancel(num / den))
+    kind = form.get("kind")
+    if kind == "parity":
+        halves = [form_expr(form[h], n) if form.get(h) else sympy.nan for h in ("even", "odd")]
+        return sympy.Piecewise((halves[0], sympy.Eq(sympy.Mod(n, 2), 0)), (halves[1], True))
+
+    def ratio(x: Any) -> Any:
+        num = sum(rat(c) * x**i for i, c in enumerate(form["num"]))
+        den = sum(rat(c) * x**i for i, c in enumerate(form["den"]))
+        return sympy.factor(sympy.cancel(num / den))
+
+    if kind == "hypergeometric":
+        k = sympy.Dummy("k", integer=True, nonnegative=True)
+        start, step = int(form["start"]), int(form["step"])
+        prod = sympy.Product(ratio(start + step * k), (k, 0, (n - start) / step - 1)).doit()
+        return sympy.simplify(rat(form["value"]) * sympy.gammasimp(prod))
+    expr = ratio(n)
     if form.get("base") is not None:
         expr = expr * rat(form["base"]) ** n
     return expr
 
 
 def _form_json(form: dict[str, Any]) -> dict[str, Any]:
-    out = {
-        "kind": form["kind"],
-        "num": [_q(c) for c in form["num"]],
-        "den": [_q(c) for c in form["den"]],
-    }
+    if form.get("kind") == "parity":
+        return {
+            "kind": "parity",
+            "even": _form_json(form["even"]),
+            "odd": _form_json(form["odd"]),
+        }
+    out: dict[str, Any] = {"kind": form["kind"]}
+    if form["kind"] == "hypergeometric":
+        out.update(start=form["start"], step=form["step"], value=_q(form["value"]))
+    out["num"] = [_q(c) for c in form["num"]]
+    out["den"] = [_q(c) for c in form["den"]]
     if form.get("base") is not None:
         out["base"] = _q(form["base"])
     return out
