@@ -285,7 +285,9 @@ def _found(
     n = sympy.Symbol("n")
     expr = form_expr(form, n)
     for m, y in used:  # the printed expression must give the data exactly, too
-        if sympy.simplify(expr.subs(n, m)) != sympy.Rational(y.numerator, y.denominator):
+        got = expr.subs(n, m)
+        got = got if got.is_Rational else sympy.simplify(got)
+        if got != sympy.Rational(y.numerator, y.denominator):
             return None
     text = sympy.sstr(expr)
     if sympy.parse_expr(text, local_dict={"n": n}) != expr:  # our own text, not user input
@@ -360,7 +362,7 @@ _PREC = 128
 MAX_B = 8
 #: Lengths needed before an exponential factor e^(−a n) is considered at all.
 MIN_EXP_POINTS = 5
-_LOG2 = Fraction(6931471805599453, 10**16)  # a little below log 2 (only picks the shape)
+_LOG2_SCALED = 6931471805599453 * 8 * 2**64 // 10**16  # log 2, for choosing a shape only
 
 
 def _decimal_arb(text: str) -> Any:
@@ -415,36 +417,36 @@ def bracket_sequence(
         positive_lower = all(not _is_zero(usable[n][0]) for n in ns)
         a, b = Fraction(0), Fraction(0)
         if positive_lower:
-            lo_log = {n: lo_val[n].log().mid() for n in ns}
-            hi_log = {n: hi_val[n].log().mid() for n in ns}
-            logn = {n: arb(n).log().mid() for n in ns}
+            # choosing the shape only (the bracket itself is certified below): logarithms as
+            # integers scaled by 8·2^64, a = ka/8, b = jb/2, so a spread is integer arithmetic
+            lo_log = {n: _scaled(lo_val[n].log()) for n in ns}
+            hi_log = {n: _scaled(hi_val[n].log()) for n in ns}
+            logn = {n: _scaled(arb(n).log()) // 8 for n in ns}
+            unit = 2**64
 
-            def spread(a: Fraction, b: Fraction) -> Any:
-                def res(v: Any, n: int) -> Any:
-                    return v + arb(a.numerator) * n / a.denominator - (
-                        arb(b.numerator) * logn[n] / b.denominator
-                    )
-
-                return max((res(hi_log[n], n) for n in ns), key=_key) - min(
-                    (res(lo_log[n], n) for n in ns), key=_key
+            def spread(ka: int, jb: int) -> int:
+                shift = {n: ka * n * unit - 4 * jb * logn[n] for n in ns}
+                return max(hi_log[n] + shift[n] for n in ns) - min(
+                    lo_log[n] + shift[n] for n in ns
                 )
 
-            def best_over(with_exp: bool) -> tuple[Fraction, Fraction, Fraction]:
+            def best_over(with_exp: bool) -> tuple[int, int, int]:
                 best = None
-                for b_try in (Fraction(k, 2) for k in range(-2 * MAX_B, 2 * MAX_B + 1)):
-                    a_try = _best_a(spread, b_try) if with_exp else Fraction(0)
-                    s = _key(spread(a_try, b_try))
-                    if best is None or s < best[0]:
-                        best = (s, a_try, b_try)
+                for jb in range(-2 * MAX_B, 2 * MAX_B + 1):
+                    ka = _best_a(spread, jb) if with_exp else 0
+                    sp = spread(ka, jb)
+                    if best is None or sp < best[0]:
+                        best = (sp, ka, jb)
                 assert best is not None
                 return best
 
-            s_pow, a, b = best_over(False)
+            s_pow, ka, jb = best_over(False)
             if exp_allowed and len(ns) >= MIN_EXP_POINTS:
-                s_exp, a_e, b_e = best_over(True)
+                s_exp, ka_e, jb_e = best_over(True)
                 # the extra parameter must narrow the bracket by a factor 2 or more
-                if s_exp + _LOG2 <= s_pow:
-                    a, b = a_e, b_e
+                if s_exp + _LOG2_SCALED <= s_pow:
+                    ka, jb = ka_e, jb_e
+            a, b = Fraction(ka, 8), Fraction(jb, 2)
         shape = {
             n: (arb(n) ** (arb(b.numerator) / b.denominator))
             * (-(arb(a.numerator) / a.denominator) * n).exp()
@@ -470,28 +472,26 @@ def bracket_sequence(
     }
 
 
-def _key(x: Any) -> Fraction:
-    """An arb midpoint as an exact Fraction (for choosing a shape; not a certified value)."""
+def _scaled(x: Any) -> int:
+    """floor(mid(x)·8·2^64): a logarithm as an integer, for choosing a shape."""
     from .numbers import arb_endpoints
 
-    return arb_endpoints(x.mid())[0]
+    m = arb_endpoints(x.mid())[0] * 8 * 2**64
+    return m.numerator // m.denominator
 
 
-def _best_a(spread: Any, b: Fraction) -> Fraction:
-    """The decay rate a = k/8 ≥ 0 minimizing the bracket's spread for this b (0 when it does
-    as well)."""
+def _best_a(spread: Any, jb: int) -> int:
+    """The decay rate a = ka/8 ≥ 0 minimizing the bracket's spread for b = jb/2 (0 when it
+    does as well)."""
     lo, hi = 0, 64 * 8
     while hi - lo > 2:  # ternary search: the spread is convex and piecewise linear in a
         m1, m2 = lo + (hi - lo) // 3, hi - (hi - lo) // 3
-        if _key(spread(Fraction(m1, 8), b)) <= _key(spread(Fraction(m2, 8), b)):
+        if spread(m1, jb) <= spread(m2, jb):
             hi = m2
         else:
             lo = m1
-    k = min(range(lo, hi + 1), key=lambda k: (_key(spread(Fraction(k, 8), b)), abs(k)))
-    a = Fraction(k, 8)
-    if _key(spread(Fraction(0), b)) <= _key(spread(a, b)):
-        return Fraction(0)
-    return a
+    ka = min(range(lo, hi + 1), key=lambda k: (spread(k, jb), k))
+    return 0 if spread(0, jb) <= spread(ka, jb) else ka
 
 
 def _shape_text(a: Fraction, b: Fraction) -> str:
