@@ -399,7 +399,9 @@ def _lemma25(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
 def _main(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
     thm = [runs.get(s, {}).get("thm") for s in RUNS]
     clean = [t for t in thm if t and t["verdict"]["status"] == "clean"]
-    bad = [s for s in RUNS if invariant_everywhere(runs.get(s, {}).get("soft")) != "holds at every n"]
+    bad = [
+        s for s in RUNS if invariant_everywhere(runs.get(s, {}).get("soft")) != "holds at every n"
+    ]
     text = f"soft meaning at τ = τ_thm(n): clean on {len(clean)} of {len(RUNS)} models; "
     if bad:
         return text + "ε ≤ 1 not certified everywhere: " + ", ".join(bad)
@@ -610,13 +612,19 @@ def render(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
         else:
             inst = "<br>".join(f"`{s}`" for s in models) or "—"
             lengths = "<br>".join(lengths_text(runs.get(s, {})) for s in models) or "—"
-            gammas = "<br>".join(
-                short_closed(runs.get(s, {}).get("hard") or runs.get(s, {}).get("soft"), "gamma")
-                for s in models
-            ) or "—"
-            ratios = "<br>".join(
-                short_ratio(tau_rows(runs.get(s, {}).get("soft"))) for s in models
-            ) or "—"
+            gammas = (
+                "<br>".join(
+                    short_closed(
+                        runs.get(s, {}).get("hard") or runs.get(s, {}).get("soft"), "gamma"
+                    )
+                    for s in models
+                )
+                or "—"
+            )
+            ratios = (
+                "<br>".join(short_ratio(tau_rows(runs.get(s, {}).get("soft"))) for s in models)
+                or "—"
+            )
         if c.why_not:
             inst = (inst + "<br>" if models else "") + f"not as stated: {c.why_not}"
         evidence = c.evidence(runs) if c.evidence else "—"

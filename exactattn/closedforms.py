@@ -47,7 +47,7 @@ BASES = tuple(Fraction(k) for k in (2, 3, 4, 5, 6, 8)) + tuple(
 NONE_FITS = "no closed form of this kind fits"
 KINDS_TRIED = [
     f"rational functions of n with numerator and denominator degrees summing to ≤ {MAX_PARAMS - 1}",
-    f"r(n)·k^n, r rational, k read from the data or in {{2, 3, 4, 5, 6, 8}} and reciprocals",
+    "r(n)·k^n, r rational, k read from the data or in {2, 3, 4, 5, 6, 8} and reciprocals",
     "y(n+1) = R(n)·y(n) with R rational (hypergeometric: binomials, Catalan numbers)",
     f"each of the above from n₀ on, skipping at most {MAX_SKIP} first lengths",
     "one such form for even n and one for odd n",
@@ -426,9 +426,7 @@ def bracket_sequence(
 
             def spread(ka: int, jb: int) -> int:
                 shift = {n: ka * n * unit - 4 * jb * logn[n] for n in ns}
-                return max(hi_log[n] + shift[n] for n in ns) - min(
-                    lo_log[n] + shift[n] for n in ns
-                )
+                return max(hi_log[n] + shift[n] for n in ns) - min(lo_log[n] + shift[n] for n in ns)
 
             def best_over(with_exp: bool) -> tuple[int, int, int]:
                 best = None
@@ -519,9 +517,7 @@ def _tau_star_parts(ts: dict[str, Any] | None) -> dict[str, dict[str, Any] | Non
     if ts is None:
         return {}
     if "decisions" in ts or "invariant" in ts:
-        return {
-            f"tau_star_{k}": ts.get(k) for k in ("decisions", "invariant") if k in ts
-        }
+        return {f"tau_star_{k}": ts.get(k) for k in ("decisions", "invariant") if k in ts}
     return {"tau_star": ts}
 
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import mpmath
 import pytest
+import strategies as S
 import sympy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import strategies as S
 from exactattn import load_model, model_from_dict, run_check
 from exactattn.closedforms import closed_forms, evaluate_form, fit_sequence
 
@@ -63,7 +63,10 @@ def assert_consistent(record: dict, values: dict[int, Fraction | None]) -> None:
 
 
 def same(expr_text: str, expected: str) -> bool:
-    return sympy.simplify(sympy.parse_expr(expr_text, local_dict={"n": N}) - sympy.sympify(expected)) == 0
+    return (
+        sympy.simplify(sympy.parse_expr(expr_text, local_dict={"n": N}) - sympy.sympify(expected))
+        == 0
+    )
 
 
 # ---------------------------------------------------------------------------- bundled models
@@ -82,8 +85,9 @@ def hard_runs() -> dict[str, dict]:
         "induction_k1": 6,
     }
     return {
-        stem: run_check(load_model(ROOT / "models" / f"{stem}.json"), max_n=n, hard_only=True)
-        .to_json()
+        stem: run_check(
+            load_model(ROOT / "models" / f"{stem}.json"), max_n=n, hard_only=True
+        ).to_json()
         for stem, n in plan.items()
     }
 
@@ -263,9 +267,10 @@ def test_brackets_hold_at_every_n() -> None:
     for key, rec in cf.items():
         if rec.get("kind") != "bracket" or rec.get("shape") is None:
             continue
-        a, b = ctx.mpf(Fraction(rec["a"]).numerator) / Fraction(rec["a"]).denominator, ctx.mpf(
-            Fraction(rec["b"]).numerator
-        ) / Fraction(rec["b"]).denominator
+        a, b = (
+            ctx.mpf(Fraction(rec["a"]).numerator) / Fraction(rec["a"]).denominator,
+            ctx.mpf(Fraction(rec["b"]).numerator) / Fraction(rec["b"]).denominator,
+        )
         for n_text, encl in rec["rests_on"].items():
             n = int(n_text)
             shape = ctx.power(n, b) * ctx.exp(-a * n)
@@ -305,3 +310,33 @@ def test_result_json_carries_closed_forms() -> None:
     assert cf["gamma"]["expression"] == "1/(n + 1)"
     assert {"error_layer_1", "error_layer_4"} <= set(cf)
     json.dumps(res)  # plain JSON: strings, ints, lists
+
+
+def test_reports_show_the_closed_form_instead_of_the_power_fit(tmp_path: Path) -> None:
+    from exactattn.report import render
+
+    result = json.loads((ROOT / "reports" / "dyck2.json").read_text())
+    result.pop("closed_forms", None)  # older results: computed from the lengths present
+    md = render(result, tmp_path / "r.md")[tmp_path / "r.md"]
+    assert "γ(n) ≈" not in md and "least-squares" not in md
+    assert "Dashed: the closed form `γ(n) = 1/(n + 1)`, fitted on n ∈ {1, 2}" in md
+    assert "| γ(n) | `γ(n) = 1/(n + 1)` | 1, 2 | 3, …, 5 |" in md
+    tex = render(result, tmp_path / "r.tex")[tmp_path / "r.tex"]
+    assert r"\approx" not in tex
+    assert r"$\gamma(n)$ & $\frac{1}{n + 1}$ & 1, 2" in tex
+    assert r"$x_{\max}(n)$ & $\left(n + 1\right)^{2}$" in tex
+    # without a verified closed form the float power fit stays, labelled as such
+    small = json.loads((ROOT / "tests" / "data" / "result_small.json").read_text())
+    md = render(small, tmp_path / "s.md")[tmp_path / "s.md"]
+    assert "γ(n) ≈" in md and "floating point, for display only" in md
+
+
+def test_a_tampered_closed_form_is_not_drawn(tmp_path: Path) -> None:
+    """A result file is input: a form that does not reproduce its rows is not shown as one."""
+    from exactattn.report import render
+
+    result = json.loads((ROOT / "reports" / "dyck2.json").read_text())
+    result["closed_forms"] = closed_forms(result["lengths"])
+    result["closed_forms"]["gamma"]["form"] = {"kind": "rational", "num": ["1"], "den": ["0", "1"]}
+    md = render(result, tmp_path / "r.md")[tmp_path / "r.md"]
+    assert "Dashed: the closed form" not in md and "γ(n) ≈" in md

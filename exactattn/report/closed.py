@@ -71,7 +71,9 @@ def values(record: dict[str, Any], ns: list[int]) -> list[tuple[int, Fraction]]:
 def _remark(record: dict[str, Any]) -> str:
     parts = []
     if record.get("valid_from") is not None:
-        parts.append(f"from n = {record['valid_from']} on (not n = {fmt.runs(record['exceptions'])})")
+        parts.append(
+            f"from n = {record['valid_from']} on (not n = {fmt.runs(record['exceptions'])})"
+        )
     if record.get("undefined_at"):
         parts.append(f"no value (∞) at n = {fmt.runs(record['undefined_at'])}")
     return "; ".join(parts)
@@ -143,7 +145,9 @@ def markdown(cf: dict[str, Any], code: Any) -> list[str]:
             )
     lines: list[str] = []
     if exact_rows:
-        lines += _table(["quantity", "closed form", "fitted on n", "verified on n", "remark"], exact_rows)
+        lines += _table(
+            ["quantity", "closed form", "fitted on n", "verified on n", "remark"], exact_rows
+        )
         lines += [
             "",
             "Each closed form was conjectured from the smallest lengths listed and then "
@@ -152,7 +156,9 @@ def markdown(cf: dict[str, Any], code: Any) -> list[str]:
             "are named; where no form verified, the row says so and lists the lengths tried.",
         ]
     if bracket_rows:
-        lines += [""] + _table(["quantity", "bracket c₁…c₂ · shape", "on n", "remark"], bracket_rows)
+        lines += [""] + _table(
+            ["quantity", "bracket c₁…c₂ · shape", "on n", "remark"], bracket_rows
+        )
         lines += [
             "",
             "Brackets: c₁·shape(n) ≤ value(n) ≤ c₂·shape(n) holds, certified, at every listed n "
@@ -194,6 +200,12 @@ def latex_rows(cf: dict[str, Any], tt: Any, text: Any) -> tuple[list[list[str]],
             )
         else:
             exact_rows.append(
-                [name, text(str(rec.get("reason", "none"))), text(fmt.runs(rec.get("lengths", []))), "---", text(_remark(rec)) or "---"]
+                [
+                    name,
+                    text(str(rec.get("reason", "none"))),
+                    text(fmt.runs(rec.get("lengths", []))),
+                    "---",
+                    text(_remark(rec)) or "---",
+                ]
             )
     return exact_rows, bracket_rows

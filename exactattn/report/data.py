@@ -149,10 +149,20 @@ class ReportData:
 
     def gamma_closed_form(self) -> dict[str, Any] | None:
         """γ's verified closed form (it replaces the float power fit), or None."""
-        from .closed import verified
+        from .closed import values, verified
 
         rec = self.closed_forms.get("gamma")
-        return rec if verified(rec) else None
+        if not verified(rec):
+            return None
+        assert rec is not None
+        # a result file is input: draw the form only where it reproduces the rows it names
+        named = set(rec.get("fitted_on", [])) | set(rec.get("verified_on", []))
+        rows = {r["n"]: r.get("gamma") for r in self.rows if r["n"] in named}
+        got = dict(values(rec, sorted(rows)))
+        for n, g in rows.items():
+            if g is None or got.get(n) != parse_rational(g):
+                return None
+        return rec
 
     def gamma_fit(self) -> PowerFit | None:
         """Fit c·n^(−k) to γ over the n where γ is finite and positive (needs two such n)."""

@@ -132,9 +132,10 @@ def gamma_figure(data: ReportData, path: Path, fit: PowerFit | None) -> Path:
     if closed_pts:
         tex = form_latex(closed_form) if closed_form is not None else None
         name = rf"$\gamma(n) = {tex}$" if tex else "closed form"
+        logs_cf = [_log10_fraction(v) for _, v in closed_pts]
         ax.plot(
             [p[0] for p in closed_pts],
-            [axis.y(math.log10(v.numerator) - math.log10(v.denominator)) for _, v in closed_pts],  # display only
+            [axis.y(v) for v in logs_cf],
             "--",
             color=COLORS[1],
             label=f"{name} (verified closed form)",
@@ -151,6 +152,10 @@ def gamma_figure(data: ReportData, path: Path, fit: PowerFit | None) -> Path:
     if not ns and not infinite:
         ax.text(0.5, 0.5, "no γ(n) in the result", transform=ax.transAxes, ha="center")
     return _save(fig, ax, path)
+
+
+def _log10_fraction(q: Any) -> float:
+    return math.log10(q.numerator) - math.log10(q.denominator)  # display only
 
 
 def error_figure(data: ReportData, path: Path) -> Path:

@@ -415,7 +415,9 @@ def figure_captions(data: ReportData) -> dict[str, str]:
     gamma_tex = None if gamma_form is None else closed.form_latex(gamma_form)
     if gamma_form is not None and gamma_tex is not None:
         fit_sentence = (
-            r"Dashed: the closed form $\gamma(n) = " + gamma_tex + r"$, fitted on $n\in\{"
+            r"Dashed: the closed form $\gamma(n) = "
+            + gamma_tex
+            + r"$, fitted on $n\in\{"
             + fmt.runs(gamma_form["fitted_on"], r",\dots,")
             + r"\}$ and verified exactly on $n\in\{"
             + fmt.runs(gamma_form["verified_on"], r",\dots,")
