@@ -12,8 +12,14 @@ is fitted on c lengths, so it needs c + 2 lengths):
 * rational functions P(n)/Q(n) of degree (p, q), c = p + q + 1 (polynomials first);
 * r(n)·k^n with r rational of degree (p, q) and a base k, c = p + q + 2 (the base is read from
   the data, or is one of a few small integers and their reciprocals);
-* either of the above from some length n₀ on (the first few lengths may be exceptional, e.g. a
-  construction whose first position is special); the record then says ``valid_from``.
+* hypergeometric terms y(n+1) = R(n)·y(n), R rational with c − 1 parameters (binomials,
+  factorials, Catalan numbers);
+* each of the above from some length n₀ on (the first few lengths may be exceptional, e.g. a
+  construction whose first position is special); the record then says ``valid_from``;
+* last, one form for even and one for odd n (Dyck counts are 0 at odd n), each verified on at
+  least two lengths of its own parity.
+
+Every reported expression is also re-evaluated through sympy at every length it names.
 
 Certified quantities (per-layer errors, τ*, τ_thm) are enclosures, not exact values; for them
 the module gives a *bracket supported by the data*: c₁·n^b·e^{−a n} ≤ value(n) ≤ c₂·n^b·e^{−a n}
@@ -31,7 +37,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-#: The exact per-length quantities that get a closed form (result key -> closed-form key).
+#: The exact per-length quantities that get a closed form (result keys, kept as closed-form keys).
 EXACT_QUANTITIES = ("gamma", "x_max", "min_margin", "accepted")
 #: Largest number of free parameters of a conjectured form (degree (p, q) with p + q ≤ 4).
 MAX_PARAMS = 5
