@@ -81,8 +81,11 @@ def hard_runs() -> dict[str, dict]:
         "ltl_prev_next_temperature": 8,
         "ltl_prev_next_positions": 8,
         "ltl_counting_temperature": 6,
+        "ltl_since_until_temperature": 6,
         "ltl_since_until_positions": 6,
+        "ltl_counting_positions": 6,
         "induction_k1": 6,
+        "induction_k2": 6,
     }
     return {
         stem: run_check(
@@ -100,8 +103,11 @@ def hard_runs() -> dict[str, dict]:
         ("ltl_prev_next_temperature", "3/n", "1"),
         ("ltl_prev_next_positions", "3", "n"),
         ("ltl_counting_temperature", "3/n", "(n + 1)/n"),
+        ("ltl_since_until_temperature", "3/n", "1"),
         ("ltl_since_until_positions", "3", "n"),
+        ("ltl_counting_positions", "3", "n + 1"),
         ("induction_k1", "3/n", "1"),
+        ("induction_k2", "3/n", "1"),
     ],
 )
 def test_bundled_closed_forms(hard_runs: dict, stem: str, gamma: str, x_max: str) -> None:
