@@ -17,6 +17,7 @@ from typing import Any
 from flint import arb, ctx
 
 from .certify import MAX_PREC, certify_word
+from .closedforms import closed_forms
 from .errors import UsageError
 from .expr import Expr, parse_expression
 from .hard import CompiledModel, run_hard
@@ -88,7 +89,8 @@ class CheckResult:
             "settings": self.settings,
             "verdict": self.verdict().to_json(),
             "interrupted": self.interrupted,
-            "lengths": [r.to_json() for r in self.lengths],
+            "lengths": (lengths := [r.to_json() for r in self.lengths]),
+            "closed_forms": closed_forms(lengths),
         }
 
 

@@ -172,6 +172,10 @@ def check(
     data = result.to_json()
     if not quiet:
         print_table(data, all_layers=all_layers)
+        from .closedforms import summary_lines
+
+        for line in summary_lines(data.get("closed_forms") or {}):
+            console.print(line, highlight=False, soft_wrap=True)
     if report:
         from .report import write_report
 
@@ -516,6 +520,19 @@ def build_reports(models_dir: str, out_dir: str, verify: bool, only: tuple[str, 
             highlight=False,
         )
         sys.exit(1)
+
+
+@build.command("claims")
+@click.option("--rerun", is_flag=True, help="Rerun the checks behind reports/claims/ first.")
+@click.option("--check", "verify", is_flag=True, help="Only verify docs/claims.md is current.")
+def build_claims(rerun: bool, verify: bool) -> None:
+    """Regenerate (or verify) the claims ledger docs/claims.md from reports/claims/."""
+    from .claims import main as claims_main
+
+    args = (["--rerun"] if rerun else []) + (["--check"] if verify else [])
+    code = claims_main([*args, "--root", "."])
+    if code:
+        sys.exit(code)
 
 
 def _split(s: str) -> list[str]:

@@ -136,6 +136,34 @@ class ReportData:
                 return str(row["tau_star"]["grid"])
         return None
 
+    @property
+    def closed_forms(self) -> dict[str, Any]:
+        """The result's ``closed_forms``; computed from the rows for results without one."""
+        cf = self.result.get("closed_forms")
+        if cf is None:
+            from ..closedforms import closed_forms
+
+            cf = closed_forms(self.rows)
+            self.result = {**self.result, "closed_forms": cf}
+        return cf
+
+    def gamma_closed_form(self) -> dict[str, Any] | None:
+        """γ's verified closed form (it replaces the float power fit), or None."""
+        from .closed import values, verified
+
+        rec = self.closed_forms.get("gamma")
+        if not verified(rec):
+            return None
+        assert rec is not None
+        # a result file is input: draw the form only where it reproduces the rows it names
+        named = set(rec.get("fitted_on", [])) | set(rec.get("verified_on", []))
+        rows = {r["n"]: r.get("gamma") for r in self.rows if r["n"] in named}
+        got = dict(values(rec, sorted(rows)))
+        for n, g in rows.items():
+            if g is None or got.get(n) != parse_rational(g):
+                return None
+        return rec
+
     def gamma_fit(self) -> PowerFit | None:
         """Fit c·n^(−k) to γ over the n where γ is finite and positive (needs two such n)."""
         points = []

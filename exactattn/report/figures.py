@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .closed import form_latex
+from .closed import values as closed_values
 from .data import PowerFit, ReportData
 from .fmt import fit_tex, parse_decimal, parse_rational
 
@@ -124,7 +126,22 @@ def gamma_figure(data: ReportData, path: Path, fit: PowerFit | None) -> Path:
     axis = _LogAxis(ax, logs)
     if ns:
         ax.plot(ns, [axis.y(v) for v in logs], "o", color=COLORS[0], label=r"$\gamma(n)$ (exact)")
-    if fit is not None:
+    closed_form = data.gamma_closed_form()
+    named = [] if closed_form is None else closed_form["fitted_on"] + closed_form["verified_on"]
+    closed_pts = [] if closed_form is None else closed_values(closed_form, sorted(named))
+    closed_pts = [(n, v) for n, v in closed_pts if v > 0]
+    if closed_pts:
+        tex = form_latex(closed_form) if closed_form is not None else None
+        name = rf"$\gamma(n) = {tex}$" if tex else "closed form"
+        logs_cf = [_log10_fraction(v) for _, v in closed_pts]
+        ax.plot(
+            [p[0] for p in closed_pts],
+            [axis.y(v) for v in logs_cf],
+            "--",
+            color=COLORS[1],
+            label=f"{name} (verified closed form)",
+        )
+    elif fit is not None:
         lo, hi = min(fit.ns), max(fit.ns)
         xs = [lo * (hi / lo) ** (i / 50) for i in range(51)]
         ys = [axis.y(fit.log10_c - fit.k * math.log10(x)) for x in xs]  # display only
@@ -136,6 +153,10 @@ def gamma_figure(data: ReportData, path: Path, fit: PowerFit | None) -> Path:
     if not ns and not infinite:
         ax.text(0.5, 0.5, "no γ(n) in the result", transform=ax.transAxes, ha="center")
     return _save(fig, ax, path)
+
+
+def _log10_fraction(q: Any) -> float:
+    return math.log10(q.numerator) - math.log10(q.denominator)  # display only
 
 
 def error_figure(data: ReportData, path: Path) -> Path:

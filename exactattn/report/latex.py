@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import fmt
+from . import closed, fmt
 from .data import ReportData
 from .fmt import Bracket, Frac, Interval, Num, Shown, Special
 
@@ -382,9 +382,48 @@ def witness_table(data: ReportData) -> list[str]:
     return _table(f"tab:exactattn-{data.slug}-witnesses", caption, "rlll", head, rows)
 
 
+def closed_forms_tables(data: ReportData) -> list[str]:
+    """The verified closed forms of the exact quantities and the brackets of certified ones."""
+    exact_rows, bracket_rows = closed.latex_rows(data.closed_forms, tt, text)
+    lines: list[str] = []
+    if exact_rows:
+        caption = (
+            rf"Closed forms for {tt(data.model)}: each was conjectured from the smallest lengths "
+            r"listed and then reproduced exactly (as rationals) at every held-back length listed; "
+            r"a conjecture the data confirm, not a proof for larger $n$. Where no form verified, "
+            r"the row says so and lists the lengths tried."
+        )
+        head = [r"quantity & closed form & fitted on $n$ & verified on $n$ & remark \\"]
+        lines += _table(f"tab:exactattn-{data.slug}-closed", caption, "lllll", head, exact_rows)
+    if bracket_rows:
+        caption = (
+            rf"Brackets for {tt(data.model)}: $c_1\cdot\mathrm{{shape}}(n) \le$ value$(n) \le "
+            r"c_2\cdot\mathrm{shape}(n)$ holds, certified, at every listed $n$ (the result's "
+            r"enclosures are its only evidence); a description of the checked lengths, not an "
+            r"asymptotic proof."
+        )
+        head = [r"quantity & $[c_1,\,c_2]\cdot$ shape & on $n$ \\"]
+        lines += [""] + _table(
+            f"tab:exactattn-{data.slug}-brackets", caption, "lll", head, bracket_rows
+        )
+    return lines
+
+
 def figure_captions(data: ReportData) -> dict[str, str]:
     fit = data.gamma_fit()
-    if fit is None:
+    gamma_form = data.gamma_closed_form()
+    gamma_tex = None if gamma_form is None else closed.form_latex(gamma_form)
+    if gamma_form is not None and gamma_tex is not None:
+        fit_sentence = (
+            r"Dashed: the closed form $\gamma(n) = "
+            + gamma_tex
+            + r"$, fitted on $n\in\{"
+            + fmt.runs(gamma_form["fitted_on"], r",\dots,")
+            + r"\}$ and verified exactly on $n\in\{"
+            + fmt.runs(gamma_form["verified_on"], r",\dots,")
+            + r"\}$."
+        )
+    elif fit is None:
         fit_sentence = r"No power law is fitted (fewer than two $n$ with finite $\gamma$)."
     else:
         ns = fmt.runs(fit.ns, r",\dots,")
@@ -421,6 +460,8 @@ def render_fragment(data: ReportData, figures: list[tuple[str, str]]) -> str:
     lines += [""] + lengths_table(data) + [""] + errors_table(data) + [""]
     if data.has_figure_tau:
         lines += temperatures_table(data) + [""]
+    if data.closed_forms:
+        lines += closed_forms_tables(data) + [""]
     lines += witness_table(data) + [""]
     captions = figure_captions(data)
     for name, file in figures:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import fmt
+from . import closed, fmt
 from .data import ReportData
 from .fmt import Bracket, Frac, Interval, Num, Shown, Special
 
@@ -235,7 +235,14 @@ def temperatures_note(data: ReportData) -> str:
 def figure_captions(data: ReportData) -> dict[str, str]:
     """Caption text per figure name, shared in meaning with the LaTeX captions."""
     fit = data.gamma_fit()
-    if fit is None:
+    gamma_form = data.gamma_closed_form()
+    if gamma_form is not None:
+        fit_sentence = (
+            f"Dashed: the closed form {code('γ(n) = ' + str(gamma_form['expression']))}, "
+            f"fitted on n ∈ {{{fmt.runs(gamma_form['fitted_on'])}}} and verified exactly on "
+            f"n ∈ {{{fmt.runs(gamma_form['verified_on'])}}}."
+        )
+    elif fit is None:
         fit_sentence = "No power law is fitted (fewer than two n with finite γ)."
     else:
         ns = fmt.runs(fit.ns)
@@ -270,6 +277,10 @@ def render(data: ReportData, figures: list[tuple[str, str]]) -> str:
         "is the temperature used; disagreements count inputs the two meanings classify "
         "differently; min margin is the smallest hard margin.",
         "",
+    ]
+    if data.closed_forms:
+        lines += ["## Closed forms", ""] + closed.markdown(data.closed_forms, code) + [""]
+    lines += [
         "## Certified per-layer error",
         "",
     ]

@@ -1,0 +1,629 @@
+"""Closed forms of the exact per-length sequences of a check, conjectured and then verified.
+
+A check measures γ(n), x_max(n), the smallest margin and the accepted count exactly, as
+rationals. This module guesses a formula for each sequence from the *smallest* lengths and
+keeps it only if it reproduces, exactly, every length held back (at least two). Nothing here
+is a proof: a verified closed form is a conjecture that the data up to the largest checked n
+confirm. A fit that is not verified is never reported.
+
+Kinds of formula, tried in order of their number of free parameters (a form with c parameters
+is fitted on c lengths, so it needs c + 2 lengths):
+
+* rational functions P(n)/Q(n) of degree (p, q), c = p + q + 1 (polynomials first);
+* r(n)·k^n with r rational of degree (p, q) and a base k, c = p + q + 2 (the base is read from
+  the data, or is one of a few small integers and their reciprocals);
+* hypergeometric terms y(n+1) = R(n)·y(n), R rational with c − 1 parameters (binomials,
+  factorials, Catalan numbers);
+* each of the above from some length n₀ on (the first few lengths may be exceptional, e.g. a
+  construction whose first position is special); the record then says ``valid_from``;
+* last, one form for even and one for odd n (Dyck counts are 0 at odd n), each verified on at
+  least two lengths of its own parity.
+
+Every reported expression is also re-evaluated through sympy at every length it names.
+
+Certified quantities (per-layer errors, τ*, τ_thm) are enclosures, not exact values; for them
+the module gives a *bracket supported by the data*: c₁·n^b·e^{−a n} ≤ value(n) ≤ c₂·n^b·e^{−a n}
+for every checked n, with simple rational a, b chosen to make c₂/c₁ small and c₁, c₂ certified
+(outward-rounded). It describes the checked lengths only; it is not an asymptotic proof.
+
+Everything is computed from the result's exact strings (``Fraction``), never from floats;
+brackets are computed in arb ball arithmetic and rounded outward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+#: The exact per-length quantities that get a closed form (result keys, kept as closed-form keys).
+EXACT_QUANTITIES = ("gamma", "x_max", "min_margin", "accepted")
+#: Largest number of free parameters of a conjectured form (degree (p, q) with p + q ≤ 4).
+MAX_PARAMS = 5
+#: Lengths at the start that may be exceptional (a form valid from n₀ on).
+MAX_SKIP = 3
+#: Lengths that must verify a fit, at least.
+MIN_VERIFY = 2
+#: Bases tried for r(n)·k^n besides the one read from the data.
+BASES = tuple(Fraction(k) for k in (2, 3, 4, 5, 6, 8)) + tuple(
+    Fraction(1, k) for k in (2, 3, 4, 5, 6, 8)
+)
+
+NONE_FITS = "no closed form of this kind fits"
+KINDS_TRIED = [
+    f"rational functions of n with numerator and denominator degrees summing to ≤ {MAX_PARAMS - 1}",
+    "r(n)·k^n, r rational, k read from the data or in {2, 3, 4, 5, 6, 8} and reciprocals",
+    "y(n+1) = R(n)·y(n) with R rational (hypergeometric: binomials, Catalan numbers)",
+    f"each of the above from n₀ on, skipping at most {MAX_SKIP} first lengths",
+    "one such form for even n and one for odd n",
+]
+
+Point = tuple[int, Fraction]
+
+
+# ---------------------------------------------------------------------------------------------
+# exact linear algebra over Fraction
+
+
+def _nullspace(rows: list[list[Fraction]], ncols: int) -> list[list[Fraction]]:
+    """A basis of {x : rows·x = 0} by Gauss–Jordan elimination over the rationals."""
+    m = [list(r) for r in rows]
+    pivots: list[int] = []
+    r = 0
+    for c in range(ncols):
+        piv = next((i for i in range(r, len(m)) if m[i][c] != 0), None)
+        if piv is None:
+            continue
+        m[r], m[piv] = m[piv], m[r]
+        inv = 1 / m[r][c]
+        m[r] = [v * inv for v in m[r]]
+        for i in range(len(m)):
+            if i != r and m[i][c] != 0:
+                f = m[i][c]
+                m[i] = [a - f * b for a, b in zip(m[i], m[r], strict=True)]
+        pivots.append(c)
+        r += 1
+        if r == len(m):
+            break
+    free = [c for c in range(ncols) if c not in pivots]
+    basis = []
+    for fc in free:
+        x = [Fraction(0)] * ncols
+        x[fc] = Fraction(1)
+        for i, pc in enumerate(pivots):
+            x[pc] = -m[i][fc]
+        basis.append(x)
+    return basis
+
+
+def _poly(coeffs: Sequence[Fraction], n: int | Fraction) -> Fraction:
+    """Horner: coefficients in ascending powers of n."""
+    acc = Fraction(0)
+    for c in reversed(coeffs):
+        acc = acc * n + c
+    return acc
+
+
+# ---------------------------------------------------------------------------------------------
+# forms: structured, evaluated exactly without parsing anything
+
+
+def evaluate_form(form: dict[str, Any], n: int) -> Fraction | None:
+    """The exact value of a structured form at n (None where it is undefined)."""
+    kind = form.get("kind")
+    if kind == "parity":
+        half = form["even"] if n % 2 == 0 else form["odd"]
+        return None if half is None else evaluate_form(half, n)
+    num = [Fraction(c) for c in form["num"]]
+    den = [Fraction(c) for c in form["den"]]
+    if kind == "hypergeometric":
+        start, step = int(form["start"]), int(form["step"])
+        if n < start or (n - start) % step:
+            return None
+        value = Fraction(form["value"])
+        for j in range(start, n, step):
+            q = _poly(den, j)
+            if q == 0:
+                return None
+            value *= _poly(num, j) / q
+        return value
+    q = _poly(den, n)
+    if q == 0:
+        return None
+    value = _poly(num, n) / q
+    if form.get("base") is not None:
+        value *= Fraction(form["base"]) ** n
+    return value
+
+
+def _fit_rational(points: Sequence[Point], p: int, q: int) -> tuple[list, list] | None:
+    """P/Q with deg P ≤ p, deg Q ≤ q through the points (exactly), or None."""
+    rows = []
+    for n, y in points:
+        rows.append([Fraction(n) ** i for i in range(p + 1)] + [-y * n**j for j in range(q + 1)])
+    basis = _nullspace(rows, p + q + 2)
+    if len(basis) != 1:  # none, or not determined (a smaller form fits: tried before)
+        return None
+    v = basis[0]
+    num, den = v[: p + 1], v[p + 1 :]
+    if all(c == 0 for c in den):
+        return None
+    for n, y in points:
+        d = _poly(den, n)
+        if d == 0 or _poly(num, n) / d != y:  # an unattainable point
+            return None
+    # normalize: the highest nonzero denominator coefficient is 1
+    lead = next(c for c in reversed(den) if c != 0)
+    return [c / lead for c in num], [c / lead for c in den]
+
+
+def _candidate_forms(fit: Sequence[Point], c: int) -> list[dict[str, Any]]:
+    """Every form with c free parameters through the fitting points (exactly)."""
+    out = []
+    for q in range(c):  # polynomials first
+        p = c - 1 - q
+        got = _fit_rational(fit, p, q)
+        if got is not None:
+            out.append({"kind": "rational", "num": got[0], "den": got[1], "base": None})
+    if c >= 2 and all(y != 0 for _, y in fit):
+        bases: list[Fraction] = []
+        (n0, y0), (n1, y1) = fit[-2], fit[-1]
+        if n1 == n0 + 1:
+            bases.append(y1 / y0)
+        bases += [b for b in BASES if b not in bases]
+        for k in bases:
+            if k in (0, 1) or k < 0:
+                continue
+            scaled = [(n, y / k**n) for n, y in fit]
+            for q in range(c - 1):
+                p = c - 2 - q
+                got = _fit_rational(scaled, p, q)
+                if got is not None:
+                    out.append({"kind": "power", "num": got[0], "den": got[1], "base": k})
+    return out
+
+
+def _hypergeometric(fit: Sequence[Point], c: int, step: int) -> list[dict[str, Any]]:
+    """y(n + step) = R(n)·y(n) with R rational of c − 1 parameters, through the fit points."""
+    if c < 2 or any(y == 0 for _, y in fit):
+        return []
+    if any(b[0] - a[0] != step for a, b in zip(fit, fit[1:], strict=False)):
+        return []
+    ratios = [(a[0], b[1] / a[1]) for a, b in zip(fit, fit[1:], strict=False)]
+    if len(ratios) != c - 1:
+        return []
+    out = []
+    for q in range(1, c - 1):  # q = 0 is a polynomial ratio; needs more data than it is worth
+        p = c - 2 - q
+        got = _fit_rational(ratios, p, q)
+        if got is not None:
+            out.append(
+                {
+                    "kind": "hypergeometric",
+                    "start": fit[0][0],
+                    "value": fit[0][1],
+                    "step": step,
+                    "num": got[0],
+                    "den": got[1],
+                }
+            )
+    return out
+
+
+def _search(points: Sequence[Point], step: int, max_skip: int) -> tuple[Any, ...] | None:
+    """The first form (fewest parameters, then fewest skipped lengths) that verifies."""
+    for c in range(1, MAX_PARAMS + 1):
+        for skip in range(max_skip + 1):
+            rest = points[skip:]
+            if len(rest) < c + MIN_VERIFY:
+                break
+            fit, held = rest[:c], rest[c:]
+            forms = _candidate_forms(fit, c) + _hypergeometric(fit, c, step)
+            for form in forms:
+                if all(evaluate_form(form, n) == y for n, y in held):
+                    return form, fit, held, skip
+    return None
+
+
+def fit_sequence(values: dict[int, Fraction | None]) -> dict[str, Any]:
+    """Conjecture a closed form for {n: value} and verify it on held-back lengths.
+
+    Lengths whose value is None (e.g. γ = ∞: no strict gap) are left out and listed under
+    ``undefined_at``. Returns a found record (``expression``, ``latex``, ``form``,
+    ``fitted_on``, ``verified_on``, maybe ``valid_from``) or a none record (``expression``
+    None, ``reason``, ``kinds_tried``, ``lengths``).
+    """
+    undefined = sorted(n for n, v in values.items() if v is None)
+    points = sorted((n, Fraction(v)) for n, v in values.items() if v is not None)
+    ns = [n for n, _ in points]
+    base: dict[str, Any] = {}
+    if undefined:
+        base["undefined_at"] = undefined
+    if len(points) < 1 + MIN_VERIFY:
+        return {
+            "expression": None,
+            "reason": f"too few lengths: a closed form needs at least {1 + MIN_VERIFY} "
+            f"(one to fit a constant, {MIN_VERIFY} to verify it)",
+            "lengths": ns,
+            **base,
+        }
+    consecutive = ns == list(range(ns[0], ns[-1] + 1))
+    got = _search(points, 1, MAX_SKIP)
+    if got is not None:
+        form, fit, held, skip = got
+        record = _found(form, fit, held, points[skip:])
+        if record is not None:
+            if skip:
+                record["valid_from"] = points[skip][0]
+                record["exceptions"] = ns[:skip]
+            return {**record, **base}
+    if consecutive:  # one form for even n and one for odd n (e.g. Dyck counts: 0 at odd n)
+        halves = [[pt for pt in points if pt[0] % 2 == r] for r in (0, 1)]
+        found = [_search(h, 2, 0) for h in halves]
+        if all(f is not None for f in found):
+            even, odd = found
+            assert even is not None and odd is not None
+            form = {"kind": "parity", "even": even[0], "odd": odd[0]}
+            record = _found(
+                form,
+                sorted([*even[1], *odd[1]]),
+                sorted([*even[2], *odd[2]]),
+                points,
+            )
+            if record is not None:
+                return {**record, **base}
+    return {
+        "expression": None,
+        "reason": NONE_FITS,
+        "kinds_tried": KINDS_TRIED,
+        "lengths": ns,
+        **base,
+    }
+
+
+def _found(
+    form: dict[str, Any], fit: Sequence[Point], held: Sequence[Point], used: Sequence[Point]
+) -> dict[str, Any] | None:
+    """The record of a verified form; its sympy expression is re-checked at every length."""
+    import sympy
+
+    n = sympy.Symbol("n")
+    expr = form_expr(form, n)
+    for m, y in used:  # the printed expression must give the data exactly, too
+        got = expr.subs(n, m)
+        got = got if got.is_Rational else sympy.simplify(got)
+        if got != sympy.Rational(y.numerator, y.denominator):
+            return None
+    text = sympy.sstr(expr)
+    if sympy.parse_expr(text, local_dict={"n": n}) != expr:  # our own text, not user input
+        return None
+    return {
+        "expression": text,
+        "latex": sympy.latex(expr),
+        "fitted_on": [m for m, _ in fit],
+        "verified_on": [m for m, _ in held],
+        "form": _form_json(form),
+    }
+
+
+def form_expr(form: dict[str, Any], n: Any = None) -> Any:
+    """The sympy expression of a structured form (built from numbers, never parsed)."""
+    import sympy
+
+    n = sympy.Symbol("n") if n is None else n
+
+    def rat(x: Fraction | str) -> Any:
+        x = Fraction(x)
+        return sympy.Rational(x.numerator, x.denominator)
+
+    kind = form.get("kind")
+    if kind == "parity":
+        halves = [form_expr(form[h], n) if form.get(h) else sympy.nan for h in ("even", "odd")]
+        return sympy.Piecewise((halves[0], sympy.Eq(sympy.Mod(n, 2), 0)), (halves[1], True))
+
+    def ratio(x: Any) -> Any:
+        num = sum(rat(c) * x**i for i, c in enumerate(form["num"]))
+        den = sum(rat(c) * x**i for i, c in enumerate(form["den"]))
+        return sympy.factor(sympy.cancel(num / den))
+
+    if kind == "hypergeometric":
+        k = sympy.Dummy("k", integer=True, nonnegative=True)
+        start, step = int(form["start"]), int(form["step"])
+        prod = sympy.Product(ratio(start + step * k), (k, 0, (n - start) / step - 1)).doit()
+        return sympy.simplify(rat(form["value"]) * sympy.gammasimp(prod))
+    expr = ratio(n)
+    if form.get("base") is not None:
+        expr = expr * rat(form["base"]) ** n
+    return expr
+
+
+def _form_json(form: dict[str, Any]) -> dict[str, Any]:
+    if form.get("kind") == "parity":
+        return {
+            "kind": "parity",
+            "even": _form_json(form["even"]),
+            "odd": _form_json(form["odd"]),
+        }
+    out: dict[str, Any] = {"kind": form["kind"]}
+    if form["kind"] == "hypergeometric":
+        out.update(start=form["start"], step=form["step"], value=_q(form["value"]))
+    out["num"] = [_q(c) for c in form["num"]]
+    out["den"] = [_q(c) for c in form["den"]]
+    if form.get("base") is not None:
+        out["base"] = _q(form["base"])
+    return out
+
+
+def _q(x: Fraction) -> str:
+    x = Fraction(x)
+    return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
+
+
+# ---------------------------------------------------------------------------------------------
+# certified quantities: a bracket c1·n^b·e^(−a n) ≤ value ≤ c2·n^b·e^(−a n) on the checked n
+
+_PREC = 128
+#: Largest |b| of the power n^b tried.
+MAX_B = 8
+#: Lengths needed before an exponential factor e^(−a n) is considered at all.
+MIN_EXP_POINTS = 5
+_LOG2_SCALED = 6931471805599453 * 8 * 2**64 // 10**16  # log 2, for choosing a shape only
+
+
+def _decimal_arb(text: str) -> Any:
+    """A result-file decimal as an arb ball containing it (no float, no giant Fraction)."""
+    from flint import arb, fmpz
+
+    if "/" in text:
+        q = Fraction(text)
+        return arb(fmpz(q.numerator)) / q.denominator
+    d = Decimal(text.strip())
+    sign, digits, exp = d.as_tuple()
+    assert isinstance(exp, int)
+    mant = int("".join(map(str, digits)) or "0")
+    v = arb(fmpz(-mant if sign else mant))
+    return v * arb(10) ** exp if exp else v
+
+
+def _is_zero(text: str) -> bool:
+    return Decimal(text.strip()) == 0 if "/" not in text else Fraction(text) == 0
+
+
+def bracket_sequence(
+    encl: dict[int, tuple[str, str] | None], exp_allowed: bool = True
+) -> dict[str, Any]:
+    """The bracket c1·n^b·e^(−a n) ≤ v(n) ≤ c2·n^b·e^(−a n) over the n with two-sided
+    positive enclosures; ``rests_on`` lists those enclosures (the bracket's only evidence)."""
+    from flint import arb, ctx
+
+    from .numbers import arb_endpoints, decimal_down, decimal_up
+
+    pts = {n: e for n, e in sorted(encl.items()) if e is not None}
+    zeros = [n for n, (lo, hi) in pts.items() if _is_zero(hi)]
+    usable = {n: e for n, e in pts.items() if not _is_zero(e[1])}
+    base: dict[str, Any] = {"kind": "bracket"}
+    if zeros:
+        base["exactly_zero_at"] = zeros
+    open_at = sorted(n for n, e in encl.items() if e is None)
+    if open_at:
+        base["open_at"] = open_at
+    if len(usable) < 2:
+        return {
+            **base,
+            "shape": None,
+            "reason": "fewer than two lengths with a positive enclosure",
+        }
+    old = ctx.prec
+    ctx.prec = _PREC
+    try:
+        ns = sorted(usable)
+        lo_val = {n: _decimal_arb(usable[n][0]) for n in ns}
+        hi_val = {n: _decimal_arb(usable[n][1]) for n in ns}
+        positive_lower = all(not _is_zero(usable[n][0]) for n in ns)
+        a, b = Fraction(0), Fraction(0)
+        if positive_lower:
+            # choosing the shape only (the bracket itself is certified below): logarithms as
+            # integers scaled by 8·2^64, a = ka/8, b = jb/2, so a spread is integer arithmetic
+            lo_log = {n: _scaled(lo_val[n].log()) for n in ns}
+            hi_log = {n: _scaled(hi_val[n].log()) for n in ns}
+            logn = {n: _scaled(arb(n).log()) // 8 for n in ns}
+            unit = 2**64
+
+            def spread(ka: int, jb: int) -> int:
+                shift = {n: ka * n * unit - 4 * jb * logn[n] for n in ns}
+                return max(hi_log[n] + shift[n] for n in ns) - min(lo_log[n] + shift[n] for n in ns)
+
+            def best_over(with_exp: bool) -> tuple[int, int, int]:
+                best = None
+                for jb in range(-2 * MAX_B, 2 * MAX_B + 1):
+                    ka = _best_a(spread, jb) if with_exp else 0
+                    sp = spread(ka, jb)
+                    if best is None or sp < best[0]:
+                        best = (sp, ka, jb)
+                assert best is not None
+                return best
+
+            s_pow, ka, jb = best_over(False)
+            if exp_allowed and len(ns) >= MIN_EXP_POINTS:
+                s_exp, ka_e, jb_e = best_over(True)
+                # the extra parameter must narrow the bracket by a factor 2 or more
+                if s_exp + _LOG2_SCALED <= s_pow:
+                    ka, jb = ka_e, jb_e
+            a, b = Fraction(ka, 8), Fraction(jb, 2)
+        shape = {
+            n: (arb(n) ** (arb(b.numerator) / b.denominator))
+            * (-(arb(a.numerator) / a.denominator) * n).exp()
+            for n in ns
+        }
+        c2_hi = max(arb_endpoints(hi_val[n] / shape[n])[1] for n in ns)
+        c1_lo = min(arb_endpoints(lo_val[n] / shape[n])[0] for n in ns)
+        c1_lo = max(c1_lo, Fraction(0))
+    finally:
+        ctx.prec = old
+    shape = _shape_text(a, b)
+    return {
+        **base,
+        "shape": shape,
+        "a": _q(a),
+        "b": _q(b),
+        "c_lower": decimal_down(c1_lo, 6),
+        "c_upper": decimal_up(c2_hi, 6),
+        "on": ns,
+        "rests_on": {str(n): {"lower": usable[n][0], "upper": usable[n][1]} for n in ns},
+        "note": "holds at every listed n (certified); a description of the data, not a proof "
+        "about larger n",
+    }
+
+
+def _scaled(x: Any) -> int:
+    """floor(mid(x)·8·2^64): a logarithm as an integer, for choosing a shape."""
+    from .numbers import arb_endpoints
+
+    m = arb_endpoints(x.mid())[0] * 8 * 2**64
+    return m.numerator // m.denominator
+
+
+def _best_a(spread: Any, jb: int) -> int:
+    """The decay rate a = ka/8 ≥ 0 minimizing the bracket's spread for b = jb/2 (0 when it
+    does as well)."""
+    lo, hi = 0, 64 * 8
+    while hi - lo > 2:  # ternary search: the spread is convex and piecewise linear in a
+        m1, m2 = lo + (hi - lo) // 3, hi - (hi - lo) // 3
+        if spread(m1, jb) <= spread(m2, jb):
+            hi = m2
+        else:
+            lo = m1
+    ka = min(range(lo, hi + 1), key=lambda k: (spread(k, jb), k))
+    return 0 if spread(0, jb) <= spread(ka, jb) else ka
+
+
+def _shape_text(a: Fraction, b: Fraction) -> str:
+    parts = []
+    if b != 0:
+        parts.append(f"n^({_q(b)})" if b.denominator != 1 or b < 0 else f"n^{_q(b)}")
+    if a != 0:
+        parts.append(f"exp(-({_q(a)})*n)" if a.denominator != 1 or a < 0 else f"exp(-{_q(a)}*n)")
+    return "*".join(parts) or "1"
+
+
+# ---------------------------------------------------------------------------------------------
+# the result's closed_forms object
+
+
+def _exact(row: dict[str, Any], key: str) -> Fraction | None:
+    v = row.get(key)
+    if v is None:
+        return None
+    return Fraction(str(v))
+
+
+def _tau_star_parts(ts: dict[str, Any] | None) -> dict[str, dict[str, Any] | None]:
+    """τ* in either shape: {"lower","upper"} or {"decisions": {...}, "invariant": {...}}."""
+    if ts is None:
+        return {}
+    if "decisions" in ts or "invariant" in ts:
+        return {f"tau_star_{k}": ts.get(k) for k in ("decisions", "invariant") if k in ts}
+    return {"tau_star": ts}
+
+
+def closed_forms(lengths: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The ``closed_forms`` object of a result, from the lengths present."""
+    rows = sorted(lengths, key=lambda r: r["n"])
+    out: dict[str, Any] = {}
+    for key in EXACT_QUANTITIES:
+        if not any(key in r for r in rows):
+            continue
+        if key != "gamma" and all(r.get(key) is None for r in rows):
+            continue
+        out[key] = fit_sequence({r["n"]: _exact(r, key) for r in rows})
+    # certified: per-layer errors, τ_thm, τ*
+    layer_ids = sorted({e["index"] for r in rows for e in r.get("layers") or []})
+    for li in layer_ids:
+        encl: dict[int, tuple[str, str] | None] = {}
+        for r in rows:
+            e = next((x for x in r.get("layers") or [] if x.get("index") == li), None)
+            err = None if e is None else e.get("error")
+            if err is not None:
+                encl[r["n"]] = (str(err["lower"]), str(err["upper"]))
+        if encl:
+            out[f"error_layer_{li}"] = _certified(encl)
+    thm = {
+        r["n"]: (str(t["lower"]), str(t["upper"]))
+        for r in rows
+        if (t := (r.get("bounds") or {}).get("tau_theorem")) is not None
+    }
+    if thm:
+        out["tau_theorem"] = bracket_sequence(thm)
+    star: dict[str, dict[int, tuple[str, str] | None]] = {}
+    for r in rows:
+        for key, part in _tau_star_parts(r.get("tau_star")).items():
+            if part is None:
+                continue
+            lo, hi = part.get("lower"), part.get("upper")
+            star.setdefault(key, {})[r["n"]] = (
+                None if lo is None or hi is None else (str(lo), str(hi))
+            )
+    for key, encl in star.items():
+        out[key] = bracket_sequence(encl)
+    return out
+
+
+def _certified(encl: dict[int, tuple[str, str]]) -> dict[str, Any]:
+    """Point enclosures (lower = upper, e.g. an exact 0) are exact data: fit them; else bracket."""
+    if all(Decimal(lo) == Decimal(hi) for lo, hi in encl.values()):
+        vals = {n: Fraction(Decimal(lo)) for n, (lo, _) in encl.items()}
+        if len(vals) >= 1 + MIN_VERIFY or all(v == 0 for v in vals.values()):
+            rec = fit_sequence(vals)
+            if rec.get("expression") is not None:
+                return rec
+    return bracket_sequence(encl)
+
+
+# ---------------------------------------------------------------------------------------------
+# terminal summary
+
+_NAMES = {
+    "gamma": "γ(n)",
+    "x_max": "x_max(n)",
+    "min_margin": "μ(n)",
+    "accepted": "accepted(n)",
+    "tau_theorem": "τ_thm(n)",
+    "tau_star": "τ*(n)",
+    "tau_star_decisions": "τ*_dec(n)",
+    "tau_star_invariant": "τ*_inv(n)",
+}
+
+
+def _runs(ns: Sequence[int]) -> str:
+    ns = sorted(ns)
+    if len(ns) >= 3 and ns == list(range(ns[0], ns[-1] + 1)):
+        return f"{ns[0]}..{ns[-1]}"
+    return ", ".join(map(str, ns))
+
+
+def summary_lines(cf: dict[str, Any]) -> list[str]:
+    """One line per quantity for the terminal: verified closed forms, then brackets."""
+    lines = []
+    for key, rec in cf.items():
+        name = _NAMES.get(key) or (
+            f"ε L{key.removeprefix('error_layer_')}" if key.startswith("error_layer_") else key
+        )
+        if rec.get("kind") == "bracket":
+            if rec.get("shape") is None:
+                continue
+            lines.append(
+                f"  {name} ∈ [{rec['c_lower']}, {rec['c_upper']}]·{rec['shape']} "
+                f"at n = {_runs(rec['on'])} (certified bracket of the data, not a proof)"
+            )
+        elif rec.get("expression") is not None:
+            extra = f", from n = {rec['valid_from']}" if rec.get("valid_from") else ""
+            lines.append(
+                f"  {name} = {rec['expression']}   (fitted n = {_runs(rec['fitted_on'])}, "
+                f"verified exactly n = {_runs(rec['verified_on'])}{extra})"
+            )
+        else:
+            lines.append(f"  {name}: {rec.get('reason')} (n = {_runs(rec.get('lengths', []))})")
+    if lines:
+        lines.insert(0, "closed forms (conjectured on the smallest n, verified on the rest):")
+    return lines

@@ -1,0 +1,211 @@
+"""The closed forms of a result (``closed_forms``) in reports: a table per format.
+
+Expressions are typeset from the record's structured ``form`` (exact numbers, rebuilt as a sympy
+expression and printed by sympy's LaTeX printer); the ``expression`` text of a result file is
+never parsed. A record without a usable ``form`` is shown verbatim.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from ..closedforms import evaluate_form, form_expr
+from . import fmt
+
+_LABELS = {
+    "gamma": ("γ(n)", r"\gamma(n)"),
+    "x_max": ("x_max(n)", r"x_{\max}(n)"),
+    "min_margin": ("min margin(n)", r"\mu(n)"),
+    "accepted": ("accepted(n)", r"\mathrm{accepted}(n)"),
+    "tau_theorem": ("τ_thm(n)", r"\tau_{\mathrm{thm}}(n)"),
+    "tau_star": ("τ*(n)", r"\tau^*(n)"),
+    "tau_star_decisions": ("τ*_dec(n)", r"\tau^*_{\mathrm{dec}}(n)"),
+    "tau_star_invariant": ("τ*_inv(n)", r"\tau^*_{\mathrm{inv}}(n)"),
+}
+
+
+def label(key: str) -> tuple[str, str]:
+    """(text, LaTeX math) name of a closed-form key."""
+    if key in _LABELS:
+        return _LABELS[key]
+    if key.startswith("error_layer_"):
+        i = key.removeprefix("error_layer_")
+        return f"ε_{i}(n)", rf"\varepsilon_{{{i}}}(n)"
+    return key, r"\text{" + key.replace("_", r"\_") + "}"
+
+
+def verified(record: dict[str, Any] | None) -> bool:
+    """A record that holds a verified closed form with a usable structured form."""
+    return bool(
+        record
+        and record.get("expression") is not None
+        and record.get("verified_on")
+        and isinstance(record.get("form"), dict)
+    )
+
+
+def form_latex(record: dict[str, Any]) -> str | None:
+    """sympy's LaTeX of the record's structured form (None when the form is unusable)."""
+    import sympy
+
+    try:
+        return sympy.latex(form_expr(record["form"]))
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
+
+
+def values(record: dict[str, Any], ns: list[int]) -> list[tuple[int, Fraction]]:
+    """The closed form's exact values at the given n (where it is defined)."""
+    out = []
+    for n in ns:
+        try:
+            v = evaluate_form(record["form"], n)
+        except (KeyError, TypeError, ValueError, ZeroDivisionError):
+            return []
+        if v is not None:
+            out.append((n, v))
+    return out
+
+
+def _remark(record: dict[str, Any]) -> str:
+    parts = []
+    if record.get("valid_from") is not None:
+        parts.append(
+            f"from n = {record['valid_from']} on (not n = {fmt.runs(record['exceptions'])})"
+        )
+    if record.get("undefined_at"):
+        parts.append(f"no value (∞) at n = {fmt.runs(record['undefined_at'])}")
+    return "; ".join(parts)
+
+
+def _exponent_text(a: str, b: str) -> str:
+    parts = []
+    if Fraction(b) != 0:
+        parts.append(f"n^{b}" if Fraction(b).denominator == 1 and Fraction(b) > 0 else f"n^({b})")
+    if Fraction(a) != 0:
+        parts.append(f"e^(−{a}·n)" if Fraction(a).denominator == 1 else f"e^(−({a})·n)")
+    return "·".join(parts)
+
+
+def _shape_tex(a: str, b: str) -> str:
+    parts = []
+    if Fraction(b) != 0:
+        parts.append(f"n^{{{_frac_tex(b)}}}")
+    if Fraction(a) != 0:
+        parts.append(f"e^{{-{_frac_tex(a)}\\,n}}")
+    return r"\,".join(parts)
+
+
+def _sci_tex(x: str) -> str:
+    """A decimal string as LaTeX, digits unchanged: ``2.4e-57`` -> ``2.4\\times10^{-57}``."""
+    mant, _, exp = str(x).partition("e")
+    return mant + (rf"\times10^{{{int(exp)}}}" if exp else "")
+
+
+def _frac_tex(x: str) -> str:
+    q = Fraction(x)
+    if q.denominator == 1:
+        return str(q.numerator)
+    sign = "-" if q < 0 else ""
+    return rf"{sign}{abs(q.numerator)}/{q.denominator}"
+
+
+def markdown(cf: dict[str, Any], code: Any) -> list[str]:
+    """Markdown lines: exact closed forms, then brackets of the certified quantities."""
+    exact_rows, bracket_rows = [], []
+    for key, rec in cf.items():
+        name = label(key)[0]
+        if rec.get("kind") == "bracket":
+            if rec.get("shape") is None:
+                continue
+            shape = _exponent_text(rec["a"], rec["b"])
+            lo, hi = rec["c_lower"], rec["c_upper"]
+            text = f"[{lo}, {hi}]" + (f" · {shape}" if shape else "")
+            notes = []
+            if rec.get("exactly_zero_at"):
+                notes.append(f"exactly 0 at n = {fmt.runs(rec['exactly_zero_at'])}")
+            if rec.get("open_at"):
+                notes.append(f"open bracket at n = {fmt.runs(rec['open_at'])}")
+            bracket_rows.append([name, text, fmt.runs(rec["on"]), "; ".join(notes) or "—"])
+        elif rec.get("expression") is not None:
+            exact_rows.append(
+                [
+                    name,
+                    code(f"{name} = {rec['expression']}"),
+                    fmt.runs(rec.get("fitted_on", [])),
+                    fmt.runs(rec.get("verified_on", [])),
+                    _remark(rec) or "—",
+                ]
+            )
+        else:
+            lengths = fmt.runs(rec.get("lengths", []))
+            exact_rows.append(
+                [name, str(rec.get("reason", "none")), lengths or "—", "—", _remark(rec) or "—"]
+            )
+    lines: list[str] = []
+    if exact_rows:
+        lines += _table(
+            ["quantity", "closed form", "fitted on n", "verified on n", "remark"], exact_rows
+        )
+        lines += [
+            "",
+            "Each closed form was conjectured from the smallest lengths listed and then "
+            "reproduced *exactly* (as rationals) at every held-back length listed; it is a "
+            "conjecture the data confirm, not a proof for larger n. Lengths without a value "
+            "are named; where no form verified, the row says so and lists the lengths tried.",
+        ]
+    if bracket_rows:
+        lines += [""] + _table(
+            ["quantity", "bracket c₁…c₂ · shape", "on n", "remark"], bracket_rows
+        )
+        lines += [
+            "",
+            "Brackets: c₁·shape(n) ≤ value(n) ≤ c₂·shape(n) holds, certified, at every listed n "
+            "(the certified enclosures of the result are its only evidence); the shape's "
+            "exponents are simple rationals chosen to make the bracket narrow. A description "
+            "of the checked lengths, not an asymptotic proof.",
+        ]
+    return lines
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return lines + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def latex_rows(cf: dict[str, Any], tt: Any, text: Any) -> tuple[list[list[str]], list[list[str]]]:
+    """(exact rows, bracket rows) of LaTeX table cells."""
+    exact_rows, bracket_rows = [], []
+    for key, rec in cf.items():
+        name = "$" + label(key)[1] + "$"
+        if rec.get("kind") == "bracket":
+            if rec.get("shape") is None:
+                continue
+            shape = _shape_tex(rec["a"], rec["b"])
+            lo, hi = _sci_tex(rec["c_lower"]), _sci_tex(rec["c_upper"])
+            cell = rf"$[{lo},\,{hi}]" + (rf"\cdot {shape}$" if shape else "$")
+            bracket_rows.append([name, cell, text(fmt.runs(rec["on"]))])
+        elif rec.get("expression") is not None:
+            tex = form_latex(rec) if isinstance(rec.get("form"), dict) else None
+            expr = "$" + tex + "$" if tex is not None else tt(str(rec["expression"]))
+            exact_rows.append(
+                [
+                    name,
+                    expr,
+                    text(fmt.runs(rec.get("fitted_on", []))),
+                    text(fmt.runs(rec.get("verified_on", []))),
+                    text(_remark(rec)) or "---",
+                ]
+            )
+        else:
+            exact_rows.append(
+                [
+                    name,
+                    text(str(rec.get("reason", "none"))),
+                    text(fmt.runs(rec.get("lengths", []))),
+                    "---",
+                    text(_remark(rec)) or "---",
+                ]
+            )
+    return exact_rows, bracket_rows
