@@ -104,6 +104,7 @@ class LengthJob:
     hard_only: bool
     batch: int = BATCH
     max_prec: int = MAX_PREC
+    float_filter: bool = True  # settle what float64 enclosures can; arb for the rest
 
 
 def run_check(
@@ -121,12 +122,15 @@ def run_check(
     tau_theorem: bool = False,
     find_tau: bool = False,
     executor: Any = None,
+    float_filter: bool = True,
 ) -> CheckResult:
     """Check every input of every length in [min_n, max_n].
 
     ``progress(stage, done, total)`` is called as inputs finish; ``on_length`` after
     each finished length (the CLI writes the JSON there, so an interrupt keeps it).
     ``executor`` (see :mod:`exactattn.executors`) runs the shards; default: this process.
+    ``float_filter=False`` certifies every input with arb balls (slower; the float filter's
+    enclosures are certified too, only their last printed digits differ).
     """
     from .executors import InProcess
 
@@ -148,6 +152,7 @@ def run_check(
             "hard_only": hard_only,
             "bounds": bounds,
             "find_tau": find_tau,
+            "float_filter": float_filter,
         },
         max_prec=max_prec,
     )
@@ -164,7 +169,9 @@ def run_check(
             if tau_theorem and not hard_only:
                 from .bounds_check import dyadic_lower, tau_theorem_value
 
-                pre = check_length(LengthJob(model, n, tau_text, True, batch, max_prec), run)
+                pre = check_length(
+                    LengthJob(model, n, tau_text, True, batch, max_prec, float_filter), run
+                )
                 t_thm, _ = tau_theorem_value(model, pre)
                 if t_thm is None:
                     raise UsageError(
@@ -173,7 +180,7 @@ def run_check(
                     )
                 job_tau = frac_str(dyadic_lower(t_thm))
                 temps = Temperatures(model, parse_expression(job_tau, ("n",), transcendental=True))
-            job = LengthJob(model, n, job_tau, hard_only, batch, max_prec)
+            job = LengthJob(model, n, job_tau, hard_only, batch, max_prec, float_filter)
             rec = check_length(job, run, progress)
             if (bounds or tau_theorem) and not hard_only:
                 from .bounds_check import bounds_for_length
@@ -247,11 +254,34 @@ def check_shard(
     acc = LengthAccumulator(model, n, oracle, len(model.layers))
     start_prec = BASE_PREC  # inputs of one shard need similar precision
     rank = shard.start
+    # the float filter: value outputs compared with a reference need δy as balls (arb path)
+    use_float = (
+        job.float_filter
+        and not job.hard_only
+        and not (model.output.kind == "value" and oracle is not None)
+    )
+    if use_float:
+        from .softfloat import certify_float, tau_enclosures
+
+        ftaus = tau_enclosures(temps.at(n, BASE_PREC))
     for chunk in batches(words_in(model.alphabet, shard), job.batch):
         hb = run_hard(cm, chunk, n)
         acc.add_hard(hb, first_rank=rank)
         if not job.hard_only:
+            settled = None
+            if use_float:
+                fb = certify_float(cm, hb, ftaus)
+                settled = fb.settled
+                acc.add_soft_float(hb, fb, settled)
+                acc.float_settled += int(settled.sum())
+                if stop_on and (
+                    acc.disagreements
+                    or (stop_on == "invariant" and bool((fb.err_hi[settled, :-1] > 1).any()))
+                ):
+                    raise ProbeFailed
             for b in range(len(chunk)):
+                if settled is not None and settled[b]:
+                    continue
                 sr = certify_word(
                     cm, hb, b, acc, temps, weights, base_prec=start_prec, max_prec=job.max_prec
                 )

@@ -80,6 +80,9 @@ def main() -> None:
     help="Keep finished shards here; the same command resumes from them.",
 )
 @click.option("--all-layers", is_flag=True, help="Show every layer's error in the table.")
+@click.option(
+    "--arb-only", is_flag=True, help="Certify every input with arb balls (no float filter)."
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or table.")
 def check(
     model_path: str,
@@ -97,6 +100,7 @@ def check(
     dask: str | None,
     checkpoint: str | None,
     all_layers: bool,
+    arb_only: bool,
     quiet: bool,
 ) -> None:
     """Enumerate every input up to --max-n and compare the hard and soft meanings."""
@@ -143,6 +147,7 @@ def check(
         "hard_only": hard_only,
         "bounds": bounds,
         "find_tau": find_tau,
+        "arb_only": arb_only,
     }
     ckpt = None
     if checkpoint:
@@ -162,6 +167,7 @@ def check(
             tau_theorem=(tau == "theorem"),
             find_tau=find_tau,
             executor=executor,
+            float_filter=not arb_only,
         ),
         total,
         quiet,

@@ -9,7 +9,6 @@ decimals only when the result is written.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
@@ -132,6 +131,7 @@ class LengthAccumulator:
         self.ref = ReferenceRecord()
         self.accepted = 0
         self.max_prec = 0
+        self.float_settled = 0
         self.soft_done = False
         # per batch, filled by add_hard, read by add_soft
         self._hard_out: Any = None
@@ -208,8 +208,8 @@ class LengthAccumulator:
                                 {
                                     "input": list(w),
                                     "meaning": "hard",
-                                    "expected": _jsonable(exp),
-                                    "got": _jsonable(self._hard_repr(b)),
+                                    "expected": jsonable(exp),
+                                    "got": jsonable(self._hard_repr(b)),
                                 },
                             ),
                         ),
@@ -253,7 +253,7 @@ class LengthAccumulator:
             p = tied[0]
             und = soft.undecided_at[p] if soft.undecided_at else False
             s = "undecided" if und else soft.value[p]
-        self.ties = replace(self.ties, witness=Witness(w.key, {**w.data, "soft": _jsonable(s)}))
+        self.ties = replace(self.ties, witness=Witness(w.key, {**w.data, "soft": jsonable(s)}))
 
     def _gap(self, hb: HardBatch, li: int, hi_: int, tr: Any, rec: GapRecord) -> None:
         s = tr.scores.num
@@ -457,30 +457,47 @@ class LengthAccumulator:
                 rec.rank = rank
         self._soft_decision(hb, b, verdict)
 
-    def add_soft_settled(
-        self,
-        hb: HardBatch,
-        b: int,
-        err_lo: Sequence[Fraction],
-        err_hi: Sequence[Fraction],
-        rows: Sequence[int],
-        verdict: SoftVerdict,
-    ) -> None:
-        """Like :meth:`add_soft` for a word settled by the float filter (exact dyadic ends)."""
+    def add_soft_float(self, hb: HardBatch, fb: Any, use: np.ndarray) -> None:
+        """Fold in the words ``use`` of a batch settled by the float filter, vectorised.
+
+        ``fb`` is a :class:`exactattn.softfloat.FloatBatch`: per word and layer, certified
+        float64 ends of max |δ| (exact dyadics) and the row of the upper end, plus the soft
+        read-out. Per-layer maxima and their first witnesses are found with numpy; only the
+        decisions go through the per-word path (which is cheap).
+        """
+        idx = np.flatnonzero(use)
+        if idx.size == 0:
+            return
         self.soft_done = True
         m = self.model
-        rank = self._rank0 + b
-        for li in range(len(err_lo)):
-            rec = self.errors[li]
-            lo, hi = arb(err_lo[li]), arb(err_hi[li])
-            if lo > rec.lower:
-                rec.lower = lo
-            if rec.witness is None or hi > rec.upper or (hi == rec.upper and rank < rec.rank):
-                if hi > rec.upper:
-                    rec.upper = hi
-                rec.witness = {"input": list(hb.words[b]), "position": spec_position(m, rows[li])}
+        for li, rec in enumerate(self.errors):
+            lo = fb.err_lo[idx, li]
+            hi = fb.err_hi[idx, li]
+            lo_max = arb(float(lo.max()))
+            if lo_max > rec.lower:
+                rec.lower = lo_max
+            top = hi.max()
+            first = int(idx[int(np.argmax(hi == top))])  # first word (in rank order) at the top
+            top_a = arb(float(top))
+            rank = self._rank0 + first
+            if rec.witness is None or top_a > rec.upper or (top_a == rec.upper and rank < rec.rank):
+                if top_a > rec.upper:
+                    rec.upper = top_a
+                rec.witness = {
+                    "input": list(hb.words[first]),
+                    "position": spec_position(m, int(fb.err_row[first, li])),
+                }
                 rec.rank = rank
-        self._soft_decision(hb, b, verdict)
+        o = m.output
+        for b in idx.tolist():
+            if isinstance(o, AcceptOutput):
+                v = SoftVerdict(True, bool(fb.accept[b]))
+            elif isinstance(o, ArgmaxOutput):
+                labels = [o.labels[k] if k >= 0 else None for k in fb.labels[b].tolist()]
+                v = SoftVerdict(True, labels, undecided_at=[False] * len(labels))
+            else:
+                v = SoftVerdict(True, None, within_tol=bool(fb.within_tol[b]))
+            self._soft_decision(hb, b, v)
 
     def _soft_decision(self, hb: HardBatch, b: int, verdict: SoftVerdict) -> None:
         word = list(hb.words[b])
@@ -515,8 +532,8 @@ class LengthAccumulator:
                             {
                                 "input": word,
                                 "meaning": "soft",
-                                "expected": _jsonable(exp),
-                                "got": _jsonable(verdict.value),
+                                "expected": jsonable(exp),
+                                "got": jsonable(verdict.value),
                             },
                         ),
                     ),
@@ -528,7 +545,7 @@ class LengthAccumulator:
             self.first_disagreement,
             Witness(
                 (rank,),
-                {"input": word, "detail": {"hard": _jsonable(hard), "soft": _jsonable(soft)}},
+                {"input": word, "detail": {"hard": jsonable(hard), "soft": jsonable(soft)}},
             ),
         )
 
@@ -616,6 +633,7 @@ class LengthAccumulator:
             ),
             hard_ties=self.ties if has_ties else None,
             precision_bits=self.max_prec if soft else None,
+            float_settled=self.float_settled if soft else None,
         )
 
 
@@ -623,11 +641,11 @@ def _interval(x: arb) -> Interval:
     return Interval(arb(x.lower()), arb(x.upper()))
 
 
-def _jsonable(x: Any) -> Any:
+def jsonable(x: Any) -> Any:
     if isinstance(x, Fraction):
         return frac_str(x)
     if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
+        return [jsonable(v) for v in x]
     if isinstance(x, (np.bool_,)):
         return bool(x)
     return x

@@ -300,6 +300,7 @@ class LengthRecord:
     reference: ReferenceRecord | None
     hard_ties: HardTies | None
     precision_bits: int | None
+    float_settled: int | None = None  # inputs the float filter settled (no arb needed)
     bounds: dict[str, Any] | None = None
     tau_star: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -361,6 +362,7 @@ class LengthRecord:
                 if self.precision_bits is None and other.precision_bits is None
                 else max(self.precision_bits or 0, other.precision_bits or 0)
             ),
+            float_settled=_add_opt(self.float_settled, other.float_settled),
         )
 
     # -- JSON -----------------------------------------------------------------------
@@ -419,6 +421,7 @@ class LengthRecord:
             "precision_bits": self.precision_bits,
             "reference_compared_positions": ref.compared_positions if ref is not None else None,
             "hard_ties": self.hard_ties.to_json() if self.hard_ties is not None else None,
+            "float_settled": self.float_settled,
         }
         if self.bounds is not None:
             res["bounds"] = self.bounds
@@ -518,6 +521,7 @@ class LengthRecord:
             reference=ref,
             hard_ties=ties,
             precision_bits=d.get("precision_bits"),
+            float_settled=d.get("float_settled"),
             bounds=d.get("bounds"),
             tau_star=d.get("tau_star"),
             extra={k: v for k, v in d.items() if k not in known},
@@ -547,6 +551,7 @@ _LENGTH_KEYS = (
     "precision_bits",
     "reference_compared_positions",
     "hard_ties",
+    "float_settled",
     "bounds",
     "tau_star",
 )
