@@ -1,0 +1,666 @@
+"""Soft meaning, certified, for a whole batch: float64 midpoint-radius intervals.
+
+Same *hard + δ* formulation as :mod:`exactattn.soft` (read its docstring), but δ is
+evaluated for every word of a :class:`~exactattn.hard.HardBatch` at once with numpy,
+so a word costs microseconds instead of a millisecond. Every number is an enclosure
+``mid ± rad`` (the real interval [mid − rad, mid + rad]); words the floats cannot
+settle are left to the arb path (:func:`certify_float` says which).
+
+Why the enclosures are sound (u = 2^-53, round-to-nearest IEEE binary64):
+
+* Every basic operation (+, −, ×, /) is correctly rounded: |fl(x∘y) − x∘y| ≤ u·|fl(x∘y)|
+  (within 2^-1075 absolutely when the result underflows). A sum that rounds to zero,
+  and a sum whose result is subnormal, is exact (Hauser). Radii are sums and products of
+  non-negative numbers, so their own rounding loses at most a relative u per operation.
+* Each operation's radius therefore gets a relative slack ``WIDEN`` (2^-40 ≫ the ≤ 4096·u
+  that an inner sum of ≤ 4096 terms, the float conversion of a weight, and the radius
+  arithmetic can lose) on the midpoint magnitudes and on the radius itself.
+* Exact zeros are structural: an entry is exactly 0 iff mid = rad = 0, and every entry
+  that may be nonzero has rad ≥ ``TINY`` (2^-900). Products of two possibly-nonzero
+  entries add ``TINY`` (any underflow loses ≤ a few 2^-1075 ≪ TINY); a weight sum cannot
+  underflow because nonzero weights are checked to lie in [2^-100, 2^100] (models outside
+  that range are left to the arb path). So [0, 0] stays [0, 0], as in the arb path (δ = 0
+  when all visible scores tie), and an underflowing δ is still enclosed, by [0, ~TINY],
+  which meets the reporting rule ``lo = 0, hi ≤ 1e-40``.
+* exp and expm1 are *our own* (:func:`_exp`, :func:`_expm1`): Cody–Waite reduction,
+  a degree-13 Taylor polynomial, ``ldexp``; expm1 uses its Taylor series for |x| < 1/4.
+  They use only correctly rounded operations, so results are bit-identical on every
+  machine and every batching (numpy's own exp dispatches to SIMD kernels that differ
+  between CPUs). Error analysis: the reduced argument r, |r| ≤ 0.35, is off by at most
+  u(|x| + 3); the Horner evaluation loses ≤ 2·13·u·e^0.35/e^-0.35 < 2^-47 relative; for
+  expm1's series ≤ 41u; exp(x) − 1 for |x| ≥ 1/4 magnifies exp's error by ≤ 4.6. Hence
+  the bound we *use*, relative error ≤ EXP_ERR + EXP_ERR_X·|x| = 2^-42 + 2^-46·|x|,
+  has a margin of ≥ 4× (checked against arb in tests/test_softfloat.py), plus 2^-1074
+  absolutely in the subnormal range (covered by TINY).
+* exp(m ± r) ⊂ exp(m)·(1 ± (r + r²)) for r ≤ 1; expm1(m ± r) differs from expm1(m)
+  by ≤ e^m (r + r²). Wider arguments (r > 1) give an infinite radius: not settled.
+* Decisions compare floats that are exact endpoints: mid > rad means mid − rad > 0
+  exactly (no rounding in a comparison).
+
+Determinism: only elementwise ufuncs, and every sum is a fixed-order Python loop over
+the small inner dimension (no BLAS, no numpy reductions of floats), so a word's numbers
+do not depend on the batch it is in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from flint import arb
+
+from .hard import CompiledFFN, CompiledHead, CompiledModel, HardBatch, HeadTrace, read_output
+from .model import AcceptOutput, ArgmaxOutput, ValueOutput
+from .numbers import arb_endpoints
+from .ratarray import RatArray
+
+WIDEN = 2.0**-40  # relative slack per operation (monkeypatched to 0 by a test)
+TINY = 2.0**-900  # radius floor of every possibly-nonzero entry
+SLACK = 2.0**-30  # relative slack of the exp/expm1 derivative bounds
+EXP_ERR = 2.0**-42  # exp/expm1 relative error bound: constant part
+EXP_ERR_X = 2.0**-46  # ... and per unit |x|
+WEIGHT_MIN = 2.0**-100
+WEIGHT_MAX = 2.0**100
+TIGHT_REL_F = float(np.nextafter(1e-6, 0))  # < 1e-6 exactly
+ZERO_UPPER_F = float(np.nextafter(1e-40, 0))  # < 1e-40 exactly
+assert Fraction(TIGHT_REL_F) < Fraction(1, 10**6) and Fraction(ZERO_UPPER_F) < Fraction(1, 10**40)
+
+MR = tuple[np.ndarray, np.ndarray]  # (mid, rad)
+Cols = dict[int, MR]  # δ as columns: absent = exactly zero for every word and slot
+
+
+# ---------------------------------------------------------------------------------------
+# exp / expm1, deterministic
+# ---------------------------------------------------------------------------------------
+
+_LN2_HI = 0.6931471805599453
+_LN2 = Fraction(
+    "0.6931471805599453094172321214581765680755001343602552541206800094933936219696947156"
+)
+_LN2_LO = float(_LN2 - Fraction(_LN2_HI))
+_INV_LN2 = 1.4426950408889634
+_EXP_C = [float(Fraction(1, _f)) for _f in (1, 1, 2, 6, 24, 120, 720, 5040, 40320, 362880,
+                                            3628800, 39916800, 479001600, 6227020800)]
+_EXPM1_C = [float(Fraction(1, _f)) for _f in (
+    1, 2, 6, 24, 120, 720, 5040, 40320, 362880, 3628800, 39916800, 479001600, 6227020800,
+    87178291200, 1307674368000, 20922789888000)]
+
+
+def _exp(x: np.ndarray) -> np.ndarray:
+    """e^x within EXP_ERR + EXP_ERR_X·|x| relative (2^-1074 absolute when subnormal)."""
+    xc = np.clip(x, -760.0, 720.0)
+    k = np.rint(xc * _INV_LN2)
+    r = (xc - k * _LN2_HI) - k * _LN2_LO
+    p = np.full_like(r, _EXP_C[-1])
+    for c in reversed(_EXP_C[:-1]):
+        p *= r
+        p += c
+    return np.ldexp(p, np.nan_to_num(k).astype(np.int32))
+
+
+def _expm1(x: np.ndarray) -> np.ndarray:
+    """e^x − 1 with the same relative error bound as :func:`_exp`; expm1(0) = 0 exactly."""
+    small = np.abs(x) < 0.25
+    xs = np.where(small, x, 0.0)
+    p = np.full_like(xs, _EXPM1_C[-1])
+    for c in reversed(_EXPM1_C[:-1]):
+        p *= xs
+        p += c
+    p *= xs
+    if small.all():
+        return p
+    return np.where(small, p, _exp(x) - 1.0)
+
+
+def _err(m: np.ndarray) -> np.ndarray:
+    return EXP_ERR + EXP_ERR_X * np.abs(m)
+
+
+# ---------------------------------------------------------------------------------------
+# midpoint-radius arithmetic
+# ---------------------------------------------------------------------------------------
+
+
+def _nzfloor(ra: np.ndarray | float, rb: np.ndarray | float) -> Any:
+    """TINY where both operands may be nonzero (rad ≥ TINY), else 0."""
+    return np.minimum(np.minimum(ra, rb), TINY)
+
+
+def add(a: MR, b: MR) -> MR:
+    m = a[0] + b[0]
+    return m, (a[1] + b[1]) * (1 + WIDEN) + np.abs(m) * WIDEN
+
+
+def sub(a: MR, b: MR) -> MR:
+    m = a[0] - b[0]
+    return m, (a[1] + b[1]) * (1 + WIDEN) + np.abs(m) * WIDEN
+
+
+def mul(a: MR, b: MR) -> MR:
+    am, ar = a
+    bm, br = b
+    m = am * bm
+    r = (np.abs(am) * br + ar * np.abs(bm) + ar * br) * (1 + WIDEN) + np.abs(m) * WIDEN
+    return m, r + _nzfloor(ar, br)
+
+
+def div(a: MR, b: MR) -> MR:
+    """a / b; an infinite radius where b is not certainly positive."""
+    am, ar = a
+    bm, br = b
+    m = am / bm
+    low = bm - br
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = (ar + np.abs(m) * br) * (1 + WIDEN) / low * (1 + WIDEN) + np.abs(m) * WIDEN
+    r = np.where(bm > br, r, np.inf)
+    return m, r + np.minimum(ar, TINY)
+
+
+def mr_exp(a: MR) -> MR:
+    m, r = a
+    mid = _exp(m)
+    rad = mid * (r + r * r + 2 * _err(m)) * (1 + SLACK) + TINY
+    return mid, np.where(r <= 1.0, rad, np.inf)
+
+
+def mr_expm1(a: MR) -> MR:
+    m, r = a
+    mid = _expm1(m)
+    am = np.abs(mid)
+    rad = ((1 + am) * (r + r * r) * (1 + SLACK) + 2 * _err(m) * am) * (1 + WIDEN)
+    rad = rad + np.minimum(r, TINY)
+    return mid, np.where(r <= 1.0, rad, np.inf)
+
+
+def mr_relu(a: MR) -> MR:
+    """max(x, 0) on the interval."""
+    m, r = a
+    lo = np.maximum(m - r, 0.0)
+    hi = np.maximum(m + r, 0.0)
+    mid = (lo + hi) * 0.5
+    rad = ((hi - lo) * 0.5 + (np.abs(m) + r) * WIDEN) * (1 + WIDEN)
+    return mid, rad + np.minimum(r, TINY)
+
+
+def abs_bounds(a: MR) -> tuple[np.ndarray, np.ndarray]:
+    """Certified lower and upper bounds of |x| (floats, exact as reals)."""
+    m, r = a
+    am = np.abs(m)
+    hi = (am + r) * (1 + 2.0**-50)
+    lo = np.maximum(am - r, 0.0) * (1 - 2.0**-50)
+    return lo, hi
+
+
+def from_rat(num: np.ndarray, den: int) -> MR:
+    """An exact rational array (numerators over one denominator) as an enclosure."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        m = num.astype(np.float64) / float(den)
+    nz = (num != 0) if num.dtype != object else np.array(num != 0, dtype=bool)
+    return m, np.abs(m) * 2.0**-50 + nz * TINY
+
+
+def frac_mr(q: Fraction) -> tuple[float, float]:
+    """A Fraction as a scalar enclosure."""
+    m = float(q)
+    if q == 0:
+        return 0.0, 0.0
+    return m, abs(m) * 2.0**-51 + TINY
+
+
+def float_down(q: Fraction) -> float:
+    f = float(q)
+    return f if Fraction(f) <= q else float(np.nextafter(f, -np.inf))
+
+
+def float_up(q: Fraction) -> float:
+    f = float(q)
+    return f if Fraction(f) >= q else float(np.nextafter(f, np.inf))
+
+
+def tau_enclosures(taus: list[list[arb] | None]) -> list[list[tuple[Fraction, Fraction]] | None]:
+    """Temperatures.at(n, prec) arb balls as exact (lo, hi) Fractions per head."""
+    return [None if row is None else [arb_endpoints(t) for t in row] for row in taus]
+
+
+def _inv_tau(lo: Fraction, hi: Fraction) -> MR:
+    """1/τ for lo ≤ τ ≤ hi (lo > 0) as a scalar enclosure, from exact arithmetic."""
+    a = float_down(1 / hi)
+    b = float_up(1 / lo)
+    m = float((Fraction(a) + Fraction(b)) / 2)
+    r = float_up(max(Fraction(b) - Fraction(m), Fraction(m) - Fraction(a)))
+    return np.float64(m), np.float64(r + TINY)
+
+
+# ---------------------------------------------------------------------------------------
+# weights
+# ---------------------------------------------------------------------------------------
+
+Sparse = list[list[tuple[int, float]]]  # per output row: (input column, weight)
+
+
+def _sparse(w: RatArray) -> tuple[Sparse, bool]:
+    """Nonzero weights per output row as floats; False when one is outside the safe range."""
+    rows: Sparse = []
+    ok = True
+    for a in range(w.shape[0]):
+        row = []
+        for c in range(w.shape[1]):
+            v = int(w.num[a, c])
+            if v:
+                f = float(Fraction(v, w.den))
+                if not WEIGHT_MIN <= abs(f) <= WEIGHT_MAX:
+                    ok = False
+                row.append((c, f))
+        rows.append(row)
+    return rows, ok
+
+
+def lin(cols: Cols, rows: Sparse) -> Cols:
+    """out[a] = Σ_c W[a, c]·cols[c], fixed order; absent columns stay absent."""
+    if not cols:
+        return {}
+    R: dict[int, np.ndarray] = {}
+    out: Cols = {}
+    for a, row in enumerate(rows):
+        terms = [(c, w) for c, w in row if c in cols]
+        if not terms:
+            continue
+        m = r = None
+        for c, w in terms:
+            cm, cr = cols[c]
+            if c not in R:
+                R[c] = cr + np.abs(cm) * WIDEN
+            if w == 1.0:
+                tm, tr = cm, R[c]
+            elif w == -1.0:
+                tm, tr = -cm, R[c]
+            else:
+                tm, tr = cm * w, R[c] * abs(w)
+            if m is None:
+                m, r = tm.copy(), tr.copy()
+            else:
+                m += tm
+                r += tr
+        assert m is not None and r is not None
+        r *= 1 + WIDEN
+        out[a] = (m, np.maximum(r, np.minimum(r * 2.0**300, TINY)))
+    return out
+
+
+def add_cols(a: Cols, b: Cols) -> Cols:
+    out = dict(a)
+    for c, v in b.items():
+        out[c] = add(out[c], v) if c in out else v
+    return out
+
+
+class FloatWeights:
+    """A model's weights as sparse float rows (converted once per model)."""
+
+    def __init__(self, cm: CompiledModel) -> None:
+        self.ok = True
+        self.layers: list[Any] = []
+        for layer in cm.layers:
+            if isinstance(layer, list):
+                heads = []
+                for ch in layer:
+                    h = {}
+                    for name in ("Q", "K", "V", "O"):
+                        ra = getattr(ch, name)
+                        if ra is None:
+                            h[name] = None
+                            continue
+                        h[name], ok = _sparse(ra)
+                        self.ok &= ok
+                    heads.append(h)
+                self.layers.append(heads)
+            else:
+                assert isinstance(layer, CompiledFFN)
+                hidden = []
+                for w, _b in layer.hidden:
+                    rows, ok = _sparse(w)
+                    self.ok &= ok
+                    hidden.append(rows)
+                rows, ok = _sparse(layer.out[0])
+                self.ok &= ok
+                self.layers.append((hidden, rows))
+        out = cm.model.output
+        if isinstance(out, AcceptOutput):
+            W = RatArray.from_fractions([list(out.weight)])
+        else:
+            W = RatArray.from_fractions(out.weight)
+        self.out, ok = _sparse(W)
+        self.ok &= ok
+
+
+_CACHE: dict[int, tuple[CompiledModel, FloatWeights]] = {}
+
+
+def float_weights(cm: CompiledModel) -> FloatWeights:
+    got = _CACHE.get(id(cm))
+    if got is None or got[0] is not cm:
+        got = _CACHE[id(cm)] = (cm, FloatWeights(cm))
+    return got[1]
+
+
+# ---------------------------------------------------------------------------------------
+# layers
+# ---------------------------------------------------------------------------------------
+
+
+def _columns(ra: RatArray) -> list[MR]:
+    m, r = from_rat(ra.num, ra.den)
+    return [(m[..., c], r[..., c]) for c in range(m.shape[-1])]
+
+
+def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]) -> Cols:
+    """One head's contribution to δ (already through its output matrix)."""
+    B, T = tr.top.shape[:2]
+    dq = lin(delta, hw["Q"])
+    dk = lin(delta, hw["K"])
+    dv = lin(delta, hw["V"])
+    ds: MR | None = None
+    if dq or dk:
+        qc = _columns(tr.q)
+        kc = _columns(tr.k)
+        for a in range(len(qc)):
+            if a in dq:
+                kk = add(kc[a], dk[a]) if a in dk else kc[a]
+                t = mul(
+                    (dq[a][0][:, :, None], dq[a][1][:, :, None]),
+                    (kk[0][:, None, :], kk[1][:, None, :]),
+                )
+                ds = t if ds is None else add(ds, t)
+            if a in dk:
+                t = mul(
+                    (qc[a][0][:, :, None], qc[a][1][:, :, None]),
+                    (dk[a][0][:, None, :], dk[a][1][:, None, :]),
+                )
+                ds = t if ds is None else add(ds, t)
+    vis = tr.visible[None]
+    top = tr.top
+    rest = vis & ~top
+    # g = max s − s on the visible non-top keys (exact integers → enclosure)
+    s = tr.scores.num
+    if s.dtype == object or (s.size and int(np.abs(s).max()) >= 2**61):
+        so = s.astype(object)
+        big = max(abs(int(so.max())), abs(int(so.min()))) * 2 + 1
+        smax = np.where(top, so, -big).max(axis=2, keepdims=True)
+        gnum = np.where(rest, smax - so, 0)
+    else:
+        smax = np.where(top, s, np.iinfo(np.int64).min).max(axis=2, keepdims=True)
+        gnum = np.where(rest, smax - s, 0)
+    g = from_rat(gnum, tr.scores.den)
+    if ds is None:
+        X = (-g[0], g[1])
+    else:
+        X = sub(ds, g)
+    E = mul(X, inv_tau)
+    zero = np.zeros((B, T, T))
+    u = mr_expm1((np.where(top, E[0], 0.0), np.where(top, E[1], 0.0)))
+    w = mr_exp((np.where(rest, E[0], 0.0), np.where(rest, E[1], 0.0)))
+    w = (np.where(rest, w[0], 0.0), np.where(rest, w[1], 0.0))
+    U: MR = (zero[:, :, 0], zero[:, :, 0])
+    R: MR = (zero[:, :, 0], zero[:, :, 0])
+    for j in range(T):
+        U = add(U, (u[0][:, :, j], u[1][:, :, j]))
+        R = add(R, (w[0][:, :, j], w[1][:, :, j]))
+    nA = top.sum(axis=2).astype(np.float64)  # exact small integers
+    nAmr = (nA, np.zeros_like(nA))
+    Z = add(add(nAmr, U), R)
+    UR = add(U, R)
+    Zb = (Z[0][:, :, None], Z[1][:, :, None])
+    if rule == "average":
+        safe = np.maximum(nA, 1.0)
+        mm = UR[0] / safe
+        mean = (mm, UR[1] / safe * (1 + WIDEN) + np.abs(mm) * WIDEN + np.minimum(UR[1], TINY))
+        numer = sub(u, (mean[0][:, :, None], mean[1][:, :, None]))
+    else:
+        sup = tr.support
+        # kstar: u − (nA − 1) − U − R; other tops: 1 + u
+        base = sub((nA - 1.0, np.zeros_like(nA)), (-UR[0], UR[1]))  # nA − 1 + U + R
+        kst = sub(u, (base[0][:, :, None], base[1][:, :, None]))
+        one_u = (u[0] + 1.0, u[1] * (1 + WIDEN) + np.abs(u[0] + 1.0) * WIDEN)
+        numer = (np.where(sup, kst[0], one_u[0]), np.where(sup, kst[1], one_u[1]))
+    numer = (np.where(top, numer[0], w[0]), np.where(top, numer[1], w[1]))
+    da = div(numer, Zb)
+    da = (np.where(vis, da[0], 0.0), np.where(vis, da[1], 0.0))
+    # Σ_j α_hard_ij δv_j + Σ_j δα_ij (v_j + δv_j)
+    vc = _columns(tr.v)
+    cnt = tr.count.astype(np.float64)
+    sup = tr.support
+    out: Cols = {}
+    da_nz = bool(da[1].any())
+    for c in range(len(vc)):
+        acc: MR | None = None
+        if c in dv:
+            dm, dr = dv[c]
+            sm = np.zeros((B, T))
+            sr = np.zeros((B, T))
+            for j in range(T):
+                sj = sup[:, :, j]
+                sm = sm + np.where(sj, dm[:, j : j + 1], 0.0)
+                sr = sr + np.where(sj, dr[:, j : j + 1], 0.0)
+            inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)
+            acc = mul((sm, sr * (1 + WIDEN) + np.abs(sm) * WIDEN), (inv, np.abs(inv) * 2.0**-52))
+        if da_nz:
+            vv = add(vc[c], dv[c]) if c in dv else vc[c]
+            for j in range(T):
+                t = mul((da[0][:, :, j], da[1][:, :, j]), (vv[0][:, j : j + 1], vv[1][:, j : j + 1]))
+                acc = t if acc is None else add(acc, t)
+        if acc is not None:
+            out[c] = acc
+    if hw["O"] is not None:
+        out = lin(out, hw["O"])
+    return out
+
+
+def _ffn(pre: list[RatArray], delta: Cols, hidden: list[Sparse], out_rows: Sparse) -> Cols:
+    dh = delta
+    for k, rows in enumerate(hidden):
+        dz = lin(dh, rows)
+        z = pre[k]
+        nxt: Cols = {}
+        for c, d in dz.items():
+            zn = z.num[..., c]
+            zpos = zn > 0
+            zneg = zn < 0
+            zm = from_rat(zn, z.den)
+            val = add(zm, d)
+            pos = val[0] > val[1]
+            neg = -val[0] > val[1]
+            rz = (np.where(zpos, zm[0], 0.0), np.where(zpos, zm[1], 0.0))
+            gen = sub(mr_relu(val), rz)
+            keep = zpos & pos
+            kill = (zneg & neg) | (d[1] == 0)
+            m = np.where(keep, d[0], np.where(kill, 0.0, gen[0]))
+            r = np.where(keep, d[1], np.where(kill, 0.0, gen[1]))
+            nxt[c] = (m, r)
+        dh = nxt
+    return add_cols(delta, lin(dh, out_rows))
+
+
+# ---------------------------------------------------------------------------------------
+# the batch
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class FloatBatch:
+    """Certified float results for every word of a batch (see :func:`certify_float`)."""
+
+    settled: np.ndarray  # (B,) bool
+    err_lo: np.ndarray  # (B, L) float64
+    err_hi: np.ndarray  # (B, L) float64
+    err_row: np.ndarray  # (B, L) int64
+    accept: np.ndarray | None = None  # (B,) bool
+    labels: np.ndarray | None = None  # (B, P) int64, -1 = tie
+    within_tol: np.ndarray | None = None  # (B,) bool
+
+
+def _layer_errors(delta: Cols, B: int, T: int, d: int) -> tuple[np.ndarray, ...]:
+    lo = np.zeros(B)
+    if not delta:
+        return lo, np.zeros(B), np.zeros(B, dtype=np.int64)
+    ups = np.zeros((B, T, d))
+    for c, v in delta.items():
+        al, au = abs_bounds(v)
+        ups[:, :, c] = au
+        lo = np.maximum(lo, al.max(axis=1))
+    flat = ups.reshape(B, T * d)
+    idx = np.argmax(flat, axis=1)
+    hi = flat[np.arange(B), idx]
+    hi = np.where(np.isnan(flat).any(axis=1), np.nan, hi)
+    return lo, hi, (idx // d).astype(np.int64)
+
+
+def _tight(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """measure.tight, decided soundly in floats (False when not certainly tight)."""
+    fin = np.isfinite(hi) & np.isfinite(lo)
+    with np.errstate(invalid="ignore", over="ignore"):
+        rel = ((hi - lo) * (1 + 2.0**-50) <= hi * TIGHT_REL_F * (1 - 2.0**-50)) & (
+            hi >= 2.0**-900
+        )
+    return fin & ((hi == 0) | ((lo == 0) & (hi <= ZERO_UPPER_F)) | rel)
+
+
+def _dot_out(delta: Cols, rows: Sparse, slot: int) -> list[MR | None]:
+    """Per output row r: Σ_k W[r, k]·δ[slot, k] (None = exactly zero)."""
+    sub_cols = {c: (v[0][:, slot], v[1][:, slot]) for c, v in delta.items()}
+    got = lin(sub_cols, rows)
+    return [got.get(r) for r in range(len(rows))]
+
+
+def certify_float(
+    cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
+) -> FloatBatch:
+    """δ after every layer for every word of the batch, and the soft read-out, certified.
+
+    ``taus[l]`` is None for a feed-forward layer, else per head an exact (lo, hi) with
+    lo ≤ τ ≤ hi. A word is ``settled`` when every reported number meets the reporting
+    accuracy, the ε ≤ 1 comparisons before the last layer are decided and the read-out is
+    decided; the other words need the arb path.
+    """
+    fw = float_weights(cm)
+    model = cm.model
+    B = len(hb.words)
+    T = hb.x0.shape[1]
+    d = hb.x0.shape[2]
+    L = len(cm.layers)
+    err_lo = np.zeros((B, L))
+    err_hi = np.zeros((B, L))
+    err_row = np.zeros((B, L), dtype=np.int64)
+    delta: Cols = {}
+    with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
+        for li, (layer, lt) in enumerate(zip(cm.layers, hb.layers, strict=True)):
+            if isinstance(layer, list):
+                assert lt.heads is not None
+                total = delta
+                row = taus[li]
+                assert row is not None
+                for hi_, (ch, tr) in enumerate(zip(layer, lt.heads, strict=True)):
+                    it = _inv_tau(*row[hi_])
+                    contrib = _head(tr, ch.head.hard, delta, it, fw.layers[li][hi_])
+                    total = add_cols(total, contrib)
+                delta = total
+            else:
+                assert lt.pre is not None
+                hidden, out_rows = fw.layers[li]
+                delta = _ffn(lt.pre, delta, hidden, out_rows)
+            err_lo[:, li], err_hi[:, li], err_row[:, li] = _layer_errors(delta, B, T, d)
+        settled = np.full(B, fw.ok)
+        for li in range(L):
+            settled &= _tight(err_lo[:, li], err_hi[:, li])
+            if li < L - 1:
+                settled &= (err_hi[:, li] <= 1) | (err_lo[:, li] > 1)
+        res = FloatBatch(settled, err_lo, err_hi, err_row)
+        _readout(cm, hb, delta, fw, res)
+    return res
+
+
+def _readout(cm: CompiledModel, hb: HardBatch, delta: Cols, fw: FloatWeights, res: FloatBatch) -> None:
+    model = cm.model
+    o = model.output
+    n = hb.n
+    B = len(hb.words)
+    vals = read_output(model, hb.activations[-1], n).values
+    if isinstance(o, AcceptOutput):
+        slot = model.accept_slot(n)
+        t = o.threshold
+        num = vals.num.astype(object)
+        cnum = num * t.denominator - t.numerator * vals.den
+        cden = vals.den * t.denominator
+        cpos = np.array(cnum > 0, dtype=bool)
+        (dy,) = _dot_out(delta, fw.out, slot)
+        if dy is None:
+            res.accept = cpos
+            return
+        c = from_rat(cnum, cden)
+        val = add(c, dy)
+        exact0 = dy[1] == 0
+        yes = val[0] > val[1]
+        no = -val[0] >= val[1]
+        fin = np.isfinite(val[0]) & np.isfinite(val[1])
+        res.accept = np.where(exact0, cpos, yes)
+        res.settled &= exact0 | (fin & (yes | no))
+        return
+    slots = model.output_positions(n)
+    num = vals.num  # (B, P, r)
+    nr = num.shape[2]
+    if isinstance(o, ArgmaxOutput):
+        P = len(slots)
+        labels = np.full((B, P), -1, dtype=np.int64)
+        numo = num.astype(object)
+        for pi, p in enumerate(slots):
+            hard = numo[:, pi, :]
+            best = hard.max(axis=1)
+            is_best = np.array(hard == best[:, None], dtype=bool)
+            uniq = is_best.sum(axis=1) == 1
+            hard_lab = np.where(uniq, np.argmax(is_best, axis=1), -1)
+            dys = _dot_out(delta, fw.out, p)
+            if all(x is None for x in dys):
+                labels[:, pi] = hard_lab
+                continue
+            z = np.zeros(B)
+            dmr = [x if x is not None else (z, z) for x in dys]
+            allzero = np.ones(B, dtype=bool)
+            for x in dmr:
+                allzero &= x[1] == 0
+            dominated = np.zeros((B, nr), dtype=bool)
+            fin = np.ones(B, dtype=bool)
+            for i in range(nr):
+                for j in range(nr):
+                    if i == j:
+                        continue
+                    hd = from_rat(hard[:, j] - hard[:, i], vals.den)
+                    diff = add(hd, sub(dmr[j], dmr[i]))  # s_j − s_i
+                    dominated[:, i] |= diff[0] > diff[1]
+                    fin &= np.isfinite(diff[0]) & np.isfinite(diff[1])
+            cand = ~dominated
+            one = cand.sum(axis=1) == 1
+            lab = np.where(allzero, hard_lab, np.where(one, np.argmax(cand, axis=1), -1))
+            labels[:, pi] = lab
+            res.settled &= allzero | (one & fin)
+        res.labels = labels
+        return
+    assert isinstance(o, ValueOutput)
+    tol_lo = float_down(o.tolerance)
+    tol_hi = float_up(o.tolerance)
+    within = np.ones(B, dtype=bool)
+    unknown = np.zeros(B, dtype=bool)
+    outside = np.zeros(B, dtype=bool)
+    for p in slots:
+        for x in _dot_out(delta, fw.out, p):
+            if x is None:
+                continue
+            lo, hi = abs_bounds(x)
+            ok = hi <= tol_lo
+            bad = lo > tol_hi
+            outside |= bad
+            unknown |= ~ok & ~bad
+    within = ~outside
+    res.within_tol = within
+    res.settled &= outside | ~unknown
+    del nr
