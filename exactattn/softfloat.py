@@ -180,8 +180,13 @@ def mr_relu(a: MR) -> MR:
     lo = np.maximum(m - r, 0.0)
     hi = np.maximum(m + r, 0.0)
     mid = (lo + hi) * 0.5
-    rad = ((hi - lo) * 0.5 + (np.abs(m) + r) * WIDEN) * (1 + WIDEN)
-    return mid, rad + np.minimum(r, TINY)
+    rad = ((hi - lo) * 0.5 + (np.abs(m) + r) * WIDEN) * (1 + WIDEN) + np.minimum(r, TINY)
+    # certainly ≥ 0: x itself; certainly ≤ 0: exactly 0 (exact comparisons)
+    nonneg = m >= r
+    nonpos = -m >= r
+    mid = np.where(nonneg, m, np.where(nonpos, 0.0, mid))
+    rad = np.where(nonneg, r, np.where(nonpos, 0.0, rad))
+    return mid, rad
 
 
 def abs_bounds(a: MR) -> tuple[np.ndarray, np.ndarray]:
@@ -325,7 +330,7 @@ class FloatWeights:
                     hidden.append(rows)
                 rows, ok = _sparse(layer.out[0])
                 self.ok &= ok
-                self.layers.append((hidden, rows))
+                self.layers.append((hidden, rows, _IntFFN(layer)))
         out = cm.model.output
         if isinstance(out, AcceptOutput):
             W = RatArray.from_fractions([list(out.weight)])
@@ -469,17 +474,149 @@ def _ffn(pre: list[RatArray], delta: Cols, hidden: list[Sparse], out_rows: Spars
             zneg = zn < 0
             zm = from_rat(zn, z.den)
             val = add(zm, d)
-            pos = val[0] > val[1]
-            neg = -val[0] > val[1]
             rz = (np.where(zpos, zm[0], 0.0), np.where(zpos, zm[1], 0.0))
             gen = sub(mr_relu(val), rz)
-            keep = zpos & pos
-            kill = (zneg & neg) | (d[1] == 0)
+            keep = ~zneg & (val[0] >= val[1])
+            kill = (~zpos & (-val[0] >= val[1])) | (d[1] == 0)
             m = np.where(keep, d[0], np.where(kill, 0.0, gen[0]))
             r = np.where(keep, d[1], np.where(kill, 0.0, gen[1]))
             nxt[c] = (m, r)
         dh = nxt
     return add_cols(delta, lin(dh, out_rows))
+
+
+class _IntFFN:
+    """A feed-forward layer's weights as integer rows, for exact linear tracking.
+
+    ``ok`` is False when a coefficient of the composed linear map could reach 2^52
+    (then the generic column path is used).
+    """
+
+    def __init__(self, layer: CompiledFFN) -> None:
+        self.hidden: list[tuple[list[list[tuple[int, int]]], int]] = []
+        self.ok = True
+        bound = 1  # bound of |numerator| of any coefficient so far (den = product of dens)
+        for w, _b in layer.hidden:
+            rows = [
+                [(c, int(w.num[h, c])) for c in range(w.shape[1]) if w.num[h, c]]
+                for h in range(w.shape[0])
+            ]
+            self.hidden.append((rows, int(w.den)))
+            width = max((sum(abs(v) for _, v in r) for r in rows), default=0)
+            bound *= max(width, 1)
+        wo = layer.out[0]
+        self.out = [
+            [(c, int(wo.num[a, c])) for c in range(wo.shape[1]) if wo.num[a, c]]
+            for a in range(wo.shape[0])
+        ]
+        self.out_den = int(wo.den)
+        den = self.out_den
+        for _, dn in self.hidden:
+            den *= dn
+        width = max((sum(abs(v) for _, v in r) for r in self.out), default=0)
+        if bound * max(width, 1) + den >= 2**52 or den >= 2**52:
+            self.ok = False
+
+
+Lin = dict[int, np.ndarray]  # input column -> integer coefficient numerators (B, T)
+
+
+def _lin_value(coef: Lin, den: int, delta: Cols, res: MR | None) -> MR | None:
+    """Σ_c (coef[c]/den)·δ[c] + res as an enclosure (None = exactly zero)."""
+    acc = res
+    for c, num in coef.items():
+        t = mul(from_rat(num, den), delta[c])
+        acc = t if acc is None else add(acc, t)
+    return acc
+
+
+def _ffn_linear(pre: list[RatArray], delta: Cols, ints: _IntFFN, B: int, T: int) -> Cols:
+    """A feed-forward layer, tracking δ of every hidden unit as an exact integer
+    combination of the input δ columns (plus an enclosure where a ReLU is undecided).
+
+    Why: constructions subtract a coordinate and add it back through ReLUs in their
+    linear range ("rounding gadgets"); interval arithmetic alone would turn δ − δ = 0
+    into ± the width of δ. With exact coefficients it is exactly 0.
+    """
+    if not delta:
+        return {}
+    ones = np.ones((B, T), dtype=np.int64)
+    coefs: list[Lin] = [{c: ones} for c in range(max(delta) + 1) if c in delta]
+    units = [c for c in range(max(delta) + 1) if c in delta]
+    lin_of: dict[int, Lin] = {c: co for c, co in zip(units, coefs, strict=True)}
+    res_of: dict[int, MR] = {}
+    den = 1
+    for k, (rows, wden) in enumerate(ints.hidden):
+        z = pre[k]
+        new_lin: dict[int, Lin] = {}
+        new_res: dict[int, MR] = {}
+        for h, row in enumerate(rows):
+            co: Lin = {}
+            res: MR | None = None
+            for i, w in row:
+                if i in lin_of:
+                    for c, v in lin_of[i].items():
+                        co[c] = co[c] + w * v if c in co else w * v
+                if i in res_of:
+                    rm, rr = res_of[i]
+                    f = float(Fraction(w, 1))
+                    t = (rm * f, rr * abs(f))
+                    res = t if res is None else add(res, t)
+            co = {c: v for c, v in co.items() if v.any()}
+            if not co and res is None:
+                continue
+            dz = _lin_value(co, den * wden, delta, res)
+            assert dz is not None
+            zn = z.num[..., h]
+            zpos = zn > 0
+            zneg = zn < 0
+            zm = from_rat(zn, z.den)
+            val = add(zm, dz)
+            # relu(z + d) − relu(z) is d when z ≥ 0 and z + d ≥ 0, 0 when both are ≤ 0
+            keep = ~zneg & (val[0] >= val[1])
+            kill = (~zpos & (-val[0] >= val[1])) | (dz[1] == 0)
+            gen_mask = ~keep & ~kill
+            co = {c: np.where(keep, v, 0) for c, v in co.items()}
+            co = {c: v for c, v in co.items() if v.any()}
+            r_m = np.zeros((B, T))
+            r_r = np.zeros((B, T))
+            if res is not None:
+                r_m = np.where(keep, res[0], 0.0)
+                r_r = np.where(keep, res[1], 0.0)
+            if gen_mask.any():
+                rz = (np.where(zpos, zm[0], 0.0), np.where(zpos, zm[1], 0.0))
+                gen = sub(mr_relu(val), rz)
+                r_m = np.where(gen_mask, gen[0], r_m)
+                r_r = np.where(gen_mask, gen[1], r_r)
+            if co:
+                new_lin[h] = co
+            if r_r.any():
+                new_res[h] = (r_m, r_r)
+        lin_of, res_of = new_lin, new_res
+        den *= wden
+    # out[a] = δ[a] + Σ_h Wo[a, h]·(hidden δ_h), over one denominator
+    dt = den * ints.out_den
+    out: Cols = {}
+    targets = set(delta) | {a for a, row in enumerate(ints.out) if row}
+    for a in sorted(targets):
+        co = {}
+        if a in delta:
+            co[a] = ones * dt
+        res = None
+        for h, w in ints.out[a]:
+            if h in lin_of:
+                for c, v in lin_of[h].items():
+                    co[c] = co[c] + w * v * 1 if c in co else w * v
+            if h in res_of:
+                rm, rr = res_of[h]
+                f = float(Fraction(w, ints.out_den))
+                t = (rm * f, rr * abs(f) * (1 + WIDEN) + np.abs(rm * f) * WIDEN)
+                res = t if res is None else add(res, t)
+        co = {c: v for c, v in co.items() if v.any()}
+        val = _lin_value(co, dt, delta, res)
+        if val is not None:
+            out[a] = val
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -567,8 +704,11 @@ def certify_float(
                 delta = total
             else:
                 assert lt.pre is not None
-                hidden, out_rows = fw.layers[li]
-                delta = _ffn(lt.pre, delta, hidden, out_rows)
+                hidden, out_rows, ints = fw.layers[li]
+                if ints.ok:
+                    delta = _ffn_linear(lt.pre, delta, ints, B, T)
+                else:
+                    delta = _ffn(lt.pre, delta, hidden, out_rows)
             err_lo[:, li], err_hi[:, li], err_row[:, li] = _layer_errors(delta, B, T, d)
         settled = np.full(B, fw.ok)
         for li in range(L):
