@@ -438,6 +438,7 @@ def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]
     sup = tr.support
     out: Cols = {}
     da_nz = bool(da[1].any())
+    jref = np.argmax(top, axis=2)  # (B, T): first top key of every query (0 if none)
     for c in range(len(vc)):
         acc: MR | None = None
         if c in dv:
@@ -451,9 +452,16 @@ def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]
             inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)
             acc = mul((sm, sr * (1 + WIDEN) + np.abs(sm) * WIDEN), (inv, np.abs(inv) * 2.0**-52))
         if da_nz:
-            vv = add(vc[c], dv[c]) if c in dv else vc[c]
+            # Σ_j δα_ij = 0, so Σ_j δα_ij vv_j = Σ_j δα_ij (vv_j − v_ref(i)) with v_ref(i) the
+            # hard value of row i's first top key: equal values cancel exactly, not ± width
+            vn = tr.v.num[..., c]
+            vref = np.take_along_axis(vn, jref, axis=1)  # (B, T)
+            dn = vn[:, None, :] - vref[:, :, None]
+            vd = from_rat(dn, tr.v.den)
+            if c in dv:
+                vd = add(vd, (dv[c][0][:, None, :], dv[c][1][:, None, :]))
             for j in range(T):
-                t = mul((da[0][:, :, j], da[1][:, :, j]), (vv[0][:, j : j + 1], vv[1][:, j : j + 1]))
+                t = mul((da[0][:, :, j], da[1][:, :, j]), (vd[0][:, :, j], vd[1][:, :, j]))
                 acc = t if acc is None else add(acc, t)
         if acc is not None:
             out[c] = acc
