@@ -59,6 +59,7 @@ from .ratarray import RatArray
 WIDEN = 2.0**-40  # relative slack per operation (monkeypatched to 0 by a test)
 TINY = 2.0**-900  # radius floor of every possibly-nonzero entry
 SLACK = 2.0**-30  # relative slack of the exp/expm1 derivative bounds
+CONV = 2.0**-50  # relative error bound of an exact rational converted to float (≤ 3u)
 EXP_ERR = 2.0**-42  # exp/expm1 relative error bound: constant part
 EXP_ERR_X = 2.0**-46  # ... and per unit |x|
 WEIGHT_MIN = 2.0**-100
@@ -193,8 +194,8 @@ def abs_bounds(a: MR) -> tuple[np.ndarray, np.ndarray]:
     """Certified lower and upper bounds of |x| (floats, exact as reals)."""
     m, r = a
     am = np.abs(m)
-    hi = (am + r) * (1 + 2.0**-50)
-    lo = np.maximum(am - r, 0.0) * (1 - 2.0**-50)
+    hi = (am + r) * (1 + CONV)
+    lo = np.maximum(am - r, 0.0) * (1 - CONV)
     return lo, hi
 
 
@@ -203,7 +204,7 @@ def from_rat(num: np.ndarray, den: int) -> MR:
     with np.errstate(over="ignore", invalid="ignore"):
         m = num.astype(np.float64) / float(den)
     nz = (num != 0) if num.dtype != object else np.array(num != 0, dtype=bool)
-    return m, np.abs(m) * 2.0**-50 + nz * TINY
+    return m, np.abs(m) * CONV + nz * TINY
 
 
 def frac_mr(q: Fraction) -> tuple[float, float]:
@@ -211,7 +212,7 @@ def frac_mr(q: Fraction) -> tuple[float, float]:
     m = float(q)
     if q == 0:
         return 0.0, 0.0
-    return m, abs(m) * 2.0**-51 + TINY
+    return m, abs(m) * CONV + TINY
 
 
 def float_down(q: Fraction) -> float:
@@ -445,12 +446,14 @@ def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]
             dm, dr = dv[c]
             sm = np.zeros((B, T))
             sr = np.zeros((B, T))
+            sa = np.zeros((B, T))
             for j in range(T):
                 sj = sup[:, :, j]
                 sm = sm + np.where(sj, dm[:, j : j + 1], 0.0)
                 sr = sr + np.where(sj, dr[:, j : j + 1], 0.0)
+                sa = sa + np.where(sj, np.abs(dm[:, j : j + 1]), 0.0)
             inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)
-            acc = mul((sm, sr * (1 + WIDEN) + np.abs(sm) * WIDEN), (inv, np.abs(inv) * 2.0**-52))
+            acc = mul((sm, sr * (1 + WIDEN) + sa * WIDEN), (inv, np.abs(inv) * CONV))
         if da_nz:
             # Σ_j δα_ij = 0, so Σ_j δα_ij vv_j = Σ_j δα_ij (vv_j − v_ref(i)) with v_ref(i) the
             # hard value of row i's first top key: equal values cancel exactly, not ± width
@@ -567,8 +570,8 @@ def _ffn_linear(pre: list[RatArray], delta: Cols, ints: _IntFFN, B: int, T: int)
                         co[c] = co[c] + w * v if c in co else w * v
                 if i in res_of:
                     rm, rr = res_of[i]
-                    f = float(Fraction(w, 1))
-                    t = (rm * f, rr * abs(f))
+                    f = float(w)
+                    t = (rm * f, rr * abs(f) * (1 + WIDEN) + np.abs(rm * f) * WIDEN)
                     res = t if res is None else add(res, t)
             co = {c: v for c, v in co.items() if v.any()}
             if not co and res is None:
