@@ -159,6 +159,22 @@ def div(a: MR, b: MR) -> MR:
     return m, r + np.minimum(ar, TINY)
 
 
+def _sum_last(a: MR) -> MR:
+    """Σ over the last axis in a fixed order (a Python loop over contiguous slices)."""
+    m = np.ascontiguousarray(np.moveaxis(a[0], -1, 0))
+    r = np.ascontiguousarray(np.moveaxis(a[1], -1, 0))
+    am = np.abs(m)
+    sm = m[0].copy()
+    sr = r[0].copy()
+    sa = am[0].copy()
+    for j in range(1, m.shape[0]):
+        sm += m[j]
+        sr += r[j]
+        sa += am[j]
+    # rounding of the midpoint sum: ≤ (T − 1)·u·Σ|m| ≤ WIDEN·Σ|m|
+    return sm, sr * (1 + WIDEN) + sa * WIDEN
+
+
 def mr_exp(a: MR) -> MR:
     m, r = a
     mid = _exp(m)
@@ -404,33 +420,34 @@ def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]
     else:
         X = sub(ds, g)
     E = mul(X, inv_tau)
-    zero = np.zeros((B, T, T))
-    u = mr_expm1((np.where(top, E[0], 0.0), np.where(top, E[1], 0.0)))
-    w = mr_exp((np.where(rest, E[0], 0.0), np.where(rest, E[1], 0.0)))
-    w = (np.where(rest, w[0], 0.0), np.where(rest, w[1], 0.0))
-    U: MR = (zero[:, :, 0], zero[:, :, 0])
-    R: MR = (zero[:, :, 0], zero[:, :, 0])
-    for j in range(T):
-        U = add(U, (u[0][:, :, j], u[1][:, :, j]))
-        R = add(R, (w[0][:, :, j], w[1][:, :, j]))
+    # u = expm1(E) on the top keys, w = exp(E) on the other visible keys (one array)
+    uw_m = np.zeros((B, T, T))
+    uw_r = np.zeros((B, T, T))
+    if ds is not None:
+        um, ur = mr_expm1((E[0][top], E[1][top]))
+        uw_m[top] = um
+        uw_r[top] = ur
+    wm, wr = mr_exp((E[0][rest], E[1][rest]))
+    uw_m[rest] = wm
+    uw_r[rest] = wr
+    UR = _sum_last((uw_m, uw_r))  # U + R
     nA = top.sum(axis=2).astype(np.float64)  # exact small integers
     nAmr = (nA, np.zeros_like(nA))
-    Z = add(add(nAmr, U), R)
-    UR = add(U, R)
+    Z = add(nAmr, UR)
     Zb = (Z[0][:, :, None], Z[1][:, :, None])
     if rule == "average":
         safe = np.maximum(nA, 1.0)
         mm = UR[0] / safe
         mean = (mm, UR[1] / safe * (1 + WIDEN) + np.abs(mm) * WIDEN + np.minimum(UR[1], TINY))
-        numer = sub(u, (mean[0][:, :, None], mean[1][:, :, None]))
+        numer = sub((uw_m, uw_r), (mean[0][:, :, None], mean[1][:, :, None]))
     else:
         sup = tr.support
         # kstar: u − (nA − 1) − U − R; other tops: 1 + u
         base = sub((nA - 1.0, np.zeros_like(nA)), (-UR[0], UR[1]))  # nA − 1 + U + R
-        kst = sub(u, (base[0][:, :, None], base[1][:, :, None]))
-        one_u = (u[0] + 1.0, u[1] * (1 + WIDEN) + np.abs(u[0] + 1.0) * WIDEN)
+        kst = sub((uw_m, uw_r), (base[0][:, :, None], base[1][:, :, None]))
+        one_u = (uw_m + 1.0, uw_r * (1 + WIDEN) + np.abs(uw_m + 1.0) * WIDEN)
         numer = (np.where(sup, kst[0], one_u[0]), np.where(sup, kst[1], one_u[1]))
-    numer = (np.where(top, numer[0], w[0]), np.where(top, numer[1], w[1]))
+    numer = (np.where(top, numer[0], uw_m), np.where(top, numer[1], uw_r))
     da = div(numer, Zb)
     da = (np.where(vis, da[0], 0.0), np.where(vis, da[1], 0.0))
     # Σ_j α_hard_ij δv_j + Σ_j δα_ij (v_j + δv_j)
@@ -444,16 +461,11 @@ def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]
         acc: MR | None = None
         if c in dv:
             dm, dr = dv[c]
-            sm = np.zeros((B, T))
-            sr = np.zeros((B, T))
-            sa = np.zeros((B, T))
-            for j in range(T):
-                sj = sup[:, :, j]
-                sm = sm + np.where(sj, dm[:, j : j + 1], 0.0)
-                sr = sr + np.where(sj, dr[:, j : j + 1], 0.0)
-                sa = sa + np.where(sj, np.abs(dm[:, j : j + 1]), 0.0)
+            sm, sr = _sum_last(
+                (np.where(sup, dm[:, None, :], 0.0), np.where(sup, dr[:, None, :], 0.0))
+            )
             inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)
-            acc = mul((sm, sr * (1 + WIDEN) + sa * WIDEN), (inv, np.abs(inv) * CONV))
+            acc = mul((sm, sr), (inv, np.abs(inv) * CONV))
         if da_nz:
             # Σ_j δα_ij = 0, so Σ_j δα_ij vv_j = Σ_j δα_ij (vv_j − v_ref(i)) with v_ref(i) the
             # hard value of row i's first top key: equal values cancel exactly, not ± width
@@ -463,9 +475,8 @@ def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]
             vd = from_rat(dn, tr.v.den)
             if c in dv:
                 vd = add(vd, (dv[c][0][:, None, :], dv[c][1][:, None, :]))
-            for j in range(T):
-                t = mul((da[0][:, :, j], da[1][:, :, j]), (vd[0][:, :, j], vd[1][:, :, j]))
-                acc = t if acc is None else add(acc, t)
+            t = _sum_last(mul(da, vd))
+            acc = t if acc is None else add(acc, t)
         if acc is not None:
             out[c] = acc
     if hw["O"] is not None:
