@@ -56,7 +56,8 @@ from .model import AcceptOutput, ArgmaxOutput, ValueOutput
 from .numbers import arb_endpoints
 from .ratarray import RatArray
 
-WIDEN = 2.0**-40  # relative slack per operation (monkeypatched to 0 by a test)
+WIDEN = 2.0**-50  # relative slack per basic operation (≥ 8u; monkeypatched to 0 by a test)
+SUM_U = 2.0**-52  # per-term relative slack of a K-term sum: (K + 2)·SUM_U ≥ (K + 1)·u
 TINY = 2.0**-900  # radius floor of every possibly-nonzero entry
 SLACK = 2.0**-30  # relative slack of the exp/expm1 derivative bounds
 CONV = 2.0**-50  # relative error bound of an exact rational converted to float (≤ 3u)
@@ -171,8 +172,9 @@ def _sum_last(a: MR) -> MR:
         sm += m[j]
         sr += r[j]
         sa += am[j]
-    # rounding of the midpoint sum: ≤ (T − 1)·u·Σ|m| ≤ WIDEN·Σ|m|
-    return sm, sr * (1 + WIDEN) + sa * WIDEN
+    # rounding of the midpoint sum ≤ (T − 1)·u·Σ|m|; of the radius sum ≤ (T − 1)·u·Σr
+    k = (m.shape[0] + 2) * SUM_U
+    return sm, sr * (1 + k) + sa * k
 
 
 def mr_exp(a: MR) -> MR:
@@ -285,6 +287,7 @@ def lin(cols: Cols, rows: Sparse) -> Cols:
         return {}
     R: dict[int, np.ndarray] = {}
     out: Cols = {}
+    k = (len(cols) + 3) * SUM_U  # ≥ (K + 1)·u for the sum, + u for each float weight
     for a, row in enumerate(rows):
         terms = [(c, w) for c, w in row if c in cols]
         if not terms:
@@ -293,7 +296,7 @@ def lin(cols: Cols, rows: Sparse) -> Cols:
         for c, w in terms:
             cm, cr = cols[c]
             if c not in R:
-                R[c] = cr + np.abs(cm) * WIDEN
+                R[c] = cr + np.abs(cm) * k
             if w == 1.0:
                 tm, tr = cm, R[c]
             elif w == -1.0:
@@ -306,7 +309,7 @@ def lin(cols: Cols, rows: Sparse) -> Cols:
                 m += tm
                 r += tr
         assert m is not None and r is not None
-        r *= 1 + WIDEN
+        r *= 1 + k
         out[a] = (m, np.maximum(r, np.minimum(r * 2.0**300, TINY)))
     return out
 
@@ -450,6 +453,12 @@ def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]
     numer = (np.where(top, numer[0], uw_m), np.where(top, numer[1], uw_r))
     da = div(numer, Zb)
     da = (np.where(vis, da[0], 0.0), np.where(vis, da[1], 0.0))
+    if ds is not None:
+        # large perturbations (|δs/τ| ≥ 1 somewhere in the row, as in soft.py): the δ
+        # formulas overflow or cancel; compute softmax − hard directly for those rows
+        big = np.where(vis, (np.abs(ds[0]) + ds[1]) * inv_tau[0], 0.0).max(axis=2) >= 1.0
+        if big.any():
+            _direct_rows(tr, ds, inv_tau, big, da)
     # Σ_j α_hard_ij δv_j + Σ_j δα_ij (v_j + δv_j)
     vc = _columns(tr.v)
     cnt = tr.count.astype(np.float64)
@@ -482,6 +491,28 @@ def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]
     if hw["O"] is not None:
         out = lin(out, hw["O"])
     return out
+
+
+def _direct_rows(tr: HeadTrace, ds: MR, inv_tau: MR, big: np.ndarray, da: MR) -> None:
+    """Overwrite δα on the rows flagged ``big`` by softmax((s + δs)/τ) − hard weights."""
+    bi, ii = np.nonzero(big)
+    vis = tr.visible[ii]  # (K, T)
+    s = from_rat(tr.scores.num[bi, ii, :], tr.scores.den)
+    es = mul(add(s, (ds[0][bi, ii, :], ds[1][bi, ii, :])), inv_tau)
+    shift = np.where(vis, es[0], -np.inf).max(axis=1, keepdims=True)  # any float will do
+    shift = np.where(np.isfinite(shift), shift, 0.0)
+    x = sub(es, (shift, np.zeros_like(shift)))
+    x = (np.where(vis, x[0], 0.0), np.where(vis, x[1], 0.0))
+    ws = mr_exp(x)
+    ws = (np.where(vis, ws[0], 0.0), np.where(vis, ws[1], 0.0))
+    Z = _sum_last(ws)
+    alpha = div(ws, (Z[0][:, None], Z[1][:, None]))
+    cnt = tr.count[bi, ii].astype(np.float64)
+    inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)[:, None]
+    h = np.where(tr.support[bi, ii, :], inv, 0.0)
+    d = sub(alpha, (h, h * CONV))
+    da[0][bi, ii, :] = np.where(vis, d[0], 0.0)
+    da[1][bi, ii, :] = np.where(vis, d[1], 0.0)
 
 
 def _ffn(pre: list[RatArray], delta: Cols, hidden: list[Sparse], out_rows: Sparse) -> Cols:

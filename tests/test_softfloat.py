@@ -206,7 +206,7 @@ def _containment_failures(model, n: int) -> int:
 def test_widening_is_needed(monkeypatch):
     model = model_from_dict(_adversarial_model())
     assert _containment_failures(model, 3) == 0
-    for name in ("WIDEN", "TINY", "SLACK", "CONV", "EXP_ERR", "EXP_ERR_X"):
+    for name in ("WIDEN", "SUM_U", "TINY", "SLACK", "CONV", "EXP_ERR", "EXP_ERR_X"):
         monkeypatch.setattr(sf, name, 0.0)
     assert _containment_failures(model, 3) > 0
 
