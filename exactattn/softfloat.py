@@ -58,7 +58,7 @@ from .ratarray import RatArray
 
 WIDEN = 2.0**-50  # relative slack per basic operation (≥ 8u; monkeypatched to 0 by a test)
 SUM_U = 2.0**-52  # per-term relative slack of a K-term sum: (K + 2)·SUM_U ≥ (K + 1)·u
-TINY = 2.0**-900  # radius floor of every possibly-nonzero entry
+TINY = 2.0**-500  # radius floor of every possibly-nonzero entry (TINY² is still normal)
 SLACK = 2.0**-30  # relative slack of the exp/expm1 derivative bounds
 CONV = 2.0**-50  # relative error bound of an exact rational converted to float (≤ 3u)
 EXP_ERR = 2.0**-42  # exp/expm1 relative error bound: constant part
@@ -158,6 +158,57 @@ def div(a: MR, b: MR) -> MR:
         r = (ar + np.abs(m) * br) * (1 + WIDEN) / low * (1 + WIDEN) + np.abs(m) * WIDEN
     r = np.where(bm > br, r, np.inf)
     return m, r + np.minimum(ar, TINY)
+
+
+def _floor(r: np.ndarray) -> np.ndarray:
+    """Raise every positive radius to at least TINY (zero stays zero)."""
+    return np.maximum(r, np.minimum(r * 2.0**600, TINY))
+
+
+def _outer_sum(pairs: list[tuple[MR, MR]]) -> MR:
+    """Σ_t x_t[b, i]·y_t[b, j] over (B, T, T), in a fixed order, with one radius bound.
+
+    Rounding: each product and the running sum lose ≤ n·u·Σ|x_m y_m| (n terms), covered
+    by ρ|y_m| in the radius; the radius arithmetic loses ≤ 4n·u relative, covered by (1 + ρ')."""
+    n = len(pairs)
+    rho = (n + 2) * SUM_U
+    m = r = None
+    for x, y in pairs:
+        xm, xr = x[0][:, :, None], x[1][:, :, None]
+        aym = np.abs(y[0])
+        ym = y[0][:, None, :]
+        y1 = (y[1] + rho * aym)[:, None, :]
+        y2 = (aym + y[1])[:, None, :]
+        tm = xm * ym
+        tr = np.abs(xm) * y1
+        tr += xr * y2
+        if m is None:
+            m, r = tm, tr
+        else:
+            m += tm
+            r += tr
+    assert m is not None and r is not None
+    r *= 1 + (4 * n + 4) * SUM_U
+    return m, _floor(r)
+
+
+def _dot_last(a: MR, b: MR) -> MR:
+    """Σ_j a[..., j]·b[..., j] in a fixed order (one radius bound for the whole sum)."""
+    T = a[0].shape[-1]
+    rho = (T + 2) * SUM_U
+    abm = np.abs(b[0])
+    pm = a[0] * b[0]
+    pr = np.abs(a[0]) * (b[1] + rho * abm)
+    pr += a[1] * (abm + b[1])
+    m = np.ascontiguousarray(np.moveaxis(pm, -1, 0))
+    r = np.ascontiguousarray(np.moveaxis(pr, -1, 0))
+    sm = m[0].copy()
+    sr = r[0].copy()
+    for j in range(1, T):
+        sm += m[j]
+        sr += r[j]
+    sr *= 1 + (T + 4) * SUM_U
+    return sm, _floor(sr)
 
 
 def _sum_last(a: MR) -> MR:
@@ -388,51 +439,51 @@ def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]
     dv = lin(delta, hw["V"])
     ds: MR | None = None
     if dq or dk:
+        # δs_ij = Σ_a dq_ia (k_ja + dk_ja) + q_ia dk_ja, as fused outer products
         qc = _columns(tr.q)
         kc = _columns(tr.k)
+        pairs: list[tuple[MR, MR]] = []
         for a in range(len(qc)):
             if a in dq:
-                kk = add(kc[a], dk[a]) if a in dk else kc[a]
-                t = mul(
-                    (dq[a][0][:, :, None], dq[a][1][:, :, None]),
-                    (kk[0][:, None, :], kk[1][:, None, :]),
-                )
-                ds = t if ds is None else add(ds, t)
+                pairs.append((dq[a], add(kc[a], dk[a]) if a in dk else kc[a]))
             if a in dk:
-                t = mul(
-                    (qc[a][0][:, :, None], qc[a][1][:, :, None]),
-                    (dk[a][0][:, None, :], dk[a][1][:, None, :]),
-                )
-                ds = t if ds is None else add(ds, t)
+                pairs.append((qc[a], dk[a]))
+        ds = _outer_sum(pairs)
     vis = tr.visible[None]
     top = tr.top
     rest = vis & ~top
-    # g = max s − s on the visible non-top keys (exact integers → enclosure)
-    s = tr.scores.num
-    if s.dtype == object or (s.size and int(np.abs(s).max()) >= 2**61):
-        so = s.astype(object)
-        big = max(abs(int(so.max())), abs(int(so.min()))) * 2 + 1
-        smax = np.where(top, so, -big).max(axis=2, keepdims=True)
-        gnum = np.where(rest, smax - so, 0)
-    else:
-        smax = np.where(top, s, np.iinfo(np.int64).min).max(axis=2, keepdims=True)
-        gnum = np.where(rest, smax - s, 0)
-    g = from_rat(gnum, tr.scores.den)
-    if ds is None:
-        X = (-g[0], g[1])
-    else:
-        X = sub(ds, g)
-    E = mul(X, inv_tau)
-    # u = expm1(E) on the top keys, w = exp(E) on the other visible keys (one array)
+    has_rest = bool(rest.any())
+    if (
+        ds is None
+        and not dv
+        and not has_rest
+        and (rule == "average" or int(top.sum(axis=2).max(initial=0)) <= 1)
+    ):
+        return {}  # every visible key ties at the top and nothing moved: exactly hard
+    # u = expm1(δs/τ) on the top keys, w = exp((δs − g)/τ) on the other visible keys
+    # (g = max s − s ≥ 0, exact), computed only where needed, into one array
     uw_m = np.zeros((B, T, T))
     uw_r = np.zeros((B, T, T))
     if ds is not None:
-        um, ur = mr_expm1((E[0][top], E[1][top]))
+        um, ur = mr_expm1(mul((ds[0][top], ds[1][top]), inv_tau))
         uw_m[top] = um
         uw_r[top] = ur
-    wm, wr = mr_exp((E[0][rest], E[1][rest]))
-    uw_m[rest] = wm
-    uw_r[rest] = wr
+    if has_rest:
+        s = tr.scores.num
+        bi, ii, ji = np.nonzero(rest)
+        if s.dtype == object or (s.size and int(np.abs(s).max()) >= 2**61):
+            so = s.astype(object)
+            big = max(abs(int(so.max())), abs(int(so.min()))) * 2 + 1
+            smax = np.where(top, so, -big).max(axis=2)
+            gnum = smax[bi, ii] - so[bi, ii, ji]
+        else:
+            smax = np.where(top, s, np.iinfo(np.int64).min).max(axis=2)
+            gnum = smax[bi, ii] - s[bi, ii, ji]
+        g = from_rat(gnum, tr.scores.den)
+        X = (-g[0], g[1]) if ds is None else sub((ds[0][bi, ii, ji], ds[1][bi, ii, ji]), g)
+        wm, wr = mr_exp(mul(X, inv_tau))
+        uw_m[bi, ii, ji] = wm
+        uw_r[bi, ii, ji] = wr
     UR = _sum_last((uw_m, uw_r))  # U + R
     nA = top.sum(axis=2).astype(np.float64)  # exact small integers
     nAmr = (nA, np.zeros_like(nA))
@@ -484,7 +535,7 @@ def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]
             vd = from_rat(dn, tr.v.den)
             if c in dv:
                 vd = add(vd, (dv[c][0][:, None, :], dv[c][1][:, None, :]))
-            t = _sum_last(mul(da, vd))
+            t = _dot_last(da, vd)
             acc = t if acc is None else add(acc, t)
         if acc is not None:
             out[c] = acc
