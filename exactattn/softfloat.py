@@ -105,13 +105,14 @@ def _exp(x: np.ndarray) -> np.ndarray:
 def _expm1(x: np.ndarray) -> np.ndarray:
     """e^x − 1 with the same relative error bound as :func:`_exp`; expm1(0) = 0 exactly."""
     small = np.abs(x) < 0.25
-    xs = np.where(small, x, 0.0)
+    all_small = bool(small.all())
+    xs = x if all_small else np.where(small, x, 0.0)
     p = np.full_like(xs, _EXPM1_C[-1])
     for c in reversed(_EXPM1_C[:-1]):
         p *= xs
         p += c
     p *= xs
-    if small.all():
+    if all_small:
         return p
     return np.where(small, p, _exp(x) - 1.0)
 
@@ -166,7 +167,7 @@ def _floor(r: np.ndarray) -> np.ndarray:
 
 
 def _outer_sum(pairs: list[tuple[MR, MR]]) -> MR:
-    """Σ_t x_t[b, i]·y_t[b, j] over (B, T, T), in a fixed order, with one radius bound.
+    """Σ_t x_t[b, i]·y_t[b, j] as a key-major (B, j, i) array, fixed order, one radius bound.
 
     Rounding: each product and the running sum lose ≤ n·u·Σ|x_m y_m| (n terms), covered
     by ρ|y_m| in the radius; the radius arithmetic loses ≤ 4n·u relative, covered by (1 + ρ')."""
@@ -174,11 +175,11 @@ def _outer_sum(pairs: list[tuple[MR, MR]]) -> MR:
     rho = (n + 2) * SUM_U
     m = r = None
     for x, y in pairs:
-        xm, xr = x[0][:, :, None], x[1][:, :, None]
+        xm, xr = x[0][:, None, :], x[1][:, None, :]
         aym = np.abs(y[0])
-        ym = y[0][:, None, :]
-        y1 = (y[1] + rho * aym)[:, None, :]
-        y2 = (aym + y[1])[:, None, :]
+        ym = y[0][:, :, None]
+        y1 = (y[1] + rho * aym)[:, :, None]
+        y2 = (aym + y[1])[:, :, None]
         tm = xm * ym
         tr = np.abs(xm) * y1
         tr += xr * y2
@@ -192,39 +193,36 @@ def _outer_sum(pairs: list[tuple[MR, MR]]) -> MR:
     return m, _floor(r)
 
 
-def _dot_last(a: MR, b: MR) -> MR:
-    """Σ_j a[..., j]·b[..., j] in a fixed order (one radius bound for the whole sum)."""
-    T = a[0].shape[-1]
+def _dot_keys(a: MR, b: MR) -> MR:
+    """Σ_j a[:, j]·b[:, j] (axis 1, in a fixed order; one radius bound for the sum)."""
+    T = a[0].shape[1]
     rho = (T + 2) * SUM_U
     abm = np.abs(b[0])
     pm = a[0] * b[0]
     pr = np.abs(a[0]) * (b[1] + rho * abm)
     pr += a[1] * (abm + b[1])
-    m = np.ascontiguousarray(np.moveaxis(pm, -1, 0))
-    r = np.ascontiguousarray(np.moveaxis(pr, -1, 0))
-    sm = m[0].copy()
-    sr = r[0].copy()
+    sm = pm[:, 0].copy()
+    sr = pr[:, 0].copy()
     for j in range(1, T):
-        sm += m[j]
-        sr += r[j]
+        sm += pm[:, j]
+        sr += pr[:, j]
     sr *= 1 + (T + 4) * SUM_U
     return sm, _floor(sr)
 
 
-def _sum_last(a: MR) -> MR:
-    """Σ over the last axis in a fixed order (a Python loop over contiguous slices)."""
-    m = np.ascontiguousarray(np.moveaxis(a[0], -1, 0))
-    r = np.ascontiguousarray(np.moveaxis(a[1], -1, 0))
+def _sum_keys(a: MR) -> MR:
+    """Σ over axis 1 in a fixed order."""
+    m, r = a
     am = np.abs(m)
-    sm = m[0].copy()
-    sr = r[0].copy()
-    sa = am[0].copy()
-    for j in range(1, m.shape[0]):
-        sm += m[j]
-        sr += r[j]
-        sa += am[j]
+    sm = m[:, 0].copy()
+    sr = r[:, 0].copy()
+    sa = am[:, 0].copy()
+    for j in range(1, m.shape[1]):
+        sm += m[:, j]
+        sr += r[:, j]
+        sa += am[:, j]
     # rounding of the midpoint sum ≤ (T − 1)·u·Σ|m|; of the radius sum ≤ (T − 1)·u·Σr
-    k = (m.shape[0] + 2) * SUM_U
+    k = (m.shape[1] + 2) * SUM_U
     return sm, sr * (1 + k) + sa * k
 
 
@@ -232,7 +230,7 @@ def mr_exp(a: MR) -> MR:
     m, r = a
     mid = _exp(m)
     rad = mid * (r + r * r + 2 * _err(m)) * (1 + SLACK) + TINY
-    return mid, np.where(r <= 1.0, rad, np.inf)
+    return mid, rad / (r <= 1.0)  # r > 1 (or nan): infinite radius
 
 
 def mr_expm1(a: MR) -> MR:
@@ -241,7 +239,7 @@ def mr_expm1(a: MR) -> MR:
     am = np.abs(mid)
     rad = ((1 + am) * (r + r * r) * (1 + SLACK) + 2 * _err(m) * am) * (1 + WIDEN)
     rad = rad + np.minimum(r, TINY)
-    return mid, np.where(r <= 1.0, rad, np.inf)
+    return mid, rad / (r <= 1.0)  # r > 1 (or nan): infinite radius
 
 
 def mr_relu(a: MR) -> MR:
@@ -271,7 +269,13 @@ def abs_bounds(a: MR) -> tuple[np.ndarray, np.ndarray]:
 def from_rat(num: np.ndarray, den: int) -> MR:
     """An exact rational array (numerators over one denominator) as an enclosure."""
     with np.errstate(over="ignore", invalid="ignore"):
-        m = num.astype(np.float64) / float(den)
+        if den & (den - 1) == 0 and den < 2**900:
+            m = num.astype(np.float64) * (1.0 / den)  # exact scaling by a power of 2
+        else:
+            m = num.astype(np.float64) / float(den)
+    if den < 2**400:
+        # |m| ≥ (1 − u)/den when num ≠ 0, so |m|·2·TINY·den ≥ TINY there (0 where num = 0)
+        return m, np.abs(m) * (CONV + 2.0 * TINY * den)
     nz = (num != 0) if num.dtype != object else np.array(num != 0, dtype=bool)
     return m, np.abs(m) * CONV + nz * TINY
 
@@ -432,7 +436,11 @@ def _columns(ra: RatArray) -> list[MR]:
 
 
 def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]) -> Cols:
-    """One head's contribution to δ (already through its output matrix)."""
+    """One head's contribution to δ (already through its output matrix).
+
+    Attention arrays are stored key-major, A[b, j, i] (key j, query i), so that sums over
+    the keys are sums of contiguous (B, T) slices in a fixed order.
+    """
     B, T = tr.top.shape[:2]
     dq = lin(delta, hw["Q"])
     dk = lin(delta, hw["K"])
@@ -449,93 +457,105 @@ def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]
             if a in dk:
                 pairs.append((qc[a], dk[a]))
         ds = _outer_sum(pairs)
-    vis = tr.visible[None]
-    top = tr.top
-    rest = vis & ~top
+    top_q = tr.top  # (B, i, j)
+    visT = np.ascontiguousarray(tr.visible.T)[None]  # (1, j, i)
+    top = np.ascontiguousarray(top_q.transpose(0, 2, 1))  # (B, j, i)
+    rest = visT & ~top
     has_rest = bool(rest.any())
-    if (
-        ds is None
-        and not dv
-        and not has_rest
-        and (rule == "average" or int(top.sum(axis=2).max(initial=0)) <= 1)
-    ):
+    nA_i = top_q.sum(axis=2)
+    if ds is None and not dv and not has_rest and (rule == "average" or nA_i.max(initial=0) <= 1):
         return {}  # every visible key ties at the top and nothing moved: exactly hard
     # u = expm1(δs/τ) on the top keys, w = exp((δs − g)/τ) on the other visible keys
     # (g = max s − s ≥ 0, exact), computed only where needed, into one array
-    uw_m = np.zeros((B, T, T))
-    uw_r = np.zeros((B, T, T))
+    shape = (B, T, T)
+    uw_m = np.zeros(B * T * T)
+    uw_r = np.zeros(B * T * T)
     if ds is not None:
-        um, ur = mr_expm1(mul((ds[0][top], ds[1][top]), inv_tau))
-        uw_m[top] = um
-        uw_r[top] = ur
+        it = np.flatnonzero(top)
+        um, ur = mr_expm1(mul((ds[0].reshape(-1)[it], ds[1].reshape(-1)[it]), inv_tau))
+        uw_m[it] = um
+        uw_r[it] = ur
     if has_rest:
-        s = tr.scores.num
-        bi, ii, ji = np.nonzero(rest)
+        ir = np.flatnonzero(rest)
+        s = tr.scores.num  # (B, i, j)
         if s.dtype == object or (s.size and int(np.abs(s).max()) >= 2**61):
             so = s.astype(object)
             big = max(abs(int(so.max())), abs(int(so.min()))) * 2 + 1
-            smax = np.where(top, so, -big).max(axis=2)
-            gnum = smax[bi, ii] - so[bi, ii, ji]
+            smax = np.where(top_q, so, -big).max(axis=2)
+            gnum = (smax[:, None, :] - so.transpose(0, 2, 1)).reshape(-1)[ir]
         else:
-            smax = np.where(top, s, np.iinfo(np.int64).min).max(axis=2)
-            gnum = smax[bi, ii] - s[bi, ii, ji]
+            sT = s.transpose(0, 2, 1)  # (B, j, i)
+            pen = np.where(tr.visible.T, 0, np.iinfo(np.int64).min // 2)  # (j, i)
+            smax = sT[:, 0] + pen[0]
+            for j in range(1, T):
+                np.maximum(smax, sT[:, j] + pen[j], out=smax)
+            gnum = (smax[:, None, :] - sT).reshape(-1)[ir]
         g = from_rat(gnum, tr.scores.den)
-        X = (-g[0], g[1]) if ds is None else sub((ds[0][bi, ii, ji], ds[1][bi, ii, ji]), g)
+        if ds is None:
+            X = (-g[0], g[1])
+        else:
+            X = sub((ds[0].reshape(-1)[ir], ds[1].reshape(-1)[ir]), g)
         wm, wr = mr_exp(mul(X, inv_tau))
-        uw_m[bi, ii, ji] = wm
-        uw_r[bi, ii, ji] = wr
-    UR = _sum_last((uw_m, uw_r))  # U + R
-    nA = top.sum(axis=2).astype(np.float64)  # exact small integers
-    nAmr = (nA, np.zeros_like(nA))
-    Z = add(nAmr, UR)
-    Zb = (Z[0][:, :, None], Z[1][:, :, None])
+        uw_m[ir] = wm
+        uw_r[ir] = wr
+    uw_m = uw_m.reshape(shape)
+    uw_r = uw_r.reshape(shape)
+    UR = _sum_keys((uw_m, uw_r))  # U + R, (B, i)
+    nA = nA_i.astype(np.float64)  # exact small integers
+    # a query that sees nothing has δα = 0; Z = 1 there keeps the arithmetic finite
+    Z = add((np.where(nA > 0, nA, 1.0), np.zeros_like(nA)), UR)
+    iz = _recip(Z)
+    topf = top.astype(np.float64)
     if rule == "average":
         safe = np.maximum(nA, 1.0)
         mm = UR[0] / safe
         mean = (mm, UR[1] / safe * (1 + WIDEN) + np.abs(mm) * WIDEN + np.minimum(UR[1], TINY))
-        numer = sub((uw_m, uw_r), (mean[0][:, :, None], mean[1][:, :, None]))
+        numer = sub((uw_m, uw_r), (mean[0][:, None, :] * topf, mean[1][:, None, :] * topf))
     else:
-        sup = tr.support
+        sup = tr.support.transpose(0, 2, 1)
         # kstar: u − (nA − 1) − U − R; other tops: 1 + u
         base = sub((nA - 1.0, np.zeros_like(nA)), (-UR[0], UR[1]))  # nA − 1 + U + R
-        kst = sub((uw_m, uw_r), (base[0][:, :, None], base[1][:, :, None]))
+        kst = sub((uw_m, uw_r), (base[0][:, None, :], base[1][:, None, :]))
         one_u = (uw_m + 1.0, uw_r * (1 + WIDEN) + np.abs(uw_m + 1.0) * WIDEN)
         numer = (np.where(sup, kst[0], one_u[0]), np.where(sup, kst[1], one_u[1]))
-    numer = (np.where(top, numer[0], uw_m), np.where(top, numer[1], uw_r))
-    da = div(numer, Zb)
-    da = (np.where(vis, da[0], 0.0), np.where(vis, da[1], 0.0))
+        numer = (np.where(top, numer[0], uw_m), np.where(top, numer[1], uw_r))
+    da = _scale_rows(numer, iz)
+    visf = visT.astype(np.float64)
+    da = (da[0] * visf, da[1] * visf)
     if ds is not None:
         # large perturbations (|δs/τ| ≥ 1 somewhere in the row, as in soft.py): the δ
         # formulas overflow or cancel; compute softmax − hard directly for those rows
-        big = np.where(vis, (np.abs(ds[0]) + ds[1]) * inv_tau[0], 0.0).max(axis=2) >= 1.0
+        a = (np.abs(ds[0]) + ds[1]) * visf
+        amax = a[:, 0].copy()
+        for j in range(1, T):
+            np.maximum(amax, a[:, j], out=amax)
+        big = amax * inv_tau[0] >= 1.0
+        big |= ~np.isfinite(amax)
         if big.any():
             _direct_rows(tr, ds, inv_tau, big, da)
     # Σ_j α_hard_ij δv_j + Σ_j δα_ij (v_j + δv_j)
     vc = _columns(tr.v)
     cnt = tr.count.astype(np.float64)
-    sup = tr.support
     out: Cols = {}
     da_nz = bool(da[1].any())
-    jref = np.argmax(top, axis=2)  # (B, T): first top key of every query (0 if none)
+    jref = np.argmax(top_q, axis=2)  # (B, i): first top key of every query (0 if none)
     for c in range(len(vc)):
         acc: MR | None = None
         if c in dv:
             dm, dr = dv[c]
-            sm, sr = _sum_last(
-                (np.where(sup, dm[:, None, :], 0.0), np.where(sup, dr[:, None, :], 0.0))
-            )
+            supT = tr.support.transpose(0, 2, 1).astype(np.float64)
+            sm, sr = _sum_keys((supT * dm[:, :, None], supT * dr[:, :, None]))
             inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)
             acc = mul((sm, sr), (inv, np.abs(inv) * CONV))
         if da_nz:
             # Σ_j δα_ij = 0, so Σ_j δα_ij vv_j = Σ_j δα_ij (vv_j − v_ref(i)) with v_ref(i) the
             # hard value of row i's first top key: equal values cancel exactly, not ± width
             vn = tr.v.num[..., c]
-            vref = np.take_along_axis(vn, jref, axis=1)  # (B, T)
-            dn = vn[:, None, :] - vref[:, :, None]
-            vd = from_rat(dn, tr.v.den)
+            vref = np.take_along_axis(vn, jref, axis=1)  # (B, i)
+            vd = from_rat(vn[:, :, None] - vref[:, None, :], tr.v.den)  # (B, j, i)
             if c in dv:
-                vd = add(vd, (dv[c][0][:, None, :], dv[c][1][:, None, :]))
-            t = _dot_last(da, vd)
+                vd = add(vd, (dv[c][0][:, :, None], dv[c][1][:, :, None]))
+            t = _dot_keys(da, vd)
             acc = t if acc is None else add(acc, t)
         if acc is not None:
             out[c] = acc
@@ -544,26 +564,48 @@ def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]
     return out
 
 
+def _recip(z: MR) -> MR:
+    """1/z for z certainly positive (an infinite radius elsewhere)."""
+    zm, zr = z
+    m = 1.0 / zm
+    low = zm - zr
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = zr * m / low * (1 + WIDEN) ** 2 + m * WIDEN
+    return m, r / (zm > zr)  # not certainly positive: infinite radius
+
+
+def _scale_rows(a: MR, s: MR) -> MR:
+    """a[b, j, i]·s[b, i] (s a per-query factor)."""
+    sm, sr = s[0][:, None, :], s[1][:, None, :]
+    m = a[0] * sm
+    am = np.abs(a[0])
+    r = am * sr
+    r += a[1] * (np.abs(sm) + sr)
+    r *= 1 + WIDEN
+    r += np.abs(m) * WIDEN
+    return m, _floor(r)
+
+
 def _direct_rows(tr: HeadTrace, ds: MR, inv_tau: MR, big: np.ndarray, da: MR) -> None:
-    """Overwrite δα on the rows flagged ``big`` by softmax((s + δs)/τ) − hard weights."""
+    """Overwrite δα on the queries flagged ``big`` by softmax((s + δs)/τ) − hard weights."""
     bi, ii = np.nonzero(big)
-    vis = tr.visible[ii]  # (K, T)
+    vis = tr.visible[ii]  # (K, j)
     s = from_rat(tr.scores.num[bi, ii, :], tr.scores.den)
-    es = mul(add(s, (ds[0][bi, ii, :], ds[1][bi, ii, :])), inv_tau)
+    es = mul(add(s, (ds[0][bi, :, ii], ds[1][bi, :, ii])), inv_tau)
     shift = np.where(vis, es[0], -np.inf).max(axis=1, keepdims=True)  # any float will do
     shift = np.where(np.isfinite(shift), shift, 0.0)
     x = sub(es, (shift, np.zeros_like(shift)))
     x = (np.where(vis, x[0], 0.0), np.where(vis, x[1], 0.0))
     ws = mr_exp(x)
     ws = (np.where(vis, ws[0], 0.0), np.where(vis, ws[1], 0.0))
-    Z = _sum_last(ws)
+    Z = _sum_keys(ws)
     alpha = div(ws, (Z[0][:, None], Z[1][:, None]))
     cnt = tr.count[bi, ii].astype(np.float64)
     inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)[:, None]
     h = np.where(tr.support[bi, ii, :], inv, 0.0)
     d = sub(alpha, (h, h * CONV))
-    da[0][bi, ii, :] = np.where(vis, d[0], 0.0)
-    da[1][bi, ii, :] = np.where(vis, d[1], 0.0)
+    da[0][bi, :, ii] = np.where(vis, d[0], 0.0)
+    da[1][bi, :, ii] = np.where(vis, d[1], 0.0)
 
 
 def _ffn(pre: list[RatArray], delta: Cols, hidden: list[Sparse], out_rows: Sparse) -> Cols:
