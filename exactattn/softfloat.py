@@ -49,7 +49,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from flint import arb
+from flint import arb, ctx
 
 from .hard import CompiledFFN, CompiledHead, CompiledModel, HardBatch, HeadTrace, read_output
 from .model import AcceptOutput, ArgmaxOutput, ValueOutput
@@ -77,29 +77,53 @@ Cols = dict[int, MR]  # δ as columns: absent = exactly zero for every word and 
 # exp / expm1, deterministic
 # ---------------------------------------------------------------------------------------
 
-_LN2_HI = 0.6931471805599453
 _LN2 = Fraction(
     "0.6931471805599453094172321214581765680755001343602552541206800094933936219696947156"
 )
-_LN2_LO = float(_LN2 - Fraction(_LN2_HI))
-_INV_LN2 = 1.4426950408889634
-_EXP_C = [float(Fraction(1, _f)) for _f in (1, 1, 2, 6, 24, 120, 720, 5040, 40320, 362880,
-                                            3628800, 39916800, 479001600, 6227020800)]
+_C_HI = float(_LN2 / 32)  # ln 2 / 32, split in two floats (Cody–Waite)
+_C_LO = float(_LN2 / 32 - Fraction(_C_HI))
+_INV_C = float(32 / _LN2)
+_EXP_C = [float(Fraction(1, _f)) for _f in (1, 1, 2, 6, 24, 120, 720)]
 _EXPM1_C = [float(Fraction(1, _f)) for _f in (
     1, 2, 6, 24, 120, 720, 5040, 40320, 362880, 3628800, 39916800, 479001600, 6227020800,
     87178291200, 1307674368000, 20922789888000)]
 
 
+def _pow2_32() -> np.ndarray:
+    """2^(j/32), j = 0..31, correctly rounded (from 120-bit arb balls)."""
+    saved = ctx.prec
+    ctx.prec = 120
+    try:
+        vals = []
+        for j in range(32):
+            lo, hi = arb_endpoints(arb(2) ** (arb(j) / 32))
+            f = float((lo + hi) / 2)
+            assert abs(Fraction(f) - (lo + hi) / 2) <= Fraction(f) * Fraction(1, 2**52)
+            vals.append(f)
+    finally:
+        ctx.prec = saved
+    return np.array(vals)
+
+
+_EXP_TAB = _pow2_32()
+
+
 def _exp(x: np.ndarray) -> np.ndarray:
-    """e^x within EXP_ERR + EXP_ERR_X·|x| relative (2^-1074 absolute when subnormal)."""
+    """e^x within EXP_ERR + EXP_ERR_X·|x| relative (2^-1074 absolute when subnormal).
+
+    x = (32q + j)·ln2/32 + r with |r| ≤ ln2/64; e^x = 2^q · 2^(j/32) · p(r), p the degree-6
+    Taylor polynomial (truncation < 2^-58). Errors: r is off by ≤ u(|x| + 2), Horner loses
+    ≤ 12u, the table entry and the product u each: ≤ u(|x| + 17) ≪ the bound used."""
     xc = np.clip(x, -760.0, 720.0)
-    k = np.rint(xc * _INV_LN2)
-    r = (xc - k * _LN2_HI) - k * _LN2_LO
+    kf = np.rint(xc * _INV_C)
+    r = (xc - kf * _C_HI) - kf * _C_LO
     p = np.full_like(r, _EXP_C[-1])
     for c in reversed(_EXP_C[:-1]):
         p *= r
         p += c
-    return np.ldexp(p, np.nan_to_num(k).astype(np.int32))
+    k = np.nan_to_num(kf).astype(np.int64)
+    p *= _EXP_TAB[k & 31]
+    return np.ldexp(p, (k >> 5).astype(np.int32))
 
 
 def _expm1(x: np.ndarray) -> np.ndarray:
