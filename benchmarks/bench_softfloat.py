@@ -7,6 +7,9 @@ For each benchmark (Dyck-2 at n = 8 by default, and a random model), in one proc
   batches of the check's size (the settled fraction is printed; the rest would go to arb);
 * arb: the existing per-word path (check.certify_word) on a sample, scaled to all inputs.
 
+Times are CPU seconds (``time.process_time``), so the ratios stay meaningful on a shared
+machine.
+
     python benchmarks/bench_softfloat.py [--n 8] [--random-n 12] [--sample 200] [--batch 2048]
 """
 
@@ -47,19 +50,19 @@ def bench(name: str, model, n: int, batch: int, sample: int) -> dict:
     temps = Temperatures(model, None)
     taus = tau_enclosures(temps.at(n, BASE_PREC))
 
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     for chunk in batches(words_of_length(model, n), batch):
         fm.forward(chunk)
-    base = time.perf_counter() - t0
+    base = time.process_time() - t0
 
     hard = flt = 0.0
     settled = 0
     for chunk in batches(words_of_length(model, n), batch):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         hb = run_hard(cm, chunk, n)
-        t1 = time.perf_counter()
+        t1 = time.process_time()
         fb = certify_float(cm, hb, taus)
-        t2 = time.perf_counter()
+        t2 = time.process_time()
         hard += t1 - t0
         flt += t2 - t1
         settled += int(fb.settled.sum())
@@ -69,10 +72,10 @@ def bench(name: str, model, n: int, batch: int, sample: int) -> dict:
     acc = LengthAccumulator(model, n, None, len(model.layers))
     acc.add_hard(hb)
     wc = WeightCache(cm)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     for b in range(len(words)):
         certify_word(cm, hb, b, acc, temps, wc)
-    arb_s = (time.perf_counter() - t0) / len(words) * total
+    arb_s = (time.process_time() - t0) / len(words) * total
     return dict(
         name=name,
         n=n,
@@ -117,7 +120,9 @@ def main() -> None:
     print(
         "float64: uncertified numpy softmax forward pass (benchmarks/float_baseline.py); "
         "hard: exact run_hard; cert.: certify_float (certified δ, all layers, read-out); "
-        "arb: per-word certify_word on a sample, scaled; µs/in: hard + cert. per input"
+        "arb: per-word certify_word on a sample, scaled; µs/in: hard + cert. per input.\n"
+        "All times are CPU seconds of this process (time.process_time: the machine is shared, "
+        "so wall time would measure the other tenants; numpy/BLAS threads are included)."
     )
 
 
