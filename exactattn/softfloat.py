@@ -51,7 +51,14 @@ from typing import Any
 import numpy as np
 from flint import arb, ctx
 
-from .hard import CompiledFFN, CompiledHead, CompiledModel, HardBatch, HeadTrace, read_output
+from .hard import (
+    CompiledFFN,
+    CompiledModel,
+    HardBatch,
+    HeadTrace,
+    LayerTrace,
+    read_output,
+)
 from .model import AcceptOutput, ArgmaxOutput, ValueOutput
 from .numbers import arb_endpoints
 from .ratarray import RatArray
@@ -840,6 +847,38 @@ def _dot_out(delta: Cols, rows: Sparse, slot: int) -> list[MR | None]:
     return [got.get(r) for r in range(len(rows))]
 
 
+SUB_BATCH = 384  # words per internal chunk: keeps the (chunk, T, T) arrays in cache
+
+
+def _ra(x: RatArray, sl: slice) -> RatArray:
+    return RatArray(x.num[sl], x.den)
+
+
+def _slice_batch(hb: HardBatch, sl: slice) -> HardBatch:
+    """Words ``sl`` of a hard batch (views, no copies)."""
+    layers = []
+    for lt in hb.layers:
+        heads = None
+        if lt.heads is not None:
+            heads = [
+                HeadTrace(
+                    q=_ra(h.q, sl),
+                    k=_ra(h.k, sl),
+                    v=_ra(h.v, sl),
+                    scores=_ra(h.scores, sl),
+                    visible=h.visible,
+                    top=h.top[sl],
+                    support=h.support[sl],
+                    count=h.count[sl],
+                    mixed=_ra(h.mixed, sl),
+                )
+                for h in lt.heads
+            ]
+        pre = None if lt.pre is None else [_ra(z, sl) for z in lt.pre]
+        layers.append(LayerTrace(lt.kind, _ra(lt.x_in, sl), _ra(lt.x_out, sl), heads, pre))
+    return HardBatch(n=hb.n, words=hb.words[sl], x0=_ra(hb.x0, sl), layers=layers)
+
+
 def certify_float(
     cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
 ) -> FloatBatch:
@@ -848,8 +887,35 @@ def certify_float(
     ``taus[l]`` is None for a feed-forward layer, else per head an exact (lo, hi) with
     lo ≤ τ ≤ hi. A word is ``settled`` when every reported number meets the reporting
     accuracy, the ε ≤ 1 comparisons before the last layer are decided and the read-out is
-    decided; the other words need the arb path.
+    decided; the other words need the arb path. Every word's numbers are computed
+    elementwise, so they do not depend on the batch (tests/test_softfloat.py checks it).
     """
+    B = len(hb.words)
+    if B <= SUB_BATCH:
+        return _certify_chunk(cm, hb, taus)
+    parts = [
+        _certify_chunk(cm, _slice_batch(hb, slice(i, i + SUB_BATCH)), taus)
+        for i in range(0, B, SUB_BATCH)
+    ]
+
+    def cat(name: str) -> np.ndarray | None:
+        xs = [getattr(p, name) for p in parts]
+        return None if xs[0] is None else np.concatenate(xs)
+
+    return FloatBatch(
+        settled=cat("settled"),  # type: ignore[arg-type]
+        err_lo=cat("err_lo"),  # type: ignore[arg-type]
+        err_hi=cat("err_hi"),  # type: ignore[arg-type]
+        err_row=cat("err_row"),  # type: ignore[arg-type]
+        accept=cat("accept"),
+        labels=cat("labels"),
+        within_tol=cat("within_tol"),
+    )
+
+
+def _certify_chunk(
+    cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
+) -> FloatBatch:
     fw = float_weights(cm)
     model = cm.model
     B = len(hb.words)
