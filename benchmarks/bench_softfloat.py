@@ -26,7 +26,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from float_baseline import FloatModel  # noqa: E402
-from models import random_model  # noqa: E402
 
 from exactattn import load_model, model_from_dict  # noqa: E402
 from exactattn.check import (  # noqa: E402
@@ -41,6 +40,7 @@ from exactattn.hard import CompiledModel, run_hard  # noqa: E402
 from exactattn.measure import LengthAccumulator  # noqa: E402
 from exactattn.soft import WeightCache  # noqa: E402
 from exactattn.softfloat import certify_float, tau_enclosures  # noqa: E402
+from models import random_model  # noqa: E402
 
 
 def bench(name: str, model, n: int, batch: int, sample: int) -> dict:

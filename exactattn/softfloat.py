@@ -2,48 +2,61 @@
 
 Same *hard + δ* formulation as :mod:`exactattn.soft` (read its docstring), but δ is
 evaluated for every word of a :class:`~exactattn.hard.HardBatch` at once with numpy,
-so a word costs microseconds instead of a millisecond. Every number is an enclosure
-``mid ± rad`` (the real interval [mid − rad, mid + rad]); words the floats cannot
-settle are left to the arb path (:func:`certify_float` says which).
+so a word costs tens of microseconds instead of a millisecond. Every number is an
+enclosure ``mid ± rad`` (the real interval [mid − rad, mid + rad]). :func:`certify_float`
+says which words the floats settle; the others go to the arb path.
 
-Why the enclosures are sound (u = 2^-53, round-to-nearest IEEE binary64):
+Why the enclosures are sound (u = 2^-53, IEEE binary64, round to nearest):
 
-* Every basic operation (+, −, ×, /) is correctly rounded: |fl(x∘y) − x∘y| ≤ u·|fl(x∘y)|
-  (within 2^-1075 absolutely when the result underflows). A sum that rounds to zero,
-  and a sum whose result is subnormal, is exact (Hauser). Radii are sums and products of
-  non-negative numbers, so their own rounding loses at most a relative u per operation.
-* Each operation's radius therefore gets a relative slack ``WIDEN`` (2^-40 ≫ the ≤ 4096·u
-  that an inner sum of ≤ 4096 terms, the float conversion of a weight, and the radius
-  arithmetic can lose) on the midpoint magnitudes and on the radius itself.
+* + − × / are correctly rounded: |fl(x∘y) − x∘y| ≤ u·|fl(x∘y)|, or ≤ 2^-1075 when the
+  result underflows. A sum that rounds to zero, or to a subnormal, is exact (Hauser).
+  Radii are sums and products of non-negative numbers, so computing them loses at most
+  a relative u per operation.
+* So each basic operation adds ``WIDEN`` (2^-50 = 8u) times the midpoint magnitude and
+  multiplies the radius by (1 + WIDEN); a K-term sum (weights, keys) adds
+  (K + 2)·``SUM_U`` (2^-52 = 2u per term) instead, which also covers the float weights
+  (within u of the exact rational ones). Exact rationals become floats with relative
+  error ≤ 3u < ``CONV`` (2^-50).
 * Exact zeros are structural: an entry is exactly 0 iff mid = rad = 0, and every entry
-  that may be nonzero has rad ≥ ``TINY`` (2^-900). Products of two possibly-nonzero
-  entries add ``TINY`` (any underflow loses ≤ a few 2^-1075 ≪ TINY); a weight sum cannot
-  underflow because nonzero weights are checked to lie in [2^-100, 2^100] (models outside
-  that range are left to the arb path). So [0, 0] stays [0, 0], as in the arb path (δ = 0
+  that may be nonzero has rad ≥ ``TINY`` (2^-500). TINY² is still a normal number, so a
+  product of two possibly-nonzero entries has a positive radius, which is raised to TINY
+  (:func:`_floor`) — far above the ≤ 2^-1074 any underflow loses. Weight sums cannot
+  underflow: nonzero weights are checked to lie in [2^-100, 2^100] (otherwise no word is
+  settled). So [0, 0] stays [0, 0] exactly where the arb path gets exact zeros (δ = 0
   when all visible scores tie), and an underflowing δ is still enclosed, by [0, ~TINY],
   which meets the reporting rule ``lo = 0, hi ≤ 1e-40``.
-* exp and expm1 are *our own* (:func:`_exp`, :func:`_expm1`): Cody–Waite reduction,
-  a degree-13 Taylor polynomial, ``ldexp``; expm1 uses its Taylor series for |x| < 1/4.
-  They use only correctly rounded operations, so results are bit-identical on every
-  machine and every batching (numpy's own exp dispatches to SIMD kernels that differ
-  between CPUs). Error analysis: the reduced argument r, |r| ≤ 0.35, is off by at most
-  u(|x| + 3); the Horner evaluation loses ≤ 2·13·u·e^0.35/e^-0.35 < 2^-47 relative; for
-  expm1's series ≤ 41u; exp(x) − 1 for |x| ≥ 1/4 magnifies exp's error by ≤ 4.6. Hence
-  the bound we *use*, relative error ≤ EXP_ERR + EXP_ERR_X·|x| = 2^-42 + 2^-46·|x|,
-  has a margin of ≥ 4× (checked against arb in tests/test_softfloat.py), plus 2^-1074
-  absolutely in the subnormal range (covered by TINY).
-* exp(m ± r) ⊂ exp(m)·(1 ± (r + r²)) for r ≤ 1; expm1(m ± r) differs from expm1(m)
-  by ≤ e^m (r + r²). Wider arguments (r > 1) give an infinite radius: not settled.
-* Decisions compare floats that are exact endpoints: mid > rad means mid − rad > 0
-  exactly (no rounding in a comparison).
+* exp and expm1 are our own (:func:`_exp`, :func:`_expm1`), built from correctly rounded
+  operations only, so results are bit-identical on every machine (numpy's exp dispatches
+  to CPU-specific SIMD kernels) and in every batching. exp: x = (32q + j)·ln2/32 + r,
+  |r| ≤ ln2/64 (Cody–Waite, two-float ln2/32), 2^(j/32) from a table of correctly rounded
+  values, a degree-6 Taylor polynomial (truncation < 2^-58), ``ldexp``. The reduced r is
+  off by ≤ u(|x| + 2), Horner loses ≤ 12u, table entry and product u each: relative error
+  ≤ u(|x| + 17). expm1: its Taylor series (degree 16, ≤ 41u) for |x| < 1/4, else exp − 1
+  (which magnifies exp's error by ≤ 4.6). The bound we *use* is much larger:
+  ``EXP_ERR + EXP_ERR_X·|x|`` = 2^-42 + 2^-46·|x| (tests/test_softfloat.py checks 4× that
+  margin against arb), plus 2^-1074 absolutely in the subnormal range (covered by TINY).
+* exp(m ± r) lies within exp(m)·(r + r²) of exp(m) for r ≤ 1, and expm1(m ± r) within
+  e^m (r + r²) of expm1(m); wider arguments give an infinite radius (not settled).
+* Decisions compare floats that are exact endpoints: ``mid > rad`` means mid − rad > 0.
 
-Determinism: only elementwise ufuncs, and every sum is a fixed-order Python loop over
-the small inner dimension (no BLAS, no numpy reductions of floats), so a word's numbers
-do not depend on the batch it is in.
+Tightness (so that words settle, not for soundness):
+
+* Feed-forward layers track every hidden unit's δ as an exact *integer* combination of
+  the input δ columns while its ReLU is certainly in its linear (or zero) range, so the
+  "rounding gadgets" of the constructions, which subtract a coordinate and add it back,
+  give exactly 0 instead of ± the width of δ (:func:`_ffn_linear`).
+* Σ_j δα_ij = 0, so δα·v is computed as Σ_j δα_ij (v_j − v_ref(i)): keys with the
+  reference value drop out exactly.
+* Rows whose scores move by ≥ τ use softmax − hard directly, as soft.py does.
+
+Determinism: only elementwise operations; every sum is a Python loop over the small
+inner dimension (weights, keys) in a fixed order — no BLAS, no numpy float sums — so a
+word's numbers do not depend on the batch it is in, its size or its order.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -90,10 +103,8 @@ _LN2 = Fraction(
 _C_HI = float(_LN2 / 32)  # ln 2 / 32, split in two floats (Cody–Waite)
 _C_LO = float(_LN2 / 32 - Fraction(_C_HI))
 _INV_C = float(32 / _LN2)
-_EXP_C = [float(Fraction(1, _f)) for _f in (1, 1, 2, 6, 24, 120, 720)]
-_EXPM1_C = [float(Fraction(1, _f)) for _f in (
-    1, 2, 6, 24, 120, 720, 5040, 40320, 362880, 3628800, 39916800, 479001600, 6227020800,
-    87178291200, 1307674368000, 20922789888000)]
+_EXP_C = [float(Fraction(1, math.factorial(i))) for i in range(7)]  # 1/i!, i = 0..6
+_EXPM1_C = [float(Fraction(1, math.factorial(i + 1))) for i in range(16)]  # 1/(i+1)!
 
 
 def _pow2_32() -> np.ndarray:
@@ -834,9 +845,7 @@ def _tight(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """measure.tight, decided soundly in floats (False when not certainly tight)."""
     fin = np.isfinite(hi) & np.isfinite(lo)
     with np.errstate(invalid="ignore", over="ignore"):
-        rel = ((hi - lo) * (1 + 2.0**-50) <= hi * TIGHT_REL_F * (1 - 2.0**-50)) & (
-            hi >= 2.0**-900
-        )
+        rel = ((hi - lo) * (1 + 2.0**-50) <= hi * TIGHT_REL_F * (1 - 2.0**-50)) & (hi >= 2.0**-900)
     return fin & ((hi == 0) | ((lo == 0) & (hi <= ZERO_UPPER_F)) | rel)
 
 
@@ -917,7 +926,6 @@ def _certify_chunk(
     cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
 ) -> FloatBatch:
     fw = float_weights(cm)
-    model = cm.model
     B = len(hb.words)
     T = hb.x0.shape[1]
     d = hb.x0.shape[2]
@@ -956,7 +964,9 @@ def _certify_chunk(
     return res
 
 
-def _readout(cm: CompiledModel, hb: HardBatch, delta: Cols, fw: FloatWeights, res: FloatBatch) -> None:
+def _readout(
+    cm: CompiledModel, hb: HardBatch, delta: Cols, fw: FloatWeights, res: FloatBatch
+) -> None:
     model = cm.model
     o = model.output
     n = hb.n

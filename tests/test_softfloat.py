@@ -70,9 +70,7 @@ def compare(model, n: int, prec: int = 256) -> tuple[int, int]:
         for li in range(len(model.layers)):
             lo = Fraction(fb.err_lo[b, li])
             hi = Fraction(fb.err_hi[b, li])
-            assert hi == 0 or (lo == 0 and hi <= Fraction(1, 10**40)) or (
-                hi - lo <= hi / 10**6
-            )
+            assert hi == 0 or (lo == 0 and hi <= Fraction(1, 10**40)) or (hi - lo <= hi / 10**6)
             if li < len(model.layers) - 1:
                 assert hi <= 1 or lo > 1
         v = sr.verdict
@@ -224,8 +222,25 @@ def test_exp_expm1_error_bound():
             rng.uniform(-1, 1, 3000),
             rng.uniform(-0.3, 0.3, 2000),
             10.0 ** rng.uniform(-300, 0, 1000) * rng.choice([-1, 1], 1000),
-            np.array([0.0, 0.25, -0.25, 0.2499999999, -0.2500000001, 1e-300, -1e-300,
-                      709.0, -708.0, 1.0, -1.0, 0.5, -0.5, 37.0, -37.0]),
+            np.array(
+                [
+                    0.0,
+                    0.25,
+                    -0.25,
+                    0.2499999999,
+                    -0.2500000001,
+                    1e-300,
+                    -1e-300,
+                    709.0,
+                    -708.0,
+                    1.0,
+                    -1.0,
+                    0.5,
+                    -0.5,
+                    37.0,
+                    -37.0,
+                ]
+            ),
         ]
     )
     ex = sf._exp(xs)
@@ -254,7 +269,9 @@ def _fields(fb: sf.FloatBatch) -> list[np.ndarray]:
     return out
 
 
-@pytest.mark.parametrize("name,n", [("dyck2", 5), ("induction_k1", 4), ("ltl_counting_temperature", 4)])
+@pytest.mark.parametrize(
+    "name,n", [("dyck2", 5), ("induction_k1", 4), ("ltl_counting_temperature", 4)]
+)
 def test_batching_does_not_change_bits(name, n):
     model = load_model(f"models/{name}.json")
     cm = CompiledModel(model)
