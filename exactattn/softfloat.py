@@ -346,7 +346,9 @@ def tau_enclosures(taus: list[list[arb] | None]) -> list[list[tuple[Fraction, Fr
 
 
 def _inv_tau(lo: Fraction, hi: Fraction) -> MR:
-    """1/τ for lo ≤ τ ≤ hi (lo > 0) as a scalar enclosure, from exact arithmetic."""
+    """1/τ for lo ≤ τ ≤ hi as a scalar enclosure, from exact arithmetic (lo ≤ 0: infinite)."""
+    if lo <= 0:
+        return np.float64(0.0), np.float64(np.inf)
     a = float_down(1 / hi)
     b = float_up(1 / lo)
     m = float((Fraction(a) + Fraction(b)) / 2)
@@ -747,7 +749,7 @@ def _ffn_linear(pre: list[RatArray], delta: Cols, ints: _IntFFN, B: int, T: int)
                         co[c] = co[c] + w * v if c in co else w * v
                 if i in res_of:
                     rm, rr = res_of[i]
-                    f = float(w)
+                    f = float(Fraction(w, wden))  # res holds values, not numerators
                     t = (rm * f, rr * abs(f) * (1 + WIDEN) + np.abs(rm * f) * WIDEN)
                     res = t if res is None else add(res, t)
             co = {c: v for c, v in co.items() if v.any()}

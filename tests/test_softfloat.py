@@ -114,6 +114,94 @@ def test_random_models_contain_arb_many(d):
     test_random_models_contain_arb.hypothesis.inner_test(d)
 
 
+# found by the slow sweep: a ReLU outside its linear range feeding a second hidden layer
+# with weight 1/2 (the nonlinear part must be scaled by the weight, not its numerator)
+REGRESSION = {
+    "format": "exactattn/1",
+    "name": "random",
+    "alphabet": ["a", "b"],
+    "bos": "<s>",
+    "d": 3,
+    "max_length": 3,
+    "embedding": {
+        "token": {
+            "a": ["0/3", "0/1", "0/2"],
+            "b": ["1/3", "0/1", "0/4"],
+            "<s>": ["0/1", "0/1", "0/4"],
+        },
+        "position": {
+            "table": [
+                ["3/2", "0/1", "1/1"],
+                ["0/1", "0/1", "0/1"],
+                ["0/2", "0/3", "0/2"],
+                ["1/1", "0/4", "0/3"],
+                ["0/2", "0/3", "0/1"],
+            ]
+        },
+    },
+    "layers": [
+        {
+            "kind": "attention",
+            "heads": [
+                {
+                    "score": [["0/1", "0/2", "0/2"], ["0/1", "0/1", "0/2"], ["0/2", "0/2", "0/1"]],
+                    "value": [[0, 1, 0], [1, 0, 0], [1, 0, 0]],
+                }
+            ],
+        },
+        {
+            "kind": "attention",
+            "heads": [
+                {
+                    "query": [["0/1", "0/1", "0/4"], ["0/4", "1/1", "1/1"]],
+                    "key": [[0, 0, 0], [0, 0, 0]],
+                    "query_bias": ["0/2", "0/1"],
+                    "value": [["0/3", "0/2", "1/1"], ["0/4", "3/1", "0/4"], ["0/1", "1/1", "1/1"]],
+                    "hard": "leftmost",
+                },
+                {
+                    "query": [["0/1", "0/3", "0.00"], [2, "0.00", "0.00"]],
+                    "key": [["0/1", "0e-2", "1.00"], [0, "1/1", 1]],
+                    "value": [[0, "0.00", "1/1"], [0, "0.00", "1/1"], [0, "0.00", "1/1"]],
+                    "mask": "gt",
+                    "hard": "rightmost",
+                    "temperature": "1/(n+1)",
+                },
+            ],
+        },
+        {
+            "kind": "ffn",
+            "hidden": [
+                {"weight": [["100e-2", "0/4", 0], ["-2/2", 1, 0]], "bias": ["2/3", "0.00"]},
+                {"weight": [[0, "1/2"], [2, 0], [0, -1]], "bias": ["1.00", 1, "-1/1"]},
+            ],
+            "output": {
+                "weight": [
+                    [-2, "1.00", "-0.50"],
+                    ["-3.00", "1/1", "-2.00"],
+                    ["1.00", "0/4", "-1.00"],
+                ],
+                "bias": ["3/2", "0/1", "-25e-2"],
+            },
+        },
+    ],
+    "output": {
+        "kind": "accept",
+        "position": 0,
+        "weight": ["-1.50", "0.00", "0.00"],
+        "bias": "0.50",
+        "threshold": 0,
+    },
+}
+
+
+def test_regression_two_hidden_layers():
+    model = model_from_dict(REGRESSION)
+    for n in (1, 2, 3):
+        settled, total = compare(model, n)
+        assert settled == total
+
+
 BUNDLED = {
     "dyck1": 5,
     "dyck2": 4,
