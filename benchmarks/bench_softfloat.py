@@ -1,0 +1,130 @@
+"""Certified float path vs an uncertified float64 forward pass; prints the ratio (goal ≤ 3×).
+
+For each benchmark (Dyck-2 at n = 8 by default, and a random model), in one process:
+
+* baseline: benchmarks/float_baseline.py, plain float64 numpy softmax, all inputs;
+* certified: exactattn.hard.run_hard + exactattn.softfloat.certify_float, all inputs, in
+  batches of the check's size (the settled fraction is printed; the rest would go to arb);
+* arb: the existing per-word path (check.certify_word) on a sample, scaled to all inputs.
+
+Times are CPU seconds (``time.process_time``), so the ratios stay meaningful on a shared
+machine.
+
+    python benchmarks/bench_softfloat.py [--n 8] [--random-n 12] [--sample 200] [--batch 2048]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from float_baseline import FloatModel  # noqa: E402
+
+from exactattn import load_model, model_from_dict  # noqa: E402
+from exactattn.check import (  # noqa: E402
+    BASE_PREC,
+    BATCH,
+    Temperatures,
+    batches,
+    certify_word,
+    words_of_length,
+)
+from exactattn.hard import CompiledModel, run_hard  # noqa: E402
+from exactattn.measure import LengthAccumulator  # noqa: E402
+from exactattn.soft import WeightCache  # noqa: E402
+from exactattn.softfloat import certify_float, tau_enclosures  # noqa: E402
+from models import random_model  # noqa: E402
+
+
+def bench(name: str, model, n: int, batch: int, sample: int) -> dict:
+    cm = CompiledModel(model)
+    total = len(model.alphabet) ** n
+    fm = FloatModel(model, n)
+    temps = Temperatures(model, None)
+    taus = tau_enclosures(temps.at(n, BASE_PREC))
+
+    t0 = time.process_time()
+    for chunk in batches(words_of_length(model, n), batch):
+        fm.forward(chunk)
+    base = time.process_time() - t0
+
+    hard = flt = 0.0
+    settled = 0
+    for chunk in batches(words_of_length(model, n), batch):
+        t0 = time.process_time()
+        hb = run_hard(cm, chunk, n)
+        t1 = time.process_time()
+        fb = certify_float(cm, hb, taus)
+        t2 = time.process_time()
+        hard += t1 - t0
+        flt += t2 - t1
+        settled += int(fb.settled.sum())
+
+    words = list(itertools.islice(words_of_length(model, n), sample))
+    hb = run_hard(cm, words, n)
+    acc = LengthAccumulator(model, n, None, len(model.layers))
+    acc.add_hard(hb)
+    wc = WeightCache(cm)
+    t0 = time.process_time()
+    for b in range(len(words)):
+        certify_word(cm, hb, b, acc, temps, wc)
+    arb_s = (time.process_time() - t0) / len(words) * total
+    return dict(
+        name=name,
+        n=n,
+        inputs=total,
+        base=base,
+        hard=hard,
+        flt=flt,
+        settled=settled / total,
+        arb=arb_s,
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--n", type=int, default=8, help="Dyck-2 length")
+    ap.add_argument("--random-n", type=int, default=12, help="random-model length")
+    ap.add_argument("--sample", type=int, default=200, help="arb-path words timed")
+    ap.add_argument("--batch", type=int, default=BATCH)
+    args = ap.parse_args()
+    rows = [
+        bench("dyck2", load_model(ROOT / "models" / "dyck2.json"), args.n, args.batch, args.sample),
+        bench(
+            "random d16 4×(attn 2 heads + ffn)",
+            model_from_dict(random_model(d=16, blocks=4, heads=2, seed=0)),
+            args.random_n,
+            args.batch,
+            args.sample,
+        ),
+    ]
+    print(
+        f"{'model':<36} {'n':>3} {'inputs':>8} {'float64':>8} {'hard':>7} {'cert.':>7} "
+        f"{'settled':>8} {'arb (est.)':>10} {'cert+hard/f64':>13} {'cert/f64':>9} {'µs/in':>6}"
+    )
+    for r in rows:
+        both = r["hard"] + r["flt"]
+        print(
+            f"{r['name']:<36} {r['n']:>3} {r['inputs']:>8,} {r['base']:>7.2f}s {r['hard']:>6.2f}s "
+            f"{r['flt']:>6.2f}s {r['settled']:>8.2%} {r['arb']:>9.1f}s "
+            f"{both / r['base']:>12.1f}× {r['flt'] / r['base']:>8.1f}× "
+            f"{both / r['inputs'] * 1e6:>6.1f}"
+        )
+    print(
+        "float64: uncertified numpy softmax forward pass (benchmarks/float_baseline.py); "
+        "hard: exact run_hard; cert.: certify_float (certified δ, all layers, read-out); "
+        "arb: per-word certify_word on a sample, scaled; µs/in: hard + cert. per input.\n"
+        "All times are CPU seconds of this process (time.process_time: the machine is shared, "
+        "so wall time would measure the other tenants; numpy/BLAS threads are included)."
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1054 @@
+"""Soft meaning, certified, for a whole batch: float64 midpoint-radius intervals.
+
+Same *hard + δ* formulation as :mod:`exactattn.soft` (read its docstring), but δ is
+evaluated for every word of a :class:`~exactattn.hard.HardBatch` at once with numpy,
+so a word costs tens of microseconds instead of a millisecond. Every number is an
+enclosure ``mid ± rad`` (the real interval [mid − rad, mid + rad]). :func:`certify_float`
+says which words the floats settle; the others go to the arb path.
+
+Why the enclosures are sound (u = 2^-53, IEEE binary64, round to nearest):
+
+* + − × / are correctly rounded: |fl(x∘y) − x∘y| ≤ u·|fl(x∘y)|, or ≤ 2^-1075 when the
+  result underflows. A sum that rounds to zero, or to a subnormal, is exact (Hauser).
+  Radii are sums and products of non-negative numbers, so computing them loses at most
+  a relative u per operation.
+* So each basic operation adds ``WIDEN`` (2^-50 = 8u) times the midpoint magnitude and
+  multiplies the radius by (1 + WIDEN); a K-term sum (weights, keys) adds
+  (K + 2)·``SUM_U`` (2^-52 = 2u per term) instead, which also covers the float weights
+  (within u of the exact rational ones). Exact rationals become floats with relative
+  error ≤ 3u < ``CONV`` (2^-50).
+* Exact zeros are structural: an entry is exactly 0 iff mid = rad = 0, and every entry
+  that may be nonzero has rad ≥ ``TINY`` (2^-500). TINY² is still a normal number, so a
+  product of two possibly-nonzero entries has a positive radius, which is raised to TINY
+  (:func:`_floor`) — far above the ≤ 2^-1074 any underflow loses. Weight sums cannot
+  underflow: nonzero weights are checked to lie in [2^-100, 2^100] (otherwise no word is
+  settled). So [0, 0] stays [0, 0] exactly where the arb path gets exact zeros (δ = 0
+  when all visible scores tie), and an underflowing δ is still enclosed, by [0, ~TINY],
+  which meets the reporting rule ``lo = 0, hi ≤ 1e-40``.
+* exp and expm1 are our own (:func:`_exp`, :func:`_expm1`), built from correctly rounded
+  operations only, so results are bit-identical on every machine (numpy's exp dispatches
+  to CPU-specific SIMD kernels) and in every batching. exp: x = (32q + j)·ln2/32 + r,
+  |r| ≤ ln2/64 (Cody–Waite, two-float ln2/32), 2^(j/32) from a table of correctly rounded
+  values, a degree-6 Taylor polynomial (truncation < 2^-58), ``ldexp``. The reduced r is
+  off by ≤ u(|x| + 2), Horner loses ≤ 12u, table entry and product u each: relative error
+  ≤ u(|x| + 17). expm1: its Taylor series (degree 16, ≤ 41u) for |x| < 1/4, else exp − 1
+  (which magnifies exp's error by ≤ 4.6). The bound we *use* is much larger:
+  ``EXP_ERR + EXP_ERR_X·|x|`` = 2^-42 + 2^-46·|x| (tests/test_softfloat.py checks 4× that
+  margin against arb), plus 2^-1074 absolutely in the subnormal range (covered by TINY).
+* exp(m ± r) lies within exp(m)·(r + r²) of exp(m) for r ≤ 1, and expm1(m ± r) within
+  e^m (r + r²) of expm1(m); wider arguments give an infinite radius (not settled).
+* Decisions compare floats that are exact endpoints: ``mid > rad`` means mid − rad > 0.
+
+Tightness (so that words settle, not for soundness):
+
+* Feed-forward layers track every hidden unit's δ as an exact *integer* combination of
+  the input δ columns while its ReLU is certainly in its linear (or zero) range, so the
+  "rounding gadgets" of the constructions, which subtract a coordinate and add it back,
+  give exactly 0 instead of ± the width of δ (:func:`_ffn_linear`).
+* Σ_j δα_ij = 0, so δα·v is computed as Σ_j δα_ij (v_j − v_ref(i)): keys with the
+  reference value drop out exactly.
+* Rows whose scores move by ≥ τ use softmax − hard directly, as soft.py does.
+
+Determinism: only elementwise operations; every sum is a Python loop over the small
+inner dimension (weights, keys) in a fixed order — no BLAS, no numpy float sums — so a
+word's numbers do not depend on the batch it is in, its size or its order.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from flint import arb, ctx
+
+from .hard import (
+    CompiledFFN,
+    CompiledModel,
+    HardBatch,
+    HeadTrace,
+    LayerTrace,
+    read_output,
+)
+from .model import AcceptOutput, ArgmaxOutput, ValueOutput
+from .numbers import arb_endpoints
+from .ratarray import RatArray
+
+WIDEN = 2.0**-50  # relative slack per basic operation (≥ 8u; monkeypatched to 0 by a test)
+SUM_U = 2.0**-52  # per-term relative slack of a K-term sum: (K + 2)·SUM_U ≥ (K + 1)·u
+TINY = 2.0**-500  # radius floor of every possibly-nonzero entry (TINY² is still normal)
+SLACK = 2.0**-30  # relative slack of the exp/expm1 derivative bounds
+CONV = 2.0**-50  # relative error bound of an exact rational converted to float (≤ 3u)
+EXP_ERR = 2.0**-42  # exp/expm1 relative error bound: constant part
+EXP_ERR_X = 2.0**-46  # ... and per unit |x|
+WEIGHT_MIN = 2.0**-100
+WEIGHT_MAX = 2.0**100
+TIGHT_REL_F = float(np.nextafter(1e-6, 0))  # < 1e-6 exactly
+ZERO_UPPER_F = float(np.nextafter(1e-40, 0))  # < 1e-40 exactly
+assert Fraction(TIGHT_REL_F) < Fraction(1, 10**6) and Fraction(ZERO_UPPER_F) < Fraction(1, 10**40)
+
+MR = tuple[np.ndarray, np.ndarray]  # (mid, rad)
+Cols = dict[int, MR]  # δ as columns: absent = exactly zero for every word and slot
+
+
+# ---------------------------------------------------------------------------------------
+# exp / expm1, deterministic
+# ---------------------------------------------------------------------------------------
+
+_LN2 = Fraction(
+    "0.6931471805599453094172321214581765680755001343602552541206800094933936219696947156"
+)
+_C_HI = float(_LN2 / 32)  # ln 2 / 32, split in two floats (Cody–Waite)
+_C_LO = float(_LN2 / 32 - Fraction(_C_HI))
+_INV_C = float(32 / _LN2)
+_EXP_C = [float(Fraction(1, math.factorial(i))) for i in range(7)]  # 1/i!, i = 0..6
+_EXPM1_C = [float(Fraction(1, math.factorial(i + 1))) for i in range(16)]  # 1/(i+1)!
+
+
+def _pow2_32() -> np.ndarray:
+    """2^(j/32), j = 0..31, correctly rounded (from 120-bit arb balls)."""
+    saved = ctx.prec
+    ctx.prec = 120
+    try:
+        vals = []
+        for j in range(32):
+            lo, hi = arb_endpoints(arb(2) ** (arb(j) / 32))
+            f = float((lo + hi) / 2)
+            assert abs(Fraction(f) - (lo + hi) / 2) <= Fraction(f) * Fraction(1, 2**52)
+            vals.append(f)
+    finally:
+        ctx.prec = saved
+    return np.array(vals)
+
+
+_EXP_TAB = _pow2_32()
+
+
+def _exp(x: np.ndarray) -> np.ndarray:
+    """e^x within EXP_ERR + EXP_ERR_X·|x| relative (2^-1074 absolute when subnormal).
+
+    x = (32q + j)·ln2/32 + r with |r| ≤ ln2/64; e^x = 2^q · 2^(j/32) · p(r), p the degree-6
+    Taylor polynomial (truncation < 2^-58). Errors: r is off by ≤ u(|x| + 2), Horner loses
+    ≤ 12u, the table entry and the product u each: ≤ u(|x| + 17) ≪ the bound used."""
+    xc = np.clip(x, -760.0, 720.0)
+    kf = np.rint(xc * _INV_C)
+    r = (xc - kf * _C_HI) - kf * _C_LO
+    p = np.full_like(r, _EXP_C[-1])
+    for c in reversed(_EXP_C[:-1]):
+        p *= r
+        p += c
+    k = np.nan_to_num(kf).astype(np.int64)
+    p *= _EXP_TAB[k & 31]
+    return np.ldexp(p, (k >> 5).astype(np.int32))
+
+
+def _expm1(x: np.ndarray) -> np.ndarray:
+    """e^x − 1 with the same relative error bound as :func:`_exp`; expm1(0) = 0 exactly."""
+    small = np.abs(x) < 0.25
+    all_small = bool(small.all())
+    xs = x if all_small else np.where(small, x, 0.0)
+    p = np.full_like(xs, _EXPM1_C[-1])
+    for c in reversed(_EXPM1_C[:-1]):
+        p *= xs
+        p += c
+    p *= xs
+    if all_small:
+        return p
+    return np.where(small, p, _exp(x) - 1.0)
+
+
+def _err(m: np.ndarray) -> np.ndarray:
+    return EXP_ERR + EXP_ERR_X * np.abs(m)
+
+
+# ---------------------------------------------------------------------------------------
+# midpoint-radius arithmetic
+# ---------------------------------------------------------------------------------------
+
+
+def _nzfloor(ra: np.ndarray | float, rb: np.ndarray | float) -> Any:
+    """TINY where both operands may be nonzero (rad ≥ TINY), else 0."""
+    return np.minimum(np.minimum(ra, rb), TINY)
+
+
+def add(a: MR, b: MR) -> MR:
+    m = a[0] + b[0]
+    return m, (a[1] + b[1]) * (1 + WIDEN) + np.abs(m) * WIDEN
+
+
+def sub(a: MR, b: MR) -> MR:
+    m = a[0] - b[0]
+    return m, (a[1] + b[1]) * (1 + WIDEN) + np.abs(m) * WIDEN
+
+
+def mul(a: MR, b: MR) -> MR:
+    am, ar = a
+    bm, br = b
+    m = am * bm
+    r = (np.abs(am) * br + ar * np.abs(bm) + ar * br) * (1 + WIDEN) + np.abs(m) * WIDEN
+    return m, r + _nzfloor(ar, br)
+
+
+def div(a: MR, b: MR) -> MR:
+    """a / b; an infinite radius where b is not certainly positive."""
+    am, ar = a
+    bm, br = b
+    m = am / bm
+    low = bm - br
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = (ar + np.abs(m) * br) * (1 + WIDEN) / low * (1 + WIDEN) + np.abs(m) * WIDEN
+    r = np.where(bm > br, r, np.inf)
+    return m, r + np.minimum(ar, TINY)
+
+
+def _floor(r: np.ndarray) -> np.ndarray:
+    """Raise every positive radius to at least TINY (zero stays zero)."""
+    return np.maximum(r, np.minimum(r * 2.0**600, TINY))
+
+
+def _outer_sum(pairs: list[tuple[MR, MR]]) -> MR:
+    """Σ_t x_t[b, i]·y_t[b, j] as a key-major (B, j, i) array, fixed order, one radius bound.
+
+    Rounding: each product and the running sum lose ≤ n·u·Σ|x_m y_m| (n terms), covered
+    by ρ|y_m| in the radius; the radius arithmetic loses ≤ 4n·u relative, covered by (1 + ρ')."""
+    n = len(pairs)
+    rho = (n + 2) * SUM_U
+    m = r = None
+    for x, y in pairs:
+        xm, xr = x[0][:, None, :], x[1][:, None, :]
+        aym = np.abs(y[0])
+        ym = y[0][:, :, None]
+        y1 = (y[1] + rho * aym)[:, :, None]
+        y2 = (aym + y[1])[:, :, None]
+        tm = xm * ym
+        tr = np.abs(xm) * y1
+        tr += xr * y2
+        if m is None:
+            m, r = tm, tr
+        else:
+            m += tm
+            r += tr
+    assert m is not None and r is not None
+    r *= 1 + (4 * n + 4) * SUM_U
+    return m, _floor(r)
+
+
+def _dot_keys(a: MR, b: MR) -> MR:
+    """Σ_j a[:, j]·b[:, j] (axis 1, in a fixed order; one radius bound for the sum)."""
+    T = a[0].shape[1]
+    rho = (T + 2) * SUM_U
+    abm = np.abs(b[0])
+    pm = a[0] * b[0]
+    pr = np.abs(a[0]) * (b[1] + rho * abm)
+    pr += a[1] * (abm + b[1])
+    sm = pm[:, 0].copy()
+    sr = pr[:, 0].copy()
+    for j in range(1, T):
+        sm += pm[:, j]
+        sr += pr[:, j]
+    sr *= 1 + (T + 4) * SUM_U
+    return sm, _floor(sr)
+
+
+def _sum_keys(a: MR) -> MR:
+    """Σ over axis 1 in a fixed order."""
+    m, r = a
+    am = np.abs(m)
+    sm = m[:, 0].copy()
+    sr = r[:, 0].copy()
+    sa = am[:, 0].copy()
+    for j in range(1, m.shape[1]):
+        sm += m[:, j]
+        sr += r[:, j]
+        sa += am[:, j]
+    # rounding of the midpoint sum ≤ (T − 1)·u·Σ|m|; of the radius sum ≤ (T − 1)·u·Σr
+    k = (m.shape[1] + 2) * SUM_U
+    return sm, sr * (1 + k) + sa * k
+
+
+def mr_exp(a: MR) -> MR:
+    m, r = a
+    mid = _exp(m)
+    rad = mid * (r + r * r + 2 * _err(m)) * (1 + SLACK) + TINY
+    return mid, rad / (r <= 1.0)  # r > 1 (or nan): infinite radius
+
+
+def mr_expm1(a: MR) -> MR:
+    m, r = a
+    mid = _expm1(m)
+    am = np.abs(mid)
+    rad = ((1 + am) * (r + r * r) * (1 + SLACK) + 2 * _err(m) * am) * (1 + WIDEN)
+    rad = rad + np.minimum(r, TINY)
+    return mid, rad / (r <= 1.0)  # r > 1 (or nan): infinite radius
+
+
+def mr_relu(a: MR) -> MR:
+    """max(x, 0) on the interval."""
+    m, r = a
+    lo = np.maximum(m - r, 0.0)
+    hi = np.maximum(m + r, 0.0)
+    mid = (lo + hi) * 0.5
+    rad = ((hi - lo) * 0.5 + (np.abs(m) + r) * WIDEN) * (1 + WIDEN) + np.minimum(r, TINY)
+    # certainly ≥ 0: x itself; certainly ≤ 0: exactly 0 (exact comparisons)
+    nonneg = m >= r
+    nonpos = -m >= r
+    mid = np.where(nonneg, m, np.where(nonpos, 0.0, mid))
+    rad = np.where(nonneg, r, np.where(nonpos, 0.0, rad))
+    return mid, rad
+
+
+def abs_bounds(a: MR) -> tuple[np.ndarray, np.ndarray]:
+    """Certified lower and upper bounds of |x| (floats, exact as reals)."""
+    m, r = a
+    am = np.abs(m)
+    hi = (am + r) * (1 + CONV)
+    lo = np.maximum(am - r, 0.0) * (1 - CONV)
+    return lo, hi
+
+
+def from_rat(num: np.ndarray, den: int) -> MR:
+    """An exact rational array (numerators over one denominator) as an enclosure."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if den & (den - 1) == 0 and den < 2**900:
+            m = num.astype(np.float64) * (1.0 / den)  # exact scaling by a power of 2
+        else:
+            m = num.astype(np.float64) / float(den)
+    if den < 2**400:
+        # |m| ≥ (1 − u)/den when num ≠ 0, so |m|·2·TINY·den ≥ TINY there (0 where num = 0)
+        return m, np.abs(m) * (CONV + 2.0 * TINY * den)
+    nz = (num != 0) if num.dtype != object else np.array(num != 0, dtype=bool)
+    return m, np.abs(m) * CONV + nz * TINY
+
+
+def frac_mr(q: Fraction) -> tuple[float, float]:
+    """A Fraction as a scalar enclosure."""
+    m = float(q)
+    if q == 0:
+        return 0.0, 0.0
+    return m, abs(m) * CONV + TINY
+
+
+def float_down(q: Fraction) -> float:
+    f = float(q)
+    return f if Fraction(f) <= q else float(np.nextafter(f, -np.inf))
+
+
+def float_up(q: Fraction) -> float:
+    f = float(q)
+    return f if Fraction(f) >= q else float(np.nextafter(f, np.inf))
+
+
+def tau_enclosures(taus: list[list[arb] | None]) -> list[list[tuple[Fraction, Fraction]] | None]:
+    """Temperatures.at(n, prec) arb balls as exact (lo, hi) Fractions per head."""
+    return [None if row is None else [arb_endpoints(t) for t in row] for row in taus]
+
+
+def _inv_tau(lo: Fraction, hi: Fraction) -> MR:
+    """1/τ for lo ≤ τ ≤ hi as a scalar enclosure, from exact arithmetic (lo ≤ 0: infinite)."""
+    if lo <= 0:
+        return np.float64(0.0), np.float64(np.inf)
+    a = float_down(1 / hi)
+    b = float_up(1 / lo)
+    m = float((Fraction(a) + Fraction(b)) / 2)
+    r = float_up(max(Fraction(b) - Fraction(m), Fraction(m) - Fraction(a)))
+    return np.float64(m), np.float64(r + TINY)
+
+
+# ---------------------------------------------------------------------------------------
+# weights
+# ---------------------------------------------------------------------------------------
+
+Sparse = list[list[tuple[int, float]]]  # per output row: (input column, weight)
+
+
+def _sparse(w: RatArray) -> tuple[Sparse, bool]:
+    """Nonzero weights per output row as floats; False when one is outside the safe range."""
+    rows: Sparse = []
+    ok = True
+    for a in range(w.shape[0]):
+        row = []
+        for c in range(w.shape[1]):
+            v = int(w.num[a, c])
+            if v:
+                f = float(Fraction(v, w.den))
+                if not WEIGHT_MIN <= abs(f) <= WEIGHT_MAX:
+                    ok = False
+                row.append((c, f))
+        rows.append(row)
+    return rows, ok
+
+
+def lin(cols: Cols, rows: Sparse) -> Cols:
+    """out[a] = Σ_c W[a, c]·cols[c], fixed order; absent columns stay absent."""
+    if not cols:
+        return {}
+    R: dict[int, np.ndarray] = {}
+    out: Cols = {}
+    k = (len(cols) + 3) * SUM_U  # ≥ (K + 1)·u for the sum, + u for each float weight
+    for a, row in enumerate(rows):
+        terms = [(c, w) for c, w in row if c in cols]
+        if not terms:
+            continue
+        m = r = None
+        for c, w in terms:
+            cm, cr = cols[c]
+            if c not in R:
+                R[c] = cr + np.abs(cm) * k
+            if w == 1.0:
+                tm, tr = cm, R[c]
+            elif w == -1.0:
+                tm, tr = -cm, R[c]
+            else:
+                tm, tr = cm * w, R[c] * abs(w)
+            if m is None:
+                m, r = tm.copy(), tr.copy()
+            else:
+                m += tm
+                r += tr
+        assert m is not None and r is not None
+        r *= 1 + k
+        out[a] = (m, np.maximum(r, np.minimum(r * 2.0**300, TINY)))
+    return out
+
+
+def add_cols(a: Cols, b: Cols) -> Cols:
+    out = dict(a)
+    for c, v in b.items():
+        out[c] = add(out[c], v) if c in out else v
+    return out
+
+
+class FloatWeights:
+    """A model's weights as sparse float rows (converted once per model)."""
+
+    def __init__(self, cm: CompiledModel) -> None:
+        self.ok = True
+        self.layers: list[Any] = []
+        for layer in cm.layers:
+            if isinstance(layer, list):
+                heads = []
+                for ch in layer:
+                    h = {}
+                    for name in ("Q", "K", "V", "O"):
+                        ra = getattr(ch, name)
+                        if ra is None:
+                            h[name] = None
+                            continue
+                        h[name], ok = _sparse(ra)
+                        self.ok &= ok
+                    heads.append(h)
+                self.layers.append(heads)
+            else:
+                assert isinstance(layer, CompiledFFN)
+                hidden = []
+                for w, _b in layer.hidden:
+                    rows, ok = _sparse(w)
+                    self.ok &= ok
+                    hidden.append(rows)
+                rows, ok = _sparse(layer.out[0])
+                self.ok &= ok
+                self.layers.append((hidden, rows, _IntFFN(layer)))
+        out = cm.model.output
+        if isinstance(out, AcceptOutput):
+            W = RatArray.from_fractions([list(out.weight)])
+        else:
+            W = RatArray.from_fractions(out.weight)
+        self.out, ok = _sparse(W)
+        self.ok &= ok
+
+
+_CACHE: dict[int, tuple[CompiledModel, FloatWeights]] = {}
+
+
+def float_weights(cm: CompiledModel) -> FloatWeights:
+    got = _CACHE.get(id(cm))
+    if got is None or got[0] is not cm:
+        got = _CACHE[id(cm)] = (cm, FloatWeights(cm))
+    return got[1]
+
+
+# ---------------------------------------------------------------------------------------
+# layers
+# ---------------------------------------------------------------------------------------
+
+
+def _columns(ra: RatArray) -> list[MR]:
+    m, r = from_rat(ra.num, ra.den)
+    return [(m[..., c], r[..., c]) for c in range(m.shape[-1])]
+
+
+def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]) -> Cols:
+    """One head's contribution to δ (already through its output matrix).
+
+    Attention arrays are stored key-major, A[b, j, i] (key j, query i), so that sums over
+    the keys are sums of contiguous (B, T) slices in a fixed order.
+    """
+    B, T = tr.top.shape[:2]
+    dq = lin(delta, hw["Q"])
+    dk = lin(delta, hw["K"])
+    dv = lin(delta, hw["V"])
+    ds: MR | None = None
+    if dq or dk:
+        # δs_ij = Σ_a dq_ia (k_ja + dk_ja) + q_ia dk_ja, as fused outer products
+        qc = _columns(tr.q)
+        kc = _columns(tr.k)
+        pairs: list[tuple[MR, MR]] = []
+        for a in range(len(qc)):
+            if a in dq:
+                pairs.append((dq[a], add(kc[a], dk[a]) if a in dk else kc[a]))
+            if a in dk:
+                pairs.append((qc[a], dk[a]))
+        ds = _outer_sum(pairs)
+    top_q = tr.top  # (B, i, j)
+    visT = np.ascontiguousarray(tr.visible.T)[None]  # (1, j, i)
+    top = np.ascontiguousarray(top_q.transpose(0, 2, 1))  # (B, j, i)
+    rest = visT & ~top
+    has_rest = bool(rest.any())
+    nA_i = top_q.sum(axis=2)
+    if ds is None and not dv and not has_rest and (rule == "average" or nA_i.max(initial=0) <= 1):
+        return {}  # every visible key ties at the top and nothing moved: exactly hard
+    # u = expm1(δs/τ) on the top keys, w = exp((δs − g)/τ) on the other visible keys
+    # (g = max s − s ≥ 0, exact), computed only where needed, into one array
+    shape = (B, T, T)
+    uw_m = np.zeros(B * T * T)
+    uw_r = np.zeros(B * T * T)
+    if ds is not None:
+        it = np.flatnonzero(top)
+        um, ur = mr_expm1(mul((ds[0].reshape(-1)[it], ds[1].reshape(-1)[it]), inv_tau))
+        uw_m[it] = um
+        uw_r[it] = ur
+    if has_rest:
+        ir = np.flatnonzero(rest)
+        s = tr.scores.num  # (B, i, j)
+        if s.dtype == object or (s.size and int(np.abs(s).max()) >= 2**61):
+            so = s.astype(object)
+            big = max(abs(int(so.max())), abs(int(so.min()))) * 2 + 1
+            smax = np.where(top_q, so, -big).max(axis=2)
+            gnum = (smax[:, None, :] - so.transpose(0, 2, 1)).reshape(-1)[ir]
+        else:
+            sT = s.transpose(0, 2, 1)  # (B, j, i)
+            pen = np.where(tr.visible.T, 0, np.iinfo(np.int64).min // 2)  # (j, i)
+            smax = sT[:, 0] + pen[0]
+            for j in range(1, T):
+                np.maximum(smax, sT[:, j] + pen[j], out=smax)
+            gnum = (smax[:, None, :] - sT).reshape(-1)[ir]
+        g = from_rat(gnum, tr.scores.den)
+        if ds is None:
+            X = (-g[0], g[1])
+        else:
+            X = sub((ds[0].reshape(-1)[ir], ds[1].reshape(-1)[ir]), g)
+        wm, wr = mr_exp(mul(X, inv_tau))
+        uw_m[ir] = wm
+        uw_r[ir] = wr
+    uw_m = uw_m.reshape(shape)
+    uw_r = uw_r.reshape(shape)
+    UR = _sum_keys((uw_m, uw_r))  # U + R, (B, i)
+    nA = nA_i.astype(np.float64)  # exact small integers
+    # a query that sees nothing has δα = 0; Z = 1 there keeps the arithmetic finite
+    Z = add((np.where(nA > 0, nA, 1.0), np.zeros_like(nA)), UR)
+    iz = _recip(Z)
+    topf = top.astype(np.float64)
+    if rule == "average":
+        safe = np.maximum(nA, 1.0)
+        mm = UR[0] / safe
+        mean = (mm, UR[1] / safe * (1 + WIDEN) + np.abs(mm) * WIDEN + np.minimum(UR[1], TINY))
+        numer = sub((uw_m, uw_r), (mean[0][:, None, :] * topf, mean[1][:, None, :] * topf))
+    else:
+        sup = tr.support.transpose(0, 2, 1)
+        # kstar: u − (nA − 1) − U − R; other tops: 1 + u
+        base = sub((nA - 1.0, np.zeros_like(nA)), (-UR[0], UR[1]))  # nA − 1 + U + R
+        kst = sub((uw_m, uw_r), (base[0][:, None, :], base[1][:, None, :]))
+        one_u = (uw_m + 1.0, uw_r * (1 + WIDEN) + np.abs(uw_m + 1.0) * WIDEN)
+        numer = (np.where(sup, kst[0], one_u[0]), np.where(sup, kst[1], one_u[1]))
+        numer = (np.where(top, numer[0], uw_m), np.where(top, numer[1], uw_r))
+    da = _scale_rows(numer, iz)
+    visf = visT.astype(np.float64)
+    da = (da[0] * visf, da[1] * visf)
+    if ds is not None:
+        # large perturbations (|δs/τ| ≥ 1 somewhere in the row, as in soft.py): the δ
+        # formulas overflow or cancel; compute softmax − hard directly for those rows
+        a = (np.abs(ds[0]) + ds[1]) * visf
+        amax = a[:, 0].copy()
+        for j in range(1, T):
+            np.maximum(amax, a[:, j], out=amax)
+        big = amax * inv_tau[0] >= 1.0
+        big |= ~np.isfinite(amax)
+        if big.any():
+            _direct_rows(tr, ds, inv_tau, big, da)
+    # Σ_j α_hard_ij δv_j + Σ_j δα_ij (v_j + δv_j)
+    vc = _columns(tr.v)
+    cnt = tr.count.astype(np.float64)
+    out: Cols = {}
+    da_nz = bool(da[1].any())
+    jref = np.argmax(top_q, axis=2)  # (B, i): first top key of every query (0 if none)
+    for c in range(len(vc)):
+        acc: MR | None = None
+        if c in dv:
+            dm, dr = dv[c]
+            supT = tr.support.transpose(0, 2, 1).astype(np.float64)
+            sm, sr = _sum_keys((supT * dm[:, :, None], supT * dr[:, :, None]))
+            inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)
+            acc = mul((sm, sr), (inv, np.abs(inv) * CONV))
+        if da_nz:
+            # Σ_j δα_ij = 0, so Σ_j δα_ij vv_j = Σ_j δα_ij (vv_j − v_ref(i)) with v_ref(i) the
+            # hard value of row i's first top key: equal values cancel exactly, not ± width
+            vn = tr.v.num[..., c]
+            vref = np.take_along_axis(vn, jref, axis=1)  # (B, i)
+            vd = from_rat(vn[:, :, None] - vref[:, None, :], tr.v.den)  # (B, j, i)
+            if c in dv:
+                vd = add(vd, (dv[c][0][:, :, None], dv[c][1][:, :, None]))
+            t = _dot_keys(da, vd)
+            acc = t if acc is None else add(acc, t)
+        if acc is not None:
+            out[c] = acc
+    if hw["O"] is not None:
+        out = lin(out, hw["O"])
+    return out
+
+
+def _recip(z: MR) -> MR:
+    """1/z for z certainly positive (an infinite radius elsewhere)."""
+    zm, zr = z
+    m = 1.0 / zm
+    low = zm - zr
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = zr * m / low * (1 + WIDEN) ** 2 + m * WIDEN
+    return m, r / (zm > zr)  # not certainly positive: infinite radius
+
+
+def _scale_rows(a: MR, s: MR) -> MR:
+    """a[b, j, i]·s[b, i] (s a per-query factor)."""
+    sm, sr = s[0][:, None, :], s[1][:, None, :]
+    m = a[0] * sm
+    am = np.abs(a[0])
+    r = am * sr
+    r += a[1] * (np.abs(sm) + sr)
+    r *= 1 + WIDEN
+    r += np.abs(m) * WIDEN
+    return m, _floor(r)
+
+
+def _direct_rows(tr: HeadTrace, ds: MR, inv_tau: MR, big: np.ndarray, da: MR) -> None:
+    """Overwrite δα on the queries flagged ``big`` by softmax((s + δs)/τ) − hard weights."""
+    bi, ii = np.nonzero(big)
+    vis = tr.visible[ii]  # (K, j)
+    s = from_rat(tr.scores.num[bi, ii, :], tr.scores.den)
+    es = mul(add(s, (ds[0][bi, :, ii], ds[1][bi, :, ii])), inv_tau)
+    shift = np.where(vis, es[0], -np.inf).max(axis=1, keepdims=True)  # any float will do
+    shift = np.where(np.isfinite(shift), shift, 0.0)
+    x = sub(es, (shift, np.zeros_like(shift)))
+    x = (np.where(vis, x[0], 0.0), np.where(vis, x[1], 0.0))
+    ws = mr_exp(x)
+    ws = (np.where(vis, ws[0], 0.0), np.where(vis, ws[1], 0.0))
+    Z = _sum_keys(ws)
+    alpha = div(ws, (Z[0][:, None], Z[1][:, None]))
+    cnt = tr.count[bi, ii].astype(np.float64)
+    inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)[:, None]
+    h = np.where(tr.support[bi, ii, :], inv, 0.0)
+    d = sub(alpha, (h, h * CONV))
+    da[0][bi, :, ii] = np.where(vis, d[0], 0.0)
+    da[1][bi, :, ii] = np.where(vis, d[1], 0.0)
+
+
+def _ffn(pre: list[RatArray], delta: Cols, hidden: list[Sparse], out_rows: Sparse) -> Cols:
+    dh = delta
+    for k, rows in enumerate(hidden):
+        dz = lin(dh, rows)
+        z = pre[k]
+        nxt: Cols = {}
+        for c, d in dz.items():
+            zn = z.num[..., c]
+            zpos = zn > 0
+            zneg = zn < 0
+            zm = from_rat(zn, z.den)
+            val = add(zm, d)
+            rz = (np.where(zpos, zm[0], 0.0), np.where(zpos, zm[1], 0.0))
+            gen = sub(mr_relu(val), rz)
+            keep = ~zneg & (val[0] >= val[1])
+            kill = (~zpos & (-val[0] >= val[1])) | (d[1] == 0)
+            m = np.where(keep, d[0], np.where(kill, 0.0, gen[0]))
+            r = np.where(keep, d[1], np.where(kill, 0.0, gen[1]))
+            nxt[c] = (m, r)
+        dh = nxt
+    return add_cols(delta, lin(dh, out_rows))
+
+
+class _IntFFN:
+    """A feed-forward layer's weights as integer rows, for exact linear tracking.
+
+    ``ok`` is False when a coefficient of the composed linear map could reach 2^52
+    (then the generic column path is used).
+    """
+
+    def __init__(self, layer: CompiledFFN) -> None:
+        self.hidden: list[tuple[list[list[tuple[int, int]]], int]] = []
+        self.ok = True
+        bound = 1  # bound of |numerator| of any coefficient so far (den = product of dens)
+        for w, _b in layer.hidden:
+            rows = [
+                [(c, int(w.num[h, c])) for c in range(w.shape[1]) if w.num[h, c]]
+                for h in range(w.shape[0])
+            ]
+            self.hidden.append((rows, int(w.den)))
+            width = max((sum(abs(v) for _, v in r) for r in rows), default=0)
+            bound *= max(width, 1)
+        wo = layer.out[0]
+        self.out = [
+            [(c, int(wo.num[a, c])) for c in range(wo.shape[1]) if wo.num[a, c]]
+            for a in range(wo.shape[0])
+        ]
+        self.out_den = int(wo.den)
+        den = self.out_den
+        for _, dn in self.hidden:
+            den *= dn
+        width = max((sum(abs(v) for _, v in r) for r in self.out), default=0)
+        if bound * max(width, 1) + den >= 2**52 or den >= 2**52:
+            self.ok = False
+
+
+Lin = dict[int, np.ndarray]  # input column -> integer coefficient numerators (B, T)
+
+
+def _lin_value(coef: Lin, den: int, delta: Cols, res: MR | None) -> MR | None:
+    """Σ_c (coef[c]/den)·δ[c] + res as an enclosure (None = exactly zero)."""
+    acc = res
+    for c, num in coef.items():
+        t = mul(from_rat(num, den), delta[c])
+        acc = t if acc is None else add(acc, t)
+    return acc
+
+
+def _ffn_linear(pre: list[RatArray], delta: Cols, ints: _IntFFN, B: int, T: int) -> Cols:
+    """A feed-forward layer, tracking δ of every hidden unit as an exact integer
+    combination of the input δ columns (plus an enclosure where a ReLU is undecided).
+
+    Why: constructions subtract a coordinate and add it back through ReLUs in their
+    linear range ("rounding gadgets"); interval arithmetic alone would turn δ − δ = 0
+    into ± the width of δ. With exact coefficients it is exactly 0.
+    """
+    if not delta:
+        return {}
+    ones = np.ones((B, T), dtype=np.int64)
+    coefs: list[Lin] = [{c: ones} for c in range(max(delta) + 1) if c in delta]
+    units = [c for c in range(max(delta) + 1) if c in delta]
+    lin_of: dict[int, Lin] = {c: co for c, co in zip(units, coefs, strict=True)}
+    res_of: dict[int, MR] = {}
+    den = 1
+    for k, (rows, wden) in enumerate(ints.hidden):
+        z = pre[k]
+        new_lin: dict[int, Lin] = {}
+        new_res: dict[int, MR] = {}
+        for h, row in enumerate(rows):
+            co: Lin = {}
+            res: MR | None = None
+            for i, w in row:
+                if i in lin_of:
+                    for c, v in lin_of[i].items():
+                        co[c] = co[c] + w * v if c in co else w * v
+                if i in res_of:
+                    rm, rr = res_of[i]
+                    f = float(Fraction(w, wden))  # res holds values, not numerators
+                    t = (rm * f, rr * abs(f) * (1 + WIDEN) + np.abs(rm * f) * WIDEN)
+                    res = t if res is None else add(res, t)
+            co = {c: v for c, v in co.items() if v.any()}
+            if not co and res is None:
+                continue
+            dz = _lin_value(co, den * wden, delta, res)
+            assert dz is not None
+            zn = z.num[..., h]
+            zpos = zn > 0
+            zneg = zn < 0
+            zm = from_rat(zn, z.den)
+            val = add(zm, dz)
+            # relu(z + d) − relu(z) is d when z ≥ 0 and z + d ≥ 0, 0 when both are ≤ 0
+            keep = ~zneg & (val[0] >= val[1])
+            kill = (~zpos & (-val[0] >= val[1])) | (dz[1] == 0)
+            gen_mask = ~keep & ~kill
+            co = {c: np.where(keep, v, 0) for c, v in co.items()}
+            co = {c: v for c, v in co.items() if v.any()}
+            r_m = np.zeros((B, T))
+            r_r = np.zeros((B, T))
+            if res is not None:
+                r_m = np.where(keep, res[0], 0.0)
+                r_r = np.where(keep, res[1], 0.0)
+            if gen_mask.any():
+                rz = (np.where(zpos, zm[0], 0.0), np.where(zpos, zm[1], 0.0))
+                gen = sub(mr_relu(val), rz)
+                r_m = np.where(gen_mask, gen[0], r_m)
+                r_r = np.where(gen_mask, gen[1], r_r)
+            if co:
+                new_lin[h] = co
+            if r_r.any():
+                new_res[h] = (r_m, r_r)
+        lin_of, res_of = new_lin, new_res
+        den *= wden
+    # out[a] = δ[a] + Σ_h Wo[a, h]·(hidden δ_h), over one denominator
+    dt = den * ints.out_den
+    out: Cols = {}
+    targets = set(delta) | {a for a, row in enumerate(ints.out) if row}
+    for a in sorted(targets):
+        co = {}
+        if a in delta:
+            co[a] = ones * dt
+        res = None
+        for h, w in ints.out[a]:
+            if h in lin_of:
+                for c, v in lin_of[h].items():
+                    co[c] = co[c] + w * v * 1 if c in co else w * v
+            if h in res_of:
+                rm, rr = res_of[h]
+                f = float(Fraction(w, ints.out_den))
+                t = (rm * f, rr * abs(f) * (1 + WIDEN) + np.abs(rm * f) * WIDEN)
+                res = t if res is None else add(res, t)
+        co = {c: v for c, v in co.items() if v.any()}
+        val = _lin_value(co, dt, delta, res)
+        if val is not None:
+            out[a] = val
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# the batch
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class FloatBatch:
+    """Certified float results for every word of a batch (see :func:`certify_float`)."""
+
+    settled: np.ndarray  # (B,) bool
+    err_lo: np.ndarray  # (B, L) float64
+    err_hi: np.ndarray  # (B, L) float64
+    err_row: np.ndarray  # (B, L) int64
+    accept: np.ndarray | None = None  # (B,) bool
+    labels: np.ndarray | None = None  # (B, P) int64, -1 = tie
+    within_tol: np.ndarray | None = None  # (B,) bool
+
+
+def _layer_errors(delta: Cols, B: int, T: int, d: int) -> tuple[np.ndarray, ...]:
+    lo = np.zeros(B)
+    if not delta:
+        return lo, np.zeros(B), np.zeros(B, dtype=np.int64)
+    ups = np.zeros((B, T, d))
+    for c, v in delta.items():
+        al, au = abs_bounds(v)
+        ups[:, :, c] = au
+        lo = np.maximum(lo, al.max(axis=1))
+    flat = ups.reshape(B, T * d)
+    idx = np.argmax(flat, axis=1)
+    hi = flat[np.arange(B), idx]
+    hi = np.where(np.isnan(flat).any(axis=1), np.nan, hi)
+    return lo, hi, (idx // d).astype(np.int64)
+
+
+def _tight(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """measure.tight, decided soundly in floats (False when not certainly tight)."""
+    fin = np.isfinite(hi) & np.isfinite(lo)
+    with np.errstate(invalid="ignore", over="ignore"):
+        rel = ((hi - lo) * (1 + 2.0**-50) <= hi * TIGHT_REL_F * (1 - 2.0**-50)) & (hi >= 2.0**-900)
+    return fin & ((hi == 0) | ((lo == 0) & (hi <= ZERO_UPPER_F)) | rel)
+
+
+def _dot_out(delta: Cols, rows: Sparse, slot: int) -> list[MR | None]:
+    """Per output row r: Σ_k W[r, k]·δ[slot, k] (None = exactly zero)."""
+    sub_cols = {c: (v[0][:, slot], v[1][:, slot]) for c, v in delta.items()}
+    got = lin(sub_cols, rows)
+    return [got.get(r) for r in range(len(rows))]
+
+
+SUB_BATCH = 384  # words per internal chunk: keeps the (chunk, T, T) arrays in cache
+
+
+def _ra(x: RatArray, sl: slice) -> RatArray:
+    return RatArray(x.num[sl], x.den)
+
+
+def _slice_batch(hb: HardBatch, sl: slice) -> HardBatch:
+    """Words ``sl`` of a hard batch (views, no copies)."""
+    layers = []
+    for lt in hb.layers:
+        heads = None
+        if lt.heads is not None:
+            heads = [
+                HeadTrace(
+                    q=_ra(h.q, sl),
+                    k=_ra(h.k, sl),
+                    v=_ra(h.v, sl),
+                    scores=_ra(h.scores, sl),
+                    visible=h.visible,
+                    top=h.top[sl],
+                    support=h.support[sl],
+                    count=h.count[sl],
+                    mixed=_ra(h.mixed, sl),
+                )
+                for h in lt.heads
+            ]
+        pre = None if lt.pre is None else [_ra(z, sl) for z in lt.pre]
+        layers.append(LayerTrace(lt.kind, _ra(lt.x_in, sl), _ra(lt.x_out, sl), heads, pre))
+    return HardBatch(n=hb.n, words=hb.words[sl], x0=_ra(hb.x0, sl), layers=layers)
+
+
+def certify_float(
+    cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
+) -> FloatBatch:
+    """δ after every layer for every word of the batch, and the soft read-out, certified.
+
+    ``taus[l]`` is None for a feed-forward layer, else per head an exact (lo, hi) with
+    lo ≤ τ ≤ hi. A word is ``settled`` when every reported number meets the reporting
+    accuracy, the ε ≤ 1 comparisons before the last layer are decided and the read-out is
+    decided; the other words need the arb path. Every word's numbers are computed
+    elementwise, so they do not depend on the batch (tests/test_softfloat.py checks it).
+    """
+    B = len(hb.words)
+    if B <= SUB_BATCH:
+        return _certify_chunk(cm, hb, taus)
+    parts = [
+        _certify_chunk(cm, _slice_batch(hb, slice(i, i + SUB_BATCH)), taus)
+        for i in range(0, B, SUB_BATCH)
+    ]
+
+    def cat(name: str) -> np.ndarray | None:
+        xs = [getattr(p, name) for p in parts]
+        return None if xs[0] is None else np.concatenate(xs)
+
+    return FloatBatch(
+        settled=cat("settled"),  # type: ignore[arg-type]
+        err_lo=cat("err_lo"),  # type: ignore[arg-type]
+        err_hi=cat("err_hi"),  # type: ignore[arg-type]
+        err_row=cat("err_row"),  # type: ignore[arg-type]
+        accept=cat("accept"),
+        labels=cat("labels"),
+        within_tol=cat("within_tol"),
+    )
+
+
+def _certify_chunk(
+    cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
+) -> FloatBatch:
+    fw = float_weights(cm)
+    B = len(hb.words)
+    T = hb.x0.shape[1]
+    d = hb.x0.shape[2]
+    L = len(cm.layers)
+    err_lo = np.zeros((B, L))
+    err_hi = np.zeros((B, L))
+    err_row = np.zeros((B, L), dtype=np.int64)
+    delta: Cols = {}
+    with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
+        for li, (layer, lt) in enumerate(zip(cm.layers, hb.layers, strict=True)):
+            if isinstance(layer, list):
+                assert lt.heads is not None
+                total = delta
+                row = taus[li]
+                assert row is not None
+                for hi_, (ch, tr) in enumerate(zip(layer, lt.heads, strict=True)):
+                    it = _inv_tau(*row[hi_])
+                    contrib = _head(tr, ch.head.hard, delta, it, fw.layers[li][hi_])
+                    total = add_cols(total, contrib)
+                delta = total
+            else:
+                assert lt.pre is not None
+                hidden, out_rows, ints = fw.layers[li]
+                if ints.ok:
+                    delta = _ffn_linear(lt.pre, delta, ints, B, T)
+                else:
+                    delta = _ffn(lt.pre, delta, hidden, out_rows)
+            err_lo[:, li], err_hi[:, li], err_row[:, li] = _layer_errors(delta, B, T, d)
+        settled = np.full(B, fw.ok)
+        for li in range(L):
+            settled &= _tight(err_lo[:, li], err_hi[:, li])
+            if li < L - 1:
+                settled &= (err_hi[:, li] <= 1) | (err_lo[:, li] > 1)
+        res = FloatBatch(settled, err_lo, err_hi, err_row)
+        _readout(cm, hb, delta, fw, res)
+    return res
+
+
+def _readout(
+    cm: CompiledModel, hb: HardBatch, delta: Cols, fw: FloatWeights, res: FloatBatch
+) -> None:
+    model = cm.model
+    o = model.output
+    n = hb.n
+    B = len(hb.words)
+    vals = read_output(model, hb.activations[-1], n).values
+    if isinstance(o, AcceptOutput):
+        slot = model.accept_slot(n)
+        t = o.threshold
+        num = vals.num.astype(object)
+        cnum = num * t.denominator - t.numerator * vals.den
+        cden = vals.den * t.denominator
+        cpos = np.array(cnum > 0, dtype=bool)
+        (dy,) = _dot_out(delta, fw.out, slot)
+        if dy is None:
+            res.accept = cpos
+            return
+        c = from_rat(cnum, cden)
+        val = add(c, dy)
+        exact0 = dy[1] == 0
+        yes = val[0] > val[1]
+        no = -val[0] >= val[1]
+        fin = np.isfinite(val[0]) & np.isfinite(val[1])
+        res.accept = np.where(exact0, cpos, yes)
+        res.settled &= exact0 | (fin & (yes | no))
+        return
+    slots = model.output_positions(n)
+    num = vals.num  # (B, P, r)
+    nr = num.shape[2]
+    if isinstance(o, ArgmaxOutput):
+        P = len(slots)
+        labels = np.full((B, P), -1, dtype=np.int64)
+        numo = num.astype(object)
+        for pi, p in enumerate(slots):
+            hard = numo[:, pi, :]
+            best = hard.max(axis=1)
+            is_best = np.array(hard == best[:, None], dtype=bool)
+            uniq = is_best.sum(axis=1) == 1
+            hard_lab = np.where(uniq, np.argmax(is_best, axis=1), -1)
+            dys = _dot_out(delta, fw.out, p)
+            if all(x is None for x in dys):
+                labels[:, pi] = hard_lab
+                continue
+            z = np.zeros(B)
+            dmr = [x if x is not None else (z, z) for x in dys]
+            allzero = np.ones(B, dtype=bool)
+            for x in dmr:
+                allzero &= x[1] == 0
+            dominated = np.zeros((B, nr), dtype=bool)
+            fin = np.ones(B, dtype=bool)
+            for i in range(nr):
+                for j in range(nr):
+                    if i == j:
+                        continue
+                    hd = from_rat(hard[:, j] - hard[:, i], vals.den)
+                    diff = add(hd, sub(dmr[j], dmr[i]))  # s_j − s_i
+                    dominated[:, i] |= diff[0] > diff[1]
+                    fin &= np.isfinite(diff[0]) & np.isfinite(diff[1])
+            cand = ~dominated
+            one = cand.sum(axis=1) == 1
+            lab = np.where(allzero, hard_lab, np.where(one, np.argmax(cand, axis=1), -1))
+            labels[:, pi] = lab
+            res.settled &= allzero | (one & fin)
+        res.labels = labels
+        return
+    assert isinstance(o, ValueOutput)
+    tol_lo = float_down(o.tolerance)
+    tol_hi = float_up(o.tolerance)
+    within = np.ones(B, dtype=bool)
+    unknown = np.zeros(B, dtype=bool)
+    outside = np.zeros(B, dtype=bool)
+    for p in slots:
+        for x in _dot_out(delta, fw.out, p):
+            if x is None:
+                continue
+            lo, hi = abs_bounds(x)
+            ok = hi <= tol_lo
+            bad = lo > tol_hi
+            outside |= bad
+            unknown |= ~ok & ~bad
+    within = ~outside
+    res.within_tol = within
+    res.settled &= outside | ~unknown
+    del nr
