@@ -5,7 +5,7 @@ For each benchmark (Dyck-2 at n = 8 by default, and a random model), in one proc
 * baseline: benchmarks/float_baseline.py, plain float64 numpy softmax, all inputs;
 * certified: exactattn.hard.run_hard + exactattn.softfloat.certify_float, all inputs, in
   batches of the check's size (the settled fraction is printed; the rest would go to arb);
-* arb: the existing per-word path (check.certify_word) on a sample, scaled to all inputs.
+* arb: the existing per-word path (certify.certify_word) on a sample, scaled to all inputs.
 
 Times are CPU seconds (``time.process_time``), so the ratios stay meaningful on a shared
 machine.
@@ -28,18 +28,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from float_baseline import FloatModel  # noqa: E402
 
 from exactattn import load_model, model_from_dict  # noqa: E402
-from exactattn.check import (  # noqa: E402
-    BASE_PREC,
-    BATCH,
-    Temperatures,
-    batches,
-    certify_word,
-    words_of_length,
-)
+from exactattn.certify import certify_word  # noqa: E402
+from exactattn.check import BATCH  # noqa: E402
 from exactattn.hard import CompiledModel, run_hard  # noqa: E402
+from exactattn.inputs import batches, words_of_length  # noqa: E402
 from exactattn.measure import LengthAccumulator  # noqa: E402
 from exactattn.soft import WeightCache  # noqa: E402
 from exactattn.softfloat import certify_float, tau_enclosures  # noqa: E402
+from exactattn.temperature import BASE_PREC, Temperatures  # noqa: E402
 from models import random_model  # noqa: E402
 
 
@@ -51,13 +47,13 @@ def bench(name: str, model, n: int, batch: int, sample: int) -> dict:
     taus = tau_enclosures(temps.at(n, BASE_PREC))
 
     t0 = time.process_time()
-    for chunk in batches(words_of_length(model, n), batch):
+    for chunk in batches(words_of_length(model.alphabet, n), batch):
         fm.forward(chunk)
     base = time.process_time() - t0
 
     hard = flt = 0.0
     settled = 0
-    for chunk in batches(words_of_length(model, n), batch):
+    for chunk in batches(words_of_length(model.alphabet, n), batch):
         t0 = time.process_time()
         hb = run_hard(cm, chunk, n)
         t1 = time.process_time()
@@ -67,7 +63,7 @@ def bench(name: str, model, n: int, batch: int, sample: int) -> dict:
         flt += t2 - t1
         settled += int(fb.settled.sum())
 
-    words = list(itertools.islice(words_of_length(model, n), sample))
+    words = list(itertools.islice(words_of_length(model.alphabet, n), sample))
     hb = run_hard(cm, words, n)
     acc = LengthAccumulator(model, n, None, len(model.layers))
     acc.add_hard(hb)

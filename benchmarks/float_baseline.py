@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from exactattn.check import Temperatures
 from exactattn.hard import visible_mask
 from exactattn.model import AcceptOutput, AttentionLayer, Model
+from exactattn.temperature import Temperatures
 
 
 def _f(m) -> np.ndarray:

@@ -23,13 +23,14 @@ from hypothesis import HealthCheck, assume, given, settings
 
 from exactattn import load_model, model_from_dict
 from exactattn import softfloat as sf
-from exactattn.check import BASE_PREC, Temperatures, certify_word
+from exactattn.certify import certify_word
 from exactattn.errors import ExactAttnError
 from exactattn.hard import CompiledModel, run_hard
 from exactattn.measure import LengthAccumulator
 from exactattn.model import AcceptOutput, ArgmaxOutput, model_from_raw
 from exactattn.numbers import arb_endpoints, load_json_text
 from exactattn.soft import WeightCache
+from exactattn.temperature import BASE_PREC, Temperatures
 
 SETTINGS = dict(
     deadline=None,
