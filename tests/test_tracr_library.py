@@ -186,7 +186,7 @@ def test_hard_meaning_equals_rasp(name: str) -> None:
 def soft_checks(name: str, max_n: int) -> dict[str, int]:
     """Check every input of length 1..max_n with `evaluate`; return counts.
 
-    Asserts: hard ties only where RASP is undefined; where the hard meaning decides, the
+    Asserts: hard ties exactly where RASP is undefined; where the hard meaning decides, the
     soft meaning decides the same label (value outputs: within tolerance); ε ≤ 1 before the
     last layer (certified upper bounds).
     """
@@ -212,7 +212,8 @@ def soft_checks(name: str, max_n: int) -> dict[str, int]:
                     counts["hard_ties"] += 1
                     counts["soft_at_ties"] += s is not None
                 else:
-                    assert e is None or h == e, (word, p, h, e)
+                    assert e is not None, (word, p, "RASP undefined, yet tracr writes an output")
+                    assert h == e, (word, p, h, e)
                     assert s == h, (word, p, "soft", s, "hard", h)
                     counts["decided"] += 1
     return counts

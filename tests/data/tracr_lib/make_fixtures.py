@@ -483,6 +483,46 @@ def rasp_outputs(program: rasp.SOp, word: list[Any], causal: bool) -> list[Any]:
     return [_value(v) for v in out]
 
 
+def _kind(expr: rasp.RASPExpr) -> str:
+    return "num" if rasp.is_numerical(expr) else "cat"
+
+
+def features(program: rasp.SOp) -> list[str]:
+    """Which tracr compilation features the program's RASP graph uses.
+
+    The MLP kinds follow tracr's ``expr_to_craft_graph``: a Map from categorical to
+    numerical, a numerical Map (discretising MLP, to numerical or categorical), a
+    categorical Map or SequenceMap (a table), a numerical LinearSequenceMap.
+    """
+    seen: set[str] = set()
+    todo, done = [program], set()
+    while todo:
+        e = todo.pop()
+        if e.label in done:
+            continue
+        done.add(e.label)
+        todo.extend(e.children)
+        if isinstance(e, rasp.SelectorWidth):
+            seen.add("selector width")
+        elif isinstance(e, rasp.Aggregate):
+            seen.add(f"{'numerical' if rasp.is_numerical(e) else 'categorical'} aggregate")
+        elif isinstance(e, rasp.LinearSequenceMap):
+            seen.add("numerical linear sequence map")
+        elif isinstance(e, rasp.SequenceMap):
+            seen.add("categorical sequence map")
+        elif isinstance(e, rasp.Map):
+            kinds = (_kind(e.inner), _kind(e))
+            seen.add(
+                {
+                    ("cat", "cat"): "categorical map",
+                    ("cat", "num"): "categorical→numerical MLP",
+                    ("num", "cat"): "numerical→categorical MLP (discretising)",
+                    ("num", "num"): "numerical MLP (discretising)",
+                }[kinds]
+            )
+    return sorted(seen)
+
+
 def compile_one(spec: Spec) -> dict[str, Any]:
     program = spec.build()
     model = compiling.compile_rasp_to_model(
@@ -575,6 +615,10 @@ def write_meta(path: Path, meta: dict[str, Any]) -> None:
 def main(names: list[str]) -> None:
     specs = all_specs()
     assert len({s.name for s in specs}) == len(specs)
+    if names[:1] == ["--features"]:  # print the features of each program, compile nothing
+        for spec in specs:
+            print(f"{spec.name}: {', '.join(features(spec.build()))}")
+        return
     rows = []
     for spec in specs:
         if names and spec.name not in names:

@@ -36,7 +36,7 @@ def row(name: str) -> str:
     hard_bad = sum(r["reference_mismatches"]["hard"] for r in rows)
     invariant = {r["invariant"] for r in rows}
     eps = max(Decimal(la["error"]["upper"]) for r in rows for la in r["layers"][:-1])
-    decided = agree = ties = 0
+    decided = agree = ties = picked = 0
     for n in range(1, m.max_length + 1):
         for w in itertools.product(m.alphabet, repeat=n):
             ev = evaluate(m, w)
@@ -47,16 +47,21 @@ def row(name: str) -> str:
             for h, s in zip(ev.output_hard, ev.output_soft.value, strict=True):
                 if h is None:
                     ties += 1
+                    picked += s is not None
                 else:
                     decided += 1
                     agree += s == h
     cfg = meta["config"]
     vocab = "{" + ",".join(str(v) for v in meta["vocab"]) + "}"
     causal = " (causal)" if cfg["causal"] else ""
-    out = "value" if m.output.kind == "value" else f"{len(md['output']['labels'])} labels"
+    k = 0 if m.output.kind == "value" else len(md["output"]["labels"])
+    out = "value" if not k else f"{k} label{'s' if k > 1 else ''}"
     hard = f"{defined - hard_bad}/{defined}" if hard_bad else f"all {defined}"
-    soft = f"{agree}/{decided}" + (f"; {ties} hard ties" if ties else "")
-    inv = ("holds" if invariant == {"holds"} else "/".join(sorted(invariant))) + f", ≤ {eps:.2e}"
+    soft = f"{agree}/{decided}" + (
+        f"; {ties} hard ties (soft picks a label at {picked})" if ties else ""
+    )
+    largest = f"≤ {eps:.2e}" if eps else "0"
+    inv = ("holds" if invariant == {"holds"} else "/".join(sorted(invariant))) + f", {largest}"
     return (
         f"| `{name}`{causal} | {vocab} | {meta['max_seq_len']} | "
         f"{cfg['num_layers']}×{cfg['num_heads']} | {m.d} | {out} | {hard} | {soft} | {inv} | "
