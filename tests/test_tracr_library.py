@@ -13,7 +13,7 @@ outputs, which tracr's interpreter computed independently of the compiled weight
 
 Programs where RASP is undefined somewhere (``shift_by``, ``detect_pattern``, ``sort_unique``
 with duplicate keys) compile to an all-zero output there: a hard tie, not a flip.  Their
-verdict test is marked xfail until the checker reports hard ties separately (issue 17, lead).
+verdict test checks that hard ties are reported apart from flips (issue 17).
 """
 
 from __future__ import annotations
@@ -260,21 +260,26 @@ def test_undefined_positions_are_hard_ties() -> None:
     assert ev.output_hard == ["2", None]
 
 
-@pytest.mark.xfail(reason="needs hard-tie separation (issue 17, lead)", strict=False)
 @pytest.mark.parametrize("name", sorted(UNDEFINED))
 def test_undefined_output_programs_are_clean(name: str) -> None:
-    """Hard ties where RASP is undefined are not flips: the verdict is clean (exit 0)."""
+    """Hard ties where RASP is undefined are not flips: the verdict is clean (exit 0), and
+    every hard tie is reported, each one where the reference is undefined."""
     res = run_check(model(name), max_n=soft_n(name))
     assert res.exit_code() == 0, res.verdict()
+    data = res.to_json()
+    ties = [r["hard_ties"] for r in data["lengths"]]
+    assert sum(t["positions"] for t in ties) > 0
+    for r, t in zip(data["lengths"], ties, strict=True):
+        assert t["expected"] == t["positions"] == r["reference_undefined"]
+        assert r["disagreements"] == 0 and r["undecided"] == 0
 
 
-@pytest.mark.xfail(reason="margin 'none' without a competing label (issue 17, lead)", strict=False)
 @pytest.mark.parametrize("name", ["single_label", "it_select_aggregate"])
 def test_single_label_output_has_no_margin(name: str) -> None:
     assert imported(name)["output"]["labels"] == ["1"]
     res = run_check(model(name), max_n=2).to_json()
     for r in res["lengths"]:
-        assert r["min_margin"] in (None, "none"), r["min_margin"]
+        assert r["min_margin"] is None, r["min_margin"]
 
 
 # ---------------------------------------------------------------------------
