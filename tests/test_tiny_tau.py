@@ -251,3 +251,21 @@ def test_bounds_at_tiny_tau(tau: str) -> None:
         assert b["violations"] == 0
         ratio = b["layers"][0]["measured_over_bound"]
         assert ratio is not None and decimal_to_arb(ratio) <= 1
+
+
+def test_report_reads_tiny_errors(tmp_path: Path) -> None:
+    """A result at τ = 2^-64 (error ≈ 10^-8011319160293570763, past Python Decimal's exponent
+    range) turns into a Markdown report that prints the error's digits."""
+    res = run_check(model_from_dict(ANY_A), max_n=2, tau="2^-64").to_json()
+    src = tmp_path / "r.json"
+    src.write_text(json.dumps(res))
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run(
+        [sys.executable, "-m", "exactattn", "report", str(src), "--format", "md",
+         "-o", str(tmp_path / "r.md")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    up = res["lengths"][-1]["layers"][0]["error"]["upper"]
+    assert up.endswith("e-8011319160293570763")
+    assert "e-8011319160293570763" in (tmp_path / "r.md").read_text()

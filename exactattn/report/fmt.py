@@ -12,6 +12,7 @@ writers render in their own syntax, so both formats show the same digits.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -123,6 +124,9 @@ def _compare(a: Exact, b: Exact) -> int:
     return (lhs > rhs) - (lhs < rhs)
 
 
+_HUGE_EXP = re.compile(r"^(?P<sign>[+-]?)(?P<int>\d+)(?:\.(?P<frac>\d+))?[eE](?P<exp>[+-]?\d+)$")
+
+
 def parse_decimal(text: str) -> Exact:
     """Exact value of a result-file number: a decimal string (``"0.2689"``,
     ``"3.2968e-434295"``, ``"inf"``) or a rational ``"p/q"``."""
@@ -131,7 +135,13 @@ def parse_decimal(text: str) -> Exact:
     try:
         d = Decimal(str(text).strip())
     except InvalidOperation:
-        raise ValueError(f"not a decimal number: {text!r}") from None
+        # Decimal refuses exponents past ±10^18; errors at τ = 2^-64 are ~1e-8011319160293570763
+        m = _HUGE_EXP.match(str(text).strip())
+        if not m:
+            raise ValueError(f"not a decimal number: {text!r}") from None
+        frac = m["frac"] or ""
+        coeff = int(m["int"] + frac)
+        return Exact(-coeff if m["sign"] == "-" else coeff, 1, int(m["exp"]) - len(frac))
     if d.is_nan():
         raise ValueError(f"not a number: {text!r}")
     if d.is_infinite():
