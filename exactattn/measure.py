@@ -166,15 +166,18 @@ class LengthAccumulator:
         self._tie_at = [[] for _ in range(N)]
         o = m.output
         if isinstance(o, AcceptOutput):
+            # y − t = (num·q − p·den)/(den·q), decided on integer numerators for the batch
             t = o.threshold
-            for b in range(N):
-                y = out.values.fraction(b)
-                acc = y > t
-                self.accepted += acc
-                self._hard_decisions.append(acc)
-                if y == t:
+            vals = out.values
+            num = vals.num if vals.num.dtype == object else vals.num.astype(object)
+            diff = num * t.denominator - t.numerator * vals.den
+            if N:
+                acc_flags = diff > 0
+                self._hard_decisions = [bool(x) for x in acc_flags]
+                self.accepted += int(acc_flags.sum())
+                for b in np.flatnonzero(diff == 0).tolist():
                     self._tie_at[b] = [0]
-                self._margin(abs(y - t))
+                self._margin(Fraction(int(np.abs(diff).min()), vals.den * t.denominator))
         elif isinstance(o, ArgmaxOutput):
             labels, margins = argmax_labels(m, out.values)
             self._hard_decisions = labels
@@ -192,11 +195,12 @@ class LengthAccumulator:
             if self._tie_at[b]:
                 self._note_ties(hb, b, expected[b], None)
         if self.oracle is not None:
+            compared = sum(1 for e in expected if e is not None)
+            self.ref = replace(self.ref, compared=self.ref.compared + compared)
             for b, w in enumerate(hb.words):
                 exp = expected[b]
                 if exp is None:
                     continue
-                self.ref = replace(self.ref, compared=self.ref.compared + 1)
                 if not self._matches_hard(b, exp):
                     self.ref = replace(
                         self.ref,
