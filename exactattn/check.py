@@ -357,6 +357,8 @@ def run_check(
 
                 entry["bounds"] = bounds_for_length(model, entry, temps.at(n, BASE_PREC))
             if find_tau and not hard_only:
+                from .tau_search import search_tau
+
                 entry["tau_star"] = search_tau(model, cm, n, oracle, batch, max_prec)
             result.lengths.append(entry)
             if on_length:
@@ -423,98 +425,6 @@ def check_length(
         if progress:
             progress(f"n={n}", done, total)
     return acc.to_json(tau_n, layer_kinds, head_taus)
-
-
-TAU_GRID = 8  # τ* is searched on the grid 2^(k/8)
-
-
-def _ok(entry: dict[str, Any]) -> bool:
-    return (
-        entry["disagreements"] == 0
-        and entry["undecided"] == 0
-        and entry["invariant"] in ("holds", None)
-    )
-
-
-def search_tau(
-    model: Model,
-    cm: CompiledModel,
-    n: int,
-    oracle: Oracle | None,
-    batch: int,
-    max_prec: int,
-    lo_exp: int = -40 * TAU_GRID,
-    hi_exp: int = 16 * TAU_GRID,
-) -> dict[str, Any] | None:
-    """Certified search for the largest τ = 2^(k/8) at which every decision agrees, nothing is
-    undecided and every intermediate error is ≤ 1 (all inputs of length n, every head).
-
-    Returns the largest grid τ found good and the next grid τ found bad (the property need not
-    be monotone in τ; the search assumes it is, and reports the bracket it actually saw).
-    """
-    cache: dict[int, bool] = {}
-
-    def ok(k: int) -> bool:
-        if k not in cache:
-            t = _grid_tau(k)
-            temps = Temperatures(model, parse_expression(t, ("n",), transcendental=True))
-            try:
-                entry = check_length(
-                    model,
-                    cm,
-                    n,
-                    temps,
-                    oracle,
-                    False,
-                    batch,
-                    None,
-                    max_prec,
-                    stop_on_problem=True,
-                )
-                cache[k] = _ok(entry)
-            except _ProbeFailed:
-                cache[k] = False
-        return cache[k]
-
-    k = 0
-    if ok(k):
-        step = TAU_GRID
-        while k + step <= hi_exp and ok(k + step):
-            k += step
-        if k + step > hi_exp:
-            return {"lower": _grid_tau(k), "upper": None, "grid": "2^(k/8)", "probes": len(cache)}
-        good, bad = k, k + step
-    else:
-        bad = k
-        k -= TAU_GRID
-        while k >= lo_exp and not ok(k):
-            bad = k
-            k -= TAU_GRID
-        if k < lo_exp:
-            return {"lower": None, "upper": _grid_tau(bad), "grid": "2^(k/8)", "probes": len(cache)}
-        good = k
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        if ok(mid):
-            good = mid
-        else:
-            bad = mid
-    return {
-        "lower": _grid_tau(good),
-        "upper": _grid_tau(bad),
-        "grid": "2^(k/8)",
-        "probes": len(cache),
-    }
-
-
-def _grid_tau(k: int) -> str:
-    """2^(k/8) rounded down to a rational with 40 significant bits (exact, as text)."""
-    q, r = divmod(k, TAU_GRID)
-    with precision(64):
-        val = arb(2) ** q * (arb(2) ** (arb(r) / TAU_GRID))
-        lo = arb_endpoints(val)[0]
-    # keep it short: round down to 12 significant decimal digits (an exact decimal literal)
-    return decimal_down(lo, 12)
 
 
 # ---------------------------------------------------------------------------
