@@ -129,8 +129,14 @@ class ReportData:
         return ok, "ok" if ok else "not ok", text
 
     @property
-    def has_tau_dec(self) -> bool:
-        return any(tau_star_brackets(row.get("tau_star"))[0] for row in self.rows)
+    def has_tau_scan(self) -> bool:
+        """Whether the τ* searches checked the grid below their lower ends (results written
+        before the monotonicity scan existed did not)."""
+        return any(
+            b is not None and "non_monotone" in b
+            for row in self.rows
+            for b in tau_star_brackets(row.get("tau_star"))
+        )
 
     @property
     def tau_grid(self) -> str | None:
