@@ -32,11 +32,11 @@ from flint import arb
 
 from .expr import parse_expression
 from .hard import CompiledModel, run_hard
-from .measure import LengthAccumulator, _jsonable
+from .measure import LengthAccumulator, _jsonable, delta_bounds
 from .model import Model
 from .numbers import arb_endpoints, decimal_down, decimal_up, parse_decimal
 from .reference import Oracle
-from .soft import WeightCache, precision
+from .soft import WeightCache, precision, run_soft
 
 TAU_GRID = 8  # τ* is searched on the grid 2^(k/8)
 GRID = "2^(k/8)"
@@ -94,16 +94,24 @@ class Prober:
     def dec(self, k: int) -> bool:
         f = self.facts.get(k)
         if f is None or f.dec is None:
-            f = self.probe(k, stop_on_invariant=False)
+            f = self.probe(k, stop_on_invariant=False, want_inv=False)
         assert f.dec is not None
         return f.dec
 
     def inv(self, k: int) -> bool:
         f = self.facts.get(k)
         if f is None or f.inv is None:
-            f = self.probe(k, stop_on_invariant=True)
+            f = self.probe(k, stop_on_invariant=True, want_inv=True)
         assert f.inv is not None
         return f.inv
+
+    def both(self, k: int) -> None:
+        """Answer both questions at k with (at most) one probe run to the end."""
+        f = self.facts.get(k)
+        if f is None or f.dec is None:
+            self.probe(k, stop_on_invariant=False, want_inv=True)
+        if self.facts[k].inv is None:
+            self.inv(k)
 
     # -- one probe ------------------------------------------------------------------------
     def _words(self) -> Iterator[list[tuple[str, ...]]]:
@@ -124,37 +132,32 @@ class Prober:
         self.hot.insert(0, w)
         del self.hot[HOT:]
 
-    def probe(self, k: int, stop_on_invariant: bool) -> Fact:
+    def probe(self, k: int, stop_on_invariant: bool, want_inv: bool) -> Fact:
         """Evaluate τ = grid_tau(k) on every input until the answer is known.
 
         It stops at the first decision that disagrees or stays undecided (then both properties
         fail) and, with ``stop_on_invariant``, at the first error > 1 (or not certified ≤ 1)
         after a layer that feeds another (then the invariant fails; decisions stay unknown).
-        A probe that runs to the end knows both.
+        Precision rises only as far as the questions asked need: the decisions always, the
+        comparisons ε vs 1 only with ``want_inv`` (without it, an error > 1 found on the way
+        still counts, but an open comparison leaves the invariant unknown, not failed).
         """
-        from .check import BASE_PREC, Temperatures, certify_word
+        from .check import BASE_PREC, Temperatures
 
         fact = self.facts.setdefault(k, Fact())
+        want_inv = want_inv and fact.inv is None
+        inv_open = False
         self.evaluated.add(k)
         temps = Temperatures(self.model, parse_expression(grid_tau(k), ("n",), transcendental=True))
         acc = LengthAccumulator(self.model, self.n, None, len(self.model.layers))
-        start_prec = BASE_PREC
+        prec0 = BASE_PREC  # inputs of one length need similar precision
         for chunk in self._words():
             hb = run_hard(self.cm, chunk, self.n)
             acc.add_hard(hb)
             for b in range(len(chunk)):
-                sr = certify_word(
-                    self.cm,
-                    hb,
-                    b,
-                    acc,
-                    temps,
-                    self.weights,
-                    base_prec=start_prec,
-                    max_prec=self.max_prec,
-                )
-                start_prec = max(BASE_PREC, sr.prec)
-                acc.add_soft(hb, b, sr.bounds, sr.verdict, sr.prec)
+                verdict, bounds, prec = self._certify(hb, b, acc, temps, prec0, want_inv)
+                prec0 = max(BASE_PREC, prec)
+                acc.add_soft(hb, b, bounds, verdict, prec)
                 word = list(hb.words[b])
                 why = None
                 if acc.disagreements:
@@ -171,28 +174,63 @@ class Prober:
                         fact.inv, fact.inv_why = False, why
                     return fact
                 if fact.inv is None:
-                    for li, (lo, hi, _row) in enumerate(sr.bounds[:-1]):
-                        if not hi <= 1:
-                            fact.inv_why = {
-                                "reason": "error > 1" if lo > 1 else "error ≤ 1 undecided",
-                                "input": word,
-                                "layer": li,
-                                "error": {
-                                    "lower": decimal_down(arb_endpoints(lo)[0]),
-                                    "upper": decimal_up(arb_endpoints(hi)[1])
-                                    if hi.is_finite()
-                                    else "inf",
-                                },
-                            }
-                            fact.inv = False
-                            self._remember(word)
-                            break
+                    for li, (lo, hi, _row) in enumerate(bounds[:-1]):
+                        if hi <= 1:
+                            continue
+                        if not lo > 1 and not want_inv:
+                            inv_open = True  # not asked: leave the invariant unknown
+                            continue
+                        fact.inv = False
+                        fact.inv_why = {
+                            "reason": "error > 1" if lo > 1 else "error ≤ 1 undecided",
+                            "input": word,
+                            "layer": li,
+                            "error": {
+                                "lower": decimal_down(arb_endpoints(lo)[0]),
+                                "upper": decimal_up(arb_endpoints(hi)[1])
+                                if hi.is_finite()
+                                else "inf",
+                            },
+                        }
+                        self._remember(word)
+                        break
                     if fact.inv is False and stop_on_invariant:
                         return fact
         fact.dec = True
-        if fact.inv is None:
+        if fact.inv is None and not inv_open:
             fact.inv = True
         return fact
+
+    def _certify(
+        self,
+        hb: Any,
+        b: int,
+        acc: LengthAccumulator,
+        temps: Any,
+        prec: int,
+        want_inv: bool,
+    ) -> tuple[Any, list[tuple[arb, arb, int]], int]:
+        """The soft verdict of word b and its per-layer error bounds, with precision doubled
+        until the verdict is decided (and, with ``want_inv``, every ε vs 1 comparison).
+
+        Unlike ``check.certify_word`` it does not insist on the report's 1e-6 accuracy of
+        every error: the search only needs the comparisons.
+        """
+        from .check import _zero_test
+
+        while True:
+            taus = temps.at(self.n, prec)
+            with precision(prec):
+                st = run_soft(self.cm, hb, b, taus, self.weights)
+                final = st.deltas[-1] if st.deltas else None
+                verdict = acc.soft_verdict(hb, b, final, _zero_test(self.cm, hb, b, st, temps))
+                bounds = [delta_bounds(d) for d in st.deltas]
+            done = verdict.decided and (
+                not want_inv or all(hi <= 1 or lo > 1 for lo, hi, _ in bounds[:-1])
+            )
+            if done or prec >= self.max_prec:
+                return verdict, bounds, prec
+            prec = min(prec * 2, self.max_prec)
 
 
 def _bracket(
@@ -257,12 +295,19 @@ def search_tau(
         tau_n = arb_endpoints(Temperatures(model, None).display(n))[0]
     k_model = grid_floor(tau_n) if tau_n > 0 else LO_EXP
     floors: dict[str, int] = {}
-    for name, good, pred in (("dec", dec_good, pr.dec), ("inv", inv_good, pr.inv)):
-        if good is None:
-            continue
-        floors[name] = max(LO_EXP, min(k_model, good - TAU_GRID))
-        for k in range(good - 1, floors[name] - 1, -1):
-            pred(k)
+    for name, good in (("dec", dec_good), ("inv", inv_good)):
+        if good is not None:
+            floors[name] = max(LO_EXP, min(k_model, good - TAU_GRID))
+    goods = [g for g in (dec_good, inv_good) if g is not None]
+    for k in range(max(goods, default=LO_EXP) - 1, min(floors.values(), default=0) - 1, -1):
+        need_dec = dec_good is not None and floors["dec"] <= k < dec_good
+        need_inv = inv_good is not None and floors["inv"] <= k < inv_good
+        if need_dec and need_inv:
+            pr.both(k)
+        elif need_dec:
+            pr.dec(k)
+        elif need_inv:
+            pr.inv(k)
 
     def entry(which: str, good: int | None, bad: int | None) -> dict[str, Any]:
         out: dict[str, Any] = {
