@@ -285,15 +285,17 @@ def search_tau(
     from .check import BASE_PREC, Temperatures
 
     pr = Prober(model, cm, n, batch, max_prec)
-    dec_good, dec_bad = _bracket(pr.dec, 0)
-    # τ*_inv ≤ τ*_dec when both are monotone: start where the decision search ended
-    inv_good, inv_bad = _bracket(pr.inv, LO_EXP if dec_good is None else dec_good)
-
-    # the monotonicity scan: every grid τ below each lower end down to the model's own τ(n),
-    # and at least one octave; decisions first (a full probe there answers both questions)
     with precision(BASE_PREC):
         tau_n = arb_endpoints(Temperatures(model, None).display(n))[0]
-    k_model = grid_floor(tau_n) if tau_n > 0 else LO_EXP
+    k_model = max(LO_EXP, min(HI_EXP, grid_floor(tau_n))) if tau_n > 0 else LO_EXP
+    # Both searches move away from the model's own τ(n): warming it up, the first crossing
+    # from good to bad is the one that matters. τ*_inv first; an invariant-good τ is
+    # decision-good, so τ*_dec's search starts at τ*_inv's lower end.
+    inv_good, inv_bad = _bracket(pr.inv, k_model)
+    dec_good, dec_bad = _bracket(pr.dec, k_model if inv_good is None else inv_good)
+
+    # the monotonicity scan: every grid τ below each lower end down to the model's own τ(n),
+    # and at least one octave; where both questions are open, one full probe answers both
     floors: dict[str, int] = {}
     for name, good in (("dec", dec_good), ("inv", inv_good)):
         if good is not None:

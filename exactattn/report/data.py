@@ -211,8 +211,13 @@ def non_monotone_lines(rows: list[dict[str, Any]]) -> list[str]:
                     f"(witness at τ = {f.get('tau')}: {f.get('reason')}{where} on input '{text}')"
                 )
             if good:
-                taus = ", ".join(str(f.get("tau")) for f in good)
-                parts.append(f"good above its upper end {b.get('upper')} at τ = {taus}")  # type: ignore[union-attr]
+                taus = (
+                    "τ = " + ", ".join(str(f.get("tau")) for f in good)
+                    if len(good) <= 3
+                    else f"{len(good)} grid values from {good[0].get('tau')} "
+                    f"to {good[-1].get('tau')}"
+                )
+                parts.append(f"good above its upper end {b.get('upper')} at {taus}")  # type: ignore[union-attr]
             if parts:
                 out.append(f"n = {row['n']}: {name} is not monotone: " + "; ".join(parts) + ".")
     return out
