@@ -124,7 +124,13 @@ def check(
     if not quiet:
         err_console.print(
             f"[bold]{model.name}[/]: {total:,} inputs (n = {lo}..{max_n}, "
-            f"alphabet of {len(model.alphabet)}); estimated {_fmt_secs(estimate)}",
+            f"alphabet of {len(model.alphabet)}); estimated {_fmt_secs(estimate)}"
+            + (
+                " before --find-tau, which evaluates each length again at every grid τ between "
+                "τ(n) and the brackets (often 30–150 more passes)"
+                if find_tau and not hard_only
+                else ""
+            ),
             highlight=False,
         )
     if total > max_inputs and not force:
