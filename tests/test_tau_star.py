@@ -228,3 +228,29 @@ def reference_model(stem: str, tau: str) -> Any:
             head.pop("temperature", None)
     m = R.load_text(json.dumps(d))
     return m if isinstance(m, R.Model) else R.Model(m)
+
+
+def test_the_cli_shows_both_and_writes_the_shape(tmp_path: Path) -> None:
+    """`check --find-tau`: exit 0, both brackets in the JSON, both columns in the table."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "out.json"
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env["COLUMNS"] = "220"
+    proc = subprocess.run(
+        [sys.executable, "-m", "exactattn", "check", str(ROOT / "models" / "dyck1.json")]
+        + ["--min-n", "2", "--max-n", "2", "--find-tau", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    ts = json.loads(out.read_text(encoding="utf-8"))["lengths"][0]["tau_star"]
+    assert ts["invariant"]["lower"] == "0.229251010801" and ts["invariant"]["upper"] == "0.25"
+    assert ts["decisions"]["lower"] == "0.771105412703"
+    assert "dec" in proc.stdout and "inv" in proc.stdout
+    assert "0.229" in proc.stdout and "0.771" in proc.stdout
