@@ -13,10 +13,11 @@ Both are searched on the grid τ = 2^(k/8) (each grid value rounded down to a 12
 so every probed τ is an exact rational). Each answer is a bracket [lower, upper] of adjacent
 grid values, the first crossing from good to bad found when warming the model up from its own
 τ(n) (octave steps, then bisection): ``lower`` was evaluated on every input and found good,
-``upper`` was found bad (with a witness input and the reason). Neither property need be monotone in τ, so the bracket
-alone certifies nothing below ``lower``: every grid τ from ``lower`` down to ``scanned_down_to``
-(at or below the model's own τ(n)) is evaluated too, and any grid τ found bad below ``lower``,
-or known good above ``upper``, is listed in ``non_monotone`` with its witness.
+``upper`` was found bad (with a witness input and the reason). Neither property need be
+monotone in τ, so the bracket alone certifies nothing below ``lower``: every grid τ from
+``lower`` down to ``scanned_down_to`` (at or below the model's own τ(n)) is evaluated too, and
+any grid τ found bad below ``lower``, or known good above ``upper``, is listed in
+``non_monotone`` with its witness.
 
 Probes share what they learn: an invariant-good τ is decision-good (the invariant probe checks
 every decision too), and a decision-bad τ is invariant-bad.
