@@ -313,6 +313,21 @@ def search_tau(
         elif need_inv:
             pr.inv(k)
 
+    def first_crossing(which: str, good: int | None, bad: int | None) -> tuple[Any, Any]:
+        """The bracket tightened to the first crossing above τ(n) the scan saw: octave steps
+        can jump over a bad stretch, and the scan then knows every grid τ below ``good``."""
+        if good is None:
+            return good, bad
+        below = [
+            k for k, f in pr.facts.items() if k_model <= k < good and getattr(f, which) is False
+        ]
+        if below and getattr(pr.facts.get(min(below) - 1), which, None) is True:
+            return min(below) - 1, min(below)
+        return good, bad
+
+    dec_good, dec_bad = first_crossing("dec", dec_good, dec_bad)
+    inv_good, inv_bad = first_crossing("inv", inv_good, inv_bad)
+
     def entry(which: str, good: int | None, bad: int | None) -> dict[str, Any]:
         out: dict[str, Any] = {
             "lower": None if good is None else grid_tau(good),
