@@ -228,8 +228,9 @@ def temperatures_note(data: ReportData) -> str:
     grid = f" on the grid {code(data.tau_grid)}" if data.tau_grid else ""
     text = (
         "τ_thm(n) is the temperature the proved bounds guarantee (a certified enclosure). "
-        f"τ*_dec(n) and τ*_inv(n) come from certified searches{grid}, each a bracket [largest "
-        "temperature found good, next grid temperature found bad], rounded outward: τ*_dec "
+        f"τ*_dec(n) and τ*_inv(n) come from certified searches{grid}, each the first crossing "
+        "met when warming the model up from its own τ(n): [last temperature found good, next "
+        "grid temperature, found bad], rounded outward. τ*_dec "
         "asks that every decision agree with the hard meaning and none be undecided (where "
         "softmax stops deciding like hardmax); τ*_inv asks in addition that ε ≤ 1 after every "
         "layer that feeds another (the hypothesis of the per-layer lemma: where the proof "
