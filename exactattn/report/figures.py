@@ -221,6 +221,7 @@ def tau_figure(data: ReportData, path: Path) -> Path:
                 [axis.y(p[1]) for p in closed],
                 marker,
                 color=color,
+                markersize=9 if name == "dec" else 5,  # equal values stay visible
                 label=label,
             )
         if open_:  # side by side when both searches reached the top
