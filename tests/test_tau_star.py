@@ -254,3 +254,23 @@ def test_the_cli_shows_both_and_writes_the_shape(tmp_path: Path) -> None:
     assert ts["decisions"]["lower"] == "0.771105412703"
     assert "dec" in proc.stdout and "inv" in proc.stdout
     assert "0.229" in proc.stdout and "0.771" in proc.stdout
+
+
+def test_a_legacy_result_renders_its_bracket_as_tau_inv() -> None:
+    """A result written before the split: the flat bracket appears under τ*_inv, τ*_dec is —."""
+    from exactattn.report.data import load
+    from exactattn.report.markdown import temperatures_note, temperatures_table
+
+    result = json.loads((ROOT / "tests" / "data" / "result_small.json").read_text("utf-8"))
+    for row in result["lengths"]:
+        ts = row.get("tau_star")
+        if ts:
+            row["tau_star"] = {**ts["invariant"], "grid": ts["grid"], "probes": ts["probes"]}
+            for key in ("upper_witness", "scanned_down_to", "non_monotone"):
+                row["tau_star"].pop(key, None)
+    data = load(result)
+    table = temperatures_table(data)
+    assert table[0] == "| n | τ(n) used | τ_thm(n) | τ*_dec(n) | τ*_inv(n) |"
+    assert table[3].endswith("| — | [0.136313, 0.148651] |")
+    note = temperatures_note(data)
+    assert "shown as τ*_inv" in note and "checked too" not in note

@@ -129,6 +129,11 @@ class ReportData:
         return ok, "ok" if ok else "not ok", text
 
     @property
+    def legacy_tau_star(self) -> bool:
+        """Whether some length holds the single flat τ* bracket written before the split."""
+        return any(row.get("tau_star") and "invariant" not in row["tau_star"] for row in self.rows)
+
+    @property
     def has_tau_scan(self) -> bool:
         """Whether the τ* searches checked the grid below their lower ends (results written
         before the monotonicity scan existed did not)."""

@@ -337,6 +337,12 @@ def temperatures_table(data: ReportData) -> list[str]:
         r"hypothesis). $\infty$ means the search reached its top, $0$ that even its smallest "
         r"temperature failed. Nothing between grid points is certified."
     )
+    if data.legacy_tau_star:
+        caption += (
+            r" This result predates the split into two searches: its single bracket (searched "
+            r"from $\tau = 1$, without the monotonicity scan) also required $\varepsilon\le1$, "
+            r"so it is shown as $\tau^*_{\mathrm{inv}}$."
+        )
     lines = non_monotone_lines(data.rows)
     if data.has_tau_scan:
         caption += r" Every grid temperature from a lower end down to the model's $\tau(n)$ was "

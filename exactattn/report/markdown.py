@@ -238,6 +238,12 @@ def temperatures_note(data: ReportData) -> str:
         "smallest temperature failed; — means not computed. Nothing between grid points is "
         "certified."
     )
+    if data.legacy_tau_star:
+        text += (
+            " This result predates the split into two searches: its single bracket (searched "
+            "from τ = 1, without the monotonicity scan) also required ε ≤ 1, so it is shown as "
+            "τ*_inv."
+        )
     lines = non_monotone_lines(data.rows)
     if data.has_tau_scan:
         text += (
