@@ -52,7 +52,7 @@ def certify_word(
         with ctx.workprec(prec):
             st = run_soft(cm, hb, b, taus, weights, keep_alphas=keep_alphas)
             final = st.deltas[-1] if st.deltas else None
-            verdict = acc.soft_verdict(hb, b, final, _zero_test(cm, hb, b, st, temps))
+            verdict = acc.soft_verdict(hb, b, final, zero_test(cm, hb, b, st, temps))
             ok = verdict.decided
             bnds = [delta_bounds(d) for d in st.deltas]
             if ok:
@@ -68,7 +68,7 @@ def certify_word(
         prec = min(prec * 2, max_prec)
 
 
-def _zero_test(cm: CompiledModel, hb: HardBatch, b: int, st: Any, temps: Temperatures) -> Any:
+def zero_test(cm: CompiledModel, hb: HardBatch, b: int, st: Any, temps: Temperatures) -> Any:
     """An exact equality test for the read-out, when the model's shape allows one."""
     if not exactzero.applicable(hb, st.deltas):
         return None

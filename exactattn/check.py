@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flint import arb, ctx
+from flint import arb
 
 from .certify import MAX_PREC, certify_word
 from .closedforms import closed_forms
@@ -24,7 +24,7 @@ from .hard import CompiledModel, run_hard
 from .inputs import Shard, batches, count_inputs, shards_of_length, words_in
 from .measure import LengthAccumulator
 from .model import AttentionLayer, Model
-from .numbers import arb_endpoints, decimal_down, frac_str
+from .numbers import frac_str
 from .reference import Oracle
 from .results import (
     RESULT_FORMAT,
@@ -187,7 +187,11 @@ def run_check(
 
                 rec = with_extras(rec, bounds=bounds_for_length(model, rec, temps.at(n, BASE_PREC)))
             if find_tau and not hard_only:
-                rec = with_extras(rec, tau_star=search_tau(model, n, batch, max_prec))
+                from .tau_search import search_tau
+
+                rec = with_extras(
+                    rec, tau_star=search_tau(model, _compiled(model), n, None, batch, max_prec)
+                )
             result.lengths.append(rec)
             if on_length:
                 on_length(result)
@@ -209,10 +213,6 @@ def check_length(job: LengthJob, run: Any, progress: ProgressFn | None = None) -
 # ---------------------------------------------------------------------------
 
 
-class ProbeFailed(Exception):
-    """A τ probe found a failing input; the rest of the length need not be checked."""
-
-
 _COMPILED: dict[int, tuple[Model, CompiledModel]] = {}
 
 
@@ -230,14 +230,8 @@ def check_shard(
     job: LengthJob,
     shard: Shard,
     progress: Callable[[int], None] | None = None,
-    stop_on: str | None = None,
 ) -> LengthRecord:
-    """Both meanings of every input of one shard: its mergeable record.
-
-    With ``stop_on`` ("decisions" or "invariant"; used by the τ search) it raises
-    :class:`ProbeFailed` at the first input that disagrees or stays undecided, and with
-    "invariant" also at one that breaks ε ≤ 1 before the last layer.
-    """
+    """Both meanings of every input of one shard: its mergeable record."""
     model, n = job.model, job.n
     cm = _compiled(model)
     override = parse_tau(job.tau) if job.tau is not None else None
@@ -274,11 +268,6 @@ def check_shard(
                 settled = fb.settled
                 acc.add_soft_float(hb, fb, settled)
                 acc.float_settled += int(settled.sum())
-                if stop_on and (
-                    acc.disagreements
-                    or (stop_on == "invariant" and bool((fb.err_hi[settled, :-1] > 1).any()))
-                ):
-                    raise ProbeFailed
             for b in range(len(chunk)):
                 if settled is not None and settled[b]:
                     continue
@@ -287,93 +276,10 @@ def check_shard(
                 )
                 start_prec = max(BASE_PREC, sr.prec)
                 acc.add_soft(hb, b, sr.bounds, sr.verdict, sr.prec)
-                if stop_on and (
-                    acc.disagreements
-                    or acc.undecided
-                    or (stop_on == "invariant" and any(not hi <= 1 for _, hi, _ in sr.bounds[:-1]))
-                ):
-                    raise ProbeFailed
         rank += len(chunk)
         if progress:
             progress(len(chunk))
     return acc.to_record(tau_n, layer_kinds, head_taus)
-
-
-TAU_GRID = 8  # τ* is searched on the grid 2^(k/8)
-
-
-def _ok(rec: LengthRecord) -> bool:
-    return rec.disagreements == 0 and rec.undecided == 0 and rec.invariant() in ("holds", None)
-
-
-def search_tau(
-    model: Model,
-    n: int,
-    batch: int,
-    max_prec: int,
-    lo_exp: int = -40 * TAU_GRID,
-    hi_exp: int = 16 * TAU_GRID,
-) -> dict[str, Any] | None:
-    """Certified search for the largest τ = 2^(k/8) at which every decision agrees, nothing is
-    undecided and every intermediate error is ≤ 1 (all inputs of length n, every head).
-
-    Returns the largest grid τ found good and the next grid τ found bad (the property need not
-    be monotone in τ; the search assumes it is, and reports the bracket it actually saw).
-    """
-    cache: dict[int, bool] = {}
-
-    def ok(k: int) -> bool:
-        if k not in cache:
-            job = LengthJob(model, n, _grid_tau(k), False, batch, max_prec)
-            try:
-                parts = [
-                    check_shard(job, s, stop_on="invariant")
-                    for s in shards_of_length(len(model.alphabet), n)
-                ]
-                cache[k] = _ok(merge_lengths(parts))
-            except ProbeFailed:
-                cache[k] = False
-        return cache[k]
-
-    k = 0
-    if ok(k):
-        step = TAU_GRID
-        while k + step <= hi_exp and ok(k + step):
-            k += step
-        if k + step > hi_exp:
-            return {"lower": _grid_tau(k), "upper": None, "grid": "2^(k/8)", "probes": len(cache)}
-        good, bad = k, k + step
-    else:
-        bad = k
-        k -= TAU_GRID
-        while k >= lo_exp and not ok(k):
-            bad = k
-            k -= TAU_GRID
-        if k < lo_exp:
-            return {"lower": None, "upper": _grid_tau(bad), "grid": "2^(k/8)", "probes": len(cache)}
-        good = k
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        if ok(mid):
-            good = mid
-        else:
-            bad = mid
-    return {
-        "lower": _grid_tau(good),
-        "upper": _grid_tau(bad),
-        "grid": "2^(k/8)",
-        "probes": len(cache),
-    }
-
-
-def _grid_tau(k: int) -> str:
-    """2^(k/8) rounded down to a rational with 40 significant bits (exact, as text)."""
-    q, r = divmod(k, TAU_GRID)
-    with ctx.workprec(64):
-        val = arb(2) ** q * (arb(2) ** (arb(r) / TAU_GRID))
-        lo = arb_endpoints(val)[0]
-    # keep it short: round down to 12 significant decimal digits (an exact decimal literal)
-    return decimal_down(lo, 12)
 
 
 # ---------------------------------------------------------------------------
@@ -417,11 +323,9 @@ __all__ = [
     "BATCH",
     "CheckResult",
     "LengthJob",
-    "ProbeFailed",
     "check_length",
     "check_shard",
     "count_inputs",
     "estimate",
     "run_check",
-    "search_tau",
 ]

@@ -61,7 +61,11 @@ def main() -> None:
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Write results here.")
 @click.option("--report", type=click.Path(dir_okay=False), help="Write a .md or .tex report.")
 @click.option("--bounds", is_flag=True, help="Compute the proved bounds and τ_thm(n).")
-@click.option("--find-tau", is_flag=True, help="Search the largest τ that keeps every decision.")
+@click.option(
+    "--find-tau",
+    is_flag=True,
+    help="Certified searches for τ*_dec (decisions agree) and τ*_inv (also ε ≤ 1).",
+)
 @click.option("--hard-only", is_flag=True, help="Skip the soft meaning (γ, x_max, references).")
 @click.option("--force", is_flag=True, help="Run even if the job is larger than --max-inputs.")
 @click.option(
@@ -117,7 +121,13 @@ def check(
     if not quiet:
         err_console.print(
             f"[bold]{model.name}[/]: {total:,} inputs (n = {lo}..{max_n}, "
-            f"alphabet of {len(model.alphabet)}); estimated {_fmt_secs(seconds)}",
+            f"alphabet of {len(model.alphabet)}); estimated {_fmt_secs(seconds)}"
+            + (
+                " before --find-tau, which evaluates each length again at every grid τ between "
+                "τ(n) and the brackets (often 30–150 more passes)"
+                if find_tau and not hard_only
+                else ""
+            ),
             highlight=False,
         )
     if total > max_inputs and not force:
@@ -261,7 +271,13 @@ def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
         caption="ε: certified upper end of ‖soft − hard‖∞ after each layer · ε≤1: where the "
         "lemma needs it · dis/und: decisions that differ / stay undecided · tie: hard ties "
         "(not problems) · μ: smallest hard margin · ref: reference mismatches hard/soft"
-        + (" · ε max: largest over the layers, at layer L (--all-layers: each)" if compact else ""),
+        + (" · ε max: largest over the layers, at layer L (--all-layers: each)" if compact else "")
+        + (
+            " · τ* dec/inv: largest grid τ found to keep every decision / also ε ≤ 1 (lower "
+            "end of the bracket; † not monotone)"
+            if any(r.get("tau_star") for r in lengths)
+            else ""
+        ),
     )
 
     def col(name: str) -> None:
@@ -284,7 +300,8 @@ def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
         col("bound\nlast")
         col("τ_thm")
     if has_tau_star:
-        col("τ*")
+        col("τ*\ndec")
+        col("τ*\ninv")
     for r in lengths:
         errs = []
         if compact:
@@ -325,10 +342,28 @@ def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
             tt = b.get("tau_theorem")
             row.append(_sci(tt["lower"], up=False) if tt else "none")
         if has_tau_star:
-            ts = r.get("tau_star")
-            row.append(_sci(ts["lower"], up=False) if ts and ts.get("lower") else "–")
+            from .report.data import tau_star_brackets
+
+            row += [_tau_star_cell(b) for b in tau_star_brackets(r.get("tau_star"))]
         t.add_row(*row)
     _table_console().print(t)
+    if has_tau_star:
+        from .report.data import non_monotone_lines
+
+        for line in non_monotone_lines(lengths):
+            console.print(line, highlight=False)
+
+
+def _tau_star_cell(b: dict[str, Any] | None) -> str:
+    """A τ* bracket in one short cell: its lower end (rounded down), ≥ when the search reached
+    its top, < when even its bottom failed, † when the scan found it non-monotone."""
+    if not b:
+        return "–"
+    mark = "†" if b.get("non_monotone") else ""
+    if b.get("lower") is None:
+        return "<" + _sci(b["upper"], up=True) + mark if b.get("upper") else "–"
+    text = _sci(b["lower"], up=False)
+    return ("≥" if b.get("upper") is None else "") + text + mark
 
 
 _INV = {"holds": "yes", "fails": "NO", "undecided": "?"}

@@ -138,14 +138,18 @@ class LengthAccumulator:
         self._hard_decisions: list[Any] = []
         self._tie_at: list[list[int]] = []  # per word: output positions (indices) with hard ties
         self._rank0 = 0
+        self._ranks: list[int] | None = None
 
     # -- hard ----------------------------------------------------------------------
     def add_hard(self, hb: HardBatch, first_rank: int | None = None) -> None:
         m = self.model
         N = len(hb.words)
-        self._rank0 = (
-            input_rank(m.alphabet, hb.words[0]) if first_rank is None and N else (first_rank or 0)
-        )
+        if first_rank is None:  # words in any order: rank each one
+            self._ranks = [input_rank(m.alphabet, w) for w in hb.words]
+            self._rank0 = 0
+        else:
+            self._ranks = None
+            self._rank0 = first_rank
         self.inputs += N
         self.x_max = max(self.x_max, hb.x0.max_abs())
         for li, lt in enumerate(hb.layers):
@@ -208,7 +212,7 @@ class LengthAccumulator:
                         first=first_of(
                             self.ref.first,
                             Witness(
-                                (0, self._rank0 + b),
+                                (0, self._rank(b)),
                                 {
                                     "input": list(w),
                                     "meaning": "hard",
@@ -219,11 +223,15 @@ class LengthAccumulator:
                         ),
                     )
 
+    def _rank(self, b: int) -> int:
+        """Enumeration rank of word b of the current batch."""
+        return self._ranks[b] if self._ranks is not None else self._rank0 + b
+
     def _note_ties(self, hb: HardBatch, b: int, exp: Any, soft: SoftVerdict | None) -> None:
         """Count word b's hard ties (hard pass) or fill in the soft behaviour of the first."""
         m = self.model
         tied = self._tie_at[b]
-        rank = self._rank0 + b
+        rank = self._rank(b)
         if isinstance(m.output, AcceptOutput):
             positions = [m.position_index(m.accept_slot(self.n))]
         else:
@@ -293,7 +301,7 @@ class LengthAccumulator:
             m = self.model
             q, o = spec_position(m, int(i)), spec_position(m, int(j))
             rec.value = g
-            rec.key = (li, hi_, self._rank0 + int(b), q, o)
+            rec.key = (li, hi_, self._rank(int(b)), q, o)
             rec.witness = {
                 "input": list(hb.words[b]),
                 "layer": li,
@@ -449,7 +457,7 @@ class LengthAccumulator:
         self.soft_done = True
         self.max_prec = max(self.max_prec, prec)
         m = self.model
-        rank = self._rank0 + b
+        rank = self._rank(b)
         for li, (lo, hi, row) in enumerate(bounds):
             rec = self.errors[li]
             if lo > rec.lower:
@@ -483,7 +491,7 @@ class LengthAccumulator:
             top = hi.max()
             first = int(idx[int(np.argmax(hi == top))])  # first word (in rank order) at the top
             top_a = arb(float(top))
-            rank = self._rank0 + first
+            rank = self._rank(first)
             if rec.witness is None or top_a > rec.upper or (top_a == rec.upper and rank < rec.rank):
                 if top_a > rec.upper:
                     rec.upper = top_a
@@ -505,7 +513,7 @@ class LengthAccumulator:
 
     def _soft_decision(self, hb: HardBatch, b: int, verdict: SoftVerdict) -> None:
         word = list(hb.words[b])
-        rank = self._rank0 + b
+        rank = self._rank(b)
         hard = self._hard_decisions[b]
         o = self.model.output
         tied = self._tie_at[b]

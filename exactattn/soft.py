@@ -25,21 +25,6 @@ from flint import arb, arb_mat, ctx, fmpq, fmpz_mat
 from .hard import CompiledFFN, CompiledHead, CompiledModel, HardBatch, HeadTrace
 from .ratarray import RatArray
 
-
-class precision:
-    """Context manager that sets flint's working precision (bits) and restores it."""
-
-    def __init__(self, bits: int) -> None:
-        self.bits = bits
-
-    def __enter__(self) -> None:
-        self.saved = ctx.prec
-        ctx.prec = self.bits
-
-    def __exit__(self, *exc: object) -> None:
-        ctx.prec = self.saved
-
-
 _ZERO = arb(0)
 
 

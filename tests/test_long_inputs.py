@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from flint import arb, fmpq
+from flint import arb, ctx, fmpq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,7 +34,6 @@ from exactattn import model_from_dict, run_check
 from exactattn.hard import CompiledModel, _divide_rows, run_hard
 from exactattn.numbers import parse_decimal
 from exactattn.ratarray import RatArray, _scale, int_matmul
-from exactattn.soft import precision
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -111,7 +110,7 @@ def test_two_head_certified_at_n_1000() -> None:
     assert entry["min_margin"] == f"1/{n + 1}"
     err = entry["layers"][0]["error"]
     lo, hi = parse_decimal(err["lower"]), parse_decimal(err["upper"])
-    with precision(200):
+    with ctx.workprec(200):
         eps = 1 / (1 + arb(n).exp())
         assert arb(fmpq(lo.numerator, lo.denominator)) <= eps
         assert eps <= arb(fmpq(hi.numerator, hi.denominator))

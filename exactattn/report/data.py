@@ -129,6 +129,21 @@ class ReportData:
         return ok, "ok" if ok else "not ok", text
 
     @property
+    def legacy_tau_star(self) -> bool:
+        """Whether some length holds the single flat τ* bracket written before the split."""
+        return any(row.get("tau_star") and "invariant" not in row["tau_star"] for row in self.rows)
+
+    @property
+    def has_tau_scan(self) -> bool:
+        """Whether the τ* searches checked the grid below their lower ends (results written
+        before the monotonicity scan existed did not)."""
+        return any(
+            b is not None and "non_monotone" in b
+            for row in self.rows
+            for b in tau_star_brackets(row.get("tau_star"))
+        )
+
+    @property
     def tau_grid(self) -> str | None:
         """The grid τ*(n) was searched on (``2^(k/8)``), when the result says."""
         for row in self.rows:
@@ -183,6 +198,62 @@ class ReportData:
         sxy = sum((p[1] - mx) * (p[2] - my) for p in points)
         slope = sxy / sxx
         return PowerFit(log10_c=my - slope * mx, k=-slope, ns=tuple(p[0] for p in points))
+
+
+def tau_star_brackets(
+    tau_star: dict[str, Any] | None,
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(τ*_dec bracket, τ*_inv bracket) of one length's ``tau_star`` entry.
+
+    Results written before the two searches were split hold one flat bracket
+    (``{"lower", "upper", "grid", "probes"}``); its probe also required ε ≤ 1, so it is the
+    invariant bracket, and the decision bracket is unknown.
+    """
+    if not tau_star:
+        return None, None
+    if "decisions" in tau_star or "invariant" in tau_star:
+        return tau_star.get("decisions"), tau_star.get("invariant")
+    return None, tau_star
+
+
+def non_monotone_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """One plain sentence per length and bracket whose search found τ* not monotone (grid τ
+    bad below the bracket's lower end, or good above its upper end), with a witness; the
+    result file lists every such τ. Shared by the terminal and both report formats."""
+    out = []
+    for row in rows:
+        for name, b in zip(
+            ("τ*_dec", "τ*_inv"), tau_star_brackets(row.get("tau_star")), strict=True
+        ):
+            found = (b or {}).get("non_monotone") or []
+            bad = [f for f in found if f.get("found") != "good above upper"]
+            good = [f for f in found if f.get("found") == "good above upper"]
+            parts = []
+            if bad:
+                f = bad[-1]  # the one closest to the lower end
+                word = f.get("input") or []
+                text = "".join(word) if all(len(t) == 1 for t in word) else " ".join(word)
+                where = f" after layer {f['layer']}" if f.get("layer") is not None else ""
+                span = (
+                    f"τ = {f.get('tau')}"
+                    if len(bad) == 1
+                    else (f"{len(bad)} grid τ from {bad[0].get('tau')} to {f.get('tau')}")
+                )
+                parts.append(
+                    f"bad below its lower end {b.get('lower')} at {span} "  # type: ignore[union-attr]
+                    f"(witness at τ = {f.get('tau')}: {f.get('reason')}{where} on input '{text}')"
+                )
+            if good:
+                taus = (
+                    "τ = " + ", ".join(str(f.get("tau")) for f in good)
+                    if len(good) <= 3
+                    else f"{len(good)} grid values from {good[0].get('tau')} "
+                    f"to {good[-1].get('tau')}"
+                )
+                parts.append(f"good above its upper end {b.get('upper')} at {taus}")  # type: ignore[union-attr]
+            if parts:
+                out.append(f"n = {row['n']}: {name} is not monotone: " + "; ".join(parts) + ".")
+    return out
 
 
 def load(result: dict[str, Any]) -> ReportData:

@@ -1,4 +1,5 @@
-"""Figures for reports: γ(n) with a power-law fit, per-layer errors, τ*(n) against τ_thm(n).
+"""Figures for reports: γ(n) with a power-law fit, per-layer errors, τ*_dec(n) and τ*_inv(n)
+against τ_thm(n).
 
 Rendering is deterministic (Agg canvas, fixed hash salt, no dates or software versions in the
 files) so regenerated reports do not churn. Values come from exact or certified strings; their
@@ -17,7 +18,7 @@ from typing import Any
 
 from .closed import form_latex
 from .closed import values as closed_values
-from .data import PowerFit, ReportData
+from .data import PowerFit, ReportData, tau_star_brackets
 from .fmt import fit_tex, parse_decimal, parse_rational
 
 #: Largest |log10| plotted on a native (float) log axis; beyond, the exponent axis is used.
@@ -213,35 +214,48 @@ def error_figure(data: ReportData, path: Path) -> Path:
 
 
 def tau_figure(data: ReportData, path: Path) -> Path:
-    """τ*(n) (largest faithful temperature found) against τ_thm(n) (the theorem's), log y."""
+    """τ*_dec(n) and τ*_inv(n) (lower ends of the searched brackets) against τ_thm(n), log y."""
     fig, ax = _new_figure()
-    star, star_open, thm = [], [], []
+    series: dict[str, tuple[list, list]] = {"dec": ([], []), "inv": ([], [])}
+    thm = []
     for row in data.rows:
-        found = row.get("tau_star")
-        if found is not None and found.get("lower") is not None:
-            point = (row["n"], parse_decimal(found["lower"]).log10())
-            (star if found.get("upper") is not None else star_open).append(point)
+        for name, found in zip(("dec", "inv"), tau_star_brackets(row.get("tau_star")), strict=True):
+            if found is not None and found.get("lower") is not None:
+                point = (row["n"], parse_decimal(found["lower"]).log10())
+                closed, open_ = series[name]
+                (closed if found.get("upper") is not None else open_).append(point)
         theorem = (row.get("bounds") or {}).get("tau_theorem")
         if theorem is not None:
             thm.append((row["n"], parse_decimal(theorem["lower"]).log10()))
-    axis = _LogAxis(ax, [p[1] for p in star + star_open + thm])
-    if star:
-        ax.plot(
-            [p[0] for p in star],
-            [axis.y(p[1]) for p in star],
-            "o-",
-            color=COLORS[0],
-            label=r"$\tau^*(n)$ (search, lower end)",
-        )
-    if star_open:
-        ax.plot(
-            [p[0] for p in star_open],
-            [axis.y(p[1]) for p in star_open],
-            "^",
-            color=COLORS[0],
-            mfc="none",
-            label=r"$\tau^*(n) \geq$ this (search reached its top)",
-        )
+    every = [p[1] for c, o in series.values() for p in c + o] + [p[1] for p in thm]
+    axis = _LogAxis(ax, every)
+    style = {
+        "dec": ("o-", COLORS[0], r"$\tau^*_{\mathrm{dec}}(n)$", -0.06),
+        "inv": ("D-", COLORS[2], r"$\tau^*_{\mathrm{inv}}(n)$ ($\varepsilon \leq 1$ too)", 0.06),
+    }
+    open_label = r"$\tau^* \geq$ this (search reached its top)"
+    for name, (closed, open_) in series.items():
+        marker, color, label, shift = style[name]
+        if closed:
+            ax.plot(
+                [p[0] for p in closed],
+                [axis.y(p[1]) for p in closed],
+                marker,
+                color=color,
+                markersize=9 if name == "dec" else 5,  # equal values stay visible
+                label=label,
+            )
+        if open_:  # side by side when both searches reached the top
+            ax.plot(
+                [p[0] + shift for p in open_],
+                [axis.y(p[1]) for p in open_],
+                "^",
+                color=color,
+                mfc="none",
+                label=open_label if closed else label + r" $\geq$ this (search reached its top)",
+            )
+            if closed:
+                open_label = "_nolegend_"
     if thm:
         ax.plot(
             [p[0] for p in thm],

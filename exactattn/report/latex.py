@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from . import closed, fmt
-from .data import ReportData
+from .data import ReportData, non_monotone_lines, tau_star_brackets
 from .fmt import Bracket, Frac, Interval, Num, Shown, Special
 
 PACKAGES = ["amsmath", "booktabs", "graphicx"]
@@ -314,24 +314,56 @@ def temperatures_table(data: ReportData) -> list[str]:
     rows = []
     for row in data.rows:
         theorem = (row.get("bounds") or {}).get("tau_theorem")
+        dec, inv = tau_star_brackets(row.get("tau_star"))
         rows.append(
             [
                 str(row["n"]),
                 cell(fmt.certified(row.get("tau"))),
                 cell(fmt.certified(theorem)),
-                cell(fmt.search_bracket(row.get("tau_star"))),
+                cell(fmt.search_bracket(dec)),
+                cell(fmt.search_bracket(inv)),
             ]
         )
     grid = f" on the grid ${_grid_math(data.tau_grid)}$" if data.tau_grid else ""
     caption = (
         rf"Temperatures for {tt(data.model)}: the $\tau(n)$ used, $\tau_{{\mathrm{{thm}}}}(n)$ "
-        r"that the proved bounds guarantee (a certified enclosure), and $\tau^*(n)$ from a "
-        rf"search{grid}: [largest temperature found to keep every decision, next temperature "
-        r"found not to], rounded outward; $\infty$ means the search reached its top, $0$ that "
-        r"even its smallest temperature failed."
+        r"that the proved bounds guarantee (a certified enclosure), and the brackets "
+        rf"$\tau^*_{{\mathrm{{dec}}}}(n)$ and $\tau^*_{{\mathrm{{inv}}}}(n)$ from certified "
+        rf"searches{grid}, each the first crossing met when warming the model up from its own "
+        r"$\tau(n)$: [last temperature found good, next grid temperature, found bad], rounded "
+        r"outward. $\tau^*_{\mathrm{dec}}$ asks that every decision agree with the hard "
+        r"meaning and none be undecided; $\tau^*_{\mathrm{inv}}$ asks in addition that "
+        r"$\varepsilon\le1$ after every layer that feeds another (the per-layer lemma's "
+        r"hypothesis). $\infty$ means the search reached its top, $0$ that even its smallest "
+        r"temperature failed. Nothing between grid points is certified."
     )
-    head = [r"$n$ & $\tau(n)$ used & $\tau_{\mathrm{thm}}(n)$ & $\tau^*(n)$ \\"]
-    return _table(f"tab:exactattn-{data.slug}-temperatures", caption, "rlll", head, rows)
+    if data.legacy_tau_star:
+        caption += (
+            r" This result predates the split into two searches: its single bracket (searched "
+            r"from $\tau = 1$, without the monotonicity scan) also required $\varepsilon\le1$, "
+            r"so it is shown as $\tau^*_{\mathrm{inv}}$."
+        )
+    lines = non_monotone_lines(data.rows)
+    if data.has_tau_scan:
+        caption += r" Every grid temperature from a lower end down to the model's $\tau(n)$ was "
+        caption += (
+            r"checked too; not monotone in $\tau$: " + " ".join(_star_text(x) for x in lines)
+            if lines
+            else "checked too, and none was found bad."
+        )
+    head = [
+        r"$n$ & $\tau(n)$ used & $\tau_{\mathrm{thm}}(n)$ & $\tau^*_{\mathrm{dec}}(n)$ & "
+        r"$\tau^*_{\mathrm{inv}}(n)$ \\"
+    ]
+    return _table(f"tab:exactattn-{data.slug}-temperatures", caption, "rllll", head, rows)
+
+
+def _star_text(line: str) -> str:
+    """A plain-text τ* sentence as LaTeX text, with τ*_dec / τ*_inv set as math."""
+    out = text(line.replace("τ*_dec", "TAUSTARDEC").replace("τ*_inv", "TAUSTARINV"))
+    return out.replace("TAUSTARDEC", r"$\tau^*_{\mathrm{dec}}$").replace(
+        "TAUSTARINV", r"$\tau^*_{\mathrm{inv}}$"
+    )
 
 
 def _grid_math(grid: str) -> str:
@@ -441,9 +473,11 @@ def figure_captions(data: ReportData) -> dict[str, str]:
     }
     if data.has_figure_tau:
         captions["tau"] = (
-            rf"Temperatures for {tt(data.model)} on a log axis: $\tau^*(n)$, the largest "
-            r"temperature found faithful, against $\tau_{\mathrm{thm}}(n)$, the temperature the "
-            r"theorem guarantees (lower ends of the enclosures)."
+            rf"Temperatures for {tt(data.model)} on a log axis (lower ends of the brackets and "
+            r"enclosures): $\tau^*_{\mathrm{dec}}(n)$, the largest grid temperature found to keep "
+            r"every decision, and $\tau^*_{\mathrm{inv}}(n)$, the largest found to keep also "
+            r"$\varepsilon\le1$ where the proof needs it, against $\tau_{\mathrm{thm}}(n)$, the "
+            r"temperature the theorem guarantees."
         )
     return captions
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import closed, fmt
-from .data import ReportData
+from .data import ReportData, non_monotone_lines, tau_star_brackets
 from .fmt import Bracket, Frac, Interval, Num, Shown, Special
 
 NOTATION = (
@@ -20,7 +20,7 @@ NOTATION = (
 ALT = {
     "gamma": "γ(n) against n on log–log axes",
     "error": "certified per-layer error against n",
-    "tau": "τ*(n) against τ_thm(n)",
+    "tau": "τ*_dec(n) and τ*_inv(n) against τ_thm(n)",
 }
 
 
@@ -211,25 +211,46 @@ def temperatures_table(data: ReportData) -> list[str]:
     rows = []
     for row in data.rows:
         theorem = (row.get("bounds") or {}).get("tau_theorem")
+        dec, inv = tau_star_brackets(row.get("tau_star"))
         rows.append(
             [
                 str(row["n"]),
                 value(fmt.certified(row.get("tau"))),
                 value(fmt.certified(theorem)),
-                value(fmt.search_bracket(row.get("tau_star"))),
+                value(fmt.search_bracket(dec)),
+                value(fmt.search_bracket(inv)),
             ]
         )
-    return table(["n", "τ(n) used", "τ_thm(n)", "τ*(n)"], rows, {0})
+    return table(["n", "τ(n) used", "τ_thm(n)", "τ*_dec(n)", "τ*_inv(n)"], rows, {0})
 
 
 def temperatures_note(data: ReportData) -> str:
     grid = f" on the grid {code(data.tau_grid)}" if data.tau_grid else ""
-    return (
+    text = (
         "τ_thm(n) is the temperature the proved bounds guarantee (a certified enclosure). "
-        f"τ*(n) comes from a search{grid}: [largest temperature found to keep every decision, "
-        "next temperature found not to], rounded outward; ∞ means the search reached its top, "
-        "0 that even its smallest temperature failed; — means not computed."
+        f"τ*_dec(n) and τ*_inv(n) come from certified searches{grid}, each the first crossing "
+        "met when warming the model up from its own τ(n): [last temperature found good, next "
+        "grid temperature, found bad], rounded outward. τ*_dec "
+        "asks that every decision agree with the hard meaning and none be undecided (where "
+        "softmax stops deciding like hardmax); τ*_inv asks in addition that ε ≤ 1 after every "
+        "layer that feeds another (the hypothesis of the per-layer lemma: where the proof "
+        "technique stops applying). ∞ means the search reached its top, 0 that even its "
+        "smallest temperature failed; — means not computed. Nothing between grid points is "
+        "certified."
     )
+    if data.legacy_tau_star:
+        text += (
+            " This result predates the split into two searches: its single bracket (searched "
+            "from τ = 1, without the monotonicity scan) also required ε ≤ 1, so it is shown as "
+            "τ*_inv."
+        )
+    lines = non_monotone_lines(data.rows)
+    if data.has_tau_scan:
+        text += (
+            " Every grid temperature from a lower end down to the model's τ(n) was checked too"
+            + ("; not monotone in τ: " + " ".join(lines) if lines else ", and none was found bad.")
+        )
+    return text
 
 
 def figure_captions(data: ReportData) -> dict[str, str]:
@@ -259,8 +280,10 @@ def figure_captions(data: ReportData) -> dict[str, str]:
     }
     if data.has_figure_tau:
         captions["tau"] = (
-            "Temperatures on a log axis: τ*(n), the largest temperature found faithful, against "
-            "τ_thm(n), the temperature the theorem guarantees (lower ends of the enclosures)."
+            "Temperatures on a log axis (lower ends of the brackets and enclosures): τ*_dec(n), "
+            "the largest grid temperature found to keep every decision, and τ*_inv(n), the "
+            "largest found to keep also ε ≤ 1 where the proof needs it, against τ_thm(n), the "
+            "temperature the theorem guarantees."
         )
     return captions
 
