@@ -252,6 +252,39 @@ def _dot_keys(a: MR, b: MR) -> MR:
     return sm, _floor(sr)
 
 
+def _rat_mid(num: np.ndarray, den: int) -> np.ndarray:
+    """num/den as floats (the midpoints of :func:`from_rat`)."""
+    if den & (den - 1) == 0 and den < 2**900:
+        return num.astype(np.float64) * (1.0 / den)
+    return num.astype(np.float64) / float(den)
+
+
+def _dot_weight(a: MR, den: int) -> np.ndarray:
+    """Q with |Σ_j a_j·x_j − Σ_j fl(a_m,j·x_j)| ≤ Σ_j |x_j|·Q_j for x exact rationals over
+    den given by their float midpoints (rad |x|·c_v, as from_rat)."""
+    T = a[0].shape[1]
+    c_v = CONV + 2.0 * TINY * den
+    rho = (T + 2) * SUM_U
+    q = np.abs(a[0]) * (c_v + rho)
+    q += a[1] * (1 + c_v)
+    return q
+
+
+def _dot_exact(am: np.ndarray, xm: np.ndarray, q: np.ndarray) -> MR:
+    """Σ_j a[:, j]·x[:, j] for x exact (see :func:`_dot_weight`), fixed order."""
+    T = am.shape[1]
+    pm = am * xm
+    pr = np.abs(xm)
+    pr *= q
+    sm = pm[:, 0].copy()
+    sr = pr[:, 0].copy()
+    for j in range(1, T):
+        sm += pm[:, j]
+        sr += pr[:, j]
+    sr *= 1 + (T + 4) * SUM_U
+    return sm, _floor(sr)
+
+
 def _sum_keys(a: MR) -> MR:
     """Σ over axis 1 in a fixed order."""
     m, r = a
@@ -534,12 +567,23 @@ def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]
             for j in range(1, T):
                 np.maximum(smax, sT[:, j] + pen[j], out=smax)
             gnum = (smax[:, None, :] - sT).reshape(-1)[ir]
-        g = from_rat(gnum, tr.scores.den)
-        if ds is None:
-            X = (-g[0], g[1])
+        sden = tr.scores.den
+        if ds is None and sden < 2**400:
+            # E = −g/τ with g > 0 exact: |E − m| ≤ |m|·(c_g + ρ_τ(1 + c_g))·(1 + W) + |m|·W
+            gm = _rat_mid(gnum, sden)
+            c_g = CONV + 2.0 * TINY * sden
+            rho_t = float(inv_tau[1]) / float(inv_tau[0])
+            kk = (c_g + rho_t * (1 + c_g)) * (1 + WIDEN) * (1 + WIDEN) + 2 * WIDEN
+            em = gm * (-float(inv_tau[0]))
+            E = (em, em * (-kk) + TINY)
         else:
-            X = sub((ds[0].reshape(-1)[ir], ds[1].reshape(-1)[ir]), g)
-        wm, wr = mr_exp(mul(X, inv_tau))
+            g = from_rat(gnum, sden)
+            if ds is None:
+                X = (-g[0], g[1])
+            else:
+                X = sub((ds[0].reshape(-1)[ir], ds[1].reshape(-1)[ir]), g)
+            E = mul(X, inv_tau)
+        wm, wr = mr_exp(E)
         uw_m[ir] = wm
         uw_r[ir] = wr
     uw_m = uw_m.reshape(shape)
@@ -583,6 +627,8 @@ def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]
     out: Cols = {}
     da_nz = bool(da[1].any())
     jref = np.argmax(top_q, axis=2)  # (B, i): first top key of every query (0 if none)
+    vden = tr.v.den
+    Qv: np.ndarray | None = None
     for c in range(len(vc)):
         acc: MR | None = None
         if c in dv:
@@ -596,10 +642,18 @@ def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]
             # hard value of row i's first top key: equal values cancel exactly, not ± width
             vn = tr.v.num[..., c]
             vref = np.take_along_axis(vn, jref, axis=1)  # (B, i)
-            vd = from_rat(vn[:, :, None] - vref[:, None, :], tr.v.den)  # (B, j, i)
-            if c in dv:
-                vd = add(vd, (dv[c][0][:, :, None], dv[c][1][:, :, None]))
-            t = _dot_keys(da, vd)
+            dn = vn[:, :, None] - vref[:, None, :]  # (B, j, i)
+            if c in dv or vden >= 2**400:
+                vd = from_rat(dn, vden)
+                if c in dv:
+                    vd = add(vd, (dv[c][0][:, :, None], dv[c][1][:, :, None]))
+                t = _dot_keys(da, vd)
+            else:
+                # exact hard differences: rad = |vd|·c_v, so the radius of every product is
+                # |vd_j|·Q_j with Q shared by all value columns
+                if Qv is None:
+                    Qv = _dot_weight(da, vden)
+                t = _dot_exact(da[0], _rat_mid(dn, vden), Qv)
             acc = t if acc is None else add(acc, t)
         if acc is not None:
             out[c] = acc
