@@ -264,10 +264,14 @@ def check_shard(
         if not job.hard_only:
             settled = None
             if use_float:
-                fb = certify_float(cm, hb, ftaus)
-                settled = fb.settled
-                acc.add_soft_float(hb, fb, settled)
-                acc.float_settled += int(settled.sum())
+                try:
+                    fb = certify_float(cm, hb, ftaus)
+                except OverflowError:  # numerators beyond float range: arb for the batch
+                    fb = None
+                if fb is not None:
+                    settled = fb.settled
+                    acc.add_soft_float(hb, fb, settled)
+                    acc.float_settled += int(settled.sum())
             for b in range(len(chunk)):
                 if settled is not None and settled[b]:
                     continue
