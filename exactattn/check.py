@@ -94,7 +94,8 @@ class Temperatures:
             raise ModelError(
                 path,
                 f"τ({n}) = '{expr.text}' is undefined at n = {n}: {exc}",
-                "use a temperature defined for every checked n (or raise --min-n)",
+                "use a temperature defined for every checked n (or raise --min-n); every "
+                "temperature in the file is checked, even one no head uses",
             ) from None
         if v > 0:
             return v
@@ -209,6 +210,7 @@ class CheckResult:
     lengths: list[dict[str, Any]] = field(default_factory=list)
     interrupted: bool = False
     bounds: dict[int, Any] = field(default_factory=dict)
+    complete: bool = False  # every requested length finished (a partial run is never "clean")
 
     def verdict(self) -> dict[str, Any]:
         problems = []
@@ -249,11 +251,20 @@ class CheckResult:
             }
         ns = [r["n"] for r in self.lengths]
         rng = f"n = {min(ns)}..{max(ns)}" if ns else "no lengths"
+        if not self.complete:
+            asked = f"n = {self.settings.get('min_n')}..{self.settings.get('max_n')}"
+            why = "interrupted" if self.interrupted else "still running or stopped"
+            return {
+                "ok": False,
+                "status": "incomplete",
+                "summary": f"no problem found for {rng}, but {asked} was asked for "
+                f"and the run was {why}",
+            }
         return {"ok": True, "status": "clean", "summary": f"no problem found for {rng}"}
 
     def exit_code(self) -> int:
         v = self.verdict()
-        return {"clean": 0, "problems": 1, "undecided": 3}[v["status"]]
+        return {"clean": 0, "problems": 1, "undecided": 3, "incomplete": 130}[v["status"]]
 
     def to_json(self) -> dict[str, Any]:
         m = self.model
@@ -329,10 +340,12 @@ def run_check(
         },
     )
     # refuse a model that breaks at some checked n before any work (and any file) is done
+    # (every temperature in the file, used by a head or not, so no expression is skipped)
     for n in range(lo, max_n + 1):
         model.position_vectors(n)
         if not hard_only:
             Temperatures(model, override).at(n, BASE_PREC)
+            Temperatures(model, override).display(n)
     try:
         for n in range(lo, max_n + 1):
             temps = Temperatures(model, override)
@@ -363,6 +376,8 @@ def run_check(
                 on_length(result)
     except KeyboardInterrupt:
         result.interrupted = True
+    else:
+        result.complete = True
     return result
 
 

@@ -260,7 +260,9 @@ def _save(fig: Any, ax: Any, path: Path) -> Path:
         FigureCanvasAgg(fig)
         fig.tight_layout()
         suffix = path.suffix.lstrip(".")
-        fig.savefig(path, format=suffix, metadata=METADATA.get(suffix))
+        from ..atomic import write_with
+
+        write_with(path, lambda tmp: fig.savefig(tmp, format=suffix, metadata=METADATA.get(suffix)))
     return path
 
 
