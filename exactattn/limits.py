@@ -92,7 +92,7 @@ def check_tree(tree: Any, source: str) -> None:
 
 def _too_deep(where: str) -> None:
     raise ModelError(
-        where,
+        where if len(where) <= 60 else where[:60] + "…",
         f"the JSON is nested deeper than the limit of {MAX_DEPTH} levels (docs/limits.md)",
         "flatten the file; model and result files need fewer than 10 levels",
     )

@@ -886,7 +886,9 @@ class _Reader:
                 try:
                     parse_ltl(formula, alphabet)
                 except ValueError as exc:
-                    raise ModelError("reference.formula", str(exc), "see docs/ltl.md") from None
+                    raise ModelError(
+                        "reference.formula", str(exc), "see docs/constructions.md"
+                    ) from None
             return Reference("ltl", formula=formula)
         if kind == "dyck":
             o = self.obj(x, "reference", {"kind", "pairs"}, required=("pairs",))
