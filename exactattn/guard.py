@@ -22,7 +22,7 @@ EXIT_UNDECIDED = 3
 EXIT_INTERNAL = 4
 EXIT_INTERRUPTED = 130
 
-ISSUES_URL = "https://github.com/exactattn/exactattn/issues"
+REPORT_TO = "the exactattn issue tracker (where you got exactattn; see README.md, 'Exit codes')"
 
 
 def debug_enabled() -> bool:
@@ -58,7 +58,7 @@ def internal_error(exc: BaseException) -> NoReturn:
     what = cap_message(f"{type(exc).__name__}: {exc}")
     _say(
         f"internal error (a bug in exactattn, not a finding about the model): {what}\n"
-        f"Please report it at {ISSUES_URL} with the command line and the input files"
+        f"Please report it to {REPORT_TO} with the command line and the input files"
         + ("." if debug_enabled() else "; rerun with --debug for the traceback.")
     )
     sys.exit(EXIT_INTERNAL)

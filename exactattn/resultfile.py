@@ -8,6 +8,8 @@ naming the JSON path (exit 2), never in a traceback. Unknown keys are allowed (e
 from __future__ import annotations
 
 import re
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from .errors import ModelError
@@ -59,6 +61,18 @@ def _interval(x: Any, path: str, nullable_ends: bool = False, rational: bool = F
         if x[end] is None and nullable_ends:
             continue
         _number(x[end], f"{path}.{end}", rational=rational, allow_inf=True)
+    lo, hi = x["lower"], x["upper"]
+    if lo is not None and hi is not None and _value(lo) > _value(hi):
+        _fail(path, f"lower end {clip(lo)} is above upper end {clip(hi)}")
+
+
+def _value(text: str) -> Any:
+    """An exact comparable value of a validated number string (Decimal, or Fraction if p/q)."""
+    if text in ("inf", "-inf"):
+        return Decimal(text)
+    if "/" in text:
+        return Fraction(text)
+    return Decimal(text)
 
 
 def _opt(x: Any, path: str, check: Any, *args: Any) -> None:
