@@ -59,7 +59,7 @@ def clip(text: str, limit: int = 60) -> str:
 
 
 def _join(path: str, key: str) -> str:
-    key = clip(key, 40)
+    key = clip(key, 40) if len(key) <= 40 else clip(key[:40], 40) + "…"
     return f"{path}.{key}" if path else key
 
 
@@ -139,7 +139,7 @@ def cap_message(text: str) -> str:
     if not text.isprintable():
         text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
     if len(text) > MAX_MESSAGE:
-        text = text[: MAX_MESSAGE - 30] + f"… (message cut, {len(text):,} characters)"
+        text = text[: MAX_MESSAGE - 40] + f"… (message cut, {len(text):,} characters)"
     return text
 
 

@@ -349,7 +349,8 @@ def run_case(kind: str, args: list[str], workdir: Path, timeout: float = 20.0) -
     )
 
 
-_PATHISH = re.compile(r"^error: [^\s:]*[^\s]*: |^error: --\w|^error: input symbol|^error: n = ")
+# "error: <JSON path or file>: <what> (fix: <how>)"; CLI options and inputs name themselves
+_PATHISH = re.compile(r"^error: .{1,200}?: |^error: --\w|^error: input symbol|^error: n = ")
 
 
 def problems(o: Outcome) -> list[str]:
