@@ -136,6 +136,8 @@ def check(
     lo = model.min_length if min_n is None else min_n
     if max_n < lo:
         raise click.UsageError(f"--max-n {max_n} is below the smallest length {lo}")
+    for n in (lo, max_n):  # before the estimate, which already evaluates inputs
+        model.check_length(n)
     total = count_inputs(model, lo, max_n)
     estimate = _estimate(model, lo, max_n, hard_only)
     if not quiet:
