@@ -1,7 +1,7 @@
 """The long fuzz run: ``python tests/fuzz_long.py COUNT [--seed S] [--timeout SEC]``.
 
 Runs COUNT random hostile cases (see tests/fuzzing.py) in this process, one core, with a
-per-case timeout, and prints the counts: cases by kind, exit codes, contract breaks
+per-case CPU-time limit, and prints the counts: cases by kind, exit codes, contract breaks
 (tracebacks, exit 4, hangs, bad exit-2 messages). Failing cases are saved under
 ``--save DIR`` (default ./fuzz-failures) with their command line, so each can be replayed
 with ``exactattn <args>``. Exit status 0 when no case broke the contract.
@@ -29,7 +29,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("count", type=int)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--timeout", type=float, default=30.0, help="seconds per case")
+    ap.add_argument("--timeout", type=float, default=10.0, help="CPU seconds per case")
     ap.add_argument(
         "--figures", type=float, default=0.02, help="share of report cases with figures"
     )
