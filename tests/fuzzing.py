@@ -367,7 +367,7 @@ def problems(o: Outcome) -> list[str]:
     if "Traceback" in o.stderr:
         out.append("traceback on stderr")
     if o.code not in (0, 1, 2, 3):
-        out.append(f"exit code {o.code}: {o.stderr.strip()[-300:]}")
+        out.append(f"exit code {o.code}: {o.stderr.strip()[:300]}")
     if o.code == 2:
         lines = o.stderr.strip().splitlines()
         click_usage = len(lines) >= 3 and lines[0].startswith("Usage:")

@@ -57,3 +57,21 @@ def test_model_given_as_a_dict_and_bad_argument():
     assert_gap(d, 2, Fraction(1, 3))
     with pytest.raises(UsageError):
         assert_gap(42, 2, 1)  # type: ignore[arg-type]
+
+
+def test_readme_example_runs():
+    """The README's exactattn.testing example is real code that passes."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = [b for b in readme.split("```python")[1:] if "exactattn.testing" in b]
+    assert len(blocks) == 1
+    code = blocks[0].split("```")[0]
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - our own README
+    import os
+
+    cwd = os.getcwd()
+    os.chdir(ROOT)  # the example uses paths relative to the repository
+    try:
+        namespace["test_dyck1"]()
+    finally:
+        os.chdir(cwd)
