@@ -113,7 +113,7 @@ def validate_result(data: Any, source: str = "result") -> None:
         _opt(info.get("temperature"), "model_info.temperature", _str, 10_000)
         _opt(info.get("d"), "model_info.d", _int, 1)
         seen: set[int] = set()
-        for i, e in enumerate(_list(_or_empty(info.get("layers")), "model_info.layers")):
+        for i, e in enumerate(_list(info.get("layers", []), "model_info.layers")):
             p = f"model_info.layers[{i}]"
             _obj(e, p)
             _int(e.get("index"), f"{p}.index")
@@ -173,7 +173,7 @@ def _row(row: Any, p: str, ns: set[int]) -> None:
         _obj(rm, f"{p}.reference_mismatches")
         _int(rm.get("hard"), f"{p}.reference_mismatches.hard")
         _opt(rm.get("soft"), f"{p}.reference_mismatches.soft", _int)
-    for j, e in enumerate(_list(_or_empty(row.get("layers")), f"{p}.layers")):
+    for j, e in enumerate(_list(row.get("layers", []), f"{p}.layers")):
         lp = f"{p}.layers[{j}]"
         _obj(e, lp)
         _int(e.get("index"), f"{lp}.index")
@@ -185,7 +185,7 @@ def _row(row: Any, p: str, ns: set[int]) -> None:
             _obj(ew, f"{lp}.error_witness")
             _opt(ew.get("input"), f"{lp}.error_witness.input", _word)
             _opt(ew.get("position"), f"{lp}.error_witness.position", _int)
-        for h, head in enumerate(_list(_or_empty(e.get("heads")), f"{lp}.heads")):
+        for h, head in enumerate(_list(e.get("heads", []), f"{lp}.heads")):
             hp = f"{lp}.heads[{h}]"
             _obj(head, hp)
             _opt(head.get("index"), f"{hp}.index", _int)
@@ -194,7 +194,7 @@ def _row(row: Any, p: str, ns: set[int]) -> None:
     b = row.get("bounds")
     if b is not None:
         _obj(b, f"{p}.bounds")
-        for j, e in enumerate(_list(_or_empty(b.get("layers")), f"{p}.bounds.layers")):
+        for j, e in enumerate(_list(b.get("layers", []), f"{p}.bounds.layers")):
             bp = f"{p}.bounds.layers[{j}]"
             _obj(e, bp)
             _int(e.get("index"), f"{bp}.index")
@@ -207,8 +207,3 @@ def _row(row: Any, p: str, ns: set[int]) -> None:
         _interval(ts, f"{p}.tau_star", nullable_ends=True, rational=True)
         _opt(ts.get("grid"), f"{p}.tau_star.grid", _str, MAX_NAME)
         _opt(ts.get("probes"), f"{p}.tau_star.probes", _int)
-
-
-def _or_empty(x: Any) -> Any:
-    """An absent (null) list is empty; any other falsy value (0, "") is still checked."""
-    return [] if x is None else x
