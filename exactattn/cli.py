@@ -67,7 +67,13 @@ class _Group(click.Group):
 
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
+        except click.ClickException as exc:  # click's usage errors: exit 2, message capped
+            from .limits import cap_message
+
+            fmt = exc.format_message
+            exc.format_message = lambda: cap_message(fmt())  # type: ignore[method-assign]
+            raise
+        except (click.exceptions.Exit, click.Abort):
             raise
         except ExactAttnError as exc:
             bad_input(exc)

@@ -261,3 +261,10 @@ def test_error_messages_are_capped() -> None:
 
     e = ModelError("x" * 100_000, "y" * 100_000, "z\nw")
     assert len(str(e)) <= 600 and "\n" not in str(e)
+
+
+def test_click_usage_errors_are_capped(tmp_path: Path) -> None:
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps(BASE))
+    o = run(tmp_path, ["check", str(p), "--max-n", "x" * 100_000])
+    assert o.code == 2 and len(o.stderr) < 1000 and "--max-n" in o.stderr
