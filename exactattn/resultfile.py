@@ -150,7 +150,8 @@ def _row(row: Any, p: str, ns: set[int]) -> None:
     if row["n"] in ns:
         _fail(f"{p}.n", f"n = {row['n']} appears twice")
     ns.add(row["n"])
-    _opt(row.get("inputs"), f"{p}.inputs", _int)
+    if "inputs" in row:  # summed by the writers: null is not a count
+        _int(row["inputs"], f"{p}.inputs")
     _opt(row.get("gamma"), f"{p}.gamma", _number, True)
     _opt(row.get("x_max"), f"{p}.x_max", _number, True)
     _opt(row.get("min_margin"), f"{p}.min_margin", _number, True)
