@@ -57,9 +57,13 @@ class CheckResult:
     lengths: list[LengthRecord] = field(default_factory=list)
     interrupted: bool = False
     max_prec: int = MAX_PREC
+    complete: bool = False  # every requested length finished (a partial run is never "clean")
 
     def verdict(self) -> Verdict:
-        return verdict_of(self.lengths, self.max_prec)
+        asked = None if self.complete else (self.settings["min_n"], self.settings["max_n"])
+        return verdict_of(
+            self.lengths, self.max_prec, incomplete=asked, interrupted=self.interrupted
+        )
 
     def exit_code(self) -> int:
         return self.verdict().exit_code
@@ -157,10 +161,13 @@ def run_check(
         max_prec=max_prec,
     )
     # refuse a model that breaks at some checked n before any work (and any file) is done
+    # (every temperature in the file, used by a head or not, so no expression is skipped)
+    # (every temperature in the file, used by a head or not, so no expression is skipped)
     for n in range(lo, max_n + 1):
         model.position_vectors(n)
         if not hard_only:
             Temperatures(model, override).at(n, BASE_PREC)
+            Temperatures(model, override).display(n)
     tau_text = override.text if override is not None else None
     try:
         for n in range(lo, max_n + 1):
@@ -197,6 +204,8 @@ def run_check(
                 on_length(result)
     except KeyboardInterrupt:
         result.interrupted = True
+    else:
+        result.complete = True
     return result
 
 

@@ -2,7 +2,8 @@
 
 Exit codes: 0 clean; 1 a disagreement, invariant failure, reference mismatch or
 bound violation was found; 2 bad input or usage; 3 something could not be
-certified (undecided); 130 interrupted (finished lengths are kept).
+certified (undecided); 4 internal error (a bug: short message, traceback with
+--debug); 130 interrupted (finished lengths are kept). See exactattn/guard.py.
 """
 
 from __future__ import annotations
@@ -28,23 +29,49 @@ DEFAULT_MAX_INPUTS = 50_000_000
 
 
 def _fail(exc: Exception) -> None:
-    err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-    sys.exit(2)
+    from .guard import bad_input
+
+    bad_input(exc)
 
 
 class _Group(click.Group):
-    """Turns our errors into one clear message and exit code 2."""
+    """Every outcome becomes its documented exit code (exactattn/guard.py).
+
+    Our errors are one clear message and exit 2; Ctrl-C is 130; an unexpected exception is
+    an internal error, exit 4 (never 1, which means "problem found").
+    """
 
     def invoke(self, ctx: click.Context) -> Any:
+        from .guard import bad_input, internal_error, interrupted
+
         try:
             return super().invoke(ctx)
+        except click.ClickException as exc:  # click's usage errors: exit 2, message capped
+            from .limits import cap_message
+
+            fmt = exc.format_message
+            exc.format_message = lambda: cap_message(fmt())  # type: ignore[method-assign]
+            raise
+        except (click.exceptions.Exit, click.Abort):
+            raise
         except ExactAttnError as exc:
-            _fail(exc)
+            bad_input(exc)
+        except KeyboardInterrupt:
+            interrupted()
+        except OSError as exc:  # a path the user gave: unreadable, unwritable, missing
+            where = f" {exc.filename}" if exc.filename else ""
+            bad_input(
+                f"cannot use the file{where}: {exc.strerror or exc} "
+                "(fix: check the path and its permissions)"
+            )
+        except Exception as exc:  # noqa: BLE001 - the last line of defence
+            internal_error(exc)
 
 
 @click.group(cls=_Group)
 @click.version_option(package_name="exactattn")
-def main() -> None:
+@click.option("--debug", is_flag=True, help="Show the traceback of an internal error (exit 4).")
+def main(debug: bool) -> None:
     """Check, with exact arithmetic, when softmax attention simulates hard attention."""
 
 
@@ -116,6 +143,8 @@ def check(
     lo = model.min_length if min_n is None else min_n
     if max_n < lo:
         raise click.UsageError(f"--max-n {max_n} is below the smallest length {lo}")
+    for n in (lo, max_n):  # before the estimate, which already evaluates inputs
+        model.check_length(n)
     total = count_inputs(len(model.alphabet), lo, max_n)
     seconds = estimate(model, lo, max_n, hard_only, jobs=jobs)
     if not quiet:
@@ -416,6 +445,8 @@ def eval_cmd(model_path: str, word: str, tau: str | None, sep: str | None) -> No
     from .show import show_evaluation
 
     model = load_model(model_path)
+    if sep == "":
+        raise click.UsageError('--sep "" splits nothing: give a non-empty separator or omit --sep')
     if sep is not None:
         tokens = [t for t in word.split(sep) if t]
     elif " " in word:
@@ -530,8 +561,9 @@ def build_models(directory: str, verify: bool) -> None:
             if not path.exists() or path.read_text(encoding="utf-8") != text:
                 stale.append(name)
             continue
-        d.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        from .jsonio import write_text_atomic
+
+        write_text_atomic(path, text)
         err_console.print(f"wrote {path}", highlight=False)
     if stale:
         err_console.print(
@@ -603,10 +635,17 @@ def import_tracr(params: str, meta: str, out: str | None) -> None:
 def report(result_path: str, fmt: str | None, out: str) -> None:
     """Write a Markdown or LaTeX report of a result file."""
     from .report import write_report
+    from .resultfile import validate_result
 
-    data = read_json(result_path)
+    try:
+        data = read_json(result_path)
+    except UnicodeDecodeError:
+        raise click.UsageError(
+            f"{result_path} is not UTF-8 text (result files are UTF-8 JSON)"
+        ) from None
     if not isinstance(data, dict) or data.get("format") != "exactattn-result/1":
         raise click.UsageError(f"{result_path} is not an exactattn-result/1 file")
+    validate_result(data, result_path)
     for p in write_report(data, Path(out), fmt):
         err_console.print(f"wrote {p}", highlight=False)
 

@@ -1,7 +1,8 @@
-"""JSON files in and out: atomic writes, and reading without binary floats.
+"""Files in and out: atomic writes, and JSON read without binary floats.
 
-Writers go through :func:`write_json_atomic` (temp file, then rename), so a reader —
-or a run killed half-way — never sees half a file. Readers of result-like files use
+Every file exactattn writes (results, checkpoints, reports, figures, models) goes through
+:func:`atomic_path` (temp file, then rename), so a reader — or a run killed half-way —
+never sees half a file. Readers of result-like files use
 :func:`read_json`: numbers stay exact (counts become ints, anything else stays text).
 """
 
@@ -10,28 +11,44 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from .numbers import JsonNumber, load_json_text
 
 
-def write_text_atomic(path: str | Path, text: str) -> None:
-    """Write text so a reader never sees half a file (temp file, then rename)."""
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A temporary path beside ``path``; on success it replaces ``path``, on error it is
+    removed (a crash, exit 2/4 or Ctrl-C never leaves half a file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
     umask = os.umask(0)
     os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; results are ordinary files
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; outputs are ordinary files
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        yield Path(tmp)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write UTF-8 text with ``\\n`` line ends, atomically."""
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+
+
+def write_with(path: str | Path, writer: Callable[[Path], object]) -> None:
+    """Let ``writer`` (e.g. matplotlib's savefig) write a temporary file, then move it in."""
+    with atomic_path(path) as tmp:
+        writer(tmp)
 
 
 def dumps(data: Any, indent: int | None = 2) -> str:
@@ -49,7 +66,8 @@ def write_json_atomic(path: str | Path, data: Any, indent: int | None = 2) -> No
 def plain(x: Any) -> Any:
     """Result files hold numbers only as ints (counts): turn kept literals back into int."""
     if isinstance(x, JsonNumber):
-        return int(x) if str(x).lstrip("-").isdigit() else str(x)
+        digits = str(x).lstrip("-")
+        return int(x) if digits.isdigit() and len(digits) <= 4_000 else str(x)
     if isinstance(x, dict):
         return {k: plain(v) for k, v in x.items()}
     if isinstance(x, list):

@@ -16,6 +16,7 @@ from typing import Any
 
 from .errors import ModelError
 from .expr import Expr, ExprError, NotRationalError, parse_expression
+from .limits import MAX_LENGTH, check_name, clip
 from .numbers import JsonConstant, JsonNumber, load_json_text, parse_rational
 
 Vec = tuple[Fraction, ...]
@@ -361,9 +362,15 @@ class _Reader:
             raise ModelError(path, f"expected an integer, got {_kind(x)}")
         v = parse_rational(x, path)
         if v.denominator != 1:
-            raise ModelError(path, f"expected an integer, got {x}")
+            raise ModelError(path, f"expected an integer, got {clip(str(x))}")
         if minimum is not None and v < minimum:
-            raise ModelError(path, f"must be at least {minimum}, got {v}")
+            raise ModelError(path, f"must be at least {minimum}, got {clip(str(v))}")
+        if abs(v) > MAX_LENGTH:
+            raise ModelError(
+                path,
+                f"{clip(str(v))} is beyond the limit of {MAX_LENGTH:,} (docs/limits.md)",
+                f"use a value of at most {MAX_LENGTH:,}",
+            )
         return int(v)
 
     def number(self, x: Any, path: str) -> Fraction:
@@ -412,7 +419,7 @@ class _Reader:
         fmt = self.string(top["format"], "format")
         if fmt != "exactattn/1":
             raise ModelError("format", f"unsupported format '{fmt}'", 'use "exactattn/1"')
-        name = self.string(top["name"], "name")
+        name = check_name(self.string(top["name"], "name"), "name", "model name")
         description = self.string(top.get("description", ""), "description")
         alphabet = self.alphabet(top["alphabet"])
         bos = self.special(top, "bos", alphabet)
@@ -424,11 +431,17 @@ class _Reader:
         token_emb, position = self.embedding(top["embedding"], d, tokens)
         temperature = self.temperature(top.get("temperature", JsonNumber("1")), "temperature")
         layers = self.layers(top["layers"], d)
-        output = self.output(top["output"], d)
         min_length = self.integer(top.get("min_length", JsonNumber("1")), "min_length", 1)
         max_length = (
             self.integer(top["max_length"], "max_length", 1) if "max_length" in top else None
         )
+        if max_length is not None and max_length < min_length:
+            raise ModelError(
+                "max_length",
+                f"max_length {max_length} is below min_length {min_length}",
+                "make max_length >= min_length",
+            )
+        output = self.output(top["output"], d, bos is not None, eos is not None, max_length)
         if position.kind == "table":
             if max_length is None:
                 raise ModelError(
@@ -448,7 +461,10 @@ class _Reader:
             cs = top["coordinates"]
             if not isinstance(cs, list) or len(cs) != d:
                 raise ModelError("coordinates", f"expected a list of {d} names")
-            coordinates = tuple(self.string(c, f"coordinates[{i}]") for i, c in enumerate(cs))
+            coordinates = tuple(
+                check_name(self.string(c, f"coordinates[{i}]"), f"coordinates[{i}]", "name")
+                for i, c in enumerate(cs)
+            )
         reference = (
             self.reference(top["reference"], alphabet, output, bos, eos)
             if "reference" in top and top["reference"] is not None
@@ -477,20 +493,27 @@ class _Reader:
     def alphabet(self, x: Any) -> tuple[str, ...]:
         if not isinstance(x, list) or not x:
             raise ModelError("alphabet", "expected a non-empty list of token strings")
-        toks = tuple(self.string(t, f"alphabet[{i}]") for i, t in enumerate(x))
+        toks = tuple(
+            check_name(self.string(t, f"alphabet[{i}]"), f"alphabet[{i}]", "token")
+            for i, t in enumerate(x)
+        )
         seen = set()
         for i, t in enumerate(toks):
             if t in seen:
-                raise ModelError(f"alphabet[{i}]", f"token '{t}' appears twice", "list each once")
+                raise ModelError(
+                    f"alphabet[{i}]", f"token '{clip(t)}' appears twice", "list each once"
+                )
             seen.add(t)
         return toks
 
     def special(self, top: dict, key: str, alphabet: tuple[str, ...]) -> str | None:
         if key not in top or top[key] is None:
             return None
-        t = self.string(top[key], key)
+        t = check_name(self.string(top[key], key), key, f"{key} token")
         if t in alphabet:
-            raise ModelError(key, f"'{t}' is also in the alphabet", f"use a distinct {key} token")
+            raise ModelError(
+                key, f"'{clip(t)}' is also in the alphabet", f"use a distinct {key} token"
+            )
         return t
 
     def embedding(
@@ -623,7 +646,9 @@ class _Reader:
         return tuple(out)
 
     def opt_name(self, x: dict, path: str) -> str | None:
-        return self.string(x["name"], f"{path}.name") if "name" in x else None
+        if "name" not in x:
+            return None
+        return check_name(self.string(x["name"], f"{path}.name"), f"{path}.name")
 
     def head(self, x: Any, path: str, d: int) -> Head:
         keys = {
@@ -720,7 +745,40 @@ class _Reader:
             score_form=score_form,
         )
 
-    def output(self, x: Any, d: int) -> Output:
+    def check_position(self, pos: str | int, bos: bool, eos: bool, max_length: int | None) -> None:
+        """An accept position must exist: "bos"/"eos" need the token, 0 is BOS's slot."""
+        path = "output.position"
+        if pos == "bos" and not bos:
+            raise ModelError(
+                path, '"bos" but the model has no BOS token', 'add "bos" or read "first"'
+            )
+        if pos == "eos" and not eos:
+            raise ModelError(
+                path, '"eos" but the model has no EOS token', 'add "eos" or read "last"'
+            )
+        if pos == 0 and not bos:
+            raise ModelError(
+                path,
+                "position 0 is the BOS slot, but the model has no BOS token",
+                "positions without BOS start at 1 (w_1); or add a BOS token",
+            )
+        if isinstance(pos, int) and max_length is not None:
+            top = max_length + int(eos)
+            if pos > top:
+                raise ModelError(
+                    path,
+                    f"position {pos} is beyond the last slot {top} at max_length {max_length}",
+                    f"use a position of at most {top}, or 'last'",
+                )
+
+    def output(
+        self,
+        x: Any,
+        d: int,
+        top_bos: bool = False,
+        top_eos: bool = False,
+        max_length: int | None = None,
+    ) -> Output:
         if not isinstance(x, dict):
             raise ModelError("output", f"expected an object, got {_kind(x)}")
         kind = x.get("kind")
@@ -745,6 +803,7 @@ class _Reader:
             w = self.vector(o["weight"], "output.weight", d, " (length d)")
             b = self.number(o.get("bias", JsonNumber("0")), "output.bias")
             t = self.number(o["threshold"], "output.threshold")
+            self.check_position(pos, top_bos, top_eos, max_length)
             return AcceptOutput(position=pos, weight=w, bias=b, threshold=t)
         if kind == "argmax":
             o = self.obj(
@@ -753,7 +812,10 @@ class _Reader:
             labels_raw = o["labels"]
             if not isinstance(labels_raw, list) or not labels_raw:
                 raise ModelError("output.labels", "expected a non-empty list of label strings")
-            labels = tuple(self.string(v, f"output.labels[{i}]") for i, v in enumerate(labels_raw))
+            labels = tuple(
+                check_name(self.string(v, f"output.labels[{i}]"), f"output.labels[{i}]", "label")
+                for i, v in enumerate(labels_raw)
+            )
             if len(set(labels)) != len(labels):
                 raise ModelError("output.labels", "labels must be distinct")
             w = self.matrix(
@@ -824,7 +886,9 @@ class _Reader:
                 try:
                     parse_ltl(formula, alphabet)
                 except ValueError as exc:
-                    raise ModelError("reference.formula", str(exc), "see docs/ltl.md") from None
+                    raise ModelError(
+                        "reference.formula", str(exc), "see docs/constructions.md"
+                    ) from None
             return Reference("ltl", formula=formula)
         if kind == "dyck":
             o = self.obj(x, "reference", {"kind", "pairs"}, required=("pairs",))
@@ -849,8 +913,12 @@ class _Reader:
                 raise ModelError("reference", "regex references need single-character tokens")
             try:
                 re.compile(pattern)
-            except re.error as exc:
-                raise ModelError("reference.pattern", f"bad regular expression: {exc}") from None
+            except (re.error, RecursionError, OverflowError, ValueError) as exc:
+                raise ModelError(
+                    "reference.pattern",
+                    f"bad regular expression: {clip(str(exc), 120)}",
+                    "write a Python regular expression over the alphabet's characters",
+                ) from None
             return Reference("regex", pattern=pattern)
         raise ModelError(
             "reference.kind", f"unknown reference kind {kind!r}", "use cases, ltl, dyck or regex"
@@ -908,5 +976,5 @@ def _kind(x: Any) -> str:
     if x is None:
         return "null"
     if isinstance(x, str):
-        return f"the string '{x}'"
+        return f"the string '{clip(x)}'"
     return type(x).__name__

@@ -17,14 +17,21 @@ from flint import arb, ctx, fmpq
 
 from .errors import ModelError
 
+MAX_NUMBER_CHARS = 4_000
+"""Longest number literal (Python refuses int() of more than 4,300 digits)."""
+
+MAX_ANY_EXPONENT = 10_000_000
+"""Even result files (whose errors reach 1e-434295) stay below this exponent."""
+
 MAX_DECIMAL_EXPONENT = 300
 """Literals like ``1e400`` are refused: other JSON readers turn them into infinity."""
 
+# ASCII digits only, no padding, a sign only in front: "١/٢", " 1 " and "1/-2" are refused.
 _LITERAL = re.compile(
-    r"^\s*(?P<sign>[+-]?)(?P<int>\d+)(?:\.(?P<frac>\d*))?(?:[eE](?P<exp>[+-]?\d+))?\s*$"
+    r"(?P<sign>[+-]?)(?P<int>[0-9]+)(?:\.(?P<frac>[0-9]*))?(?:[eE](?P<exp>[+-]?[0-9]+))?"
 )
-_RATIO = re.compile(r"^\s*(?P<num>[+-]?\d+)\s*/\s*(?P<den>[+-]?\d+)\s*$")
-_DOT_FIRST = re.compile(r"^\s*(?P<sign>[+-]?)\.(?P<frac>\d+)(?:[eE](?P<exp>[+-]?\d+))?\s*$")
+_RATIO = re.compile(r"(?P<num>[+-]?[0-9]+)/(?P<den>[0-9]+)")
+_DOT_FIRST = re.compile(r"(?P<sign>[+-]?)\.(?P<frac>[0-9]+)(?:[eE](?P<exp>[+-]?[0-9]+))?")
 
 
 class JsonNumber(str):
@@ -36,20 +43,37 @@ class JsonConstant(str):
 
 
 def load_json_text(text: str, source: str = "model") -> Any:
-    """Parse JSON keeping number literals as text (never as binary floats)."""
+    """Parse JSON keeping number literals as text (never as binary floats).
+
+    The limits of docs/limits.md are enforced here, so every later stage may assume them:
+    nesting depth, string and number lengths, no duplicate keys, no lone surrogates.
+    """
+    from .limits import check_tree, dedup_pairs
+
     try:
-        return json.loads(
+        tree = json.loads(
             text,
             parse_float=JsonNumber,
             parse_int=JsonNumber,
             parse_constant=JsonConstant,
+            object_pairs_hook=dedup_pairs,
         )
+    except RecursionError:
+        from .limits import MAX_DEPTH
+
+        raise ModelError(
+            source,
+            f"the JSON is nested deeper than the limit of {MAX_DEPTH} levels (docs/limits.md)",
+            "flatten the file; model and result files need fewer than 10 levels",
+        ) from None
     except json.JSONDecodeError as exc:
         raise ModelError(
             source,
             f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}",
             "fix the JSON syntax (a JSON validator shows the spot)",
         ) from None
+    check_tree(tree, source)
+    return tree
 
 
 def parse_rational(
@@ -73,20 +97,33 @@ def parse_rational(
             'write a JSON number or a string such as "3/4"',
         )
     text = str(value)
-    m = _RATIO.match(text)
+    m = _RATIO.fullmatch(text) if len(text) <= MAX_NUMBER_CHARS else None
     if m:
         den = int(m["den"])
         if den == 0:
             raise ModelError(path, f"'{text}' divides by zero", "use a nonzero denominator")
         return Fraction(int(m["num"]), den)
-    m = _LITERAL.match(text) or _DOT_FIRST.match(text)
+    if len(text) > MAX_NUMBER_CHARS:
+        raise ModelError(
+            path,
+            f"a number of {len(text):,} characters is longer than the limit of "
+            f"{MAX_NUMBER_CHARS:,} (docs/limits.md)",
+            "rescale the model so its numbers are shorter",
+        )
+    m = _LITERAL.fullmatch(text) or _DOT_FIRST.fullmatch(text)
     if not m:
         raise ModelError(
             path,
-            f"'{text}' is not a rational literal",
+            f"{_clip(text)!r} is not a rational literal",
             'write an integer, a decimal like 0.125 or 1e-3, or a ratio like "3/4"',
         )
     exp = int(m["exp"] or 0)
+    if abs(exp) > MAX_ANY_EXPONENT:
+        raise ModelError(
+            path,
+            f"{_clip(text)!r} has a decimal exponent beyond ±{MAX_ANY_EXPONENT:,}",
+            "write a smaller exponent",
+        )
     if max_exponent is not None and abs(exp) > max_exponent:
         raise ModelError(
             path,
@@ -102,6 +139,11 @@ def parse_rational(
     return -result if m["sign"] == "-" else result
 
 
+def _clip(text: str, limit: int = 60) -> str:
+    """A user string shortened for an error message (messages stay one short line)."""
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text):,} characters)"
+
+
 def _describe(value: Any) -> str:
     if isinstance(value, dict):
         return "an object"
@@ -111,7 +153,7 @@ def _describe(value: Any) -> str:
         return "true/false"
     if value is None:
         return "null"
-    return repr(value)
+    return repr(_clip(str(value)))
 
 
 def frac_str(x: Fraction | int) -> str:

@@ -590,7 +590,7 @@ class Verdict:
 
     @property
     def exit_code(self) -> int:
-        return {"clean": 0, "problems": 1, "undecided": 3}[self.status]
+        return {"clean": 0, "problems": 1, "undecided": 3, "incomplete": 130}[self.status]
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "status": self.status, "summary": self.summary}
@@ -602,10 +602,17 @@ UNDECIDED_NOTE = (
 )
 
 
-def verdict_of(lengths: Sequence[LengthRecord], max_prec: int) -> Verdict:
+def verdict_of(
+    lengths: Sequence[LengthRecord],
+    max_prec: int,
+    incomplete: tuple[int, int] | None = None,
+    interrupted: bool = False,
+) -> Verdict:
     """Problems: flips, ε > 1 where the lemma needs ε ≤ 1, reference mismatches at defined
     positions, bound violations. Undecided: a comparison no precision settled. Hard ties
-    are reported but are not problems.
+    are reported but are not problems. ``incomplete`` (the lengths asked for, when the run
+    has not finished them all) turns a would-be "clean" into "incomplete": a result file
+    never claims more than was checked.
     """
     problems = []
     undecided = 0
@@ -641,4 +648,11 @@ def verdict_of(lengths: Sequence[LengthRecord], max_prec: int) -> Verdict:
         )
     ns = [r.n for r in lengths]
     rng = f"n = {min(ns)}..{max(ns)}" if ns else "no lengths"
+    if incomplete is not None:
+        why = "interrupted" if interrupted else "still running or stopped"
+        return Verdict(
+            "incomplete",
+            f"no problem found for {rng}, but n = {incomplete[0]}..{incomplete[1]} was asked "
+            f"for and the run was {why}",
+        )
     return Verdict("clean", f"no problem found for {rng}")

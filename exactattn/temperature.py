@@ -56,7 +56,8 @@ class Temperatures:
             raise ModelError(
                 path,
                 f"τ({n}) = '{expr.text}' is undefined at n = {n}: {exc}",
-                "use a temperature defined for every checked n (or raise --min-n)",
+                "use a temperature defined for every checked n (or raise --min-n); every "
+                "temperature in the file is checked, even one no head uses",
             ) from None
         if v > 0:
             return v

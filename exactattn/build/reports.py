@@ -47,6 +47,8 @@ def regenerate(
                 stale.append(stem)
             continue
         out_dir.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json_text, encoding="utf-8")
+        from ..jsonio import write_text_atomic
+
+        write_text_atomic(json_path, json_text)
         write_report(data, md_path)
     return stale

@@ -840,7 +840,9 @@ def _describe(
 def write_model(model: dict[str, Any], out_path: str | Path) -> None:
     """Write an imported model as JSON (numbers are ints and "p/q" strings already)."""
     text = json.dumps(model, indent=1, ensure_ascii=False)
-    Path(out_path).write_text(text + "\n", encoding="utf-8")
+    from ..jsonio import write_text_atomic
+
+    write_text_atomic(Path(out_path), text + "\n")
 
 
 __all__ = ["DEFAULT_TOLERANCE", "import_tracr", "write_model"]

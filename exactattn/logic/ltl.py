@@ -45,7 +45,8 @@ class LTLSyntaxError(ValueError):
         self.text = text
         self.offset = offset
         shown = text[offset : offset + 20] or "end of formula"
-        super().__init__(f"{message} at offset {offset} ({shown!r}) in {text!r}")
+        whole = text if len(text) <= 80 else text[:80] + f"… ({len(text):,} characters)"
+        super().__init__(f"{message} at offset {offset} ({shown!r}) in {whole!r}")
 
 
 # ---------------------------------------------------------------------------
@@ -366,9 +367,59 @@ class _Parser:
         return Count(f, future=(val == "#>["))
 
 
+MAX_FORMULA_CHARS = 10_000
+MAX_FORMULA_DEPTH = 100  # operators nested in each other (docs/limits.md)
+MAX_COUNT_DIGITS = 9  # integers in count comparisons
+
+
 def parse_ltl(text: str, alphabet: Sequence[str]) -> Formula:
-    """Parse ``text``; a symbol not in ``alphabet`` is an :class:`LTLSyntaxError`."""
-    return _Parser(text, alphabet).parse()
+    """Parse ``text``; a symbol not in ``alphabet`` is an :class:`LTLSyntaxError`.
+
+    Formulas longer than MAX_FORMULA_CHARS or nested deeper than MAX_FORMULA_DEPTH are
+    refused here, so the evaluator and the compiler (both recursive) never overflow.
+    """
+    if len(text) > MAX_FORMULA_CHARS:
+        raise LTLSyntaxError(
+            f"the formula has {len(text):,} characters, more than the limit of "
+            f"{MAX_FORMULA_CHARS:,}",
+            text[:40],
+            0,
+        )
+    parser = _Parser(text, alphabet)
+    for kind, val, off in parser.toks:
+        if kind == "int" and len(val) > MAX_COUNT_DIGITS:
+            raise LTLSyntaxError(
+                f"integer with more than {MAX_COUNT_DIGITS} digits", text[:40], min(off, 40)
+            )
+    try:
+        f = parser.parse()
+    except RecursionError:
+        f = None
+    if f is None or _depth(f) > MAX_FORMULA_DEPTH:
+        raise LTLSyntaxError(
+            f"the formula is nested more than {MAX_FORMULA_DEPTH} operators deep "
+            "(split it into named parts or simplify it)",
+            text[:40],
+            0,
+        )
+    return f
+
+
+def _depth(f: Formula) -> int:
+    """Nesting depth of a formula DAG, computed without recursion."""
+    depth: dict[int, int] = {}
+    stack: list[tuple[Formula, bool]] = [(f, False)]
+    while stack:
+        g, done = stack.pop()
+        if id(g) in depth:
+            continue
+        kids = children(g)
+        if done:
+            depth[id(g)] = 1 + max((depth[id(k)] for k in kids), default=0)
+        else:
+            stack.append((g, True))
+            stack.extend((k, False) for k in kids if id(k) not in depth)
+    return depth[id(f)]
 
 
 # ---------------------------------------------------------------------------

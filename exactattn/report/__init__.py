@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..jsonio import write_text_atomic
 from . import latex, markdown
 from .data import ReportData, load
 from .figures import figure_names, write_figures
@@ -76,11 +77,10 @@ def write_report(result: dict[str, Any], path: Path, fmt: str | None = None) -> 
     path = Path(path)
     kind = _format_of(path, fmt)
     data = load(result)
-    texts = _render(data, path, kind)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    texts = _render(data, path, kind)  # everything rendered before the first file is written
     written = []
     for target, content in texts.items():
-        target.write_text(content, encoding="utf-8", newline="\n")
+        write_text_atomic(target, content)  # each file whole or not at all
         written.append(target)
     stem = path.with_name(path.stem)
     written += [file for _name, file in write_figures(data, stem, _FIGURE_SUFFIX[kind])]

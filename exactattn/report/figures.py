@@ -185,7 +185,7 @@ def error_figure(data: ReportData, path: Path) -> Path:
     axis = _LogAxis(ax, all_logs)
     zero_label = r"$\varepsilon_\ell(n) = 0$ exactly (layer colour)"
     for k, (color, layer, err_pts, bound_pts, zeros) in enumerate(series):
-        name = f"L{layer.index} {layer.kind}"
+        name = f"L{layer.index} {_mpl_text(layer.kind)}"
         if err_pts:
             ax.plot(
                 [p[0] for p in err_pts],
@@ -295,7 +295,9 @@ def _save(fig: Any, ax: Any, path: Path) -> Path:
         FigureCanvasAgg(fig)
         fig.tight_layout()
         suffix = path.suffix.lstrip(".")
-        fig.savefig(path, format=suffix, metadata=METADATA.get(suffix))
+        from ..jsonio import write_with
+
+        write_with(path, lambda tmp: fig.savefig(tmp, format=suffix, metadata=METADATA.get(suffix)))
     return path
 
 
@@ -314,6 +316,12 @@ def write_figures(data: ReportData, stem: Path, suffix: str) -> list[tuple[str, 
 def figure_names(data: ReportData) -> list[str]:
     """The figures :func:`write_figures` writes, in order (the writers reference them)."""
     return ["gamma", "error"] + (["tau"] if data.has_figure_tau else [])
+
+
+def _mpl_text(s: str) -> str:
+    """User text in a figure: literal, never mathtext (``$`` escaped), one line, short."""
+    s = "".join(c if c.isprintable() else " " for c in s)[:40]
+    return s.replace("\\", "/").replace("$", r"\$")
 
 
 def _named(stem: Path, name: str, suffix: str) -> Path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..errors import UsageError
 from . import closed, fmt
 from .data import ReportData, non_monotone_lines, tau_star_brackets
 from .fmt import Bracket, Frac, Interval, Num, Shown, Special
@@ -26,6 +27,9 @@ NOTATION = (
     r"fractions; ${}^{\dagger}$ marks an exact rational too long to print, shown by an "
     r"enclosure instead."
 )
+
+SAFE_FILE = re.compile(r"[A-Za-z0-9._-]+")
+"""Figure file names that \\includegraphics reads literally."""
 
 _TEXT_ESCAPES = {
     "\\": r"\textbackslash{}",
@@ -70,6 +74,8 @@ def text(s: str) -> str:
     for ch in s:
         if ch in _TEXT_ESCAPES:
             out.append(_TEXT_ESCAPES[ch])
+        elif ord(ch) < 32 or ord(ch) == 127:  # a newline in a name must not start a line
+            out.append(f"[U+{ord(ch):04X}]")
         elif ord(ch) < 128:
             out.append(ch)
         else:
@@ -482,10 +488,23 @@ def figure_captions(data: ReportData) -> dict[str, str]:
     return captions
 
 
+def comment(s: str) -> str:
+    """User text inside a ``%`` comment: printable ASCII only, so it cannot end the comment."""
+    return "".join(ch if 32 <= ord(ch) < 127 else "?" for ch in s)
+
+
 def render_fragment(data: ReportData, figures: list[tuple[str, str]]) -> str:
     """The includable fragment; ``figures`` are (name, file name) pairs."""
+    for _name, file in figures:
+        if not SAFE_FILE.fullmatch(file):
+            raise UsageError(
+                f"the LaTeX report would include the figure {comment(file)!r}, whose name "
+                "LaTeX cannot read safely (fix: name the .tex report with letters, digits, "
+                "'.', '_' and '-' only)"
+            )
     lines = [
-        f"% exactattn report for model {data.model} (generated; regenerate instead of editing).",
+        f"% exactattn report for model {comment(data.model)} (generated; regenerate instead "
+        "of editing).",
         "% Include with \\input. Preamble: \\usepackage{" + ",".join(PACKAGES) + "}; figures are",
         "% found relative to the main document: add \\graphicspath{{<dir of this file>/}}.",
         r"\noindent\textbf{exactattn report: " + tt(data.model) + ".}",
@@ -515,7 +534,8 @@ def render_standalone(data: ReportData, fragment: str) -> str:
     """A complete document around the fragment (compile in the directory holding it)."""
     body = [line for line in fragment.splitlines() if not line.startswith("%")]
     lines = [
-        f"% exactattn report for model {data.model} (generated; regenerate instead of editing).",
+        f"% exactattn report for model {comment(data.model)} (generated; regenerate instead "
+        "of editing).",
         r"\documentclass[11pt]{article}",
         r"\usepackage[margin=2.2cm]{geometry}",
         r"\usepackage{" + ",".join(PACKAGES) + "}",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
+from urllib.parse import quote
 
 from . import closed, fmt
 from .data import ReportData, non_monotone_lines, tau_star_brackets
@@ -41,9 +43,29 @@ def value(shown: Shown) -> str:
     return text + ("†" if shown.dagger else "")
 
 
+def _visible(text: str) -> str:
+    """Control characters (a newline in a name) as escapes, so user text stays on its line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#!&])")
+
+
+def plain(text: str) -> str:
+    """User text as literal Markdown: no emphasis, links, images, HTML or table breaks."""
+    return _MD_SPECIAL.sub(r"\\\1", _visible(text))
+
+
+def link_target(file: str) -> str:
+    """A relative file name as a link target (spaces and parentheses percent-encoded)."""
+    return quote(file, safe="/._-~")
+
+
 def code(text: str) -> str:
     """A code span that survives backticks and table pipes in token names."""
-    text = text.replace("|", "\\|")
+    text = _visible(text).replace("|", "\\|")
     run, longest = 0, 0
     for ch in text:
         run = run + 1 if ch == "`" else 0
@@ -81,10 +103,10 @@ def summary_lines(data: ReportData) -> list[str]:
             extra.append(f"width d = {info['d']}")
         lines.append(f"- **Alphabet:** {alpha}; " + "; ".join(extra))
     if data.layers:
-        parts = "; ".join(f"layer {layer.index}: {layer.label}" for layer in data.layers)
+        parts = "; ".join(f"layer {layer.index}: {plain(layer.label)}" for layer in data.layers)
         lines.append(f"- **Layers:** {len(data.layers)} ({parts})")
     if info.get("output"):
-        lines.append(f"- **Output:** {info['output']}")
+        lines.append(f"- **Output:** {plain(str(info['output']))}")
     lo, hi = data.n_range
     lines.append(
         f"- **Lengths:** n = {lo} … {hi}, every input of each length "
@@ -97,8 +119,9 @@ def summary_lines(data: ReportData) -> list[str]:
     if data.has_bounds:
         lines.append("- **Bounds:** proved per-layer bounds included (`--bounds`)")
     ok, label, text = data.verdict_line()
-    mark = ("✅ " if ok is True else "❌ " if ok is False else "") + label
-    lines.append(f"- **Verdict:** {mark}: {cell(text)}" if mark else f"- **Verdict:** {text}")
+    mark = ("✅ " if ok is True else "❌ " if ok is False else "") + plain(label)
+    text = plain(text)
+    lines.append(f"- **Verdict:** {mark}: {text}" if mark else f"- **Verdict:** {text}")
     return lines
 
 
@@ -329,5 +352,10 @@ def render(data: ReportData, figures: list[tuple[str, str]]) -> str:
     lines += ["## Figures", ""]
     captions = figure_captions(data)
     for number, (name, file) in enumerate(figures, start=1):
-        lines += [f"![{ALT[name]}]({file})", "", f"*Figure {number}.* {captions[name]}", ""]
+        lines += [
+            f"![{ALT[name]}]({link_target(file)})",
+            "",
+            f"*Figure {number}.* {captions[name]}",
+            "",
+        ]
     return "\n".join(lines).rstrip("\n") + "\n"

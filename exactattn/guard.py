@@ -1,0 +1,64 @@
+"""The command line's last line of defence: every failure becomes its documented exit code.
+
+0 clean · 1 problem found · 2 bad input or usage · 3 undecided · 4 internal error ·
+130 interrupted. A bug must never exit 1 ("problem found"), which a script or CI job
+would read as a finding: unexpected exceptions exit 4 with a short message, where to
+report it, and the traceback only with ``--debug`` (or ``EXACTATTN_DEBUG=1``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import NoReturn
+
+from .limits import cap_message
+
+EXIT_CLEAN = 0
+EXIT_PROBLEM = 1
+EXIT_BAD_INPUT = 2
+EXIT_UNDECIDED = 3
+EXIT_INTERNAL = 4
+EXIT_INTERRUPTED = 130
+
+REPORT_TO = "the exactattn issue tracker (where you got exactattn; see README.md, 'Exit codes')"
+
+
+def debug_enabled() -> bool:
+    """``--debug`` anywhere on the command line, or EXACTATTN_DEBUG set to a non-empty value."""
+    return bool(os.environ.get("EXACTATTN_DEBUG")) or "--debug" in sys.argv[1:]
+
+
+def _say(text: str) -> None:
+    """Print to stderr even when the text cannot be encoded (lone surrogates, odd locales)."""
+    data = (text + "\n").encode(sys.stderr.encoding or "utf-8", errors="backslashreplace")
+    try:
+        sys.stderr.buffer.write(data)
+        sys.stderr.flush()
+    except (AttributeError, ValueError):  # a replaced stderr (tests) without .buffer
+        sys.stderr.write(data.decode(sys.stderr.encoding or "utf-8", errors="replace"))
+
+
+def bad_input(message: object) -> NoReturn:
+    """Exit 2 with one line: ``error: <message>``."""
+    _say("error: " + cap_message(str(message)))
+    sys.exit(EXIT_BAD_INPUT)
+
+
+def interrupted() -> NoReturn:
+    _say("interrupted")
+    sys.exit(EXIT_INTERRUPTED)
+
+
+def internal_error(exc: BaseException) -> NoReturn:
+    """Exit 4: a bug in exactattn, not a property of the model."""
+    if debug_enabled():
+        _say("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip())
+    what = cap_message(f"{type(exc).__name__}: {exc}")
+    _say(
+        f"internal error (a bug in exactattn, not a finding about the model): {what}\n"
+        f"Please report it to {REPORT_TO} with the command line and the input files"
+        + ("." if debug_enabled() else "; rerun with --debug for the traceback.")
+    )
+    sys.exit(EXIT_INTERNAL)

@@ -1,0 +1,210 @@
+"""Validation of ``exactattn-result/1`` files before ``report`` renders them.
+
+A result file may be hand-edited, truncated or hostile. Every field the report writers and
+figures read is checked here for its type and shape, so a bad file ends in one message
+naming the JSON path (exit 2), never in a traceback. Unknown keys are allowed (extensions).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from .errors import ModelError
+from .limits import MAX_NAME, clip
+
+_DEC = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,7})?")
+_RAT = re.compile(r"-?[0-9]+(?:/[0-9]+)?")
+MAX_NUMBER_TEXT = 4_000
+
+
+def _fail(path: str, message: str) -> None:
+    raise ModelError(
+        path, message, "regenerate the file with `exactattn check --json` (docs/limits.md)"
+    )
+
+
+def _int(x: Any, path: str, minimum: int = 0) -> None:
+    if isinstance(x, bool) or not isinstance(x, int) or x < minimum:
+        _fail(path, f"expected an integer >= {minimum}, got {clip(repr(x))}")
+
+
+def _str(x: Any, path: str, limit: int | None = None) -> None:
+    if not isinstance(x, str):
+        _fail(path, f"expected a string, got {clip(repr(x))}")
+    if limit is not None and len(x) > limit:
+        _fail(path, f"a string of {len(x):,} characters (limit {limit:,})")
+
+
+def _number(x: Any, path: str, rational: bool, allow_inf: bool = False) -> None:
+    """A decimal string (``"9.3e-6"``, ``"inf"`` where allowed) or, if ``rational``, ``"p/q"``."""
+    if not isinstance(x, str) or len(x) > MAX_NUMBER_TEXT:
+        _fail(path, f"expected a number as a string, got {clip(repr(x))}")
+    if allow_inf and x in ("inf", "-inf"):
+        return
+    if (rational and _RAT.fullmatch(x)) or _DEC.fullmatch(x):
+        if "/" in x and int(x.split("/")[1]) == 0:
+            _fail(path, f"{clip(x)!r} divides by zero")
+        return
+    kind = "a rational ('p/q') or decimal" if rational else "a decimal"
+    _fail(path, f"{clip(x)!r} is not {kind} number")
+
+
+def _interval(x: Any, path: str, nullable_ends: bool = False, rational: bool = False) -> None:
+    if not isinstance(x, dict):
+        _fail(path, f"expected an object {{lower, upper}}, got {clip(repr(x))}")
+    for end in ("lower", "upper"):
+        if end not in x:
+            _fail(path, f"missing '{end}'")
+        if x[end] is None and nullable_ends:
+            continue
+        _number(x[end], f"{path}.{end}", rational=rational, allow_inf=True)
+    lo, hi = x["lower"], x["upper"]
+    if lo is not None and hi is not None and _value(lo) > _value(hi):
+        _fail(path, f"lower end {clip(lo)} is above upper end {clip(hi)}")
+
+
+def _value(text: str) -> Any:
+    """An exact comparable value of a validated number string (Decimal, or Fraction if p/q)."""
+    if text in ("inf", "-inf"):
+        return Decimal(text)
+    if "/" in text:
+        return Fraction(text)
+    return Decimal(text)
+
+
+def _opt(x: Any, path: str, check: Any, *args: Any) -> None:
+    if x is not None:
+        check(x, path, *args)
+
+
+def _obj(x: Any, path: str) -> dict[str, Any]:
+    if not isinstance(x, dict):
+        _fail(path, f"expected an object, got {clip(repr(x))}")
+    return x
+
+
+def _list(x: Any, path: str) -> list[Any]:
+    if not isinstance(x, list):
+        _fail(path, f"expected a list, got {clip(repr(x))}")
+    return x
+
+
+def _word(x: Any, path: str) -> None:
+    for i, t in enumerate(_list(x, path)):
+        _str(t, f"{path}[{i}]", MAX_NAME)
+
+
+def validate_result(data: Any, source: str = "result") -> None:
+    """Raise :class:`ModelError` (exit 2) naming the first malformed field of a result file."""
+    top = _obj(data, source)
+    _str(top.get("format"), "format")
+    _opt(top.get("model"), "model", _str, MAX_NAME)
+    info = top.get("model_info")
+    if info is not None:
+        info = _obj(info, "model_info")
+        _opt(info.get("description"), "model_info.description", _str)
+        if info.get("alphabet") is not None:
+            _word(info["alphabet"], "model_info.alphabet")
+        for k in ("bos", "eos", "output", "reference"):
+            _opt(info.get(k), f"model_info.{k}", _str, MAX_NAME)
+        _opt(info.get("temperature"), "model_info.temperature", _str, 10_000)
+        _opt(info.get("d"), "model_info.d", _int, 1)
+        seen: set[int] = set()
+        for i, e in enumerate(_list(info.get("layers", []), "model_info.layers")):
+            p = f"model_info.layers[{i}]"
+            _obj(e, p)
+            _int(e.get("index"), f"{p}.index")
+            if e["index"] in seen:
+                _fail(f"{p}.index", f"layer {e['index']} appears twice")
+            seen.add(e["index"])
+            _opt(e.get("kind"), f"{p}.kind", _str, MAX_NAME)
+            _opt(e.get("heads"), f"{p}.heads", _int, 1)
+    settings = top.get("settings")
+    if settings is not None:
+        settings = _obj(settings, "settings")
+        for k in ("min_n", "max_n"):
+            _opt(settings.get(k), f"settings.{k}", _int, 1)
+        _opt(settings.get("tau_override"), "settings.tau_override", _str, 10_000)
+    verdict = top.get("verdict")
+    if verdict is not None:
+        verdict = _obj(verdict, "verdict")
+        ok = verdict.get("ok")
+        if ok is not None and not isinstance(ok, bool):
+            _fail("verdict.ok", f"expected true, false or null, got {clip(repr(ok))}")
+        _opt(verdict.get("status"), "verdict.status", _str, MAX_NAME)
+        _opt(verdict.get("summary"), "verdict.summary", _str, 10_000)
+    lengths = top.get("lengths")
+    if not isinstance(lengths, list) or not lengths:
+        _fail("lengths", "a result needs a non-empty list of lengths (one entry per n)")
+    ns: set[int] = set()
+    for i, row in enumerate(lengths):
+        _row(row, f"lengths[{i}]", ns)
+
+
+def _row(row: Any, p: str, ns: set[int]) -> None:
+    _obj(row, p)
+    _int(row.get("n"), f"{p}.n", 1)
+    if row["n"] in ns:
+        _fail(f"{p}.n", f"n = {row['n']} appears twice")
+    ns.add(row["n"])
+    if "inputs" in row:  # summed by the writers: null is not a count
+        _int(row["inputs"], f"{p}.inputs")
+    _opt(row.get("gamma"), f"{p}.gamma", _number, True)
+    _opt(row.get("x_max"), f"{p}.x_max", _number, True)
+    _opt(row.get("min_margin"), f"{p}.min_margin", _number, True)
+    _opt(row.get("tau"), f"{p}.tau", _interval)
+    for k in ("disagreements", "undecided", "reference_undefined", "accepted", "precision_bits"):
+        _opt(row.get(k), f"{p}.{k}", _int)
+    inv = row.get("invariant")
+    if inv is not None and inv not in ("holds", "fails", "undecided"):
+        _fail(f"{p}.invariant", f"expected holds, fails, undecided or null, got {clip(repr(inv))}")
+    for k in ("first_disagreement", "first_undecided"):
+        _opt(row.get(k), f"{p}.{k}", _word)
+    gw = row.get("gamma_witness")
+    if gw is not None:
+        _obj(gw, f"{p}.gamma_witness")
+        _opt(gw.get("input"), f"{p}.gamma_witness.input", _word)
+        for k in ("layer", "head", "query", "top_key", "other_key"):
+            _opt(gw.get(k), f"{p}.gamma_witness.{k}", _int)
+    rm = row.get("reference_mismatches")
+    if rm is not None:
+        _obj(rm, f"{p}.reference_mismatches")
+        _int(rm.get("hard"), f"{p}.reference_mismatches.hard")
+        _opt(rm.get("soft"), f"{p}.reference_mismatches.soft", _int)
+    for j, e in enumerate(_list(row.get("layers", []), f"{p}.layers")):
+        lp = f"{p}.layers[{j}]"
+        _obj(e, lp)
+        _int(e.get("index"), f"{lp}.index")
+        _opt(e.get("kind"), f"{lp}.kind", _str, MAX_NAME)
+        _opt(e.get("activation_max"), f"{lp}.activation_max", _number, True)
+        _opt(e.get("error"), f"{lp}.error", _interval)
+        ew = e.get("error_witness")
+        if ew is not None:
+            _obj(ew, f"{lp}.error_witness")
+            _opt(ew.get("input"), f"{lp}.error_witness.input", _word)
+            _opt(ew.get("position"), f"{lp}.error_witness.position", _int)
+        for h, head in enumerate(_list(e.get("heads", []), f"{lp}.heads")):
+            hp = f"{lp}.heads[{h}]"
+            _obj(head, hp)
+            _opt(head.get("index"), f"{hp}.index", _int)
+            _opt(head.get("gamma"), f"{hp}.gamma", _number, True)
+            _opt(head.get("tau"), f"{hp}.tau", _interval)
+    b = row.get("bounds")
+    if b is not None:
+        _obj(b, f"{p}.bounds")
+        for j, e in enumerate(_list(b.get("layers", []), f"{p}.bounds.layers")):
+            bp = f"{p}.bounds.layers[{j}]"
+            _obj(e, bp)
+            _int(e.get("index"), f"{bp}.index")
+            _opt(e.get("bound"), f"{bp}.bound", _number, True, True)
+            _opt(e.get("measured_over_bound"), f"{bp}.measured_over_bound", _number, True, True)
+        _opt(b.get("tau_theorem"), f"{p}.bounds.tau_theorem", _interval)
+        _opt(b.get("violations"), f"{p}.bounds.violations", _int)
+    ts = row.get("tau_star")
+    if ts is not None:
+        _interval(ts, f"{p}.tau_star", nullable_ends=True, rational=True)
+        _opt(ts.get("grid"), f"{p}.tau_star.grid", _str, MAX_NAME)
+        _opt(ts.get("probes"), f"{p}.tau_star.probes", _int)

@@ -1,0 +1,409 @@
+"""The fuzzer behind tests/test_fuzz.py and tests/fuzz_long.py: hostile inputs, run in-process.
+
+Three kinds of case, each a CLI invocation run in this process (``main(args)``, so a case
+costs milliseconds, not a Python start-up):
+
+* ``model``: a valid model file (bundled test model or a random one), mutated — keys deleted,
+  values swapped for hostile ones (huge or malformed numbers, Unicode digits, lone surrogates,
+  deep nesting, empty or control-character names, impossible positions), keys duplicated,
+  or the JSON text itself cut or corrupted — then ``check`` (and sometimes ``eval``);
+* ``report``: a valid result file, mutated the same way, then ``report``;
+* ``tau``: ``check`` of a valid model with a random ``--tau`` string.
+
+:func:`run_case` returns an :class:`Outcome`; :func:`problems` lists what breaks the contract:
+exit code in {0, 1, 2, 3} (never 4, never a traceback), exit 2 with one line ``error: …`` that
+names a path, no output file on exit 2, and an output file whose verdict matches exit 0/1/3.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import random
+import re
+import signal
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE_MODEL = json.loads((ROOT / "tests" / "data" / "mean_a_position.json").read_text())
+BASE_RESULT = json.loads((ROOT / "tests" / "data" / "result_small.json").read_text())
+DYCK1 = json.loads((ROOT / "models" / "dyck1.json").read_text())
+
+SURROGATE = "\ud800"
+HOSTILE_STRINGS = [
+    "",
+    " ",
+    " 1 ",
+    "1/-2",
+    "1/0",
+    "١/٢",
+    "１",
+    "1e400",
+    "1e-400",
+    "0x10",
+    "1_000",
+    "+1",
+    "-0",
+    "1/2/3",
+    "NaN",
+    "inf",
+    "x" * 300,
+    "a\nb",
+    "\\input{/etc/passwd}",
+    "$x$",
+    "<s>",
+    "last",
+    "first",
+    "bos",
+    "eos",
+    "leq",
+    "average",
+    "i/n",
+    "1/(n-2)",
+    "log(n)",
+    "exp(n)",
+    "n^1024",
+    "(" * 60 + "1" + ")" * 60,
+    "a S b",
+    "X" * 3 + " a",
+    "9" * 5000,
+    "1/" + "3" * 4500,
+    SURROGATE,
+    "a" + SURROGATE,
+]
+RAW_LITERALS = [
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "-0",
+    "1e400",
+    "1E-999",
+    "1" + "0" * 100,
+    "9" * 5000,
+    "0.5",
+    "-1",
+    "2",
+    "3",
+    "true",
+    "null",
+    "[]",
+    "{}",
+    "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+    '"\\ud800"',
+    '"\\u0000"',
+]
+TAU_PARTS = [
+    "n",
+    "1",
+    "2",
+    "3",
+    "1/2",
+    "0",
+    "-1",
+    "0.5",
+    "1e-3",
+    "+",
+    "-",
+    "*",
+    "/",
+    "^",
+    "**",
+    "(",
+    ")",
+    "log(",
+    "exp(",
+    "sqrt(",
+    "min(",
+    "max(",
+    "floor(",
+    "ceil(",
+    "mod(",
+    ",",
+    "i",
+    "x",
+    " ",
+    "theorem",
+    "١",
+    "__import__",
+    "'",
+    "\\",
+    "1e400",
+    "n^99",
+]
+
+
+class CaseTimeout(BaseException):
+    """A case ran past its time limit (a BaseException, so no handler in exactattn eats it)."""
+
+
+@dataclass
+class Outcome:
+    kind: str
+    args: list[str]
+    code: int | None
+    stderr: str
+    out_exists: bool
+    out_text: str | None
+    timed_out: bool = False
+    traceback: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------ mutations
+
+
+def _paths(x: Any, prefix: tuple = ()) -> list[tuple]:
+    """Every path into a JSON tree (dict keys and list indices)."""
+    out = [prefix]
+    if isinstance(x, dict):
+        for k, v in x.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+def _get(x: Any, path: tuple) -> Any:
+    for p in path:
+        x = x[p]
+    return x
+
+
+RAW = "@@RAW{}@@"
+
+
+def mutate_tree(
+    tree: Any, rng: random.Random, n_mut: int, big: bool = True
+) -> tuple[Any, dict[str, str]]:
+    """Apply ``n_mut`` structural mutations; returns the tree and raw JSON literals to splice.
+
+    ``big=False`` leaves out valid-but-huge weights (10^6), whose soft check is correct but
+    can take a minute (the default test run has no time for it).
+    """
+    tree = json.loads(json.dumps(tree))
+    raws: dict[str, str] = {}
+    for _ in range(n_mut):
+        paths = [p for p in _paths(tree) if p]
+        if not paths:
+            break
+        path = rng.choice(paths)
+        parent = _get(tree, path[:-1])
+        last = path[-1]
+        op = rng.random()
+        if op < 0.15 and isinstance(parent, dict):
+            del parent[last]
+        elif op < 0.45:
+            parent[last] = rng.choice(HOSTILE_STRINGS)
+        elif op < 0.65:
+            key = RAW.format(len(raws))
+            raws[key] = rng.choice(RAW_LITERALS)
+            parent[last] = key
+        elif op < 0.75 and isinstance(parent, list):
+            if rng.random() < 0.5 and parent:
+                parent.pop(rng.randrange(len(parent)))
+            else:
+                parent.append(json.loads(json.dumps(rng.choice(parent))) if parent else 0)
+        elif op < 0.85:
+            # a plausible but wrong number: 0, 1, a big or negative int
+            parent[last] = rng.choice(
+                [0, 1, -1, 2, "1/3", "-1/2"] + ([10**6, 10**7] if big else [])
+            )
+        else:
+            if isinstance(parent, dict) and rng.random() < 0.5:
+                parent[rng.choice(["x-ext", "mask", "name", "kind", "typo", "\u00e9"])] = 1
+            else:
+                parent[last] = {"kind": rng.choice(["attention", "ffn", "accept", "?"])}
+    return tree, raws
+
+
+def tree_text(tree: Any, raws: dict[str, str], rng: random.Random) -> str:
+    """JSON text of ``tree`` with raw literals spliced in, sometimes a duplicated key or a cut."""
+    text = json.dumps(tree, ensure_ascii=rng.random() < 0.5)
+    for key, lit in raws.items():
+        text = text.replace(f'"{key}"', lit)
+    r = rng.random()
+    if r < 0.05 and text.endswith("}"):
+        text = text[:-1] + ', "name": "dup"}'  # a duplicate top-level key (name is required)
+    elif r < 0.08:
+        text = text[: rng.randrange(len(text))]
+    elif r < 0.11:
+        i = rng.randrange(len(text))
+        text = text[:i] + rng.choice(["\x00", "\\", '"', "]", "\u2028", "١", SURROGATE]) + text[i:]
+    return text
+
+
+def random_tau(rng: random.Random) -> str:
+    if rng.random() < 0.3:  # a well-formed expression of moderate size
+        a, b = rng.randint(1, 9), rng.randint(1, 3)
+        return rng.choice(
+            [
+                f"1/n^{b}",
+                f"{a}/(n+{b})",
+                f"1/({a}*n*log(n+1))",
+                f"exp(-{a})",
+                f"min(1, {a}/n)",
+                f"1/sqrt(n+{b})",
+                f"{a}/{b}",
+                f"floor(n/{b})+1",
+                f"mod(n,{b})+1",
+                f"n-{a}",
+            ]
+        )
+    return "".join(rng.choice(TAU_PARTS) for _ in range(rng.randint(1, 8)))
+
+
+# ------------------------------------------------------------------------------ running
+
+
+def _base_models(rng: random.Random) -> Any:
+    return json.loads(json.dumps(rng.choice([BASE_MODEL, BASE_MODEL, DYCK1])))
+
+
+def make_case(
+    rng: random.Random, workdir: Path, base: Any = None, kind: str | None = None, big: bool = True
+) -> tuple[str, list[str]]:
+    """Write the files of one random case into ``workdir``; return (kind, CLI args)."""
+    kind = kind or rng.choices(["model", "report", "tau"], weights=[6, 3, 1])[0]
+    out = str(workdir / "out.json")
+    if kind == "report":
+        tree, raws = mutate_tree(BASE_RESULT, rng, rng.randint(1, 4), big)
+        (workdir / "r.json").write_text(
+            tree_text(tree, raws, rng), encoding="utf-8", errors="surrogatepass"
+        )
+        fmt = rng.choice(["md", "tex"])
+        return kind, ["report", str(workdir / "r.json"), "-o", str(workdir / f"out.{fmt}")]
+    model = base if base is not None else _base_models(rng)
+    max_n = rng.choice(["1", "2", "2", "3"])
+    if kind == "tau":
+        (workdir / "m.json").write_text(json.dumps(model), encoding="utf-8")
+        return kind, [
+            "check",
+            str(workdir / "m.json"),
+            "--max-n",
+            max_n,
+            "-q",
+            "--json",
+            out,
+            "--tau",
+            random_tau(rng),
+        ]
+    tree, raws = mutate_tree(model, rng, rng.randint(1, 3), big)
+    (workdir / "m.json").write_text(
+        tree_text(tree, raws, rng), encoding="utf-8", errors="surrogatepass"
+    )
+    if rng.random() < 0.15:
+        word = rng.choice(["a", "ab", "(", "()", "a b", "z", "", "aaaa"])
+        return kind, ["eval", str(workdir / "m.json"), word]
+    return kind, ["check", str(workdir / "m.json"), "--max-n", max_n, "-q", "--json", out]
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise CaseTimeout
+
+
+def run_case(kind: str, args: list[str], workdir: Path, timeout: float = 20.0) -> Outcome:
+    """Run ``exactattn ARGS`` in this process, capturing exit code and stderr.
+
+    ``timeout`` is in CPU seconds of this process; a case past it counts as a hang.
+    """
+    from exactattn.cli import main
+
+    for name in os.listdir(workdir):
+        if name.startswith("out"):
+            os.unlink(workdir / name)
+    err, out = io.StringIO(), io.StringIO()
+    code: int | None = None
+    timed_out = False
+    tb = None
+    # CPU time, not wall time: on a loaded machine a 3 s case can take 30 s of wall time
+    old = signal.signal(signal.SIGPROF, _alarm)
+    signal.setitimer(signal.ITIMER_PROF, timeout)
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+            try:
+                main.main(args=args, prog_name="exactattn", standalone_mode=True)
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except CaseTimeout:
+        timed_out = True
+    except BaseException:  # noqa: BLE001 - anything escaping the CLI is a finding
+        import traceback
+
+        tb = traceback.format_exc()
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, old)
+    out_json = workdir / "out.json"
+    return Outcome(
+        kind=kind,
+        args=args,
+        code=code,
+        stderr=err.getvalue(),
+        out_exists=out_json.exists(),
+        out_text=out_json.read_text(encoding="utf-8") if out_json.exists() else None,
+        timed_out=timed_out,
+        traceback=tb,
+    )
+
+
+# "error: <JSON path or file>: <what> (fix: <how>)"; CLI options and inputs name themselves
+_PATHISH = re.compile(r"^error: .{1,200}?: |^error: --\w|^error: input symbol|^error: n = ")
+
+
+def problems(o: Outcome) -> list[str]:
+    """Ways an outcome breaks the contract (an empty list when it keeps it)."""
+    out = []
+    if o.timed_out:
+        return ["hang (per-case timeout)"]
+    if o.traceback:
+        return ["exception escaped the CLI: " + o.traceback.strip().splitlines()[-1]]
+    if "Traceback" in o.stderr:
+        out.append("traceback on stderr")
+    if o.code not in (0, 1, 2, 3):
+        out.append(f"exit code {o.code}: {o.stderr.strip()[:300]}")
+    if o.code == 2:
+        lines = o.stderr.strip().splitlines()
+        click_usage = len(lines) >= 3 and lines[0].startswith("Usage:")
+        if click_usage:
+            lines = lines[-1:]
+        if len(lines) != 1:
+            out.append(f"exit 2 with {len(lines)} lines: {o.stderr[:300]!r}")
+        elif not click_usage and not _PATHISH.match(lines[0]):
+            out.append(f"exit 2 message does not name a path: {lines[0][:300]!r}")
+        if len(o.stderr) > 1000:
+            out.append(f"exit 2 message of {len(o.stderr)} characters")
+        if o.out_exists:
+            out.append("exit 2 but an output file was written")
+    if o.code in (0, 1, 3) and o.args[0] == "check":
+        if not o.out_exists:
+            out.append("finished check wrote no result file")
+        else:
+            status = json.loads(o.out_text or "{}").get("verdict", {}).get("status")
+            want = {0: "clean", 1: "problems", 3: "undecided"}[o.code]
+            if status != want:
+                out.append(f"exit {o.code} but the result file says {status!r}")
+    return out
+
+
+def stub_figures() -> Any:
+    """Skip matplotlib in most report cases (it dominates their time); returns an undo."""
+    import exactattn.report as rep
+
+    real = rep.write_figures
+    rep.write_figures = lambda data, stem, suffix: []  # type: ignore[assignment]
+
+    def undo() -> None:
+        rep.write_figures = real  # type: ignore[assignment]
+
+    return undo
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("run tests/fuzz_long.py or pytest tests/test_fuzz.py")

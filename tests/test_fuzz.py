@@ -1,0 +1,77 @@
+"""Fuzz suite (default run): hostile model files, result files and --tau strings via the CLI.
+
+Each case runs ``exactattn …`` in-process (tests/fuzzing.py) and must keep the contract: exit
+code 0/1/2/3 (never 4, never a traceback); exit 2 is one line ``error: <path>: …`` with no
+output file; exit 0/1/3 leaves a result file whose verdict matches. The long run (≥ 100,000
+cases) is ``python tests/fuzz_long.py 100000`` (docs/testing.md).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+from pathlib import Path
+
+import fuzzing as F
+import strategies as S
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+SETTINGS = settings(
+    max_examples=80,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def _check(kind: str, seed: int, base: dict | None = None) -> F.Outcome:
+    with tempfile.TemporaryDirectory() as tmp:
+        rng = random.Random(seed)
+        kind, args = F.make_case(rng, Path(tmp), base=base, kind=kind, big=False)
+        undo = F.stub_figures() if kind == "report" and seed % 10 else None
+        try:
+            o = F.run_case(kind, args, Path(tmp), timeout=60)
+        finally:
+            if undo:
+                undo()
+        assert not F.problems(o), (F.problems(o), args, o.stderr[-500:])
+        return o
+
+
+@SETTINGS
+@given(st.integers(0, 2**32))
+def test_mutated_bundled_models(seed: int) -> None:
+    _check("model", seed)
+
+
+@SETTINGS
+@given(S.models(), st.integers(0, 2**32))
+def test_mutated_random_models(model: dict, seed: int) -> None:
+    base = json.loads(S.to_json_text(model))
+    _check("model", seed, base=base)
+
+
+@SETTINGS
+@given(st.integers(0, 2**32))
+def test_mutated_result_files(seed: int) -> None:
+    _check("report", seed)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.integers(0, 2**32))
+def test_tau_strings(seed: int) -> None:
+    _check("tau", seed)
+
+
+def test_contract_checker_catches_breaks() -> None:
+    """The oracle itself: a traceback, exit 4, a two-line exit 2 and a lying file all count."""
+    ok = F.Outcome("model", ["check"], 2, "error: d: bad (fix: x)\n", False, None)
+    assert F.problems(ok) == []
+    assert F.problems(F.Outcome("model", ["check"], 4, "internal error", False, None))
+    assert F.problems(F.Outcome("model", ["check"], 2, "error: a\nb\n", False, None))
+    assert F.problems(F.Outcome("model", ["check"], 2, "error: d: x\n", True, "{}"))
+    lying = json.dumps({"verdict": {"status": "clean"}})
+    assert F.problems(F.Outcome("model", ["check"], 1, "", True, lying))
+    assert F.problems(F.Outcome("model", ["check"], None, "", False, None, timed_out=True))
