@@ -243,7 +243,8 @@ class RatArray:
                     break
         if g <= 1:
             return self
-        num = self.num // g if self.num.dtype != object else _narrow(self.num // g)
+        small = self.num.dtype != object and g <= np.iinfo(np.int64).max
+        num = self.num // g if small else _narrow(self.num.astype(object) // g)
         return RatArray(_narrow(num), self.den // g)
 
 

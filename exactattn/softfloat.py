@@ -913,6 +913,8 @@ def _dot_out(delta: Cols, rows: Sparse, slot: int) -> list[MR | None]:
 
 
 SUB_BATCH = 384  # words per internal chunk: keeps the (chunk, T, T) arrays in cache
+CHUNK_ENTRIES = 1 << 17  # at most this many (word, query, key) entries per chunk: long inputs
+# get chunks of a few words (one at T ≳ 362), so memory stays O(T²) however large the batch
 
 
 def _ra(x: RatArray, sl: slice) -> RatArray:
@@ -956,11 +958,13 @@ def certify_float(
     elementwise, so they do not depend on the batch (tests/test_softfloat.py checks it).
     """
     B = len(hb.words)
-    if B <= SUB_BATCH:
+    T = hb.x0.shape[1]
+    chunk = max(1, min(SUB_BATCH, CHUNK_ENTRIES // (T * T)))
+    if B <= chunk:
         return _certify_chunk(cm, hb, taus)
     parts = [
-        _certify_chunk(cm, _slice_batch(hb, slice(i, i + SUB_BATCH)), taus)
-        for i in range(0, B, SUB_BATCH)
+        _certify_chunk(cm, _slice_batch(hb, slice(i, i + chunk)), taus)
+        for i in range(0, B, chunk)
     ]
 
     def cat(name: str) -> np.ndarray | None:

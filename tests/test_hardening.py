@@ -157,7 +157,7 @@ def test_partial_run_is_never_clean(tmp_path: Path) -> None:
     result = run_check(model, max_n=3, on_length=lambda r: seen.append(r.to_json()["verdict"]))
     assert [v["status"] for v in seen] == ["incomplete", "incomplete", "incomplete"]
     assert "n = 1..3 was asked for" in seen[0]["summary"]
-    assert result.verdict()["status"] == "clean" and result.exit_code() == 0
+    assert result.verdict().status == "clean" and result.exit_code() == 0
 
 
 def test_interrupt_keeps_finished_lengths_marked_incomplete(tmp_path: Path, monkeypatch) -> None:

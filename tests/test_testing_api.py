@@ -17,7 +17,7 @@ DYCK1 = ROOT / "models" / "dyck1.json"
 def test_faithful_passes_at_the_models_temperature():
     result = assert_faithful(DYCK1, max_n=4)
     assert [r["n"] for r in result.lengths] == [1, 2, 3, 4]
-    assert result.verdict()["status"] == "clean"
+    assert result.verdict().status == "clean"
 
 
 def test_faithful_fails_at_a_high_temperature_naming_n_and_input():

@@ -65,7 +65,7 @@ def row(name: str) -> str:
     return (
         f"| `{name}`{causal} | {vocab} | {meta['max_seq_len']} | "
         f"{cfg['num_layers']}×{cfg['num_heads']} | {m.d} | {out} | {hard} | {soft} | {inv} | "
-        f"{res.verdict()['status']} | {secs:.1f} s |"
+        f"{res.verdict().status} | {secs:.1f} s |"
     )
 
 
