@@ -205,6 +205,24 @@ def _row(row: Any, p: str, ns: set[int]) -> None:
         _opt(b.get("violations"), f"{p}.bounds.violations", _int)
     ts = row.get("tau_star")
     if ts is not None:
-        _interval(ts, f"{p}.tau_star", nullable_ends=True, rational=True)
+        if isinstance(ts, dict) and ("decisions" in ts or "invariant" in ts):
+            for side in ("decisions", "invariant"):  # the split shape (τ*_dec, τ*_inv)
+                if ts.get(side) is not None:
+                    sp = f"{p}.tau_star.{side}"
+                    _interval(ts[side], sp, nullable_ends=True, rational=True)
+                    for k, f in enumerate(_list(ts[side].get("non_monotone") or [], sp)):
+                        fp = f"{sp}.non_monotone[{k}]"
+                        _obj(f, fp)
+                        _opt(f.get("found"), f"{fp}.found", _str, MAX_NAME)
+                        _opt(f.get("reason"), f"{fp}.reason", _str, MAX_NAME)
+                        _opt(f.get("input"), f"{fp}.input", _word)
+                        _opt(f.get("layer"), f"{fp}.layer", _int)
+                        _opt(f.get("tau"), f"{fp}.tau", _number, True)
+                    w = ts[side].get("upper_witness")
+                    if w is not None:
+                        _obj(w, f"{sp}.upper_witness")
+                        _opt(w.get("input"), f"{sp}.upper_witness.input", _word)
+        else:  # the older single bracket
+            _interval(ts, f"{p}.tau_star", nullable_ends=True, rational=True)
         _opt(ts.get("grid"), f"{p}.tau_star.grid", _str, MAX_NAME)
         _opt(ts.get("probes"), f"{p}.tau_star.probes", _int)
