@@ -561,5 +561,10 @@ def _plain(x: Any) -> Any:
     return x
 
 
+from .cli_extra import precision_cmd  # noqa: E402  (past-enumeration commands, issue 14)
+
+main.add_command(precision_cmd)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -220,6 +220,21 @@ class LongHard:
         return [Fraction(int(v), den) for v in s]
 
 
+def exact_scores(qn: np.ndarray, kn: np.ndarray) -> np.ndarray:
+    """qn @ kn.T exactly; a direct int64 multiply-add over the few columns when bounded."""
+    cols = qn.shape[1]
+    if (
+        qn.dtype != object
+        and kn.dtype != object
+        and _maxabs(qn) * _maxabs(kn) * max(cols, 1) < INT64_SAFE
+    ):
+        S = qn[:, 0, None] * kn[None, :, 0]
+        for c in range(1, cols):
+            S += qn[:, c, None] * kn[None, :, c]
+        return S
+    return int_matmul(qn, kn.T)
+
+
 def run_head_long(
     ch: CompiledHead, x: RowRat, block: int | None = None, want_gap: bool = True
 ) -> tuple[RowRat, HeadInfo]:
@@ -244,10 +259,16 @@ def run_head_long(
     top_count = np.zeros(T, dtype=np.int64)
     best_gap: Fraction | None = None
     gap_row: int | None = None
+    mask = ch.head.mask
     for start in range(0, T, B):
         rows = np.arange(start, min(T, start + B))
-        vis = visible_block(ch.head.mask, rows, T)
-        S = int_matmul(qa.num[rows], kc.T)  # (b, T) exact integers
+        # keys that no query of this block can see are left out (exact: they are masked)
+        k0 = int(rows[0]) if mask in ("geq", "gt") else 0
+        k1 = int(rows[-1]) + 1 if mask in ("leq", "lt") else T
+        if k1 <= k0:
+            k1 = k0 + 1
+        vis = visible_block(mask, rows, T)[:, k0:k1]
+        S = exact_scores(qa.num[rows], kc[k0:k1])  # (b, k1-k0) exact integers
         if S.dtype == object:
             lo = -(_maxabs(S) + 1)
             masked = np.where(vis, S, lo)
@@ -265,12 +286,12 @@ def run_head_long(
             pick = (
                 np.argmax(top, axis=1)
                 if rule == "leftmost"
-                else T - 1 - np.argmax(top[:, ::-1], axis=1)
+                else top.shape[1] - 1 - np.argmax(top[:, ::-1], axis=1)
             )
             idx = np.nonzero(has)[0]
             support[idx, pick[idx]] = True
         count[rows] = support.sum(axis=1)
-        summed = int_matmul(support.astype(np.int64), vc)  # (b, m)
+        summed = int_matmul(support.astype(np.int64), vc[k0:k1])  # (b, m)
         mixed_num[rows] = _obj(summed)
         if want_gap:
             rest = np.where(vis & ~top, S, lo)
