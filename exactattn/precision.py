@@ -435,11 +435,12 @@ def diagnose(
     """Which operation broke, for word b of a dtype run whose exact hard meaning is lh.
 
     Walks the layers in order and reports the first *event* at or before the first layer
-    whose relative error max |dtype − hard| / max(1, |hard|) exceeds ``threshold``: overflow (a non-finite logit or
-    activation, or τ rounding to 0 or ∞), absorption of a score difference (a key outside
-    the exact argmax set whose dtype logit is ≥ that of a key inside it), underflow of a
-    weight (a key of the exact argmax set, |A| > 1, whose dtype weight is 0). If none is
-    found: "rounding" (errors accumulated without any of those events).
+    whose relative error max |dtype − hard| / max(1, |hard|) exceeds ``threshold``:
+    overflow (a non-finite logit or activation, or τ rounding to 0 or ∞), absorption of a
+    score difference (a key outside the exact argmax set whose dtype logit is ≥ that of a
+    key inside it), underflow of a weight (a key of the exact argmax set, |A| > 1, whose
+    dtype weight is 0). If none is found: "rounding" (errors accumulated without any of
+    those events).
     """
     dt = dm.dt
     fi = finfo(dt)
