@@ -758,10 +758,13 @@ def record_word(
         return
     lh = lh_factory()
     cause = diagnose(dm, run, b, lh)
-    # replay: the witness alone, in a fresh run
-    x0 = embed_dtype(dm, lh.acts[0])
-    alone = run_dtype(dm, x0, n, tau_override)
-    replay = dtype_decisions(dm, alone.acts[-1], n)[0]
+    # replay: the witness alone, in a fresh run (a run of one word already is that run)
+    if run.acts[-1].shape[0] > 1:
+        x0 = embed_dtype(dm, lh.acts[0])
+        alone = run_dtype(dm, x0, n, tau_override)
+        replay = dtype_decisions(dm, alone.acts[-1], n)[0]
+    else:
+        replay = dtype_out
     e["first_flip"] = {
         "input": list(word),
         "family": label,
