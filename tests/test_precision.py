@@ -28,6 +28,7 @@ from exactattn.precision import (
     DtypeModel,
     dtype_decisions,
     dtype_of,
+    embed_dtype,
     evaluate_long,
     rat_to_dtype,
     round_exact,
@@ -242,7 +243,7 @@ def _neighbour(a, dt, step):
 
 
 def test_flips_replay_alone_and_are_flips():
-    """Every first flip reported at n = 16 replays as a flip when evaluated alone."""
+    """Every first flip reported at n = 64 replays as a flip when evaluated alone."""
     model = load_model(MODELS / "dyck2.json")
     res = evaluate_long(model, family_word(model, "nested", 64, 0), DTYPES)
     byd = {r.dtype: r for r in res}
@@ -250,13 +251,13 @@ def test_flips_replay_alone_and_are_flips():
     assert not byd["float32"].flip and not byd["float64"].flip
     assert byd["float16"].cause["cause"] == "overflow"
     assert byd["bfloat16"].cause["cause"] == "absorption"
-    # replay in a batch of one through the enumerated path's functions
+    # replay from scratch: fresh compiled model, fresh exact embedding, fresh dtype run
     cm = CompiledModel(model)
     w = family_word(model, "nested", 64, 0)
-    hb = run_hard(cm, [w], 64)
+    lh = run_hard_long(cm, w)
     for d in ("float16", "bfloat16"):
         dm = DtypeModel(cm, d)
-        run = run_dtype(dm, rat_to_dtype(hb.x0, dm.dt), 64)
+        run = run_dtype(dm, embed_dtype(dm, lh.acts[0]), 64, block=5)
         assert dtype_decisions(dm, run.acts[-1], 64)[0] == byd[d].dtype_output
         assert byd[d].dtype_output != byd[d].hard
 
