@@ -151,8 +151,8 @@ def _dyck_all(dtype, n):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", ["ltl_counting_temperature", "ltl_since_until_positions"])
 def test_dtype_matches_reference_bitwise_other_models(dtype, name):
-    """40 random inputs of lengths 3, 5, 8 per model and dtype."""
-    _other(dtype, name, 40)
+    """25 random inputs of lengths 3, 5, 8 per model and dtype."""
+    _other(dtype, name, 25)
 
 
 @pytest.mark.slow
