@@ -372,3 +372,63 @@ def test_search_gamma_at_n_64_is_confirmed_exactly():
     best = min(h.gap for h in lh.heads.values() if h.gap is not None)
     assert doc["witness"]["value"]["upper"] == f"{best.numerator}/{best.denominator}"
     assert best == Fraction(1, 65)
+
+
+def test_precision_inputs_file_batch_replay_and_error_split(tmp_path):
+    """--inputs: a batch of 3 words of length 16; the float16 flip replays alone; the
+    exact hard decision is kept in the witness."""
+    words = ["([([([([])])])])", "()()()()()()()()", "(((((((())))))))"]
+    f = tmp_path / "in.txt"
+    f.write_text("\n".join(words) + "\n")
+    out = tmp_path / "p.json"
+    r = CliRunner().invoke(
+        main,
+        [
+            "precision",
+            str(MODELS / "dyck2.json"),
+            "--inputs",
+            str(f),
+            "--tau",
+            "1/(n^3*log(n))",
+            "--dtype",
+            "float16",
+            "--json",
+            str(out),
+        ],
+    )
+    assert r.exit_code == 1, r.output
+    e = json.loads(out.read_text())["lengths"][0]
+    assert e["n"] == 16 and e["inputs"] == 3 and e["flips"] >= 1
+    ff = e["first_flip"]
+    assert ff["replayed"] is True and ff["cause"] == "overflow"
+    assert ff["input"] == list(words[0]) and ff["hard"] is True
+
+
+def test_error_split_triangle_inequality(tmp_path):
+    from exactattn.numbers import parse_decimal
+
+    out = tmp_path / "p.json"
+    r = CliRunner().invoke(
+        main,
+        [
+            "precision",
+            str(MODELS / "dyck1.json"),
+            "--max-n",
+            "4",
+            "--min-n",
+            "4",
+            "--json",
+            str(out),
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    for run in json.loads(out.read_text())["runs"]:
+        e = run["lengths"][0]
+        tot = parse_decimal(e["total_error"]["lower"])
+        bound = parse_decimal(e["softmax_error"]["upper"]) + parse_decimal(
+            e["rounding_error"]["upper"]
+        )
+        assert tot <= bound, run["dtype"]
+        # float64 rounding is tiny next to the softmax error at the model's own τ
+        if run["dtype"] == "float64":
+            assert parse_decimal(e["rounding_error"]["upper"]) < Fraction(1, 10**9)
