@@ -7,8 +7,9 @@ compares with the exact hard meaning (and, where enumerable, the certified soft 
 The arithmetic model (documented in docs/finite-precision.md; the tests replay it with an
 independent full-matrix implementation and get the same bits):
 
-* every weight, embedding entry and τ(n) is rounded once to the dtype (round to nearest
-  even; τ via its float64 value);
+* every weight, every embedding row x⁰_p = token + position (the exact sum, as one
+  stored table) and τ(n) is rounded once to the dtype (nearest, ties to even; τ via its
+  float64 value);
 * every elementwise operation is one IEEE operation in the dtype (numpy's float16 and
   ml_dtypes' bfloat16 compute in float32 and round, which is exact rounding for + − × ÷);
 * a product x·W is summed left to right over the inner index (bias added last); the score
