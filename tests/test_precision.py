@@ -432,3 +432,19 @@ def test_error_split_triangle_inequality(tmp_path):
         # float64 rounding is tiny next to the softmax error at the model's own τ
         if run["dtype"] == "float64":
             assert parse_decimal(e["rounding_error"]["upper"]) < Fraction(1, 10**9)
+
+
+@pytest.mark.slow
+def test_search_at_n_1024_confirmed_exactly():
+    """n = 1,024: the gamma and margin witnesses are recomputed by a fresh exact evaluation."""
+    from exactattn.search import run_search
+
+    model = load_model(MODELS / "dyck2.json")
+    cm = CompiledModel(model)
+    g = run_search(model, 1024, "gamma", budget=6, seed=0)
+    lh = run_hard_long(cm, tuple(g["witness"]["input"]), want_gap=True)
+    best = min(h.gap for h in lh.heads.values() if h.gap is not None)
+    assert g["witness"]["value"]["upper"] == f"{best.numerator}/{best.denominator}" == "1/1025"
+    m = run_search(model, 1024, "margin", budget=6, seed=0)
+    _, margin = hard_output(model, run_hard_long(cm, tuple(m["witness"]["input"])))
+    assert m["witness"]["value"]["upper"] == str(margin) == "1/2"
