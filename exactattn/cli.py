@@ -533,14 +533,23 @@ def build_induction_cmd(alphabet: str, hops: int, max_n: int, out: str | None) -
 @click.option("--pairs", multiple=True, help='Pairs: --pairs "()" "[]" (or repeat --pairs).')
 @click.argument("more_pairs", nargs=-1, metavar="[PAIRS]...")
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
-def build_dyck_cmd(pairs: tuple[str, ...], more_pairs: tuple[str, ...], out: str | None) -> None:
+@click.option(
+    "--scale",
+    type=click.Choice(["integer", "unit"]),
+    default="integer",
+    show_default=True,
+    help="unit: bounded embeddings (positions divided by n+1), gamma(n) = 1/(n+1)^3.",
+)
+def build_dyck_cmd(
+    pairs: tuple[str, ...], more_pairs: tuple[str, ...], out: str | None, scale: str
+) -> None:
     """Dyck-k recognizer as an average-hard attention transformer."""
     from .build.dyck import build_dyck
 
     allp = [*pairs, *more_pairs]
     if not allp:
         raise click.UsageError('give the bracket pairs, e.g. --pairs "()" "[]"')
-    _emit(_build(build_dyck, allp), out)
+    _emit(_build(build_dyck, allp, scale=scale), out)
 
 
 @build.command("models")
@@ -648,6 +657,12 @@ def report(result_path: str, fmt: str | None, out: str) -> None:
     validate_result(data, result_path)
     for p in write_report(data, Path(out), fmt):
         err_console.print(f"wrote {p}", highlight=False)
+
+
+from .cli_extra import precision_cmd, search_cmd  # noqa: E402  (past enumeration, issue 14)
+
+main.add_command(precision_cmd)
+main.add_command(search_cmd)
 
 
 if __name__ == "__main__":  # pragma: no cover

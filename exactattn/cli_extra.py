@@ -1,0 +1,232 @@
+"""CLI commands past enumeration: ``precision`` (dtypes) and ``search`` (long inputs).
+
+Kept apart from :mod:`exactattn.cli` so that module only needs two ``add_command`` lines.
+Exit codes: 0 no flip found, 1 a decision flipped (precision) / n.a., 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _parse_ns(ns: tuple[int, ...], pow2: str | None) -> list[int]:
+    out = list(ns)
+    if pow2:
+        try:
+            a, b = (int(v) for v in pow2.split(":"))
+        except ValueError:
+            raise click.UsageError("--n-pow2 takes A:B, e.g. 2:16 for n = 4 … 65536") from None
+        if not 0 <= a <= b <= 24:
+            raise click.UsageError("--n-pow2 A:B needs 0 <= A <= B <= 24")
+        out += [2**k for k in range(a, b + 1)]
+    return sorted(set(out))
+
+
+def _taus(taus: tuple[str, ...]) -> list[tuple[str, Any]]:
+    from .temperature import parse_tau
+
+    if not taus:
+        return [("model", None)]
+    return [(t, None if t == "model" else parse_tau(t)) for t in taus]
+
+
+def precision_json(model: Any, runs: list[Any], settings: dict[str, Any]) -> dict[str, Any]:
+    """The exactattn-precision/1 document (one run: also the flat dtype/lengths keys)."""
+    from .precision import PRECISION_FORMAT
+
+    doc: dict[str, Any] = {
+        "format": PRECISION_FORMAT,
+        "model": model.name,
+        "settings": settings,
+        "runs": [r.to_json() for r in runs],
+    }
+    if len(runs) == 1:
+        doc["dtype"] = runs[0].dtype
+        doc["tau"] = runs[0].tau
+        doc["lengths"] = runs[0].lengths
+    return doc
+
+
+def print_precision(runs: list[Any]) -> None:
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in (
+        "dtype",
+        "τ",
+        "n",
+        "inputs",
+        "flips",
+        "first flip (cause)",
+        "‖dtype−hard‖",
+        "y err",
+    ):
+        t.add_column(col, justify="right" if col in ("n", "inputs", "flips") else "left")
+    for r in runs:
+        for e in r.lengths:
+            ff = e["first_flip"]
+            ffs = "—"
+            if ff:
+                word = "".join(ff["input"]) if len(ff["input"]) <= 16 else f"{ff.get('family')}"
+                ffs = f"{word} ({ff['cause']})"
+            te = e["total_error"]["upper"] if e["total_error"] else "—"
+            ye = e["readout_error"]["upper"] if e["readout_error"] else "—"
+            t.add_row(r.dtype, r.tau, str(e["n"]), str(e["inputs"]), str(e["flips"]), ffs, te, ye)
+    console.print(t)
+    for r in runs:
+        fn = r.first_flip_n
+        console.print(
+            f"{r.dtype} at τ = {r.tau}: "
+            + (f"first flip at n = {fn}" if fn is not None else "no flip at the lengths run"),
+            highlight=False,
+        )
+
+
+@click.command("precision")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.option(
+    "--dtype",
+    "dtypes",
+    multiple=True,
+    type=click.Choice(["float16", "bfloat16", "float32", "float64"]),
+    help="IEEE dtype(s) to deploy in (repeatable; default all four).",
+)
+@click.option("--max-n", type=int, default=None, help="Every input of length min-n..max-n.")
+@click.option("--min-n", type=int, default=None)
+@click.option("--inputs", "inputs_file", type=click.Path(dir_okay=False), default=None)
+@click.option("--sep", default=None, help="Symbol separator in --inputs lines (default: chars).")
+@click.option("--family", "families", multiple=True, help="Input family (repeatable, or 'all').")
+@click.option("--n", "ns", multiple=True, type=int, help="Family length(s) (repeatable).")
+@click.option("--n-pow2", default=None, help="Family lengths 2^A..2^B, e.g. 2:16.")
+@click.option(
+    "--tau",
+    "taus",
+    multiple=True,
+    help="Temperature expression in n, or 'model' (repeatable; default: the model's).",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--certified/--no-certified", default=True, help="Certified soft (enumerated).")
+@click.option("--stop-after-flip", is_flag=True, help="Stop a dtype/τ after its first flip.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
+@click.option("-v", "--verbose", is_flag=True, help="Timing per word (families).")
+def precision_cmd(
+    model_path: str,
+    dtypes: tuple[str, ...],
+    max_n: int | None,
+    min_n: int | None,
+    inputs_file: str | None,
+    sep: str | None,
+    families: tuple[str, ...],
+    ns: tuple[int, ...],
+    n_pow2: str | None,
+    taus: tuple[str, ...],
+    seed: int,
+    certified: bool,
+    stop_after_flip: bool,
+    json_out: str | None,
+    verbose: bool,
+) -> None:
+    """The soft meaning as deployed in IEEE dtypes vs the exact hard meaning.
+
+    Exit 0: no decision flips; 1: some decision flips.
+    """
+    from .cli import write_json_atomic
+    from .families import families_for
+    from .model import load_model
+    from .precision import sweep_family, sweep_words
+
+    model = load_model(model_path)
+    dts = list(dtypes) or ["float16", "bfloat16", "float32", "float64"]
+    tl = _taus(taus)
+    modes = sum(x is not None and x != () for x in (max_n, inputs_file, families or None))
+    if modes != 1:
+        raise click.UsageError("give exactly one of --max-n, --inputs FILE, --family NAME")
+    settings: dict[str, Any] = {"dtypes": dts, "taus": [t[0] for t in tl], "seed": seed}
+
+    def save(runs: list[Any]) -> None:
+        if json_out:
+            write_json_atomic(Path(json_out), precision_json(model, runs, settings))
+
+    log = (lambda s: err_console.print(s, highlight=False)) if verbose else None
+    if families:
+        fams = list(families_for(model)) if "all" in families else list(families)
+        nlist = _parse_ns(ns, n_pow2)
+        if not nlist:
+            raise click.UsageError("--family needs --n N (repeatable) or --n-pow2 A:B")
+        settings.update({"families": fams, "ns": nlist, "mode": "family"})
+        runs = sweep_family(
+            model, fams, nlist, dts, tl, seed, stop_after_flip, on_length=save, log=log
+        )
+    else:
+        from .inputs import words_of_length
+
+        if inputs_file:
+            words_by_n: dict[int, list[tuple[str, ...]]] = {}
+            for ln, line in enumerate(Path(inputs_file).read_text(encoding="utf-8").splitlines()):
+                line = line.strip()
+                if not line:
+                    continue
+                w = tuple(line.split(sep) if sep else line)
+                bad = [t for t in w if t not in model.alphabet]
+                if bad:
+                    raise click.UsageError(f"{inputs_file}:{ln + 1}: unknown symbol '{bad[0]}'")
+                words_by_n.setdefault(len(w), []).append(w)
+            settings["mode"] = "inputs"
+        else:
+            assert max_n is not None
+            lo = min_n if min_n is not None else model.min_length
+            words_by_n = {n: words_of_length(model.alphabet, n) for n in range(lo, max_n + 1)}
+            settings.update({"mode": "enumerate", "min_n": lo, "max_n": max_n})
+        settings["certified"] = certified
+        runs = sweep_words(model, words_by_n, dts, tl, certified=certified, on_length=save)
+    save(runs)
+    print_precision(runs)
+    sys.exit(1 if any(r.first_flip_n is not None for r in runs) else 0)
+
+
+@click.command("search")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.option("--n", "n", type=int, required=True, help="Input length.")
+@click.option("--objective", type=click.Choice(["margin", "error", "gamma"]), required=True)
+@click.option("--budget", type=int, default=200, show_default=True, help="Inputs evaluated.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--beam", type=int, default=4, show_default=True)
+@click.option("--tau", default=None, help="Temperature override (objective error).")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
+def search_cmd(
+    model_path: str,
+    n: int,
+    objective: str,
+    budget: int,
+    seed: int,
+    beam: int,
+    tau: str | None,
+    json_out: str | None,
+) -> None:
+    """Local/beam search for certified witnesses at one length (bounds, not exhaustive)."""
+    from .cli import write_json_atomic
+    from .model import load_model
+    from .search import run_search
+    from .temperature import parse_tau
+
+    model = load_model(model_path)
+    doc = run_search(model, n, objective, budget, seed, beam, parse_tau(tau))
+    if json_out:
+        write_json_atomic(Path(json_out), doc)
+    w = doc["witness"]
+    word = "".join(w["input"]) if len(w["input"]) <= 60 else f"{''.join(w['input'][:60])}…"
+    console.print(
+        f"{model.name} n = {n}, objective {objective}: {doc['evaluated']} inputs evaluated "
+        f"(a search, not an enumeration)\n{doc['meaning']}\n"
+        f"witness {word}\nvalue [{w['value']['lower']}, {w['value']['upper']}] "
+        f"layer {w['layer']} position {w['position']}",
+        highlight=False,
+    )

@@ -1,0 +1,972 @@
+"""The soft meaning as deployed: IEEE float16 / bfloat16 / float32 / float64 arithmetic.
+
+Why: exact arithmetic says whether the *mathematics* of a construction works; users run
+it in a dtype. This module evaluates the same weights the way a deployed model does and
+compares with the exact hard meaning (and, where enumerable, the certified soft one).
+
+The arithmetic model (documented in docs/finite-precision.md; the tests replay it with an
+independent full-matrix implementation and get the same bits):
+
+* every weight, every embedding row x⁰_p = token + position (the exact sum, as one
+  stored table) and τ(n) is rounded once to the dtype (nearest, ties to even; τ via its
+  float64 value);
+* every elementwise operation is one IEEE operation in the dtype (numpy's float16 and
+  ml_dtypes' bfloat16 compute in float32 and round, which is exact rounding for + − × ÷);
+* a product x·W is summed left to right over the inner index (bias added last); the score
+  q_i·k_j likewise; logits are ``s / τ``; softmax subtracts the row maximum over the visible
+  keys, takes ``exp``, sums with ``numpy.sum`` (pairwise) and divides; the head output is
+  ``numpy.sum(α_ij · v_jc)`` over j; heads are added to the residual in order;
+* a query with no visible key gets output 0 (as the hard and certified meanings do).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .errors import UsageError
+from .hard import CompiledModel
+from .longinput import LongHard, RowRat, run_hard_long, visible_block
+from .model import AcceptOutput, ArgmaxOutput, AttentionLayer, Model
+from .ratarray import RatArray
+
+BLOCK_ENTRIES = 1 << 18
+
+DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64")
+
+
+def dtype_of(name: str) -> Any:
+    """The numpy scalar type for a dtype name (bfloat16 from ml_dtypes)."""
+    if name == "float16":
+        return np.float16
+    if name == "float32":
+        return np.float32
+    if name == "float64":
+        return np.float64
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    raise UsageError(f"unknown dtype '{name}'; use one of {', '.join(DTYPE_NAMES)}")
+
+
+def finfo(dt: Any) -> Any:
+    import ml_dtypes
+
+    return ml_dtypes.finfo(dt)
+
+
+# ---------------------------------------------------------------------------
+# exact → dtype, correctly rounded
+# ---------------------------------------------------------------------------
+
+
+def _f64(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num/den correctly rounded to float64 (broadcasting)."""
+    num_b, den_b = np.broadcast_arrays(num, den)
+    if num_b.dtype != object and den_b.dtype != object:
+        if np.abs(num_b).max(initial=0) < 2**53 and np.abs(den_b).max(initial=0) < 2**53:
+            return num_b.astype(np.float64) / den_b.astype(np.float64)  # exact operands
+    flat = [int(a) / int(b) for a, b in zip(num_b.reshape(-1), den_b.reshape(-1), strict=True)]
+    return np.array(flat, dtype=np.float64).reshape(num_b.shape)
+
+
+def round_exact(num: np.ndarray, den: np.ndarray, dt: Any) -> np.ndarray:
+    """The rationals num/den rounded to nearest (ties to even) in dtype ``dt``.
+
+    float64 first (Python/IEEE division of exact values is correctly rounded); a second
+    rounding to a narrower dtype can only err when the float64 value is inexact AND exactly
+    halfway between two dtype values: those few entries are redone with Fractions.
+    """
+    x = _f64(num, den)
+    if dt is np.float64:
+        return x
+    with np.errstate(over="ignore"):
+        y = x.astype(dt)
+    back = y.astype(np.float64)
+    cand = np.flatnonzero((back != x) & np.isfinite(back))
+    if cand.size:
+        num_b, den_b = np.broadcast_arrays(num, den)
+        fy = y.reshape(-1)
+        fx = x.reshape(-1)
+        for idx in cand:
+            a = fy[idx]
+            up = _next(a, dt, fx[idx] > float(a))
+            mid = (float(a) + float(up)) / 2
+            if mid != fx[idx]:
+                continue
+            exact = Fraction(int(num_b.reshape(-1)[idx]), int(den_b.reshape(-1)[idx]))
+            if exact == Fraction(float(fx[idx])):
+                continue  # exactly halfway: float64's own tie rule is the dtype's rule
+            pick = up if abs(Fraction(float(up)) - exact) < abs(Fraction(float(a)) - exact) else a
+            fy[idx] = pick
+    return y
+
+
+def _next(a: Any, dt: Any, upward: bool) -> Any:
+    """The neighbour of dtype value a (one ulp), via float64 and re-rounding checks."""
+    fi = finfo(dt)
+    target = np.array(np.inf if upward else -np.inf).astype(dt)
+    if dt in (np.float16, np.float32):
+        return np.nextafter(np.array(a, dtype=dt), target)
+    # bfloat16: step through the bit pattern
+    bits = np.array(a, dtype=dt).view(np.uint16).astype(np.int64)
+    if float(a) == 0:
+        return np.array(fi.smallest_subnormal if upward else -fi.smallest_subnormal).astype(dt)
+    positive = float(a) > 0
+    step = 1 if (upward == positive) else -1
+    return np.array(bits + step, dtype=np.uint16).view(dt)[()]
+
+
+def rat_to_dtype(ra: RatArray, dt: Any) -> np.ndarray:
+    return round_exact(ra.num, np.array(ra.den, dtype=object if ra.den >= 2**62 else np.int64), dt)
+
+
+def rows_to_dtype(rr: RowRat, dt: Any) -> np.ndarray:
+    return round_exact(rr.num, rr.den[:, None], dt)
+
+
+# ---------------------------------------------------------------------------
+# the model in a dtype
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class DHead:
+    Q: np.ndarray
+    bq: np.ndarray
+    K: np.ndarray
+    bk: np.ndarray
+    V: np.ndarray
+    bv: np.ndarray
+    O: np.ndarray | None
+    mask: str
+
+
+@dataclass
+class DFFN:
+    hidden: list[tuple[np.ndarray, np.ndarray]]
+    out: tuple[np.ndarray, np.ndarray]
+
+
+class DtypeModel:
+    """The model's weights rounded to one dtype."""
+
+    def __init__(self, cm: CompiledModel, dtype: str) -> None:
+        self.cm = cm
+        self.model = cm.model
+        self.name = dtype
+        self.dt = dtype_of(dtype)
+        dt = self.dt
+        self.layers: list[list[DHead] | DFFN] = []
+        for layer in cm.layers:
+            if isinstance(layer, list):
+                self.layers.append(
+                    [
+                        DHead(
+                            rat_to_dtype(h.Q, dt),
+                            rat_to_dtype(h.bq, dt),
+                            rat_to_dtype(h.K, dt),
+                            rat_to_dtype(h.bk, dt),
+                            rat_to_dtype(h.V, dt),
+                            rat_to_dtype(h.bv, dt),
+                            rat_to_dtype(h.O, dt) if h.O is not None else None,
+                            h.head.mask,
+                        )
+                        for h in layer
+                    ]
+                )
+            else:
+                self.layers.append(
+                    DFFN(
+                        [(rat_to_dtype(w, dt), rat_to_dtype(b, dt)) for w, b in layer.hidden],
+                        (rat_to_dtype(layer.out[0], dt), rat_to_dtype(layer.out[1], dt)),
+                    )
+                )
+
+    def taus(self, n: int, override: Any = None) -> list[list[Any] | None]:
+        """τ(n) per head: float64 nearest to the certified value, then rounded to the dtype."""
+        out: list[list[Any] | None] = []
+        m = self.model
+        for li, layer in enumerate(m.layers):
+            if isinstance(layer, AttentionLayer):
+                row = []
+                for hi in range(len(layer.heads)):
+                    e = m.head_temperature(li, hi, override)
+                    v = e.eval_arb({"n": n}, 256)
+                    f = float(v.mid())
+                    with np.errstate(under="ignore", over="ignore"):
+                        row.append(np.array(f).astype(self.dt)[()])
+                out.append(row)
+            else:
+                out.append(None)
+        return out
+
+
+def proj(x: np.ndarray, W: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    """x @ W.T (+ b), summed left to right over the inner index, in x's dtype."""
+    acc = x[..., 0:1] * W[:, 0]
+    for c in range(1, W.shape[1]):
+        acc = acc + x[..., c : c + 1] * W[:, c]
+    if b is not None:
+        acc = acc + b
+    return acc
+
+
+def _skippable(a: np.ndarray, b: np.ndarray) -> bool:
+    """a·b contributes exactly ±0 to every sum (so skipping it changes no value)."""
+    return bool((not a.any() and np.isfinite(b).all()) or (not b.any() and np.isfinite(a).all()))
+
+
+@dataclass
+class HeadBlock:
+    """One query block of one head in the dtype: logits, weights (for diagnosis)."""
+
+    logits: np.ndarray  # (N, b, T)
+    alpha: np.ndarray  # (N, b, T)
+    vis: np.ndarray  # (b, T)
+
+
+def head_block(
+    h: DHead,
+    q: np.ndarray,
+    k: np.ndarray,
+    rows: np.ndarray,
+    tau: Any,
+    cols: list[int],
+) -> HeadBlock:
+    """Logits and softmax weights of query rows ``rows`` against every key."""
+    N, T, _ = k.shape
+    vis = visible_block(h.mask, rows, T)
+    dt = q.dtype
+    if cols:
+        c0 = cols[0]
+        S = q[:, rows, c0, None] * k[:, None, :, c0]
+        for c in cols[1:]:
+            S = S + q[:, rows, c, None] * k[:, None, :, c]
+    else:
+        S = np.zeros((N, len(rows), T), dtype=dt)
+    L = S / tau
+    neg = np.array(-np.inf).astype(dt)
+    mx = np.where(vis, L, neg).max(axis=2, keepdims=True)
+    e = np.where(vis, np.exp(L - mx), np.zeros((), dtype=dt))
+    Z = e.sum(axis=2, keepdims=True)
+    has = vis.any(axis=1)
+    alpha = e / Z
+    if not has.all():
+        alpha[:, ~has, :] = 0
+    return HeadBlock(L, alpha, vis)
+
+
+def run_head_dtype(
+    h: DHead, x: np.ndarray, tau: Any, block: int | None = None
+) -> tuple[np.ndarray, list[int], np.ndarray, np.ndarray]:
+    """One head on a batch (N, T, d) in its dtype: contribution, active score columns, q, k."""
+    N, T, _ = x.shape
+    q = proj(x, h.Q, h.bq)
+    k = proj(x, h.K, h.bk)
+    v = proj(x, h.V, h.bv)
+    cols = [c for c in range(q.shape[2]) if not _skippable(q[..., c], k[..., c])]
+    B = block or max(1, BLOCK_ENTRIES // max(1, N * T))
+    m = v.shape[2]
+    out = np.zeros((N, T, m), dtype=x.dtype)
+    vzero = [not v[..., c].any() for c in range(m)]
+    for start in range(0, T, B):
+        rows = np.arange(start, min(T, start + B))
+        hb = head_block(h, q, k, rows, tau, cols)
+        finite = bool(np.isfinite(hb.alpha).all())
+        for c in range(m):
+            if vzero[c] and finite:
+                continue
+            out[:, rows, c] = (hb.alpha * v[:, None, :, c]).sum(axis=2)
+    contrib = proj(out, h.O, None) if h.O is not None else out
+    return contrib, cols, q, k
+
+
+@dataclass
+class DtypeRun:
+    acts: list[np.ndarray]  # (N, T, d) per layer, index 0 = embedding
+    taus: list[list[Any] | None]
+    scols: dict[tuple[int, int], list[int]] = field(default_factory=dict)
+
+
+def run_dtype(
+    dm: DtypeModel, x0: np.ndarray, n: int, tau_override: Any = None, block: int | None = None
+) -> DtypeRun:
+    """The deployed soft meaning of a batch of words of length n."""
+    taus = dm.taus(n, tau_override)
+    acts = [x0]
+    x = x0
+    run = DtypeRun(acts, taus)
+    with np.errstate(all="ignore"):
+        for li, layer in enumerate(dm.layers):
+            if isinstance(layer, list):
+                out = x
+                lt = taus[li]
+                assert lt is not None
+                for hi, h in enumerate(layer):
+                    c, cols, _, _ = run_head_dtype(h, x, lt[hi], block)
+                    run.scols[(li, hi)] = cols
+                    out = out + c
+                x = out
+            else:
+                hdd = x
+                for W, b in layer.hidden:
+                    hdd = np.maximum(proj(hdd, W, b), np.zeros((), dtype=x.dtype))
+                W, b = layer.out
+                x = x + proj(hdd, W, b)
+            acts.append(x)
+    return run
+
+
+def embed_dtype(dm: DtypeModel, hard_x0: RowRat | RatArray) -> np.ndarray:
+    """Round the exact embedding to the dtype: (1, T, d) or (N, T, d)."""
+    if isinstance(hard_x0, RowRat):
+        return rows_to_dtype(hard_x0, dm.dt)[None]
+    return rat_to_dtype(hard_x0, dm.dt)
+
+
+# ---------------------------------------------------------------------------
+# read-out and decisions
+# ---------------------------------------------------------------------------
+
+
+def dtype_decisions(dm: DtypeModel, x: np.ndarray, n: int) -> list[Any]:
+    """Per word: accept → True/False/None (NaN); argmax → labels (None on tie/NaN); value → rows."""
+    m = dm.model
+    out = m.output
+    dt = dm.dt
+    with np.errstate(all="ignore"):
+        if isinstance(out, AcceptOutput):
+            slot = m.accept_slot(n)
+            w = _frac_vec(out.weight, dt)[None, :]
+            b = _frac_vec([out.bias], dt)
+            thr = _frac_vec([out.threshold], dt)[0]
+            y = proj(x[:, slot, :], w, b)[:, 0]
+            return [None if np.isnan(v) else bool(v > thr) for v in y]
+        slots = m.output_positions(n)
+        W = np.array([_frac_vec(r, dt) for r in out.weight])
+        b = _frac_vec(out.bias, dt)
+        y = proj(x[:, slots, :], W, b)
+        if isinstance(out, ArgmaxOutput):
+            res = []
+            for wi in range(y.shape[0]):
+                labels: list[str | None] = []
+                for p in range(y.shape[1]):
+                    row = y[wi, p].astype(np.float64)
+                    if np.isnan(row).any():
+                        labels.append(None)
+                        continue
+                    best = row.max()
+                    win = np.flatnonzero(row == best)
+                    labels.append(out.labels[int(win[0])] if len(win) == 1 else None)
+                res.append(labels)
+            return res
+        return [y[wi].astype(np.float64) for wi in range(y.shape[0])]
+
+
+def _frac_vec(vals: Sequence[Fraction], dt: Any) -> np.ndarray:
+    ra = RatArray.from_fractions(list(vals))
+    return rat_to_dtype(ra, dt)
+
+
+def flipped(model: Model, hard: Any, dtype_out: Any) -> bool:
+    """Whether the dtype's decision differs from the exact hard decision."""
+    out = model.output
+    if isinstance(out, AcceptOutput) or isinstance(out, ArgmaxOutput):
+        return hard != dtype_out
+    tol = float(out.tolerance)
+    for hrow, drow in zip(hard, dtype_out, strict=True):
+        for hv, dv in zip(hrow, drow, strict=True):
+            if not np.isfinite(dv) or abs(float(hv) - float(dv)) > tol:
+                return True
+    return False
+
+
+# ---------------------------------------------------------------------------
+# errors (dtype − hard) with an explicit enclosure
+# ---------------------------------------------------------------------------
+
+
+def error_enclosure(a: np.ndarray, hard: RowRat | RatArray) -> tuple[float, float, int]:
+    """‖a − hard‖∞ over (T, d) as (lower, upper, row): float64 with an explicit allowance.
+
+    a holds exact binary values; hard is rounded to float64 (relative error ≤ 2⁻⁵³), the
+    difference is one more rounding; the allowance 2⁻⁵⁰(|h| + |a − h|) + 2⁻¹⁰⁷⁰ covers both.
+    Non-finite entries give (inf, inf).
+    """
+    a64 = a.astype(np.float64)
+    if isinstance(hard, RowRat):
+        h = _f64(hard.num, hard.den[:, None])
+    else:
+        h = _f64(hard.num, np.array(hard.den, dtype=object if hard.den >= 2**53 else np.int64))
+    if not np.isfinite(a64).all():
+        bad = np.argwhere(~np.isfinite(a64))[0]
+        return math.inf, math.inf, int(bad[0])
+    diff = np.abs(a64 - h)
+    allow = 2.0**-50 * (np.abs(h) + diff) + 2.0**-1070
+    up = diff + allow
+    lo = np.maximum(diff - allow, 0)
+    idx = int(np.argmax(up.max(axis=-1)))
+    return float(lo.max()), float(up.max() * (1 + 2.0**-50)), idx
+
+
+def relative_error(a: np.ndarray, hard: RowRat) -> float:
+    """max over entries of |a − h| / max(1, |h|) (float64; a diagnostic, not certified)."""
+    a64 = a.astype(np.float64)
+    if not np.isfinite(a64).all():
+        return math.inf
+    h = _f64(hard.num, hard.den[:, None])
+    return float((np.abs(a64 - h) / np.maximum(1.0, np.abs(h))).max())
+
+
+# ---------------------------------------------------------------------------
+# diagnosis: which operation broke
+# ---------------------------------------------------------------------------
+
+
+def diagnose(
+    dm: DtypeModel, run: DtypeRun, b: int, lh: LongHard, threshold: float = 0.1
+) -> dict[str, Any]:
+    """Which operation broke, for word b of a dtype run whose exact hard meaning is lh.
+
+    Walks the layers in order and reports the first *event* at or before the first layer
+    whose relative error max |dtype − hard| / max(1, |hard|) exceeds ``threshold``:
+    overflow (a non-finite logit or activation, or τ rounding to 0 or ∞), absorption of a
+    score difference (a key outside the exact argmax set whose dtype logit is ≥ that of a
+    key inside it), underflow of a weight (a key of the exact argmax set, |A| > 1, whose
+    dtype weight is 0). If none is found: "rounding" (errors accumulated without any of
+    those events).
+    """
+    dt = dm.dt
+    fi = finfo(dt)
+    layer_err = [relative_error(run.acts[li][b], lh.acts[li]) for li in range(1, len(run.acts))]
+    limit = next((i for i, e in enumerate(layer_err) if e > threshold), len(layer_err) - 1)
+    with np.errstate(all="ignore"):
+        for li in range(limit + 1):
+            layer = dm.layers[li]
+            x = run.acts[li][b : b + 1]
+            if isinstance(layer, list):
+                taus = run.taus[li]
+                assert taus is not None
+                for hi, h in enumerate(layer):
+                    ev = _head_event(dm, h, x, taus[hi], lh, li, hi, fi)
+                    if ev is not None:
+                        ev["layer_errors"] = layer_err
+                        return ev
+            if not np.isfinite(run.acts[li + 1][b]).all():
+                return {
+                    "cause": "overflow",
+                    "layer": li,
+                    "detail": f"a non-finite activation after layer {li}",
+                    "layer_errors": layer_err,
+                }
+    return {
+        "cause": "rounding",
+        "layer": limit,
+        "detail": "no overflow, absorbed score difference or underflowed weight: "
+        "rounding errors of ordinary operations accumulated",
+        "layer_errors": layer_err,
+    }
+
+
+def _head_event(
+    dm: DtypeModel,
+    h: DHead,
+    x: np.ndarray,
+    tau: Any,
+    lh: LongHard,
+    li: int,
+    hi: int,
+    fi: Any,
+) -> dict[str, Any] | None:
+    ftau = float(tau)
+    if ftau == 0 or not math.isfinite(ftau):
+        return {
+            "cause": "overflow" if ftau == 0 else "underflow",
+            "layer": li,
+            "head": hi,
+            "detail": f"τ rounds to {ftau} in {dm.name}: logits s/τ are not finite",
+        }
+    info = lh.heads[(li, hi)]
+    T = x.shape[1]
+    q = proj(x, h.Q, h.bq)
+    k = proj(x, h.K, h.bk)
+    cols = [c for c in range(q.shape[2]) if not _skippable(q[..., c], k[..., c])]
+    B = max(1, BLOCK_ENTRIES // max(1, T))
+    from .ratarray import int_matmul
+
+    for start in range(0, T, B):
+        rows = np.arange(start, min(T, start + B))
+        hb = head_block(h, q, k, rows, tau, cols)
+        L = hb.logits[0].astype(np.float64)
+        vis = hb.vis
+        if not np.isfinite(np.where(vis, L, 0)).all():
+            r, j = np.argwhere(vis & ~np.isfinite(L))[0]
+            return {
+                "cause": "overflow",
+                "layer": li,
+                "head": hi,
+                "query": int(rows[r]),
+                "key": int(j),
+                "detail": f"logit s/τ is {L[r, j]} (max finite {float(fi.max):.4g})",
+            }
+        S = int_matmul(info.q.num[rows], info.kc.T)
+        lo = -np.inf
+        Sf = S  # exact integers; per-row positive scale, so comparisons per row are exact
+        if S.dtype == object:
+            floor = -(max(abs(int(S.max())), abs(int(S.min()))) + 1)
+        else:
+            floor = np.iinfo(np.int64).min
+        masked = np.where(vis, Sf, floor)
+        rmax = masked.max(axis=1, keepdims=True)
+        top = vis & (Sf == rmax)
+        # absorption: a non-top visible key with logit >= the smallest top logit
+        top_min = np.where(top, L, np.inf).min(axis=1, keepdims=True)
+        bad = vis & ~top & (L >= top_min)
+        if bad.any():
+            r, j = np.argwhere(bad)[0]
+            i = int(rows[r])
+            s_exact = lh.scores_row(li, hi, i)
+            jt = int(np.flatnonzero(top[r])[0])
+            gap = s_exact[jt] - s_exact[int(j)]
+            return {
+                "cause": "absorption",
+                "layer": li,
+                "head": hi,
+                "query": i,
+                "key": int(j),
+                "top_key": jt,
+                "exact_gap": f"{gap.numerator}/{gap.denominator}",
+                "detail": (
+                    f"exact scores differ by {float(gap):.3g} (key {jt} above key {int(j)}) "
+                    f"but the {dm.name} logits are {L[r, jt]:.6g} and {L[r, j]:.6g}"
+                ),
+            }
+        a = hb.alpha[0].astype(np.float64)
+        multi = top.sum(axis=1) > 1
+        under = top & multi[:, None] & (a == 0)
+        if under.any():
+            r, j = np.argwhere(under)[0]
+            return {
+                "cause": "underflow",
+                "layer": li,
+                "head": hi,
+                "query": int(rows[r]),
+                "key": int(j),
+                "detail": (
+                    f"key {int(j)} ties for the maximum exactly but its {dm.name} weight "
+                    f"underflows to 0 (its logit is {L[r, j]:.6g} against a row maximum "
+                    f"{np.where(vis[r], L[r], lo).max():.6g})"
+                ),
+            }
+    return None
+
+
+# ---------------------------------------------------------------------------
+# one long input, every dtype
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class SingleResult:
+    word: tuple[str, ...]
+    n: int
+    dtype: str
+    hard: Any
+    margin: Fraction
+    dtype_output: Any
+    flip: bool
+    error: tuple[float, float]  # ‖dtype − hard‖∞ after the last layer (enclosure)
+    cause: dict[str, Any] | None
+
+
+def evaluate_long(
+    model: Model,
+    word: Sequence[str],
+    dtypes: Sequence[str],
+    tau_override: Any = None,
+    cm: CompiledModel | None = None,
+    lh: LongHard | None = None,
+    diagnose_flips: bool = True,
+) -> list[SingleResult]:
+    """One input of any length: exact hard meaning (streaming) and each dtype's soft meaning."""
+    from .longinput import hard_output
+
+    word = tuple(word)
+    n = len(word)
+    model.check_length(n)
+    for i, t in enumerate(word):
+        if t not in model.alphabet:
+            raise UsageError(f"input symbol {i + 1} '{t}' is not in the alphabet")
+    cm = cm or CompiledModel(model)
+    lh = lh or run_hard_long(cm, word)
+    hard, margin = hard_output(model, lh)
+    res = []
+    for name in dtypes:
+        dm = DtypeModel(cm, name)
+        x0 = embed_dtype(dm, lh.acts[0])
+        run = run_dtype(dm, x0, n, tau_override)
+        out = dtype_decisions(dm, run.acts[-1], n)[0]
+        flip = flipped(model, hard, out)
+        lo, hi, _ = error_enclosure(run.acts[-1][0], lh.acts[-1])
+        cause = diagnose(dm, run, 0, lh) if flip and diagnose_flips else None
+        res.append(SingleResult(word, n, name, hard, margin, out, flip, (lo, hi), cause))
+    return res
+
+
+# ---------------------------------------------------------------------------
+# sweeps: enumerated inputs, input files, families
+# ---------------------------------------------------------------------------
+
+PRECISION_FORMAT = "exactattn-precision/1"
+
+
+def interval_json(lo: float | Fraction, hi: float | Fraction) -> dict[str, str]:
+    """An enclosure as outward-rounded decimal strings ("inf" when not finite)."""
+    from .numbers import decimal_down, decimal_up
+
+    def conv(x: float | Fraction, up: bool) -> str:
+        if isinstance(x, float) and not math.isfinite(x):
+            return "inf" if x > 0 else "-inf"
+        f = Fraction(x)
+        return decimal_up(f, 6) if up else decimal_down(f, 6)
+
+    return {"lower": conv(lo, False), "upper": conv(hi, True)}
+
+
+def _plain_output(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return [repr(float(v)) for v in x.reshape(-1)]
+    if isinstance(x, Fraction):
+        return f"{x.numerator}/{x.denominator}" if x.denominator != 1 else str(x.numerator)
+    if isinstance(x, list):
+        return [_plain_output(v) for v in x]
+    return x
+
+
+def readout_value(dm: DtypeModel, x: np.ndarray, n: int) -> np.ndarray | None:
+    """The accept read-out y (before the threshold) in the dtype, per word; None otherwise."""
+    m = dm.model
+    out = m.output
+    if not isinstance(out, AcceptOutput):
+        return None
+    slot = m.accept_slot(n)
+    with np.errstate(all="ignore"):
+        y = proj(x[:, slot, :], _frac_vec(out.weight, dm.dt)[None, :], _frac_vec([out.bias], dm.dt))
+    return y[:, 0]
+
+
+def hard_readout(model: Model, lh: LongHard) -> Fraction | None:
+    out = model.output
+    if not isinstance(out, AcceptOutput):
+        return None
+    slot = model.accept_slot(lh.n)
+    x = lh.acts[-1]
+    return sum((w * x.fraction(slot, c) for c, w in enumerate(out.weight)), Fraction(0)) + out.bias
+
+
+class RunAcc:
+    """One (dtype, τ) run over many lengths: the per-length entries of the JSON."""
+
+    def __init__(self, dtype: str, tau_label: str) -> None:
+        self.dtype = dtype
+        self.tau = tau_label
+        self.lengths: list[dict[str, Any]] = []
+        self.first_flip_n: int | None = None
+        self.stopped = False
+
+    def entry(self, n: int) -> dict[str, Any]:
+        if not self.lengths or self.lengths[-1]["n"] != n:
+            self.lengths.append(
+                {
+                    "n": n,
+                    "inputs": 0,
+                    "flips": 0,
+                    "first_flip": None,
+                    "rounding_error": None,
+                    "softmax_error": None,
+                    "total_error": None,
+                    "readout_error": None,
+                }
+            )
+        return self.lengths[-1]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dtype": self.dtype,
+            "tau": self.tau,
+            "first_flip_n": self.first_flip_n,
+            "lengths": self.lengths,
+        }
+
+
+def _max_interval(cur: dict[str, str] | None, lo: float, hi: float) -> dict[str, str]:
+    new = interval_json(lo, hi)
+    if cur is None:
+        return new
+    from .numbers import parse_decimal
+
+    def val(s: str) -> Fraction | float:
+        return math.inf if s == "inf" else parse_decimal(s)
+
+    return {
+        "lower": cur["lower"] if val(cur["lower"]) >= val(new["lower"]) else new["lower"],
+        "upper": cur["upper"] if val(cur["upper"]) >= val(new["upper"]) else new["upper"],
+    }
+
+
+def record_word(
+    acc: RunAcc,
+    model: Model,
+    dm: DtypeModel,
+    run: DtypeRun,
+    b: int,
+    word: tuple[str, ...],
+    lh_factory: Any,
+    hard: Any,
+    dtype_out: Any,
+    hard_y: Fraction | None,
+    dtype_y: Any,
+    final_hard: RowRat | RatArray,
+    label: str | None = None,
+    tau_override: Any = None,
+) -> None:
+    """Fold one evaluated word into the run's entry for its length."""
+    n = len(word)
+    e = acc.entry(n)
+    e["inputs"] += 1
+    lo, hi, _ = error_enclosure(run.acts[-1][b], final_hard)
+    e["total_error"] = _max_interval(e["total_error"], lo, hi)
+    if hard_y is not None and dtype_y is not None:
+        yv = float(dtype_y)
+        if math.isfinite(yv):
+            diff = abs(Fraction(yv) - hard_y)
+            e["readout_error"] = _max_interval(e["readout_error"], diff, diff)
+        else:
+            e["readout_error"] = _max_interval(e["readout_error"], math.inf, math.inf)
+    if not flipped(model, hard, dtype_out):
+        return
+    e["flips"] += 1
+    if acc.first_flip_n is None:
+        acc.first_flip_n = n
+    if e["first_flip"] is not None:
+        return
+    lh = lh_factory()
+    cause = diagnose(dm, run, b, lh)
+    # replay: the witness alone, in a fresh run (a run of one word already is that run)
+    if run.acts[-1].shape[0] > 1:
+        x0 = embed_dtype(dm, lh.acts[0])
+        alone = run_dtype(dm, x0, n, tau_override)
+        replay = dtype_decisions(dm, alone.acts[-1], n)[0]
+    else:
+        replay = dtype_out
+    e["first_flip"] = {
+        "input": list(word),
+        "family": label,
+        "hard": _plain_output(hard),
+        "dtype_output": _plain_output(dtype_out),
+        "cause": cause["cause"],
+        "diagnosis": {k: v for k, v in cause.items() if k != "cause"},
+        "replayed": bool(flipped(model, hard, replay)),
+    }
+
+
+def sweep_family(
+    model: Model,
+    families: Sequence[str],
+    ns: Sequence[int],
+    dtypes: Sequence[str],
+    taus: Sequence[tuple[str, Any]],
+    seed: int = 0,
+    stop_after_flip: bool = False,
+    on_length: Any = None,
+    log: Any = None,
+) -> list[RunAcc]:
+    """Family inputs at each n: the exact hard meaning once per word, every (dtype, τ) run."""
+    from .families import family_word
+    from .longinput import hard_output
+
+    cm = CompiledModel(model)
+    dms = {d: DtypeModel(cm, d) for d in dtypes}
+    runs = {(d, t[0]): RunAcc(d, t[0]) for t in taus for d in dtypes}
+    for n in ns:
+        model.check_length(n)
+        for fam in families:
+            word = family_word(model, fam, n, seed)
+            active = [r for r in runs.values() if not r.stopped]
+            if not active:
+                break
+            import time as _t
+
+            t0 = _t.time()
+            lh = run_hard_long(cm, word)
+            hard, _ = hard_output(model, lh)
+            hy = hard_readout(model, lh)
+            if log:
+                log(f"n={n} {fam}: exact hard {_t.time() - t0:.1f}s, hard={_plain_output(hard)}")
+            for (d, tl), acc in runs.items():
+                if acc.stopped:
+                    continue
+                texpr = next(t[1] for t in taus if t[0] == tl)
+                t0 = _t.time()
+                dm = dms[d]
+                run = run_dtype(dm, embed_dtype(dm, lh.acts[0]), n, texpr)
+                out = dtype_decisions(dm, run.acts[-1], n)[0]
+                y = readout_value(dm, run.acts[-1], n)
+                record_word(
+                    acc,
+                    model,
+                    dm,
+                    run,
+                    0,
+                    word,
+                    lambda lh=lh: lh,
+                    hard,
+                    out,
+                    hy,
+                    None if y is None else y[0],
+                    lh.acts[-1],
+                    label=fam,
+                    tau_override=texpr,
+                )
+                if log:
+                    ff = acc.lengths[-1]["first_flip"]
+                    log(
+                        f"  {d:8s} τ={tl}: {_t.time() - t0:.1f}s "
+                        f"{'FLIP ' + ff['cause'] if ff and ff['input'] == list(word) else 'ok'}"
+                    )
+        for acc in runs.values():
+            if stop_after_flip and acc.first_flip_n is not None:
+                acc.stopped = True
+        if on_length:
+            on_length(list(runs.values()))
+    return list(runs.values())
+
+
+def sweep_words(
+    model: Model,
+    words_by_n: dict[int, Any],
+    dtypes: Sequence[str],
+    taus: Sequence[tuple[str, Any]],
+    certified: bool = True,
+    on_length: Any = None,
+    batch: int = 2048,
+) -> list[RunAcc]:
+    """Enumerated (or listed) inputs, batched: exact hard via run_hard, certified soft via
+    the check's certify_word (error split), each dtype batched."""
+    from flint import arb
+
+    from .certify import certify_word
+    from .hard import accept_decisions, argmax_labels, read_output, run_hard
+    from .inputs import batches
+    from .measure import LengthAccumulator
+    from .numbers import arb_endpoints
+    from .reference import Oracle
+    from .soft import WeightCache
+    from .temperature import Temperatures
+
+    cm = CompiledModel(model)
+    weights = WeightCache(cm)
+    oracle = Oracle(model.reference, model.alphabet) if model.reference else None
+    dms = {d: DtypeModel(cm, d) for d in dtypes}
+    runs = {(d, t[0]): RunAcc(d, t[0]) for t in taus for d in dtypes}
+    out_spec = model.output
+    for n, words in sorted(words_by_n.items()):
+        model.check_length(n)
+        for chunk in batches(iter(words), batch):
+            hb = run_hard(cm, chunk, n)
+            hy_all = read_output(model, hb.activations[-1], n)
+            if isinstance(out_spec, AcceptOutput):
+                dec, _ = accept_decisions(model, hy_all.values)
+                hard_out = [bool(v) for v in dec]
+                hard_y = [hy_all.values.fraction(i) for i in range(len(chunk))]
+            elif isinstance(out_spec, ArgmaxOutput):
+                hard_out, _ = argmax_labels(model, hy_all.values)
+                hard_y = [None] * len(chunk)
+            else:
+                hard_out = hy_all.values.to_fractions()
+                hard_y = [None] * len(chunk)
+            final = hb.activations[-1]
+            for tl, texpr in taus:
+                soft_deltas: list[Any] = [None] * len(chunk)
+                if certified:
+                    temps = Temperatures(model, texpr)
+                    la = LengthAccumulator(model, n, oracle, len(model.layers))
+                    la.add_hard(hb)
+                    for b in range(len(chunk)):
+                        sr = certify_word(cm, hb, b, la, temps, weights)
+                        soft_deltas[b] = (sr.deltas[-1] if sr.deltas else None, sr.prec, sr.bounds)
+                for d in dtypes:
+                    acc = runs[(d, tl)]
+                    dm = dms[d]
+                    run = run_dtype(dm, rat_to_dtype(hb.x0, dm.dt), n, texpr)
+                    outs = dtype_decisions(dm, run.acts[-1], n)
+                    ys = readout_value(dm, run.acts[-1], n)
+                    for b, w in enumerate(chunk):
+                        record_word(
+                            acc,
+                            model,
+                            dm,
+                            run,
+                            b,
+                            tuple(w),
+                            lambda w=w: run_hard_long(cm, w),
+                            hard_out[b],
+                            outs[b],
+                            hard_y[b],
+                            None if ys is None else ys[b],
+                            RatArray(final.num[b], final.den),
+                            tau_override=texpr,
+                        )
+                        if certified and soft_deltas[b] is not None:
+                            delta, p, bnds = soft_deltas[b]
+                            e = acc.entry(n)
+                            lo_s, hi_s, _ = bnds[-1] if bnds else (arb(0), arb(0), 0)
+                            slo, _ = arb_endpoints(lo_s)
+                            _, shi = arb_endpoints(hi_s)
+                            e["softmax_error"] = _max_interval(
+                                e["softmax_error"], max(slo, Fraction(0)), shi
+                            )
+                            rlo, rhi = _rounding_enclosure(
+                                run.acts[-1][b], final.num[b], final.den, delta, p
+                            )
+                            e["rounding_error"] = _max_interval(e["rounding_error"], rlo, rhi)
+        if on_length:
+            on_length(list(runs.values()))
+    return list(runs.values())
+
+
+def _rounding_enclosure(
+    a: np.ndarray, hnum: np.ndarray, hden: int, delta: Any, prec: int
+) -> tuple[Fraction | float, Fraction | float]:
+    """‖dtype − certified soft‖∞ = ‖a − (hard + δ)‖∞ as a certified enclosure."""
+    from flint import arb, ctx
+
+    from .numbers import arb_endpoints
+
+    a64 = a.astype(np.float64)
+    if not np.isfinite(a64).all():
+        return math.inf, math.inf
+    T, d = a64.shape
+    best_lo: Fraction = Fraction(0)
+    best_hi: Fraction = Fraction(0)
+    with ctx.workprec(max(prec, 128)):
+        for i in range(T):
+            for c in range(d):
+                v = (
+                    arb(Fraction(float(a64[i, c])).numerator)
+                    / Fraction(float(a64[i, c])).denominator
+                    - arb(int(hnum[i, c])) / hden
+                )
+                if delta is not None:
+                    v = v - delta[i, c]
+                lo, hi = arb_endpoints(abs(v))
+                best_lo = max(best_lo, lo)
+                best_hi = max(best_hi, hi)
+    return best_lo, best_hi
