@@ -26,7 +26,7 @@ import mpmath  # noqa: E402
 import reference_evaluator as ref  # noqa: E402
 
 from exactattn import model_from_dict, run_check  # noqa: E402
-from exactattn.temperature import BASE_PREC  # noqa: E402
+from exactattn.engine.temperature import BASE_PREC  # noqa: E402
 from models import random_model  # noqa: E402
 
 

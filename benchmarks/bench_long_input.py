@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def one(n: int, dtype: str, model_path: str) -> dict:
     sys.path.insert(0, str(ROOT))
     from exactattn import load_model
+    from exactattn.engine.hard import CompiledModel
+    from exactattn.engine.longinput import hard_output, run_hard_long
     from exactattn.families import family_word
-    from exactattn.hard import CompiledModel
-    from exactattn.longinput import hard_output, run_hard_long
     from exactattn.precision import DtypeModel, dtype_decisions, embed_dtype, run_dtype
 
     model = load_model(model_path)

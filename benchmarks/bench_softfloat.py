@@ -3,8 +3,8 @@
 For each benchmark (Dyck-2 at n = 8 by default, and a random model), in one process:
 
 * baseline: benchmarks/float_baseline.py, plain float64 numpy softmax, all inputs;
-* certified: exactattn.hard.run_hard + exactattn.softfloat.certify_float, all inputs, in
-  batches of the check's size (the settled fraction is printed; the rest would go to arb);
+* certified: exactattn.engine.hard.run_hard + exactattn.engine.softfloat.certify_float, all
+  inputs, in batches of the check's size (the settled fraction is printed; the rest would go to arb);
 * arb: the existing per-word path (certify.certify_word) on a sample, scaled to all inputs.
 
 Times are CPU seconds (``time.process_time``), so the ratios stay meaningful on a shared
@@ -28,14 +28,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from float_baseline import FloatModel  # noqa: E402
 
 from exactattn import load_model, model_from_dict  # noqa: E402
-from exactattn.certify import certify_word  # noqa: E402
 from exactattn.check import BATCH  # noqa: E402
-from exactattn.hard import CompiledModel, run_hard  # noqa: E402
+from exactattn.engine.certify import certify_word  # noqa: E402
+from exactattn.engine.hard import CompiledModel, run_hard  # noqa: E402
+from exactattn.engine.measure import LengthAccumulator  # noqa: E402
+from exactattn.engine.soft import WeightCache  # noqa: E402
+from exactattn.engine.softfloat import certify_float, tau_enclosures  # noqa: E402
+from exactattn.engine.temperature import BASE_PREC, Temperatures  # noqa: E402
 from exactattn.inputs import batches, words_of_length  # noqa: E402
-from exactattn.measure import LengthAccumulator  # noqa: E402
-from exactattn.soft import WeightCache  # noqa: E402
-from exactattn.softfloat import certify_float, tau_enclosures  # noqa: E402
-from exactattn.temperature import BASE_PREC, Temperatures  # noqa: E402
 from models import random_model  # noqa: E402
 
 

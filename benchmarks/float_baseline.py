@@ -2,7 +2,7 @@
 
 What a practitioner would write to evaluate the same model on the same inputs: weights
 rounded to float64 once, BLAS matmuls, a numerically stable softmax, no error control.
-The certified float path (exactattn/softfloat.py) is measured against it.
+The certified float path (exactattn/engine/softfloat.py) is measured against it.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from exactattn.hard import visible_mask
+from exactattn.engine.hard import visible_mask
+from exactattn.engine.temperature import Temperatures
 from exactattn.model import AcceptOutput, AttentionLayer, Model
-from exactattn.temperature import Temperatures
 
 
 def _f(m) -> np.ndarray:

@@ -8,11 +8,11 @@ The Python API that the CLI wraps::
     result.to_json()
 """
 
-from .check import CheckResult, estimate, run_check
-from .errors import ExactAttnError, ModelError, UsageError
-from .evaluate import Evaluation, evaluate
-from .model import Model, load_model, model_from_dict
-from .results import LengthRecord, Verdict, merge_lengths
+from exactattn.check import CheckResult, estimate, run_check
+from exactattn.errors import ExactAttnError, ModelError, UsageError
+from exactattn.evaluate import Evaluation, evaluate
+from exactattn.model import Model, load_model, model_from_dict
+from exactattn.results import LengthRecord, Verdict, merge_lengths
 
 __all__ = [
     "CheckResult",

@@ -1,5 +1,5 @@
 """``python -m exactattn`` runs the CLI."""
 
-from .cli import main
+from exactattn.cli import main
 
 main()

@@ -15,9 +15,9 @@ from typing import Any
 
 from flint import arb
 
-from . import bounds as B
-from .model import AcceptOutput, ArgmaxOutput, AttentionLayer, Model
-from .numbers import (
+from exactattn import bounds as B
+from exactattn.model import AcceptOutput, ArgmaxOutput, AttentionLayer, Model
+from exactattn.numbers import (
     arb_endpoints,
     arb_interval,
     arb_is_huge,
@@ -26,7 +26,7 @@ from .numbers import (
     frac_str,
     to_arb,
 )
-from .results import LengthRecord
+from exactattn.results import LengthRecord
 
 
 @lru_cache(maxsize=16)

@@ -16,17 +16,19 @@ from typing import Any
 
 from flint import arb
 
-from .certify import MAX_PREC, certify_word
-from .closedforms import closed_forms
-from .errors import UsageError
-from .expr import Expr, parse_expression
-from .hard import CompiledModel, run_hard
-from .inputs import Shard, batches, count_inputs, shards_of_length, words_in
-from .measure import LengthAccumulator
-from .model import AttentionLayer, Model
-from .numbers import frac_str
-from .reference import Oracle
-from .results import (
+from exactattn.closedforms import closed_forms
+from exactattn.engine.certify import MAX_PREC, certify_word
+from exactattn.engine.hard import CompiledModel, run_hard
+from exactattn.engine.measure import LengthAccumulator
+from exactattn.engine.soft import WeightCache
+from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
+from exactattn.errors import UsageError
+from exactattn.inputs import Shard, batches, count_inputs, shards_of_length, words_in
+from exactattn.model import AttentionLayer, Model
+from exactattn.model.expr import Expr, parse_expression
+from exactattn.numbers import frac_str
+from exactattn.reference import Oracle
+from exactattn.results import (
     RESULT_FORMAT,
     Interval,
     LengthRecord,
@@ -35,8 +37,6 @@ from .results import (
     verdict_of,
     with_extras,
 )
-from .soft import WeightCache
-from .temperature import BASE_PREC, Temperatures, parse_tau
 
 BATCH = 2048
 
@@ -136,7 +136,7 @@ def run_check(
     ``float_filter=False`` certifies every input with arb balls (slower; the float filter's
     enclosures are certified too, only their last printed digits differ).
     """
-    from .executors import InProcess
+    from exactattn.executors import InProcess
 
     lo = model.min_length if min_n is None else min_n
     if max_n < lo:
@@ -174,7 +174,7 @@ def run_check(
             temps = Temperatures(model, override)
             job_tau = tau_text
             if tau_theorem and not hard_only:
-                from .bounds_check import dyadic_lower, tau_theorem_value
+                from exactattn.bounds_check import dyadic_lower, tau_theorem_value
 
                 pre = check_length(
                     LengthJob(model, n, tau_text, True, batch, max_prec, float_filter), run
@@ -190,11 +190,11 @@ def run_check(
             job = LengthJob(model, n, job_tau, hard_only, batch, max_prec, float_filter)
             rec = check_length(job, run, progress)
             if (bounds or tau_theorem) and not hard_only:
-                from .bounds_check import bounds_for_length
+                from exactattn.bounds_check import bounds_for_length
 
                 rec = with_extras(rec, bounds=bounds_for_length(model, rec, temps.at(n, BASE_PREC)))
             if find_tau and not hard_only:
-                from .tau_search import search_tau
+                from exactattn.tau_search import search_tau
 
                 rec = with_extras(
                     rec, tau_star=search_tau(model, _compiled(model), n, None, batch, max_prec)
@@ -264,7 +264,7 @@ def check_shard(
         and not (model.output.kind == "value" and oracle is not None)
     )
     if use_float:
-        from .softfloat import certify_float, tau_enclosures
+        from exactattn.engine.softfloat import certify_float, tau_enclosures
 
         ftaus = tau_enclosures(temps.at(n, BASE_PREC))
     for chunk in batches(words_in(model.alphabet, shard), job.batch):
@@ -321,7 +321,7 @@ def estimate(model: Model, min_n: int, max_n: int, hard_only: bool, jobs: int = 
     _compiled(model)
     t0 = time.perf_counter()
     try:
-        from .errors import ExactAttnError
+        from exactattn.errors import ExactAttnError
 
         check_shard(job, Shard(n, 0, 0, len(sample)))
     except ExactAttnError:

@@ -38,7 +38,7 @@ E_MINUS_3_UP = Fraction(4978706836786395, 10**17)
 
 def _bundled(stem: str) -> Callable[[Path], Any]:
     def load(root: Path) -> Any:
-        from .model import load_model
+        from exactattn.model import load_model
 
         return load_model(root / "models" / f"{stem}.json")
 
@@ -46,8 +46,8 @@ def _bundled(stem: str) -> Callable[[Path], Any]:
 
 
 def _dyck_unit(root: Path) -> Any:
-    from .build.dyck import build_dyck
-    from .model import model_from_dict
+    from exactattn.constructions.dyck import build_dyck
+    from exactattn.model import model_from_dict
 
     d = build_dyck(["()"], scale="unit")
     d["name"] = "dyck1-unit"
@@ -125,7 +125,7 @@ def data_path(root: Path, stem: str, kind: str) -> Path:
 
 def rerun(root: Path = ROOT, only: list[str] | None = None, log: Any = None) -> None:
     """Rerun every configured check and store its result JSON (a few minutes in all)."""
-    from .check import run_check
+    from exactattn.check import run_check
 
     for stem, kinds in RUNS.items():
         if only and stem not in only:
@@ -160,14 +160,14 @@ def _q(text: str | None) -> Fraction | None:
     """An exact value of a result string (decimal or p/q); None stays None."""
     if text is None:
         return None
-    from .numbers import parse_decimal
+    from exactattn.numbers import parse_decimal
 
     return parse_decimal(str(text))
 
 
 def short(x: Fraction, up: bool) -> str:
     """Three significant digits, rounded up or down (never through a float)."""
-    from .numbers import _floor_log10, decimal_down, decimal_up
+    from exactattn.numbers import _floor_log10, decimal_down, decimal_up
 
     if x == 0:
         return "0"
@@ -521,7 +521,7 @@ CLAIMS: tuple[Claim, ...] = (
         "τ = O(1/(n³ log n))",
         ("dyck1_unit",),
         "none",
-        why_not="no S-RASP compiler: `exactattn/build/rasp.py` is a RASP-style front end "
+        why_not="no S-RASP compiler: `exactattn/constructions/rasp.py` is a RASP-style front end "
         "without the paper's compilation, so the general claim is not instantiated. One "
         "instance with the claimed gap: Dyck-1 with bounded embeddings (scale `unit`), "
         "γ(n) = 1/(n+1)³",

@@ -19,8 +19,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from .errors import ExactAttnError
-from .jsonio import read_json, write_json_atomic
+from exactattn.errors import ExactAttnError
+from exactattn.jsonio import read_json, write_json_atomic
 
 err_console = Console(stderr=True)
 console = Console()
@@ -29,7 +29,7 @@ DEFAULT_MAX_INPUTS = 50_000_000
 
 
 def _fail(exc: Exception) -> None:
-    from .guard import bad_input
+    from exactattn.guard import bad_input
 
     bad_input(exc)
 
@@ -42,12 +42,12 @@ class _Group(click.Group):
     """
 
     def invoke(self, ctx: click.Context) -> Any:
-        from .guard import bad_input, internal_error, interrupted
+        from exactattn.guard import bad_input, internal_error, interrupted
 
         try:
             return super().invoke(ctx)
         except click.ClickException as exc:  # click's usage errors: exit 2, message capped
-            from .limits import cap_message
+            from exactattn.limits import cap_message
 
             fmt = exc.format_message
             exc.format_message = lambda: cap_message(fmt())  # type: ignore[method-assign]
@@ -135,9 +135,9 @@ def check(
     quiet: bool,
 ) -> None:
     """Enumerate every input up to --max-n and compare the hard and soft meanings."""
-    from .check import count_inputs, estimate, run_check
-    from .executors import Checkpoint, fingerprint, make_executor
-    from .model import load_model
+    from exactattn.check import count_inputs, estimate, run_check
+    from exactattn.executors import Checkpoint, fingerprint, make_executor
+    from exactattn.model import load_model
 
     model = load_model(model_path)
     lo = model.min_length if min_n is None else min_n
@@ -217,12 +217,12 @@ def check(
     data = result.to_json()
     if not quiet:
         print_table(data, all_layers=all_layers)
-        from .closedforms import summary_lines
+        from exactattn.closedforms import summary_lines
 
         for line in summary_lines(data.get("closed_forms") or {}):
             console.print(line, highlight=False, soft_wrap=True)
     if report:
-        from .report import write_report
+        from exactattn.report import write_report
 
         write_report(data, Path(report))
     if result.interrupted:
@@ -284,7 +284,7 @@ def _table_console() -> Console:
 
 def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
     """One row per n: the numbers a researcher reads first (errors are certified upper ends)."""
-    from .numbers import parse_decimal
+    from exactattn.numbers import parse_decimal
 
     lengths = data["lengths"]
     if not lengths:
@@ -371,13 +371,13 @@ def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
             tt = b.get("tau_theorem")
             row.append(_sci(tt["lower"], up=False) if tt else "none")
         if has_tau_star:
-            from .report.data import tau_star_brackets
+            from exactattn.report.data import tau_star_brackets
 
             row += [_tau_star_cell(b) for b in tau_star_brackets(r.get("tau_star"))]
         t.add_row(*row)
     _table_console().print(t)
     if has_tau_star:
-        from .report.data import non_monotone_lines
+        from exactattn.report.data import non_monotone_lines
 
         for line in non_monotone_lines(lengths):
             console.print(line, highlight=False)
@@ -408,7 +408,13 @@ def _sci(s: str | None, up: bool = True) -> str:
         return "–"
     if s == "inf":
         return "∞"
-    from .numbers import _floor_log10, decimal_down, decimal_up, parse_decimal, short_sci_huge
+    from exactattn.numbers import (
+        _floor_log10,
+        decimal_down,
+        decimal_up,
+        parse_decimal,
+        short_sci_huge,
+    )
 
     huge = short_sci_huge(s, 3, up)
     if huge is not None:
@@ -440,9 +446,9 @@ def _sci(s: str | None, up: bool = True) -> str:
 )
 def eval_cmd(model_path: str, word: str, tau: str | None, sep: str | None) -> None:
     """Show one input: activations, attention weights and output, hard and soft."""
-    from .evaluate import evaluate
-    from .model import load_model
-    from .show import show_evaluation
+    from exactattn.evaluate import evaluate
+    from exactattn.model import load_model
+    from exactattn.show import show_evaluation
 
     model = load_model(model_path)
     if sep == "":
@@ -489,7 +495,7 @@ def model_text(model: dict[str, Any]) -> str:
 
 
 def _emit(model: dict[str, Any], out: str | None) -> None:
-    from .model import model_from_dict
+    from exactattn.model import model_from_dict
 
     model_from_dict(model)  # never write a model we would reject
     if out:
@@ -512,7 +518,7 @@ def _emit(model: dict[str, Any], out: str | None) -> None:
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
 def build_ltl(formula: str, alphabet: str, scheme: str, out: str | None) -> None:
     """Compile an LTL formula (with counting) into a softmax-friendly transformer."""
-    from .build.ltl import compile_ltl
+    from exactattn.constructions.ltl import compile_ltl
 
     _emit(_build(compile_ltl, formula, _split(alphabet), scheme), out)
 
@@ -524,7 +530,7 @@ def build_ltl(formula: str, alphabet: str, scheme: str, out: str | None) -> None
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
 def build_induction_cmd(alphabet: str, hops: int, max_n: int, out: str | None) -> None:
     """Induction head: the token after the most recent earlier occurrence (k hops)."""
-    from .build.induction import build_induction
+    from exactattn.constructions.induction import build_induction
 
     _emit(_build(build_induction, _split(alphabet), hops=hops, max_n=max_n), out)
 
@@ -544,7 +550,7 @@ def build_dyck_cmd(
     pairs: tuple[str, ...], more_pairs: tuple[str, ...], out: str | None, scale: str
 ) -> None:
     """Dyck-k recognizer as an average-hard attention transformer."""
-    from .build.dyck import build_dyck
+    from exactattn.constructions.dyck import build_dyck
 
     allp = [*pairs, *more_pairs]
     if not allp:
@@ -559,7 +565,7 @@ def build_dyck_cmd(
 @click.option("--check", "verify", is_flag=True, help="Only verify the directory is up to date.")
 def build_models(directory: str, verify: bool) -> None:
     """Regenerate every bundled model in models/ (or verify it is current)."""
-    from .build.catalog import catalog
+    from exactattn.constructions.catalog import catalog
 
     d = Path(directory)
     stale = []
@@ -570,7 +576,7 @@ def build_models(directory: str, verify: bool) -> None:
             if not path.exists() or path.read_text(encoding="utf-8") != text:
                 stale.append(name)
             continue
-        from .jsonio import write_text_atomic
+        from exactattn.jsonio import write_text_atomic
 
         write_text_atomic(path, text)
         err_console.print(f"wrote {path}", highlight=False)
@@ -593,7 +599,7 @@ def build_models(directory: str, verify: bool) -> None:
 @click.option("--only", multiple=True, help="Just these model stems.")
 def build_reports(models_dir: str, out_dir: str, verify: bool, only: tuple[str, ...]) -> None:
     """Rerun the checks behind reports/ and rewrite (or verify) the reports."""
-    from .build.reports import regenerate
+    from exactattn.report.regenerate import regenerate
 
     stale = regenerate(Path(models_dir), Path(out_dir), verify=verify, only=list(only) or None)
     if stale:
@@ -609,7 +615,7 @@ def build_reports(models_dir: str, out_dir: str, verify: bool, only: tuple[str, 
 @click.option("--check", "verify", is_flag=True, help="Only verify docs/claims.md is current.")
 def build_claims(rerun: bool, verify: bool) -> None:
     """Regenerate (or verify) the claims ledger docs/claims.md from reports/claims/."""
-    from .claims import main as claims_main
+    from exactattn.claims import main as claims_main
 
     args = (["--rerun"] if rerun else []) + (["--check"] if verify else [])
     code = claims_main([*args, "--root", "."])
@@ -632,7 +638,7 @@ def import_() -> None:
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
 def import_tracr(params: str, meta: str, out: str | None) -> None:
     """A tracr-compiled program (PARAMS.npz, META.json) as an exactattn model."""
-    from .importers.tracr import import_tracr as _imp
+    from exactattn.importers.tracr import import_tracr as _imp
 
     _emit(_imp(Path(params), Path(meta)), out)
 
@@ -643,8 +649,8 @@ def import_tracr(params: str, meta: str, out: str | None) -> None:
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), required=True)
 def report(result_path: str, fmt: str | None, out: str) -> None:
     """Write a Markdown or LaTeX report of a result file."""
-    from .report import write_report
-    from .resultfile import validate_result
+    from exactattn.report import write_report
+    from exactattn.resultfile import validate_result
 
     try:
         data = read_json(result_path)
@@ -659,7 +665,7 @@ def report(result_path: str, fmt: str | None, out: str) -> None:
         err_console.print(f"wrote {p}", highlight=False)
 
 
-from .cli_extra import precision_cmd, search_cmd  # noqa: E402  (past enumeration, issue 14)
+from exactattn.cli_extra import precision_cmd, search_cmd  # noqa: E402  (past enumeration, issue 14)
 
 main.add_command(precision_cmd)
 main.add_command(search_cmd)

@@ -33,7 +33,7 @@ def _parse_ns(ns: tuple[int, ...], pow2: str | None) -> list[int]:
 
 
 def _taus(taus: tuple[str, ...]) -> list[tuple[str, Any]]:
-    from .temperature import parse_tau
+    from exactattn.engine.temperature import parse_tau
 
     if not taus:
         return [("model", None)]
@@ -42,7 +42,7 @@ def _taus(taus: tuple[str, ...]) -> list[tuple[str, Any]]:
 
 def precision_json(model: Any, runs: list[Any], settings: dict[str, Any]) -> dict[str, Any]:
     """The exactattn-precision/1 document (one run: also the flat dtype/lengths keys)."""
-    from .precision import PRECISION_FORMAT
+    from exactattn.precision import PRECISION_FORMAT
 
     doc: dict[str, Any] = {
         "format": PRECISION_FORMAT,
@@ -138,10 +138,10 @@ def precision_cmd(
 
     Exit 0: no decision flips; 1: some decision flips.
     """
-    from .cli import write_json_atomic
-    from .families import families_for
-    from .model import load_model
-    from .precision import sweep_family, sweep_words
+    from exactattn.cli import write_json_atomic
+    from exactattn.families import families_for
+    from exactattn.model import load_model
+    from exactattn.precision import sweep_family, sweep_words
 
     model = load_model(model_path)
     dts = list(dtypes) or ["float16", "bfloat16", "float32", "float64"]
@@ -166,7 +166,7 @@ def precision_cmd(
             model, fams, nlist, dts, tl, seed, stop_after_flip, on_length=save, log=log
         )
     else:
-        from .inputs import words_of_length
+        from exactattn.inputs import words_of_length
 
         if inputs_file:
             words_by_n: dict[int, list[tuple[str, ...]]] = {}
@@ -212,10 +212,10 @@ def search_cmd(
     json_out: str | None,
 ) -> None:
     """Local/beam search for certified witnesses at one length (bounds, not exhaustive)."""
-    from .cli import write_json_atomic
-    from .model import load_model
-    from .search import run_search
-    from .temperature import parse_tau
+    from exactattn.cli import write_json_atomic
+    from exactattn.engine.temperature import parse_tau
+    from exactattn.model import load_model
+    from exactattn.search import run_search
 
     model = load_model(model_path)
     doc = run_search(model, n, objective, budget, seed, beam, parse_tau(tau))

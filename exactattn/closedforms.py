@@ -397,7 +397,7 @@ def bracket_sequence(
     positive enclosures; ``rests_on`` lists those enclosures (the bracket's only evidence)."""
     from flint import arb, ctx
 
-    from .numbers import arb_endpoints, decimal_down, decimal_up
+    from exactattn.numbers import arb_endpoints, decimal_down, decimal_up
 
     pts = {n: e for n, e in sorted(encl.items()) if e is not None}
     zeros = [n for n, (lo, hi) in pts.items() if _is_zero(hi)]
@@ -478,7 +478,7 @@ def bracket_sequence(
 
 def _scaled(x: Any) -> int:
     """floor(mid(x)·8·2^64): a logarithm as an integer, for choosing a shape."""
-    from .numbers import arb_endpoints
+    from exactattn.numbers import arb_endpoints
 
     m = arb_endpoints(x.mid())[0] * 8 * 2**64
     return m.numerator // m.denominator

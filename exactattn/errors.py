@@ -17,7 +17,7 @@ class ModelError(ExactAttnError):
         text = f"{path}: {message}" if path else message
         if fix:
             text += f" (fix: {fix})"
-        from .limits import cap_message
+        from exactattn.limits import cap_message
 
         super().__init__(cap_message(text))  # one short line whatever the user text holds
 

@@ -9,15 +9,15 @@ from typing import Any
 
 from flint import arb, ctx
 
-from .certify import certify_word
-from .errors import UsageError
-from .expr import Expr
-from .hard import CompiledModel, read_output, run_hard
-from .measure import LengthAccumulator, delta_bounds
-from .model import Model
-from .reference import Oracle
-from .soft import WeightCache
-from .temperature import Temperatures, parse_tau
+from exactattn.engine.certify import certify_word
+from exactattn.engine.hard import CompiledModel, read_output, run_hard
+from exactattn.engine.measure import LengthAccumulator, delta_bounds
+from exactattn.engine.soft import WeightCache
+from exactattn.engine.temperature import Temperatures, parse_tau
+from exactattn.errors import UsageError
+from exactattn.model import Model
+from exactattn.model.expr import Expr
+from exactattn.reference import Oracle
 
 
 @dataclass

@@ -15,11 +15,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .check import LengthJob, check_shard
-from .errors import UsageError
-from .inputs import Shard
-from .jsonio import read_json, write_json_atomic
-from .results import LengthRecord
+from exactattn.check import LengthJob, check_shard
+from exactattn.errors import UsageError
+from exactattn.inputs import Shard
+from exactattn.jsonio import read_json, write_json_atomic
+from exactattn.results import LengthRecord
 
 CHECKPOINT_FORMAT = "exactattn-checkpoint/1"
 
@@ -96,8 +96,8 @@ class Checkpoint:
 
 def fingerprint(model_text: str, settings: dict[str, Any]) -> dict[str, Any]:
     """What a checkpoint must match: the model file, the check's settings, our version."""
-    from . import __version__
-    from .inputs import shard_inputs
+    from exactattn import __version__
+    from exactattn.inputs import shard_inputs
 
     return {
         "model_sha256": hashlib.sha256(model_text.encode("utf-8")).hexdigest(),

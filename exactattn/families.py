@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from .errors import UsageError
-from .model import Model
+from exactattn.errors import UsageError
+from exactattn.model import Model
 
 Word = tuple[str, ...]
 

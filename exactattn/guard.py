@@ -13,7 +13,7 @@ import sys
 import traceback
 from typing import NoReturn
 
-from .limits import cap_message
+from exactattn.limits import cap_message
 
 EXIT_CLEAN = 0
 EXIT_PROBLEM = 1

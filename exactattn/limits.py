@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .errors import ModelError
+from exactattn.errors import ModelError
 
 MAX_DEPTH = 64
 """Deepest nesting of JSON arrays/objects (models need about 7, result files about 8)."""

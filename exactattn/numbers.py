@@ -15,7 +15,7 @@ from typing import Any
 
 from flint import arb, ctx, fmpq
 
-from .errors import ModelError
+from exactattn.errors import ModelError
 
 MAX_NUMBER_CHARS = 4_000
 """Longest number literal (Python refuses int() of more than 4,300 digits)."""
@@ -48,7 +48,7 @@ def load_json_text(text: str, source: str = "model") -> Any:
     The limits of docs/limits.md are enforced here, so every later stage may assume them:
     nesting depth, string and number lengths, no duplicate keys, no lone surrogates.
     """
-    from .limits import check_tree, dedup_pairs
+    from exactattn.limits import check_tree, dedup_pairs
 
     try:
         tree = json.loads(
@@ -59,7 +59,7 @@ def load_json_text(text: str, source: str = "model") -> Any:
             object_pairs_hook=dedup_pairs,
         )
     except RecursionError:
-        from .limits import MAX_DEPTH
+        from exactattn.limits import MAX_DEPTH
 
         raise ModelError(
             source,

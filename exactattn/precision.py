@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from .errors import UsageError
-from .hard import CompiledModel
-from .longinput import LongHard, RowRat, run_hard_long, visible_block
-from .model import AcceptOutput, ArgmaxOutput, AttentionLayer, Model
-from .ratarray import RatArray
+from exactattn.engine.hard import CompiledModel
+from exactattn.engine.longinput import LongHard, RowRat, run_hard_long, visible_block
+from exactattn.engine.ratarray import RatArray
+from exactattn.errors import UsageError
+from exactattn.model import AcceptOutput, ArgmaxOutput, AttentionLayer, Model
 
 BLOCK_ENTRIES = 1 << 18
 
@@ -499,7 +499,7 @@ def _head_event(
     k = proj(x, h.K, h.bk)
     cols = [c for c in range(q.shape[2]) if not _skippable(q[..., c], k[..., c])]
     B = max(1, BLOCK_ENTRIES // max(1, T))
-    from .ratarray import int_matmul
+    from exactattn.engine.ratarray import int_matmul
 
     for start in range(0, T, B):
         rows = np.arange(start, min(T, start + B))
@@ -596,7 +596,7 @@ def evaluate_long(
     diagnose_flips: bool = True,
 ) -> list[SingleResult]:
     """One input of any length: exact hard meaning (streaming) and each dtype's soft meaning."""
-    from .longinput import hard_output
+    from exactattn.engine.longinput import hard_output
 
     word = tuple(word)
     n = len(word)
@@ -629,7 +629,7 @@ PRECISION_FORMAT = "exactattn-precision/1"
 
 def interval_json(lo: float | Fraction, hi: float | Fraction) -> dict[str, str]:
     """An enclosure as outward-rounded decimal strings ("inf" when not finite)."""
-    from .numbers import decimal_down, decimal_up
+    from exactattn.numbers import decimal_down, decimal_up
 
     def conv(x: float | Fraction, up: bool) -> str:
         if isinstance(x, float) and not math.isfinite(x):
@@ -710,7 +710,7 @@ def _max_interval(cur: dict[str, str] | None, lo: float, hi: float) -> dict[str,
     new = interval_json(lo, hi)
     if cur is None:
         return new
-    from .numbers import parse_decimal
+    from exactattn.numbers import parse_decimal
 
     def val(s: str) -> Fraction | float:
         return math.inf if s == "inf" else parse_decimal(s)
@@ -789,8 +789,8 @@ def sweep_family(
     log: Any = None,
 ) -> list[RunAcc]:
     """Family inputs at each n: the exact hard meaning once per word, every (dtype, τ) run."""
-    from .families import family_word
-    from .longinput import hard_output
+    from exactattn.engine.longinput import hard_output
+    from exactattn.families import family_word
 
     cm = CompiledModel(model)
     dms = {d: DtypeModel(cm, d) for d in dtypes}
@@ -862,14 +862,14 @@ def sweep_words(
     the check's certify_word (error split), each dtype batched."""
     from flint import arb
 
-    from .certify import certify_word
-    from .hard import accept_decisions, argmax_labels, read_output, run_hard
-    from .inputs import batches
-    from .measure import LengthAccumulator
-    from .numbers import arb_endpoints
-    from .reference import Oracle
-    from .soft import WeightCache
-    from .temperature import Temperatures
+    from exactattn.engine.certify import certify_word
+    from exactattn.engine.hard import accept_decisions, argmax_labels, read_output, run_hard
+    from exactattn.engine.measure import LengthAccumulator
+    from exactattn.engine.soft import WeightCache
+    from exactattn.engine.temperature import Temperatures
+    from exactattn.inputs import batches
+    from exactattn.numbers import arb_endpoints
+    from exactattn.reference import Oracle
 
     cm = CompiledModel(model)
     weights = WeightCache(cm)
@@ -948,7 +948,7 @@ def _rounding_enclosure(
     """‖dtype − certified soft‖∞ = ‖a − (hard + δ)‖∞ as a certified enclosure."""
     from flint import arb, ctx
 
-    from .numbers import arb_endpoints
+    from exactattn.numbers import arb_endpoints
 
     a64 = a.astype(np.float64)
     if not np.isfinite(a64).all():

@@ -12,8 +12,8 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from .errors import ModelError
-from .limits import MAX_NAME, clip
+from exactattn.errors import ModelError
+from exactattn.limits import MAX_NAME, clip
 
 _DEC = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,7})?")
 _RAT = re.compile(r"-?[0-9]+(?:/[0-9]+)?")

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .errors import UsageError
-from .families import families_for
-from .hard import CompiledModel
-from .longinput import hard_output, run_hard_long
-from .model import Model
-from .numbers import frac_str
+from exactattn.engine.hard import CompiledModel
+from exactattn.engine.longinput import hard_output, run_hard_long
+from exactattn.errors import UsageError
+from exactattn.families import families_for
+from exactattn.model import Model
+from exactattn.numbers import frac_str
 
 SEARCH_FORMAT = "exactattn-search/1"
 OBJECTIVES = ("margin", "error", "gamma")
@@ -74,12 +74,12 @@ def score_gamma(model: Model, cm: CompiledModel, w: tuple[str, ...]) -> Scored:
 
 
 def score_error(model: Model, cm: CompiledModel, w: tuple[str, ...], tau: Any = None) -> Scored:
-    from .certify import certify_word
-    from .hard import run_hard
-    from .measure import LengthAccumulator
-    from .numbers import arb_endpoints, decimal_down, decimal_up
-    from .soft import WeightCache
-    from .temperature import Temperatures
+    from exactattn.engine.certify import certify_word
+    from exactattn.engine.hard import run_hard
+    from exactattn.engine.measure import LengthAccumulator
+    from exactattn.engine.soft import WeightCache
+    from exactattn.engine.temperature import Temperatures
+    from exactattn.numbers import arb_endpoints, decimal_down, decimal_up
 
     n = len(w)
     hb = run_hard(cm, [w], n)

@@ -22,10 +22,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from .check import CheckResult, run_check
-from .errors import UsageError
-from .model import Model, load_model, model_from_dict
-from .numbers import frac_str
+from exactattn.check import CheckResult, run_check
+from exactattn.errors import UsageError
+from exactattn.model import Model, load_model, model_from_dict
+from exactattn.numbers import frac_str
 
 __all__ = ["assert_bounds_hold", "assert_faithful", "assert_gap"]
 

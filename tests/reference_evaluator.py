@@ -1,7 +1,7 @@
 """Independent, slow, plainly written reference for the exactattn model format 1.
 
 This module reads a model file's JSON *itself* (it does not use ``exactattn.model`` or
-``exactattn.expr``) and computes, for one model and one length n, every quantity the
+``exactattn.model.expr``) and computes, for one model and one length n, every quantity the
 spec's "Measured quantities" section defines.  Hard values are ``fractions.Fraction``;
 softmax values are ``mpmath`` numbers at 60 decimal digits (high precision, NOT
 certified).  It exists to cross-check the fast engine, so it favours one loop per
@@ -140,8 +140,10 @@ def mpf_of(x):
 # ``exact`` is set (then they raise).  Unary minus binds looser than ^ (as in Python).
 
 
-_TOKEN = re.compile(r"\s*(\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+"
-                    r"|\*\*|[A-Za-z_]\w*|[-+*/^(),])")
+_TOKEN = re.compile(
+    r"\s*(\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+"
+    r"|\*\*|[A-Za-z_]\w*|[-+*/^(),])"
+)
 _MAX_EXPONENT = 10_000
 
 
@@ -406,8 +408,15 @@ class Layer:
     out: tuple | None = None  # (W, b)
 
 
-_MASKS = {"none": "none", "leq": "leq", "causal": "leq", "lt": "lt", "strict-causal": "lt",
-          "geq": "geq", "gt": "gt"}
+_MASKS = {
+    "none": "none",
+    "leq": "leq",
+    "causal": "leq",
+    "lt": "lt",
+    "strict-causal": "lt",
+    "geq": "geq",
+    "gt": "gt",
+}
 
 
 class Model:
@@ -454,8 +463,9 @@ class Model:
             W = mat(x["output"]["weight"], cols)
             if len(W) != self.d:
                 raise ReferenceError_("ffn output must have d rows")
-            return Layer("ffn", hidden=hidden,
-                         out=(W, vec(x["output"].get("bias", [0] * self.d), self.d)))
+            return Layer(
+                "ffn", hidden=hidden, out=(W, vec(x["output"].get("bias", [0] * self.d), self.d))
+            )
         raise ReferenceError_(f"unknown layer kind {x['kind']!r}")
 
     def _head(self, h: dict) -> Head:
@@ -478,10 +488,19 @@ class Model:
         out = mat(h["output"], len(value)) if "output" in h else None
         if out is None and len(value) != self.d:
             raise ReferenceError_("value must have d rows when output is absent")
-        return Head(query=query, key=key, query_bias=qb, key_bias=kb, score=score,
-                    value=value, value_bias=opt_vec("value_bias", len(value)), output=out,
-                    mask=_MASKS[h.get("mask", "none")], hard=h.get("hard", "average"),
-                    temperature=h.get("temperature"))
+        return Head(
+            query=query,
+            key=key,
+            query_bias=qb,
+            key_bias=kb,
+            score=score,
+            value=value,
+            value_bias=opt_vec("value_bias", len(value)),
+            output=out,
+            mask=_MASKS[h.get("mask", "none")],
+            hard=h.get("hard", "average"),
+            temperature=h.get("temperature"),
+        )
 
     # ---- sequence and embedding
 
@@ -508,8 +527,10 @@ class Model:
 
     def embed(self, tokens: list[str]) -> list[list[Fraction]]:
         n = len(tokens)
-        return [[e + q for e, q in zip(self.token[t], self.position_vector(p, n), strict=True)]
-                for p, t in self.sequence(tokens)]
+        return [
+            [e + q for e, q in zip(self.token[t], self.position_vector(p, n), strict=True)]
+            for p, t in self.sequence(tokens)
+        ]
 
     def tau(self, head: Head, n: int):
         return eval_temperature(head.temperature or self.temperature, n)
@@ -652,12 +673,15 @@ def evaluate_input(model: Model, tokens: list[str]) -> InputEval:
                     top_key = min(positions[b] for b in vis if sh[a][b] == top)
                     for b in vis:
                         if sh[a][b] < top:
-                            gaps.append(ScoreRecord(li, hi, i, top_key, positions[b],
-                                                    top - sh[a][b]))
+                            gaps.append(
+                                ScoreRecord(li, hi, i, top_key, positions[b], top - sh[a][b])
+                            )
                     # hard
                     wh = hard_weights(head, sh[a], vis)
-                    mix = [sum((w * vh[b][c] for b, w in wh.items()), Fraction(0))
-                           for c in range(len(vh[0]))]
+                    mix = [
+                        sum((w * vh[b][c] for b, w in wh.items()), Fraction(0))
+                        for c in range(len(vh[0]))
+                    ]
                     add = mix if head.output is None else _matvec(head.output, mix)
                     new_h[a] = [u + v for u, v in zip(new_h[a], add, strict=True)]
                     # soft
@@ -827,14 +851,20 @@ def check_length(model: Model, n: int, keep_evaluations: bool = False) -> Length
         for r in ev.gaps:
             if gamma is None or r.gap < gamma:
                 gamma = r.gap
-                gamma_witness = {"input": ev.tokens, "layer": r.layer, "head": r.head,
-                                 "query": r.query, "top_key": r.top_key,
-                                 "other_key": r.other_key}
+                gamma_witness = {
+                    "input": ev.tokens,
+                    "layer": r.layer,
+                    "head": r.head,
+                    "query": r.query,
+                    "top_key": r.top_key,
+                    "other_key": r.other_key,
+                }
 
     # x_max(n) and the hard activation maxima
     x_max = max(abs(v) for ev in evals for row in ev.hard[0] for v in row)
-    activation_max = [max(abs(v) for ev in evals for row in ev.hard[l + 1] for v in row)
-                      for l in range(L)]
+    activation_max = [
+        max(abs(v) for ev in evals for row in ev.hard[l + 1] for v in row) for l in range(L)
+    ]
 
     # per-layer error
     error, error_witness = [], []
@@ -842,8 +872,10 @@ def check_length(model: Model, n: int, keep_evaluations: bool = False) -> Length
         best, wit = None, None
         for ev in evals:
             for a, p in enumerate(ev.positions):
-                e = max(abs(mpf_of(s) - mpf_of(h))
-                        for s, h in zip(ev.soft[l + 1][a], ev.hard[l + 1][a], strict=True))
+                e = max(
+                    abs(mpf_of(s) - mpf_of(h))
+                    for s, h in zip(ev.soft[l + 1][a], ev.hard[l + 1][a], strict=True)
+                )
                 if best is None or e > best:
                     best, wit = e, {"input": ev.tokens, "position": p}
         error.append(best)
@@ -880,16 +912,31 @@ def check_length(model: Model, n: int, keep_evaluations: bool = False) -> Length
                 soft_mis += 1
     ref = None
     if model.reference is not None:
-        ref = {"hard": hard_mis, "soft": soft_mis, "soft_undecided": soft_undecided,
-               "compared": any_oracle}
+        ref = {
+            "hard": hard_mis,
+            "soft": soft_mis,
+            "soft_undecided": soft_undecided,
+            "compared": any_oracle,
+        }
     tau = eval_temperature(model.temperature, n)
-    return LengthResult(n=n, inputs=len(inputs), gamma=gamma, gamma_witness=gamma_witness,
-                        x_max=x_max, tau=tau, activation_max=activation_max, error=error,
-                        error_witness=error_witness, invariant=invariant,
-                        disagreements=disagreements, undecided=undecided,
-                        first_disagreement=first, min_margin=min_margin,
-                        reference_mismatches=ref,
-                        evaluations=evals if keep_evaluations else [])
+    return LengthResult(
+        n=n,
+        inputs=len(inputs),
+        gamma=gamma,
+        gamma_witness=gamma_witness,
+        x_max=x_max,
+        tau=tau,
+        activation_max=activation_max,
+        error=error,
+        error_witness=error_witness,
+        invariant=invariant,
+        disagreements=disagreements,
+        undecided=undecided,
+        first_disagreement=first,
+        min_margin=min_margin,
+        reference_mismatches=ref,
+        evaluations=evals if keep_evaluations else [],
+    )
 
 
 def check(model_dict: dict, max_n: int, min_n: int = 1) -> list[LengthResult]:
@@ -919,12 +966,17 @@ def is_top_key(model: Model, witness: dict) -> bool:
     vis = visible(head.mask, witness["query"], ev.positions)
     vis_pos = [ev.positions[b] for b in vis]
     top = max(s[a][b] for b in vis)
-    return (witness["top_key"] in vis_pos and witness["other_key"] in vis_pos
-            and s[a][ev.positions.index(witness["top_key"])] == top)
+    return (
+        witness["top_key"] in vis_pos
+        and witness["other_key"] in vis_pos
+        and s[a][ev.positions.index(witness["top_key"])] == top
+    )
 
 
 def error_at(ev: InputEval, layer: int, position: int):
     """||soft - hard||_inf after `layer` at one position number of one evaluated input."""
     a = ev.positions.index(position)
-    return max(abs(mpf_of(s) - mpf_of(h))
-               for s, h in zip(ev.soft[layer + 1][a], ev.hard[layer + 1][a], strict=True))
+    return max(
+        abs(mpf_of(s) - mpf_of(h))
+        for s, h in zip(ev.soft[layer + 1][a], ev.hard[layer + 1][a], strict=True)
+    )

@@ -112,9 +112,27 @@ def matrices(draw, rows: int, cols: int):
 # ----------------------------------------------------------------------------- pieces
 
 POSITION_EXPRESSIONS = [
-    "0", "0", "i", "i/n", "1/(i+1)", "(-1)^i", "n", "1/n", "i^2", "mod(i, 2)", "floor(i/2)",
-    "ceil(i/2)", "min(i, 1)", "max(i - n, 0)", "2*i - n", "-i/2", "1/(n+1)", "i*n", "0.5",
-    "3/4", "i**2/(n*n)",
+    "0",
+    "0",
+    "i",
+    "i/n",
+    "1/(i+1)",
+    "(-1)^i",
+    "n",
+    "1/n",
+    "i^2",
+    "mod(i, 2)",
+    "floor(i/2)",
+    "ceil(i/2)",
+    "min(i, 1)",
+    "max(i - n, 0)",
+    "2*i - n",
+    "-i/2",
+    "1/(n+1)",
+    "i*n",
+    "0.5",
+    "3/4",
+    "i**2/(n*n)",
 ]
 TEMPERATURES = ["1", "sqrt(n)", "1/n", "1/log(n+1)", "1/2", "n", "2", "3/2", "1/(n+1)"]
 MASKS = ["none", "leq", "causal", "lt", "strict-causal", "geq", "gt"]
@@ -161,15 +179,17 @@ def heads(draw, d: int):
 @st.composite
 def layers(draw, d: int):
     if draw(st.integers(0, 2)) < 2:
-        return {"kind": "attention",
-                "heads": draw(st.lists(heads(d), min_size=1, max_size=2))}
+        return {"kind": "attention", "heads": draw(st.lists(heads(d), min_size=1, max_size=2))}
     hidden, width = [], d
     for _ in range(draw(st.integers(1, 2))):
         h = draw(st.integers(1, 3))
         hidden.append({"weight": draw(matrices(h, width)), "bias": draw(vectors(h))})
         width = h
-    return {"kind": "ffn", "hidden": hidden,
-            "output": {"weight": draw(matrices(d, width)), "bias": draw(vectors(d))}}
+    return {
+        "kind": "ffn",
+        "hidden": hidden,
+        "output": {"weight": draw(matrices(d, width)), "bias": draw(vectors(d))},
+    }
 
 
 @st.composite
@@ -180,9 +200,13 @@ def outputs(draw, d: int, bos: str | None, eos: str | None):
             positions = ["eos", *positions]
         if bos is not None:
             positions = ["bos", 0, *positions]
-        return {"kind": "accept", "position": draw(st.sampled_from(positions)),
-                "weight": draw(vectors(d)), "bias": draw(numbers()),
-                "threshold": draw(numbers())}
+        return {
+            "kind": "accept",
+            "position": draw(st.sampled_from(positions)),
+            "weight": draw(vectors(d)),
+            "bias": draw(numbers()),
+            "threshold": draw(numbers()),
+        }
     m = draw(st.integers(2, 3))
     out = {"kind": "argmax", "weight": draw(matrices(m, d)), "labels": ["P", "Q", "R"][:m]}
     if draw(st.booleans()):

@@ -26,9 +26,22 @@ def run_cli(tmp_path: Path, text: str) -> tuple[subprocess.CompletedProcess, Pat
     out = tmp_path / "out.json"
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run(
-        [sys.executable, "-m", "exactattn", "check", str(model), "--max-n", "2",
-         "--json", str(out)],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env,
+        [
+            sys.executable,
+            "-m",
+            "exactattn",
+            "check",
+            str(model),
+            "--max-n",
+            "2",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
     )
     return proc, out
 

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exactattn import model_from_dict, run_check
-from exactattn.build.ltl import SCHEMES, catalog, compile_ltl
+from exactattn.constructions.ltl import SCHEMES, catalog, compile_ltl
 from exactattn.logic.ltl import (
     And,
     Atom,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from exactattn.build.catalog import catalog
-from exactattn.build.reports import REPORTS, regenerate
 from exactattn.cli import model_text
+from exactattn.constructions.catalog import catalog
+from exactattn.report.regenerate import REPORTS, regenerate
 
 ROOT = Path(__file__).resolve().parent.parent
 

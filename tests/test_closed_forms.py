@@ -39,14 +39,34 @@ def frac(x: str | None) -> Fraction | None:
 # -------------------------------------------------------------------------------- (a)
 
 CAUSAL_RANK = {
-    "format": "exactattn/1", "name": "causal-rank", "alphabet": ["a"], "d": 3,
+    "format": "exactattn/1",
+    "name": "causal-rank",
+    "alphabet": ["a"],
+    "d": 3,
     "embedding": {"token": {"a": [1, 0, 0]}, "position": ["0", "i/n", "0"]},
     "temperature": "1",
-    "layers": [{"kind": "attention", "heads": [
-        {"query": [[1, 0, 0]], "key": [[0, -1, 0]], "value": [[0, 1, 0]],
-         "output": [[0], [0], [1]], "mask": "causal", "hard": "leftmost"}]}],
-    "output": {"kind": "accept", "position": "last", "weight": [0, 0, 1], "bias": 0,
-               "threshold": 0},
+    "layers": [
+        {
+            "kind": "attention",
+            "heads": [
+                {
+                    "query": [[1, 0, 0]],
+                    "key": [[0, -1, 0]],
+                    "value": [[0, 1, 0]],
+                    "output": [[0], [0], [1]],
+                    "mask": "causal",
+                    "hard": "leftmost",
+                }
+            ],
+        }
+    ],
+    "output": {
+        "kind": "accept",
+        "position": "last",
+        "weight": [0, 0, 1],
+        "bias": 0,
+        "threshold": 0,
+    },
 }
 
 
@@ -90,19 +110,46 @@ def test_causal_rank_head():
 # -------------------------------------------------------------------------------- (b)
 
 WORKED = {
-    "format": "exactattn/1", "name": "mean-a-position", "alphabet": ["a", "b"], "bos": "<s>",
+    "format": "exactattn/1",
+    "name": "mean-a-position",
+    "alphabet": ["a", "b"],
+    "bos": "<s>",
     "d": 4,
-    "embedding": {"token": {"a": [1, 1, 0, 0], "b": [0, 1, 0, 0], "<s>": [0, 1, 0, 0]},
-                  "position": ["0", "0", "i/n", "0"]},
+    "embedding": {
+        "token": {"a": [1, 1, 0, 0], "b": [0, 1, 0, 0], "<s>": [0, 1, 0, 0]},
+        "position": ["0", "0", "i/n", "0"],
+    },
     "temperature": "1/n",
-    "layers": [{"kind": "attention", "heads": [
-        {"query": [[0, 1, 0, 0]], "key": [[1, 0, 0, 0]], "value": [[0, 0, 1, 0]],
-         "output": [[0], [0], [0], [1]], "mask": "leq", "hard": "average"}]}],
-    "output": {"kind": "accept", "position": "last", "weight": [0, 0, 0, 1], "bias": 0,
-               "threshold": "1/2"},
+    "layers": [
+        {
+            "kind": "attention",
+            "heads": [
+                {
+                    "query": [[0, 1, 0, 0]],
+                    "key": [[1, 0, 0, 0]],
+                    "value": [[0, 0, 1, 0]],
+                    "output": [[0], [0], [0], [1]],
+                    "mask": "leq",
+                    "hard": "average",
+                }
+            ],
+        }
+    ],
+    "output": {
+        "kind": "accept",
+        "position": "last",
+        "weight": [0, 0, 0, 1],
+        "bias": 0,
+        "threshold": "1/2",
+    },
 }
-WORKED_ERRORS = ["0.268941421370", "0.159760468379", "0.0866343289591", "0.0426634629009",
-                 "0.0195550369835"]
+WORKED_ERRORS = [
+    "0.268941421370",
+    "0.159760468379",
+    "0.0866343289591",
+    "0.0426634629009",
+    "0.0195550369835",
+]
 
 
 def test_worked_example():
@@ -140,24 +187,45 @@ def test_worked_example():
 
 def indicator_model(temperature: str) -> dict:
     return {
-        "format": "exactattn/1", "name": "indicator", "alphabet": ["a", "b"], "bos": "<s>",
+        "format": "exactattn/1",
+        "name": "indicator",
+        "alphabet": ["a", "b"],
+        "bos": "<s>",
         "d": 3,
         "embedding": {"token": {"a": [1, 1, 0], "b": [0, 1, 0], "<s>": [0, 1, 0]}},
         "temperature": temperature,
-        "layers": [{"kind": "attention", "heads": [
-            {"query": [[0, 1, 0]], "key": [[1, 0, 0]], "value": [[1, 0, 0]],
-             "output": [[0], [0], [1]]}]}],
-        "output": {"kind": "accept", "position": "last", "weight": [0, 0, 1], "bias": 0,
-                   "threshold": "1/2"},
+        "layers": [
+            {
+                "kind": "attention",
+                "heads": [
+                    {
+                        "query": [[0, 1, 0]],
+                        "key": [[1, 0, 0]],
+                        "value": [[1, 0, 0]],
+                        "output": [[0], [0], [1]],
+                    }
+                ],
+            }
+        ],
+        "output": {
+            "kind": "accept",
+            "position": "last",
+            "weight": [0, 0, 1],
+            "bias": 0,
+            "threshold": "1/2",
+        },
     }
 
 
-@pytest.mark.parametrize("temperature, E", [
-    ("1/log(n+1)", lambda n: ctx.mpf(n + 1)),
-    ("1", lambda n: ctx.e),
-    ("1/n", lambda n: ctx.exp(n)),
-    ("sqrt(n)", lambda n: ctx.exp(1 / ctx.sqrt(n))),
-])
+@pytest.mark.parametrize(
+    "temperature, E",
+    [
+        ("1/log(n+1)", lambda n: ctx.mpf(n + 1)),
+        ("1", lambda n: ctx.e),
+        ("1/n", lambda n: ctx.exp(n)),
+        ("sqrt(n)", lambda n: ctx.exp(1 / ctx.sqrt(n))),
+    ],
+)
 def test_indicator_head(temperature, E):
     """Unmasked head over BOS + n symbols, score s_j = [w_j = a] (query 1, key = a-flag),
     value v_j = [w_j = a], written to coordinate 2.
@@ -180,9 +248,7 @@ def test_indicator_head(temperature, E):
         assert_encloses(r["layers"][0]["error"], n / (e + n), f"{temperature} n={n}")
         assert r["layers"][0]["error_witness"]["input"].count("a") == 1
         assert r["min_margin"] == "1/2"
-        expected = sum(
-            ctx.binomial(n, m) for m in range(1, n + 1) if not m * e > n + 1 - m
-        )
+        expected = sum(ctx.binomial(n, m) for m in range(1, n + 1) if not m * e > n + 1 - m)
         assert r["disagreements"] == int(expected)
         assert r["undecided"] == 0
 
@@ -199,18 +265,38 @@ def test_indicator_rational_error_exact_values():
 # -------------------------------------------------------------------------------- (d)
 
 RIGHTMOST_TIE = {
-    "format": "exactattn/1", "name": "rightmost-tie", "alphabet": ["a", "b"], "d": 3,
+    "format": "exactattn/1",
+    "name": "rightmost-tie",
+    "alphabet": ["a", "b"],
+    "d": 3,
     "embedding": {"token": {"a": [1, 0, 0], "b": [0, 0, 0]}},
     "temperature": "1/n",
     "layers": [
-        {"kind": "attention", "heads": [
-            {"query": [[0, 0, 0]], "key": [[1, 1, 1]], "value": [[4, 0, 0]],
-             "output": [[0], [0], [1]], "mask": "leq", "hard": "rightmost"}]},
-        {"kind": "ffn", "hidden": [{"weight": [[0, 0, 0]], "bias": [0]}],
-         "output": {"weight": [[0], [0], [0]], "bias": [0, 0, 0]}},
+        {
+            "kind": "attention",
+            "heads": [
+                {
+                    "query": [[0, 0, 0]],
+                    "key": [[1, 1, 1]],
+                    "value": [[4, 0, 0]],
+                    "output": [[0], [0], [1]],
+                    "mask": "leq",
+                    "hard": "rightmost",
+                }
+            ],
+        },
+        {
+            "kind": "ffn",
+            "hidden": [{"weight": [[0, 0, 0]], "bias": [0]}],
+            "output": {"weight": [[0], [0], [0]], "bias": [0, 0, 0]},
+        },
     ],
-    "output": {"kind": "argmax", "weight": [[0, 0, 1], [0, 0, -1]], "bias": ["-1/2", 0],
-               "labels": ["hi", "lo"]},
+    "output": {
+        "kind": "argmax",
+        "weight": [[0, 0, 1], [0, 0, -1]],
+        "bias": ["-1/2", 0],
+        "labels": ["hi", "lo"],
+    },
 }
 
 

@@ -148,7 +148,7 @@ def test_accepted_counts(hard_runs: dict) -> None:
 
 def test_dyck_unit_scale_gap_is_inverse_cubic() -> None:
     """Bounded embeddings: γ(n) = 1/(n+1)³ (docs/dyck.md), found with its denominator degree."""
-    from exactattn.build.dyck import build_dyck
+    from exactattn.constructions.dyck import build_dyck
 
     res = run_check(model_from_dict(build_dyck(["()"], scale="unit")), max_n=7, hard_only=True)
     cf = res.to_json()["closed_forms"]

@@ -13,7 +13,7 @@ from fractions import Fraction
 import pytest
 
 from exactattn import model_from_dict, run_check
-from exactattn.build.dyck import (
+from exactattn.constructions.dyck import (
     BOS,
     EOS,
     SCHEDULE_C,
@@ -22,8 +22,8 @@ from exactattn.build.dyck import (
     gamma,
     temperature,
 )
-from exactattn.build.rasp import ProgramError
-from exactattn.hard import CompiledModel, run_hard
+from exactattn.constructions.rasp import ProgramError
+from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.reference import dyck_accepts
 
 DYCK1 = ["()"]
@@ -125,7 +125,7 @@ def _direct(word, pairs):
         cands = list(range(i))
         match = None
         if cands:
-            match = max(cands, key=lambda j: (-(max(before[j], 0) - (g - 1)) ** 2, j))
+            match = max(cands, key=lambda j: (-((max(before[j], 0) - (g - 1)) ** 2), j))
         t, is_open = types[tok]
         m_type = types[seq[match]][0] if match is not None and types[seq[match]][1] else None
         bad = int(not is_open and m_type != t)

@@ -41,8 +41,13 @@ from exactattn import evaluate, load_model, model_from_dict, run_check
 mp = R.mp
 MAX_N = S.MAX_N
 SLACK = mp.mpf(10) ** -30
-SETTINGS = dict(deadline=None, derandomize=True, database=None, report_multiple_bugs=False,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = dict(
+    deadline=None,
+    derandomize=True,
+    database=None,
+    report_multiple_bugs=False,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def note(text: str) -> None:
@@ -209,10 +214,21 @@ def test_worked_example_against_engine():
 
 
 def _accept_model(**parts) -> dict:
-    d = {"format": "exactattn/1", "name": "small", "alphabet": ["a"], "d": 1,
-         "embedding": {"token": {"a": [0]}}, "layers": [],
-         "output": {"kind": "accept", "position": "last", "weight": [1], "bias": 0,
-                    "threshold": "1/2"}}
+    d = {
+        "format": "exactattn/1",
+        "name": "small",
+        "alphabet": ["a"],
+        "d": 1,
+        "embedding": {"token": {"a": [0]}},
+        "layers": [],
+        "output": {
+            "kind": "accept",
+            "position": "last",
+            "weight": [1],
+            "bias": 0,
+            "threshold": "1/2",
+        },
+    }
     d.update(parts)
     return d
 
@@ -221,10 +237,17 @@ def test_position_table_rows_are_position_numbers():
     """The spec: "row p is P(p, .) for p = 0, 1, ..." with input symbol w_i at position i,
     BOS at 0.  Without BOS, w_1 reads row 1 (row 0 is unused), so x_max(1) = 1 and the
     single input of length 1 is accepted (y = 1 > 1/2)."""
-    d = _accept_model(max_length=1, embedding={"token": {"a": [0]},
-                                               "position": {"table": [[0], [1]]}},
-                      layers=[{"kind": "ffn", "hidden": [{"weight": [[0]], "bias": [0]}],
-                               "output": {"weight": [[0]], "bias": [0]}}])
+    d = _accept_model(
+        max_length=1,
+        embedding={"token": {"a": [0]}, "position": {"table": [[0], [1]]}},
+        layers=[
+            {
+                "kind": "ffn",
+                "hidden": [{"weight": [[0]], "bias": [0]}],
+                "output": {"weight": [[0]], "bias": [0]},
+            }
+        ],
+    )
     compare(S.to_json_text(d))
     r = run_check(model_from_dict(d), max_n=1).to_json()["lengths"][0]
     assert r["x_max"] == "1"
@@ -233,7 +256,6 @@ def test_position_table_rows_are_position_numbers():
 
 def test_zero_layers():
     """`layers` may be the empty list: x^(0) is read directly."""
-    d = _accept_model(embedding={"token": {"a": [0]}, "position": ["i/n"]},
-                      alphabet=["a", "b"])
+    d = _accept_model(embedding={"token": {"a": [0]}, "position": ["i/n"]}, alphabet=["a", "b"])
     d["embedding"]["token"]["b"] = [1]
     compare(S.to_json_text(d))

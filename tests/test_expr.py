@@ -1,4 +1,4 @@
-"""Tests for exactattn.expr: exact values, certified balls, and refusals that name the text."""
+"""Tests for exactattn.model.expr: exact values, certified balls, refusals that name the text."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from exactattn.errors import ExactAttnError
-from exactattn.expr import (
+from exactattn.model.expr import (
     Expr,
     ExprError,
     NotRationalError,
@@ -289,9 +289,7 @@ def test_division_by_zero(text: str, env: dict[str, int], fragment: str) -> None
         e.eval_arb(env, 64)
 
 
-@pytest.mark.parametrize(
-    ("text", "n"), [("log(n-1)", 1), ("log(1-n)", 2), ("sqrt(1-n)", 2)]
-)
+@pytest.mark.parametrize(("text", "n"), [("log(n-1)", 1), ("log(1-n)", 2), ("sqrt(1-n)", 2)])
 def test_domain_errors_at_evaluation(text: str, n: int) -> None:
     e = temp(text)
     with pytest.raises(ExprError) as err:
@@ -396,7 +394,7 @@ def test_non_string_is_refused() -> None:
 def test_module_has_no_eval_or_float() -> None:
     from pathlib import Path
 
-    import exactattn.expr as mod
+    import exactattn.model.expr as mod
 
     source = Path(mod.__file__).read_text()
     for banned in ["eval(", "exec(", "literal_eval", "sympify", "float("]:
@@ -490,8 +488,30 @@ def test_garbage_only_raises_expr_error(text: str) -> None:
 
 
 _VOCAB = [
-    "0", "1", "2", "0.5", "1e3", "n", "i", "+", "-", "*", "/", "^", "**", "(", ")", ",",
-    "sqrt(", "log(", "exp(", "floor(", "ceil(", "mod(", "min(", "max(",
+    "0",
+    "1",
+    "2",
+    "0.5",
+    "1e3",
+    "n",
+    "i",
+    "+",
+    "-",
+    "*",
+    "/",
+    "^",
+    "**",
+    "(",
+    ")",
+    ",",
+    "sqrt(",
+    "log(",
+    "exp(",
+    "floor(",
+    "ceil(",
+    "mod(",
+    "min(",
+    "max(",
 ]
 
 

@@ -10,14 +10,14 @@ from decimal import Decimal
 import pytest
 
 from exactattn import model_from_dict, run_check
-from exactattn.build.induction import (
+from exactattn.constructions.induction import (
     build_induction,
     catalog,
     default_label,
     induction_formulas,
     induction_labels,
 )
-from exactattn.build.ltl import SCHEMES
+from exactattn.constructions.ltl import SCHEMES
 from exactattn.logic.ltl import truth_values
 
 ABC = ("a", "b", "c")

@@ -20,9 +20,9 @@ from click.testing import CliRunner
 
 from exactattn import load_model
 from exactattn.cli import main
+from exactattn.engine.hard import CompiledModel, run_hard
+from exactattn.engine.longinput import hard_output, run_hard_long
 from exactattn.families import families_for, family_word
-from exactattn.hard import CompiledModel, run_hard
-from exactattn.longinput import hard_output, run_hard_long
 from exactattn.model import AttentionLayer
 from exactattn.precision import (
     DtypeModel,

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from exactattn import model_from_dict, run_check
-from exactattn.build.rasp import Program, ProgramError, build_majority, num
+from exactattn.constructions.rasp import Program, ProgramError, build_majority, num
 
 
 def _majority_cases(alphabet, n):

@@ -72,8 +72,14 @@ def test_worked_example_gamma_witness(worked_results):
     for n in range(1, 6):
         w = worked_results[n].gamma_witness
         # first input in lexicographic order is a^n; query 1 sees BOS (score 0) and 1 (score 1)
-        assert w == {"input": ["a"] * n, "layer": 0, "head": 0, "query": 1, "top_key": 1,
-                     "other_key": 0}
+        assert w == {
+            "input": ["a"] * n,
+            "layer": 0,
+            "head": 0,
+            "query": 1,
+            "top_key": 1,
+            "other_key": 0,
+        }
         assert R.gap_at(worked_model(), w) == 1
 
 
@@ -132,11 +138,14 @@ def test_worked_example_margins_exceed_errors(worked_results):
 
 def tiny(layers, output=None, **top):
     d = {
-        "format": "exactattn/1", "name": "tiny", "alphabet": ["a", "b"], "d": 2,
+        "format": "exactattn/1",
+        "name": "tiny",
+        "alphabet": ["a", "b"],
+        "d": 2,
         "embedding": {"token": {"a": [1, 0], "b": [0, 1]}},
         "layers": layers,
-        "output": output or {"kind": "accept", "position": "last", "weight": [1, 0],
-                             "bias": 0, "threshold": 0},
+        "output": output
+        or {"kind": "accept", "position": "last", "weight": [1, 0], "bias": 0, "threshold": 0},
     }
     d.update(top)
     if "bos" in top:
@@ -157,12 +166,18 @@ def test_strict_mask_first_position_adds_zero():
     assert ev.soft[1][1] == [1, 2]
 
 
-@pytest.mark.parametrize("rule, expected", [("average", Fraction(1, 2)), ("leftmost", 1),
-                                            ("rightmost", 0)])
+@pytest.mark.parametrize(
+    "rule, expected", [("average", Fraction(1, 2)), ("leftmost", 1), ("rightmost", 0)]
+)
 def test_hard_rules_on_a_tie(rule, expected):
     """Zero query: every score ties; values are coordinate 0 (1 for a, 0 for b)."""
-    head = {"query": [[0, 0]], "key": [[1, 1]], "value": [[1, 0]], "output": [[0], [1]],
-            "hard": rule}
+    head = {
+        "query": [[0, 0]],
+        "key": [[1, 1]],
+        "value": [[1, 0]],
+        "output": [[0], [1]],
+        "hard": rule,
+    }
     m = tiny([{"kind": "attention", "heads": [head]}])
     ev = R.evaluate_input(m, ["a", "b"])
     assert ev.hard[1][1][1] == 1 + expected
@@ -180,13 +195,17 @@ def test_score_form_equals_query_key_form():
         e1 = R.evaluate_input(tiny([{"kind": "attention", "heads": [h1]}]), w)
         e2 = R.evaluate_input(tiny([{"kind": "attention", "heads": [h2]}]), w)
         assert e1.hard == e2.hard
-        assert [[R.mpf_of(v) for v in r] for r in e1.soft[1]] == \
-               [[R.mpf_of(v) for v in r] for r in e2.soft[1]]
+        assert [[R.mpf_of(v) for v in r] for r in e1.soft[1]] == [
+            [R.mpf_of(v) for v in r] for r in e2.soft[1]
+        ]
 
 
 def test_ffn_relu():
-    ffn = {"kind": "ffn", "hidden": [{"weight": [[1, -1]], "bias": ["-1/2"]}],
-           "output": {"weight": [[2], [0]], "bias": [0, "0.25"]}}
+    ffn = {
+        "kind": "ffn",
+        "hidden": [{"weight": [[1, -1]], "bias": ["-1/2"]}],
+        "output": {"weight": [[2], [0]], "bias": [0, "0.25"]},
+    }
     m = tiny([ffn])
     ev = R.evaluate_input(m, ["a", "b"])
     # a: relu(1 - 0 - 1/2) = 1/2 -> (1 + 1, 0 + 1/4); b: relu(-3/2) = 0 -> (0, 1 + 1/4)
@@ -198,41 +217,55 @@ def test_two_point_softmax_value():
     head = {"query": [[1, 1]], "key": [[1, 0]], "value": [[1, 0], [0, 0]], "mask": "leq"}
     m = tiny([{"kind": "attention", "heads": [head]}], bos="<s>", temperature="1/2")
     ev = R.evaluate_input(m, ["a"])
-    e2 = mp.e ** 2
+    e2 = mp.e**2
     assert ev.hard[1][1] == [2, 0]
     assert abs(ev.soft[1][1][0] - (1 + e2 / (1 + e2))) < mp.mpf(10) ** -55
     assert ev.gaps[0].gap == 1 and ev.gaps[0].query == 1 and ev.gaps[0].other_key == 0
 
 
 def test_output_positions_and_argmax_ties():
-    m = tiny([], output={"kind": "argmax", "weight": [[1, 0], [0, 1], [0, 1]],
-                         "bias": [0, 0, "-1/3"], "labels": ["A", "B", "C"]})
+    m = tiny(
+        [],
+        output={
+            "kind": "argmax",
+            "weight": [[1, 0], [0, 1], [0, 1]],
+            "bias": [0, 0, "-1/3"],
+            "labels": ["A", "B", "C"],
+        },
+    )
     ev = R.evaluate_input(m, ["a", "b"])
     assert R.decide(m, ev, "hard") == (["A", "B"], Fraction(1, 3))
-    m = tiny([], output={"kind": "argmax", "weight": [[1, 0], [1, 0]], "bias": [0, 0],
-                         "labels": ["A", "B"]})
+    m = tiny(
+        [],
+        output={"kind": "argmax", "weight": [[1, 0], [1, 0]], "bias": [0, 0], "labels": ["A", "B"]},
+    )
     ev = R.evaluate_input(m, ["a"])
     assert R.decide(m, ev, "hard") == ([R.TIE], 0)
     assert R.decide(m, ev, "soft") == ([R.TIE], None)
 
 
-@pytest.mark.parametrize("text, i, n, value", [
-    ("i/n", 2, 3, Fraction(2, 3)),
-    ("1/(i+1)", 0, 3, 1),
-    ("(-1)^i", 3, 3, -1),
-    ("-2^2", 0, 1, -4),
-    ("2**-1", 0, 1, Fraction(1, 2)),
-    ("mod(i, 2) + floor(i/2) * 10", 5, 9, 21),
-    ("ceil(-i/2)", 3, 3, -1),
-    ("max(i, n, 2) - min(i, n)", 1, 4, 3),
-    ("0.125 + 1e-3", 0, 1, Fraction(63, 500)),
-])
+@pytest.mark.parametrize(
+    "text, i, n, value",
+    [
+        ("i/n", 2, 3, Fraction(2, 3)),
+        ("1/(i+1)", 0, 3, 1),
+        ("(-1)^i", 3, 3, -1),
+        ("-2^2", 0, 1, -4),
+        ("2**-1", 0, 1, Fraction(1, 2)),
+        ("mod(i, 2) + floor(i/2) * 10", 5, 9, 21),
+        ("ceil(-i/2)", 3, 3, -1),
+        ("max(i, n, 2) - min(i, n)", 1, 4, 3),
+        ("0.125 + 1e-3", 0, 1, Fraction(63, 500)),
+    ],
+)
 def test_position_expressions(text, i, n, value):
     assert R.eval_position(text, i, n) == value
 
 
-@pytest.mark.parametrize("text", ["sqrt(i)", "sqrt(4)", "log(1)", "__import__('os')",
-                                  "1/(i-1)", "2^(1/2)", "exp(i)", "i.real"])
+@pytest.mark.parametrize(
+    "text",
+    ["sqrt(i)", "sqrt(4)", "log(1)", "__import__('os')", "1/(i-1)", "2^(1/2)", "exp(i)", "i.real"],
+)
 def test_position_expressions_rejected(text):
     with pytest.raises(R.ReferenceError_):
         R.eval_position(text, 2 if text != "1/(i-1)" else 1, 3)

@@ -1,4 +1,4 @@
-"""The batched float path (exactattn/softfloat.py) against the arb path, word by word.
+"""The batched float path (exactattn/engine/softfloat.py) against the arb path, word by word.
 
 Soundness: for every word and layer, the float enclosure of max|δ| and the arb enclosure
 (certify_word at 256+ bits, so nearly a point) must intersect — both claim to contain the
@@ -22,15 +22,15 @@ from flint import arb, ctx
 from hypothesis import HealthCheck, assume, given, settings
 
 from exactattn import load_model, model_from_dict
-from exactattn import softfloat as sf
-from exactattn.certify import certify_word
+from exactattn.engine import softfloat as sf
+from exactattn.engine.certify import certify_word
+from exactattn.engine.hard import CompiledModel, run_hard
+from exactattn.engine.measure import LengthAccumulator
+from exactattn.engine.soft import WeightCache
+from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.errors import ExactAttnError
-from exactattn.hard import CompiledModel, run_hard
-from exactattn.measure import LengthAccumulator
 from exactattn.model import AcceptOutput, ArgmaxOutput, model_from_raw
 from exactattn.numbers import arb_endpoints, load_json_text
-from exactattn.soft import WeightCache
-from exactattn.temperature import BASE_PREC, Temperatures
 
 SETTINGS = dict(
     deadline=None,

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ModelError
+from exactattn.errors import ModelError
 
 Number = int | str
 """A JSON number of the imported model: an int, or a ``"p/q"`` string (never a float)."""
@@ -840,7 +840,7 @@ def _describe(
 def write_model(model: dict[str, Any], out_path: str | Path) -> None:
     """Write an imported model as JSON (numbers are ints and "p/q" strings already)."""
     text = json.dumps(model, indent=1, ensure_ascii=False)
-    from ..jsonio import write_text_atomic
+    from exactattn.jsonio import write_text_atomic
 
     write_text_atomic(Path(out_path), text + "\n")
 

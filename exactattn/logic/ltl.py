@@ -1,7 +1,7 @@
 """LTL with previous/next, since/until and counting: parser, printer and evaluator.
 
 This module is the oracle for reference kind ``{"kind": "ltl", "formula": ...}``: it
-must stay independent of the compiler in :mod:`exactattn.build.ltl`, so it evaluates
+must stay independent of the compiler in :mod:`exactattn.constructions.ltl`, so it evaluates
 formulas directly on words by dynamic programming, never through a transformer.
 
 Grammar (loosest binding first)::

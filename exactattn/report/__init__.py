@@ -16,11 +16,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..jsonio import write_text_atomic
-from . import latex, markdown
-from .data import ReportData, load
-from .figures import figure_names, write_figures
+from exactattn.errors import UsageError
+from exactattn.jsonio import write_text_atomic
+from exactattn.report import latex, markdown
+from exactattn.report.data import ReportData, load
+from exactattn.report.figures import figure_names, write_figures
 
 __all__ = ["FORMATS", "render", "write_report"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from ..closedforms import evaluate_form, form_expr
-from . import fmt
+from exactattn.closedforms import evaluate_form, form_expr
+from exactattn.report import fmt
 
 _LABELS = {
     "gamma": ("γ(n)", r"\gamma(n)"),

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import UsageError
-from .fmt import parse_decimal, parse_rational
+from exactattn.errors import UsageError
+from exactattn.report.fmt import parse_decimal, parse_rational
 
 RESULT_FORMAT = "exactattn-result/1"
 
@@ -156,7 +156,7 @@ class ReportData:
         """The result's ``closed_forms``; computed from the rows for results without one."""
         cf = self.result.get("closed_forms")
         if cf is None:
-            from ..closedforms import closed_forms
+            from exactattn.closedforms import closed_forms
 
             cf = closed_forms(self.rows)
             self.result = {**self.result, "closed_forms": cf}
@@ -164,7 +164,7 @@ class ReportData:
 
     def gamma_closed_form(self) -> dict[str, Any] | None:
         """γ's verified closed form (it replaces the float power fit), or None."""
-        from .closed import values, verified
+        from exactattn.report.closed import values, verified
 
         rec = self.closed_forms.get("gamma")
         if not verified(rec):

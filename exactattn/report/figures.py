@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .closed import form_latex
-from .closed import values as closed_values
-from .data import PowerFit, ReportData, tau_star_brackets
-from .fmt import fit_tex, parse_decimal, parse_rational
+from exactattn.report.closed import form_latex
+from exactattn.report.closed import values as closed_values
+from exactattn.report.data import PowerFit, ReportData, tau_star_brackets
+from exactattn.report.fmt import fit_tex, parse_decimal, parse_rational
 
 #: Largest |log10| plotted on a native (float) log axis; beyond, the exponent axis is used.
 NATIVE_LOG_LIMIT = 300
@@ -295,7 +295,7 @@ def _save(fig: Any, ax: Any, path: Path) -> Path:
         FigureCanvasAgg(fig)
         fig.tight_layout()
         suffix = path.suffix.lstrip(".")
-        from ..jsonio import write_with
+        from exactattn.jsonio import write_with
 
         write_with(path, lambda tmp: fig.savefig(tmp, format=suffix, metadata=METADATA.get(suffix)))
     return path

@@ -20,7 +20,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .data import PowerFit
+    from exactattn.report.data import PowerFit
 
 #: Significant digits shown for certified enclosures in tables.
 DIGITS = 5

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import UsageError
-from . import closed, fmt
-from .data import ReportData, non_monotone_lines, tau_star_brackets
-from .fmt import Bracket, Frac, Interval, Num, Shown, Special
+from exactattn.errors import UsageError
+from exactattn.report import closed, fmt
+from exactattn.report.data import ReportData, non_monotone_lines, tau_star_brackets
+from exactattn.report.fmt import Bracket, Frac, Interval, Num, Shown, Special
 
 PACKAGES = ["amsmath", "booktabs", "graphicx"]
 

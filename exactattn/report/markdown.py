@@ -6,9 +6,9 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-from . import closed, fmt
-from .data import ReportData, non_monotone_lines, tau_star_brackets
-from .fmt import Bracket, Frac, Interval, Num, Shown, Special
+from exactattn.report import closed, fmt
+from exactattn.report.data import ReportData, non_monotone_lines, tau_star_brackets
+from exactattn.report.fmt import Bracket, Frac, Interval, Num, Shown, Special
 
 NOTATION = (
     "Certified values are enclosures with outward-rounded endpoints: `0.2689[4,5]` means the "

@@ -20,8 +20,8 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from ..logic.ltl import And, Atom, Formula, Not, Or, Prev, Since, format_ltl
-from .ltl import SCHEMES, compile_formulas
+from exactattn.constructions.ltl import SCHEMES, compile_formulas
+from exactattn.logic.ltl import And, Atom, Formula, Not, Or, Prev, Since, format_ltl
 
 
 def default_label(alphabet: Sequence[str]) -> str:
@@ -139,7 +139,7 @@ def build_induction(
             f"The {what} over {{{', '.join(alphabet)}}}: at each position, the token at "
             f"find^{hops}(i), where find(i) is the position after the most recent earlier "
             f"occurrence of the token at i ('{none}' if there is none). Compiled by "
-            f"exactattn.build.ltl from one since/until formula per label ({scheme} scheme, "
+            f"exactattn.constructions.ltl from one since/until formula per label ({scheme} scheme, "
             f"{pe}); see docs/constructions.md."
         ),
         **{k: v for k, v in model.items() if k != "format"},
@@ -151,7 +151,7 @@ def build_induction(
         },
         "reference": {"kind": "cases", "cases": cases},
         "meta": {
-            "construction": "exactattn.build.induction",
+            "construction": "exactattn.constructions.induction",
             "scheme": scheme,
             "hops": hops,
             "formulas": {

@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 from flint import arb, arb_mat
 
-from .hard import HardBatch, argmax_labels, read_output
-from .model import AcceptOutput, ArgmaxOutput, Model, ValueOutput
-from .numbers import frac_str, to_arb
-from .reference import Oracle
-from .results import (
+from exactattn.engine.hard import HardBatch, argmax_labels, read_output
+from exactattn.model import AcceptOutput, ArgmaxOutput, Model, ValueOutput
+from exactattn.numbers import frac_str, to_arb
+from exactattn.reference import Oracle
+from exactattn.results import (
     ErrorRecord,
     HardTies,
     HeadRecord,
@@ -353,7 +353,7 @@ class LengthAccumulator:
         """The soft read-out of word b, certified, from the final δ.
 
         ``zero_test(slot, a, K)`` decides exactly whether K + a·δ[slot] = 0 (see
-        :mod:`exactattn.exactzero`); it settles ties that no precision can.
+        :mod:`exactattn.engine.exactzero`); it settles ties that no precision can.
         """
         m = self.model
         o = m.output
@@ -472,7 +472,7 @@ class LengthAccumulator:
     def add_soft_float(self, hb: HardBatch, fb: Any, use: np.ndarray) -> None:
         """Fold in the words ``use`` of a batch settled by the float filter, vectorised.
 
-        ``fb`` is a :class:`exactattn.softfloat.FloatBatch`: per word and layer, certified
+        ``fb`` is a :class:`exactattn.engine.softfloat.FloatBatch`: per word and layer, certified
         float64 ends of max |δ| (exact dyadics) and the row of the upper end, plus the soft
         read-out. Per-layer maxima and their first witnesses are found with numpy; only the
         decisions go through the per-word path (which is cheap).

@@ -25,9 +25,9 @@ def regenerate(
 
     Returns the names whose committed files differ from the fresh run (empty when all match).
     """
-    from ..check import run_check
-    from ..model import load_model
-    from ..report import render, write_report
+    from exactattn.check import run_check
+    from exactattn.model import load_model
+    from exactattn.report import render, write_report
 
     stale = []
     for stem, kwargs in REPORTS.items():
@@ -47,7 +47,7 @@ def regenerate(
                 stale.append(stem)
             continue
         out_dir.mkdir(parents=True, exist_ok=True)
-        from ..jsonio import write_text_atomic
+        from exactattn.jsonio import write_text_atomic
 
         write_text_atomic(json_path, json_text)
         write_report(data, md_path)

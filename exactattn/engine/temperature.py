@@ -11,9 +11,9 @@ from fractions import Fraction
 
 from flint import arb, ctx
 
-from .errors import ModelError, UsageError
-from .expr import Expr, ExprError, UndecidedError, parse_expression
-from .model import AttentionLayer, Model
+from exactattn.errors import ModelError, UsageError
+from exactattn.model import AttentionLayer, Model
+from exactattn.model.expr import Expr, ExprError, UndecidedError, parse_expression
 
 BASE_PREC = 96
 

@@ -1,7 +1,7 @@
 """Soft meaning, certified, for a whole batch: float64 midpoint-radius intervals.
 
-Same *hard + δ* formulation as :mod:`exactattn.soft` (read its docstring), but δ is
-evaluated for every word of a :class:`~exactattn.hard.HardBatch` at once with numpy,
+Same *hard + δ* formulation as :mod:`exactattn.engine.soft` (read its docstring), but δ is
+evaluated for every word of a :class:`~exactattn.engine.hard.HardBatch` at once with numpy,
 so a word costs tens of microseconds instead of a millisecond. Every number is an
 enclosure ``mid ± rad`` (the real interval [mid − rad, mid + rad]). :func:`certify_float`
 says which words the floats settle; the others go to the arb path.
@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 from flint import arb, ctx
 
-from .hard import (
+from exactattn.engine.hard import (
     CompiledFFN,
     CompiledModel,
     HardBatch,
@@ -72,9 +72,9 @@ from .hard import (
     LayerTrace,
     read_output,
 )
-from .model import AcceptOutput, ArgmaxOutput, ValueOutput
-from .numbers import arb_endpoints
-from .ratarray import RatArray
+from exactattn.engine.ratarray import RatArray
+from exactattn.model import AcceptOutput, ArgmaxOutput, ValueOutput
+from exactattn.numbers import arb_endpoints
 
 WIDEN = 2.0**-50  # relative slack per basic operation (≥ 8u; monkeypatched to 0 by a test)
 SUM_U = 2.0**-52  # per-term relative slack of a K-term sum: (K + 2)·SUM_U ≥ (K + 1)·u
@@ -963,8 +963,7 @@ def certify_float(
     if B <= chunk:
         return _certify_chunk(cm, hb, taus)
     parts = [
-        _certify_chunk(cm, _slice_batch(hb, slice(i, i + chunk)), taus)
-        for i in range(0, B, chunk)
+        _certify_chunk(cm, _slice_batch(hb, slice(i, i + chunk)), taus) for i in range(0, B, chunk)
     ]
 
     def cat(name: str) -> np.ndarray | None:

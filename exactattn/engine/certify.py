@@ -1,8 +1,8 @@
 """One input's soft meaning, certified: precision rises until everything reported is decided.
 
-The soft evaluation itself is :mod:`exactattn.soft` (hard + δ in arb balls); this module
-chooses the precision (``flint.ctx.workprec``), asks :mod:`exactattn.measure` for the
-read-out verdict, and uses :mod:`exactattn.exactzero` for read-outs that sit exactly on a
+The soft evaluation itself is :mod:`exactattn.engine.soft` (hard + δ in arb balls); this module
+chooses the precision (``flint.ctx.workprec``), asks :mod:`exactattn.engine.measure` for the
+read-out verdict, and uses :mod:`exactattn.engine.exactzero` for read-outs that sit exactly on a
 threshold, which no precision can settle.
 """
 
@@ -15,11 +15,11 @@ from typing import Any
 
 from flint import arb, arb_mat, ctx
 
-from . import exactzero
-from .hard import CompiledModel, HardBatch
-from .measure import LengthAccumulator, SoftVerdict, delta_bounds, tight
-from .soft import WeightCache, run_soft
-from .temperature import BASE_PREC, Temperatures
+from exactattn.engine import exactzero
+from exactattn.engine.hard import CompiledModel, HardBatch
+from exactattn.engine.measure import LengthAccumulator, SoftVerdict, delta_bounds, tight
+from exactattn.engine.soft import WeightCache, run_soft
+from exactattn.engine.temperature import BASE_PREC, Temperatures
 
 MAX_PREC = 4096
 

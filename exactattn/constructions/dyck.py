@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from exactattn.build.rasp import Program, ProgramError
+from exactattn.constructions.rasp import Program, ProgramError
 
 __all__ = ["BOS", "EOS", "SCHEDULE_C", "build_dyck", "catalog", "gamma", "temperature"]
 
@@ -85,7 +85,7 @@ def build_dyck(pairs: Sequence[str], *, scale: str = "integer", name: str | None
             f"Dyck-{k} over {' '.join(pairs)}: depth by prefix mean, integer depth by "
             f"parabolic lookup, matching by parabolic score with rightmost tie-breaking, "
             f"type check, exists. Scale '{scale}': gamma(n) = "
-            f"{'1/(n+1)' if not unit else '1/(n+1)^3'}. Built by exactattn.build.dyck."
+            f"{'1/(n+1)' if not unit else '1/(n+1)^3'}. Built by exactattn.constructions.dyck."
         ),
     )
     one = p.constant("one")

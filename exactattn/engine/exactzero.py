@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from fractions import Fraction
 
-from .hard import CompiledHead, HardBatch, HeadTrace
+from exactattn.engine.hard import CompiledHead, HardBatch, HeadTrace
 
 Poly = dict[Fraction, Fraction]  # exponent e ↦ coefficient of e^{-e}
 

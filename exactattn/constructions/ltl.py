@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from ..logic.ltl import (
+from exactattn.logic.ltl import (
     And,
     Atom,
     Compare,
@@ -665,7 +665,7 @@ def _pad_ffn(spec: dict[str, Any], d: int) -> dict[str, Any]:
 
 
 DESCRIPTION = (
-    "Compiled by exactattn.build.ltl ({scheme} scheme): one residual coordinate per "
+    "Compiled by exactattn.constructions.ltl ({scheme} scheme): one residual coordinate per "
     "subformula (0/1, and 0 at BOS); Y/X/S/U are single heads with strict masks whose "
     "effective scores (score/τ) are spaced by 3 so that the nearest wanted position gets "
     "all but e^-3 of the weight; counts are uniform heads (exact under softmax); a "
@@ -704,7 +704,7 @@ def compile_ltl(formula: str, alphabet: Sequence[str], scheme: str = "temperatur
         },
         "reference": {"kind": "ltl", "formula": formula},
         "meta": {
-            "construction": "exactattn.build.ltl",
+            "construction": "exactattn.constructions.ltl",
             "scheme": scheme,
             "formula": format_ltl(f),
             "soft_error_bound_before_rounding": "e^-3 per head (proofs/constructions.md)",

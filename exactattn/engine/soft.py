@@ -1,7 +1,7 @@
 """Soft meaning, certified: softmax at temperature τ(n) in ball arithmetic.
 
 The soft activations are computed as *hard + δ*, where the hard part is the exact
-trace from :mod:`exactattn.hard` and δ is a python-flint ``arb_mat`` (or ``None``
+trace from :mod:`exactattn.engine.hard` and δ is a python-flint ``arb_mat`` (or ``None``
 when it is exactly zero). Why: the quantity we report is δ itself, and the error
 of a well-behaved model is tiny (e^-1000 is common). Computing soft and hard
 separately and subtracting would need thousands of bits; computing δ directly from
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from flint import arb, arb_mat, ctx, fmpq, fmpz_mat
 
-from .hard import CompiledFFN, CompiledHead, CompiledModel, HardBatch, HeadTrace
-from .ratarray import RatArray
+from exactattn.engine.hard import CompiledFFN, CompiledHead, CompiledModel, HardBatch, HeadTrace
+from exactattn.engine.ratarray import RatArray
 
 _ZERO = arb(0)
 

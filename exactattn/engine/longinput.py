@@ -1,6 +1,6 @@
 """Exact hard meaning of ONE long input, streaming: memory O(n·d), blocked over query rows.
 
-Why a separate evaluator: the batched engine (:mod:`exactattn.hard`) keeps the (N, T, T)
+Why a separate evaluator: the batched engine (:mod:`exactattn.engine.hard`) keeps the (N, T, T)
 score tensor and one common denominator per array; at n = 65,536 the score matrix alone
 is 4·10⁹ entries and lcm(1..T) has thousands of digits. Here every activation row has
 its own denominator (``RowRat``), rows are reduced by their gcd after every step, and the
@@ -11,7 +11,7 @@ Comparisons stay exact: for one query row i, s_ij = (q̂_i · k̂_j) / (den_i ·
 the lcm of the (reduced) key denominators, so the argmax set is read off integer dot
 products. Coordinates that the query never reads are dropped before L is formed (a
 score-form head has K = I, and the identity would otherwise import the denominators of
-every coordinate). Products use :func:`exactattn.ratarray.int_matmul` (float64 BLAS when
+every coordinate). Products use :func:`exactattn.engine.ratarray.int_matmul` (float64 BLAS when
 a bound proves it exact, multi-limb otherwise, Python integers past 2^62): exact always.
 """
 
@@ -24,9 +24,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from .hard import CompiledFFN, CompiledHead, CompiledModel
-from .model import AcceptOutput, ArgmaxOutput, Model
-from .ratarray import INT64_SAFE, RatArray, int_matmul
+from exactattn.engine.hard import CompiledFFN, CompiledHead, CompiledModel
+from exactattn.engine.ratarray import INT64_SAFE, RatArray, int_matmul
+from exactattn.model import AcceptOutput, ArgmaxOutput, Model
 
 BLOCK_ENTRIES = 1 << 21  # query-block rows × keys per score block (~16 MB as int64)
 

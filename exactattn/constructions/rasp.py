@@ -407,7 +407,7 @@ def build_majority(alphabet: Sequence[str] = ("a", "b"), *, bos: str = "<bos>") 
         alphabet,
         bos=bos,
         description=f"accept iff more than half the symbols are {alphabet[0]!r} "
-        "(exactattn.build.rasp.build_majority)",
+        "(exactattn.constructions.rasp.build_majority)",
     )
     target = p.indicator("target", [alphabet[0]])
     pos = p.position("pos", "i")

@@ -8,7 +8,7 @@ from typing import Any
 def catalog() -> dict[str, dict[str, Any]]:
     """Collect the builders' catalogs; a builder that is missing contributes nothing."""
     out: dict[str, dict[str, Any]] = {}
-    from . import dyck, induction, ltl
+    from exactattn.constructions import dyck, induction, ltl
 
     for mod in (ltl, induction, dyck):
         for name, model in mod.catalog().items():

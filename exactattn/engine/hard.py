@@ -1,7 +1,7 @@
 """Hard meaning: exact, batched over every input of one length.
 
 All inputs of length n share the sequence length T, so a batch is an (N, T, d)
-:class:`~exactattn.ratarray.RatArray`. The trace keeps what the soft evaluator and
+:class:`~exactattn.engine.ratarray.RatArray`. The trace keeps what the soft evaluator and
 the measurements need (scores, argmax sets, hard attention supports, FFN
 pre-activations), so nothing is computed twice.
 """
@@ -15,8 +15,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from .model import AcceptOutput, ArgmaxOutput, AttentionLayer, FFNLayer, Head, Model
-from .ratarray import INT64_SAFE, RatArray
+from exactattn.engine.ratarray import INT64_SAFE, RatArray
+from exactattn.model import AcceptOutput, ArgmaxOutput, AttentionLayer, FFNLayer, Head, Model
 
 
 def visible_mask(mask: str, T: int) -> np.ndarray:
