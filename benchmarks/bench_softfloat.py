@@ -4,7 +4,7 @@ For each benchmark (Dyck-2 at n = 8 by default, and a random model), in one proc
 
 * baseline: benchmarks/float_baseline.py, plain float64 numpy softmax, all inputs;
 * certified: exactattn.engine.hard.run_hard + exactattn.engine.softfloat.certify_float, all
-  inputs, in batches of the check's size (the settled fraction is printed; the rest would go to arb);
+  inputs, in batches of the check's size (the settled fraction is printed; the rest goes to arb);
 * arb: the existing per-word path (certify.certify_word) on a sample, scaled to all inputs.
 
 Times are CPU seconds (``time.process_time``), so the ratios stay meaningful on a shared

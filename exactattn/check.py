@@ -10,7 +10,7 @@ checkpoint directory, every finished shard).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -239,8 +239,13 @@ def check_shard(
     job: LengthJob,
     shard: Shard,
     progress: Callable[[int], None] | None = None,
+    words: Sequence[tuple[str, ...]] | None = None,
 ) -> LengthRecord:
-    """Both meanings of every input of one shard: its mergeable record."""
+    """Both meanings of every input of one shard: its mergeable record.
+
+    ``words`` replaces the shard's own inputs (a sample, for :func:`estimate`; its witnesses'
+    ranks are then meaningless).
+    """
     model, n = job.model, job.n
     cm = _compiled(model)
     override = parse_tau(job.tau) if job.tau is not None else None
@@ -267,7 +272,8 @@ def check_shard(
         from exactattn.engine.softfloat import certify_float, tau_enclosures
 
         ftaus = tau_enclosures(temps.at(n, BASE_PREC))
-    for chunk in batches(words_in(model.alphabet, shard), job.batch):
+    source = iter(words) if words is not None else words_in(model.alphabet, shard)
+    for chunk in batches(source, job.batch):
         hb = run_hard(cm, chunk, n)
         acc.add_hard(hb, first_rank=rank)
         if not job.hard_only:
@@ -307,27 +313,32 @@ def check_shard(
 def estimate(model: Model, min_n: int, max_n: int, hard_only: bool, jobs: int = 1) -> float:
     """Seconds a check should take, from timing a sample of the largest length.
 
-    The sample is a real shard prefix run through the same code as the check (hard pass,
-    then the certified soft pass), so precision escalation is included; the cost of other
-    lengths is scaled by inputs × (length/largest length)².
+    The sample (up to 512 inputs spread evenly over the largest length's ranks) goes through
+    the same code as the check (hard pass, float filter, arb for the rest), after a short
+    warm-up so one-time costs are not multiplied; smaller lengths are scaled by their inputs
+    and (length/largest length)², and the total is divided among the processes.
     """
-    import itertools
     import time
 
+    from exactattn.inputs import word_of_rank
+
+    k = len(model.alphabet)
     n = max_n
-    whole = Shard(n, 0, 0, len(model.alphabet) ** n)
-    sample = list(itertools.islice(words_in(model.alphabet, whole), 64))
-    job = LengthJob(model, n, None, hard_only, batch=len(sample))
-    _compiled(model)
-    t0 = time.perf_counter()
+    total_n = k**n
+    size = min(512, total_n)
+    step = max(1, total_n // size)
+    words = [word_of_rank(model.alphabet, n, r * step) for r in range(size)]
+    job = LengthJob(model, n, None, hard_only, batch=size)
     try:
         from exactattn.errors import ExactAttnError
 
-        check_shard(job, Shard(n, 0, 0, len(sample)))
+        warm = words[: min(8, size)]  # warm-up: compile, imports, caches
+        check_shard(job, Shard(n, 0, 0, len(warm)), words=warm)
+        t0 = time.perf_counter()
+        check_shard(job, Shard(n, 0, 0, size), words=words)
     except ExactAttnError:
         return 0.0
-    per = (time.perf_counter() - t0) / max(1, len(sample))
-    k = len(model.alphabet)
+    per = (time.perf_counter() - t0) / size
     total = sum(k**m * per * ((m + 2) / (n + 2)) ** 2 for m in range(min_n, max_n + 1))
     return total / max(1, jobs)
 

@@ -598,7 +598,7 @@ class Verdict:
 
 UNDECIDED_NOTE = (
     "a soft read-out exactly at its threshold is decided only for rational τ with one final "
-    "attention layer (docs/format-extensions.md)"
+    "attention layer (docs/model-format.md)"
 )
 
 

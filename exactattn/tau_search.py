@@ -1,6 +1,6 @@
 """Certified searches for the critical temperatures τ*_dec(n) and τ*_inv(n) (``--find-tau``).
 
-Two questions, two names, because their answers differ by a lot (docs/format-extensions.md):
+Two questions, two names, because their answers differ by a lot (docs/model-format.md):
 
 * **τ*_dec(n)** — where softmax stops *deciding* like hardmax: a τ is *decision-good* when
   every input of length n is decided by the soft meaning exactly as by the hard one, and none

@@ -7,7 +7,7 @@ softmax values are ``mpmath`` numbers at 60 decimal digits (high precision, NOT
 certified).  It exists to cross-check the fast engine, so it favours one loop per
 definition over speed.
 
-Conventions read from /work/shared/spec/model-format.md and its worked example:
+Conventions read from docs/model-format.md and its worked example:
 
 * Numbers: JSON integers, JSON numbers with a fraction part and strings holding a
   rational literal ("3/4", "-2", "0.125", "1e-3") all mean the exact rational as written

@@ -140,7 +140,7 @@ def test_bundled_models_full_n6(path: Path) -> None:
 
 
 def test_result_json_round_trips() -> None:
-    """The bounds block is plain JSON (strings and ints), per docs/format-extensions.md."""
+    """The bounds block is plain JSON (strings and ints), per docs/model-format.md."""
     model = model_from_dict(_one_head(2))
     res = run_check(model, max_n=2, bounds=True).to_json()
     assert json.loads(json.dumps(res)) == res

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_worked_example_zero_margin_inputs_are_hard_ties() -> None:
     """mean_a_position: 13 inputs with n ≤ 5 read out exactly at the threshold 1/2
-    (docs/worked-example.md); they are hard ties, the margin there is 0 (the spec's rule)."""
+    (docs/model-format.md); they are hard ties, the margin there is 0 (the spec's rule)."""
     model = load_model(ROOT / "exactattn" / "examples" / "mean_a_position.json")
     data = run_check(model, max_n=5).to_json()
     ties = [r["hard_ties"] for r in data["lengths"]]

@@ -1,7 +1,7 @@
 """Self-checks of the slow reference evaluator (tests/reference_evaluator.py).
 
 The reference is only useful if it is right on its own, so it is checked here against the
-worked example of the spec (/work/shared/spec/examples/README.md, copied model in
+worked example of the spec (docs/model-format.md, "Worked example"; the model is in
 tests/data/mean_a_position.json) and against small hand computations.
 
 About the worked example's "disagreements" column (1 at n = 4, 3 at n = 5): every input of

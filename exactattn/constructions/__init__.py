@@ -1,0 +1,1 @@
+"""Constructions: formulas and programs compiled into format-1 model dicts (LTL, Dyck, …)."""

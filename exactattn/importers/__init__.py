@@ -1,0 +1,1 @@
+"""Importers: models compiled by other tools (tracr), weights kept exactly."""

@@ -1,0 +1,1 @@
+"""Logic: reference semantics of temporal formulas (LTL with counting), independent of weights."""

@@ -1,8 +1,8 @@
 """Model files → validated, exact, immutable models (format ``exactattn/1``).
 
-Every rule of ``spec/model-format.md`` is checked here, once, so the evaluators can
+Every rule of ``docs/model-format.md`` is checked here, once, so the evaluators can
 trust their input. Each error names the JSON path and the fix. Extensions of
-format 1 that this module accepts are listed in ``docs/format-extensions.md``.
+format 1 that this module accepts are listed in ``docs/model-format.md``.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ TOP_KEYS = {
     "reference",
     "min_length",
     "max_length",
-    # extensions (docs/format-extensions.md)
+    # extensions (docs/model-format.md)
     "coordinates",
     "meta",
 }
