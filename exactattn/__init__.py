@@ -30,4 +30,4 @@ __all__ = [
     "model_from_dict",
     "run_check",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

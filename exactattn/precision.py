@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from exactattn.engine.hard import CompiledModel
-from exactattn.engine.longinput import LongHard, RowRat, run_hard_long, visible_block
+from exactattn.engine.hard import CompiledModel, visible_block
+from exactattn.engine.longinput import LongHard, RowRat, run_hard_long
 from exactattn.engine.ratarray import RatArray
 from exactattn.errors import UsageError
 from exactattn.model import AcceptOutput, ArgmaxOutput, AttentionLayer, Model

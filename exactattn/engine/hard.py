@@ -21,10 +21,15 @@ from exactattn.model import AcceptOutput, ArgmaxOutput, AttentionLayer, FFNLayer
 
 def visible_mask(mask: str, T: int) -> np.ndarray:
     """V as a (T, T) boolean matrix: row = query slot, column = key slot."""
-    q = np.arange(T)[:, None]
+    return visible_block(mask, np.arange(T), T)
+
+
+def visible_block(mask: str, rows: np.ndarray, T: int) -> np.ndarray:
+    """Visibility of keys 0..T-1 for the query slots ``rows``: (len(rows), T) bool."""
+    q = rows[:, None]
     k = np.arange(T)[None, :]
     if mask == "none":
-        return np.ones((T, T), dtype=bool)
+        return np.ones((len(rows), T), dtype=bool)
     if mask == "leq":
         return k <= q
     if mask == "lt":

@@ -24,7 +24,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from exactattn.engine.hard import CompiledFFN, CompiledHead, CompiledModel
+from exactattn.engine.hard import CompiledFFN, CompiledHead, CompiledModel, visible_block
 from exactattn.engine.ratarray import INT64_SAFE, RatArray, int_matmul
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model
 
@@ -169,23 +169,6 @@ def embed_rows(cm: CompiledModel, word: Sequence[str]) -> RowRat:
         num[p] = hit[0]
         den[p] = hit[1]
     return RowRat(_narrow(num), _narrow(den)).reduced()
-
-
-def visible_block(mask: str, rows: np.ndarray, T: int) -> np.ndarray:
-    """Visibility of keys 0..T-1 for the query slots ``rows``: (B, T) bool."""
-    q = rows[:, None]
-    k = np.arange(T)[None, :]
-    if mask == "none":
-        return np.ones((len(rows), T), dtype=bool)
-    if mask == "leq":
-        return k <= q
-    if mask == "lt":
-        return k < q
-    if mask == "geq":
-        return k >= q
-    if mask == "gt":
-        return k > q
-    raise ValueError(mask)
 
 
 @dataclass
