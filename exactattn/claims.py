@@ -167,16 +167,9 @@ def _q(text: str | None) -> Fraction | None:
 
 def short(x: Fraction, up: bool) -> str:
     """Three significant digits, rounded up or down (never through a float)."""
-    from exactattn.numbers import _floor_log10, decimal_down, decimal_up
+    from exactattn.numbers import short_decimal
 
-    if x == 0:
-        return "0"
-    text = (decimal_up if up else decimal_down)(x, 3)
-    e = _floor_log10(abs(x))
-    if -3 <= e <= 4 or "e" in text:
-        return text
-    mant = (decimal_up if up else decimal_down)(x / Fraction(10) ** e, 3)
-    return f"{mant}e{e}"
+    return short_decimal(x, up, plain=(-3, 4))
 
 
 def tau_star(row: dict[str, Any]) -> tuple[Fraction | None, Fraction | None] | None:

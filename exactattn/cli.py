@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sys
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -408,26 +407,12 @@ def _sci(s: str | None, up: bool = True) -> str:
         return "–"
     if s == "inf":
         return "∞"
-    from exactattn.numbers import (
-        _floor_log10,
-        decimal_down,
-        decimal_up,
-        parse_decimal,
-        short_sci_huge,
-    )
+    from exactattn.numbers import parse_decimal, short_decimal, short_sci_huge
 
     huge = short_sci_huge(s, 3, up)
     if huge is not None:
         return huge
-    x = parse_decimal(s)
-    if x == 0:
-        return "0"
-    text = (decimal_up if up else decimal_down)(x, 3)
-    e = _floor_log10(abs(x))
-    if -1 <= e <= 3 or "e" in text:
-        return text
-    mant = parse_decimal(text) / Fraction(10) ** e
-    return f"{decimal_up(mant, 3) if up else decimal_down(mant, 3)}e{e}"
+    return short_decimal(parse_decimal(s), up)
 
 
 # ---------------------------------------------------------------------------

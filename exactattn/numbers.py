@@ -197,7 +197,7 @@ def _decimal(x: Fraction, digits: int, up: bool) -> str:
     neg = x < 0
     a = -x if neg else x
     # exponent e with 10^e <= a < 10^(e+1), found from bit lengths then corrected
-    e = _floor_log10(a)
+    e = floor_log10(a)
     shift = digits - 1 - e
     num, den = a.numerator, a.denominator
     if shift >= 0:
@@ -216,7 +216,20 @@ def _decimal(x: Fraction, digits: int, up: bool) -> str:
     return "-" + s if neg else s
 
 
-def _floor_log10(a: Fraction) -> int:
+def short_decimal(x: Fraction, up: bool, plain: tuple[int, int] = (-1, 3), digits: int = 3) -> str:
+    """``x`` with ``digits`` significant digits, rounded up or down (never through a float);
+    plain notation when its decimal exponent lies in ``plain``, else ``m.mme±E``."""
+    if x == 0:
+        return "0"
+    text = (decimal_up if up else decimal_down)(x, digits)
+    e = floor_log10(abs(x))
+    if plain[0] <= e <= plain[1] or "e" in text:
+        return text
+    mant = (decimal_up if up else decimal_down)(x / Fraction(10) ** e, digits)
+    return f"{mant}e{e}"
+
+
+def floor_log10(a: Fraction) -> int:
     """floor(log10(a)) for a > 0, estimated from bit lengths and then corrected exactly."""
     bits = a.numerator.bit_length() - a.denominator.bit_length()
     e = (bits * 30103) // 100000 - 1
