@@ -89,7 +89,7 @@ def assert_faithful(
     result = run_check(m, max_n=max_n, min_n=min_n, tau=tau)
     if result.interrupted:
         raise AssertionError(f"{m.name}: the check was interrupted")
-    problems = [p for r in result.lengths for p in _describe_length(r)]
+    problems = [p for r in result.to_json()["lengths"] for p in _describe_length(r)]
     if problems:
         where = f" at τ = {tau}" if tau else ""
         raise AssertionError(
@@ -115,7 +115,7 @@ def assert_bounds_hold(
     m = _model(model)
     result = run_check(m, max_n=max_n, min_n=min_n, tau=tau, bounds=True)
     problems = []
-    for r in result.lengths:
+    for r in result.to_json()["lengths"]:
         b = r.get("bounds") or {}
         if b.get("violations"):
             errs = {e["index"]: e for e in r["layers"]}
@@ -144,7 +144,7 @@ def assert_gap(model: ModelLike, n: int, expected: Fraction | int | str | None) 
         )
     want = None if expected is None else Fraction(expected)
     result = run_check(m, max_n=n, min_n=n, hard_only=True)
-    r = result.lengths[0]
+    r = result.to_json()["lengths"][0]
     got = None if r["gamma"] is None else Fraction(r["gamma"])
     if got != want:
         w = r.get("gamma_witness") or {}

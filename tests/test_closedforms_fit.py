@@ -285,28 +285,33 @@ def test_brackets_hold_at_every_n() -> None:
             seen += 1
     assert seen >= 20
     assert cf["error_layer_0"]["expression"] == "0"
-    assert cf["tau_theorem"]["shape"] and cf["tau_star"]["shape"]
+    assert cf["tau_theorem"]["shape"] and cf["tau_star_decisions"]["shape"]
 
 
 def test_tau_star_in_both_shapes() -> None:
     """The old {"lower","upper"} τ* and the split {"decisions","invariant"} are both read."""
     result = json.loads((ROOT / "reports" / "dyck2.json").read_text())
-    rows = copy.deepcopy(result["lengths"])
-    for r in rows:
-        ts = r["tau_star"]
-        r["tau_star"] = {
-            "decisions": {"lower": ts["lower"], "upper": ts["upper"]},
-            "invariant": {"lower": ts["lower"], "upper": None},
-        }
-    cf = closed_forms(rows)
+    split = result["lengths"]  # the bundled report has the split shape
+    cf = closed_forms(split)
     assert "tau_star" not in cf
     assert cf["tau_star_decisions"]["shape"] is not None
-    assert cf["tau_star_invariant"]["open_at"] == [1, 2, 3, 4, 5]
+    assert cf["tau_star_invariant"]["shape"] is not None
+    old = copy.deepcopy(split)
+    for r in old:  # the flat bracket older files hold (it was the invariant bracket)
+        inv = r["tau_star"]["invariant"]
+        r["tau_star"] = {"lower": inv["lower"], "upper": inv["upper"]}
+    cf_old = closed_forms(old)
+    assert cf_old["tau_star"]["shape"] is not None and "tau_star_decisions" not in cf_old
     from exactattn.claims import tau_star
 
-    first = result["lengths"][0]["tau_star"]
+    dec, inv = split[0]["tau_star"]["decisions"], split[0]["tau_star"]["invariant"]
     # the combined τ*: the smaller lower end, the smaller finite upper end (None = ∞)
-    assert tau_star(rows[0]) == (Fraction(first["lower"]), Fraction(first["upper"]))
+    uppers = [Fraction(b["upper"]) for b in (dec, inv) if b["upper"] is not None]
+    assert tau_star(split[0]) == (
+        min(Fraction(dec["lower"]), Fraction(inv["lower"])),
+        min(uppers) if uppers else None,
+    )
+    assert tau_star(old[0]) == (Fraction(inv["lower"]), Fraction(inv["upper"]))
 
 
 def test_result_json_carries_closed_forms() -> None:

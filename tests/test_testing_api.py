@@ -16,7 +16,7 @@ DYCK1 = ROOT / "models" / "dyck1.json"
 
 def test_faithful_passes_at_the_models_temperature():
     result = assert_faithful(DYCK1, max_n=4)
-    assert [r["n"] for r in result.lengths] == [1, 2, 3, 4]
+    assert [r["n"] for r in result.to_json()["lengths"]] == [1, 2, 3, 4]
     assert result.verdict().status == "clean"
 
 
@@ -47,7 +47,7 @@ def test_gap_mismatch_message_has_value_and_witness():
 
 def test_bounds_hold_on_a_bundled_model():
     result = assert_bounds_hold(DYCK1, max_n=3)
-    assert all(r["bounds"]["violations"] == 0 for r in result.lengths)
+    assert all(r["bounds"]["violations"] == 0 for r in result.to_json()["lengths"])
 
 
 def test_model_given_as_a_dict_and_bad_argument():
