@@ -284,7 +284,10 @@ def check_shard(
                 except OverflowError:  # numerators beyond float range: arb for the batch
                     fb = None
                 if fb is not None:
-                    settled = fb.settled
+                    # an error that underflowed to [0, 2^-500] (softfloat.TINY) says little
+                    # (tiny τ): arb gives it a real size at no extra cost
+                    under = ((fb.err_lo == 0) & (fb.err_hi > 0) & (fb.err_hi < 1e-140)).any(1)
+                    settled = fb.settled & ~under
                     acc.add_soft_float(hb, fb, settled)
                     acc.float_settled += int(settled.sum())
             for b in range(len(chunk)):

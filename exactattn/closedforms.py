@@ -387,7 +387,10 @@ def _decimal_arb(text: str) -> Any:
 
 
 def _is_zero(text: str) -> bool:
-    return Decimal(text.strip()) == 0 if "/" not in text else Fraction(text) == 0
+    if "/" in text:
+        return Fraction(text) == 0
+    mant = text.strip().lower().split("e")[0]  # the exponent may be too large for Decimal
+    return Decimal(mant) == 0
 
 
 def bracket_sequence(
@@ -414,6 +417,11 @@ def bracket_sequence(
             "shape": None,
             "reason": "fewer than two lengths with a positive enclosure",
         }
+    from exactattn.numbers import decimal_is_huge
+
+    if any(decimal_is_huge(t) for e in usable.values() for t in e):
+        # e.g. e^(-2^40) at a tiny τ: exact endpoints would need 10^12-bit rationals
+        return {**base, "shape": None, "reason": "enclosures beyond the exact range (tiny τ)"}
     old = ctx.prec
     ctx.prec = _PREC
     try:
@@ -571,6 +579,10 @@ def closed_forms(lengths: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def _certified(encl: dict[int, tuple[str, str]]) -> dict[str, Any]:
     """Point enclosures (lower = upper, e.g. an exact 0) are exact data: fit them; else bracket."""
+    from exactattn.numbers import decimal_is_huge
+
+    if any(decimal_is_huge(t) for e in encl.values() for t in e):
+        return bracket_sequence(encl)  # says why no bracket
     if all(Decimal(lo) == Decimal(hi) for lo, hi in encl.values()):
         vals = {n: Fraction(Decimal(lo)) for n, (lo, _) in encl.items()}
         if len(vals) >= 1 + MIN_VERIFY or all(v == 0 for v in vals.values()):

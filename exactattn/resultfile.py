@@ -15,7 +15,8 @@ from typing import Any
 from exactattn.errors import ModelError
 from exactattn.limits import MAX_NAME, clip
 
-_DEC = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,7})?")
+# exponents may be huge: a certified error at τ = 2^-200 is written like 3e-1889…397 (58 digits)
+_DEC = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,100})?")
 _RAT = re.compile(r"-?[0-9]+(?:/[0-9]+)?")
 MAX_NUMBER_TEXT = 4_000
 
@@ -62,8 +63,19 @@ def _interval(x: Any, path: str, nullable_ends: bool = False, rational: bool = F
             continue
         _number(x[end], f"{path}.{end}", rational=rational, allow_inf=True)
     lo, hi = x["lower"], x["upper"]
-    if lo is not None and hi is not None and _value(lo) > _value(hi):
+    if lo is not None and hi is not None and _above(lo, hi):
         _fail(path, f"lower end {clip(lo)} is above upper end {clip(hi)}")
+
+
+def _above(lo: str, hi: str) -> bool:
+    """Whether the number ``lo`` is certainly above ``hi`` (huge exponents compared as balls)."""
+    from exactattn.numbers import decimal_is_huge, decimal_to_arb
+
+    if any("/" not in t and t not in ("inf", "-inf") and decimal_is_huge(t) for t in (lo, hi)):
+        if "inf" in (lo, hi) or "-inf" in (lo, hi) or "/" in lo + hi:
+            return lo == "inf" or hi == "-inf"
+        return bool(decimal_to_arb(lo) > decimal_to_arb(hi))
+    return _value(lo) > _value(hi)
 
 
 def _value(text: str) -> Any:
