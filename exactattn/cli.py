@@ -21,7 +21,7 @@ from rich.table import Table
 from exactattn.errors import ExactAttnError
 from exactattn.jsonio import read_json, write_json_atomic
 
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)
 console = Console()
 
 DEFAULT_MAX_INPUTS = 50_000_000
