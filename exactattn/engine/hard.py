@@ -8,6 +8,7 @@ pre-activations), so nothing is computed twice.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -88,19 +89,42 @@ class CompiledModel:
         self.token_index = {t: i for i, t in enumerate(toks)}
         self.token_table = RatArray.from_fractions([model.token_embedding[t] for t in toks])
         self._positions: dict[int, RatArray] = {}
+        self._tables: dict[int, RatArray] = {}
 
     def positions(self, n: int) -> RatArray:
         if n not in self._positions:
             self._positions[n] = RatArray.from_fractions(self.model.position_vectors(n))
         return self._positions[n]
 
+    def _table(self, n: int) -> RatArray:
+        """token + position embedding for every (token, slot) at length n: (V, T, d)."""
+        if n not in self._tables:
+            tok, pos = self.token_table, self.positions(n)
+            V, T = tok.shape[0], pos.shape[0]
+            self._tables.clear()  # one length at a time
+            self._tables[n] = RatArray(np.repeat(tok.num[:, None, :], T, axis=1), tok.den) + (
+                RatArray(np.broadcast_to(pos.num[None], (V,) + pos.shape).copy(), pos.den)
+            )
+        return self._tables[n]
+
     def embed(self, words: Sequence[Sequence[str]], n: int) -> RatArray:
         """x^(0) for a batch of words of length n: (N, T, d)."""
         m = self.model
-        idx = np.array([[self.token_index[t] for t in m.tokens(w)] for w in words], dtype=np.int64)
-        tok = RatArray(self.token_table.num[idx], self.token_table.den)
-        pos = self.positions(n)
-        return tok + RatArray(np.broadcast_to(pos.num, tok.shape).copy(), pos.den)
+        N = len(words)
+        letters = np.fromiter(
+            map(self.token_index.__getitem__, itertools.chain.from_iterable(words)),
+            dtype=np.int64,
+            count=N * n,
+        ).reshape(N, n)
+        cols = [letters]
+        if m.bos is not None:
+            cols.insert(0, np.full((N, 1), self.token_index[m.bos], dtype=np.int64))
+        if m.eos is not None:
+            cols.append(np.full((N, 1), self.token_index[m.eos], dtype=np.int64))
+        idx = np.concatenate(cols, axis=1) if len(cols) > 1 else letters
+        table = self._table(n)
+        T = idx.shape[1]
+        return RatArray(table.num[idx, np.arange(T)[None, :]], table.den)
 
 
 def _compile_head(h: Head) -> CompiledHead:
@@ -186,7 +210,8 @@ def run_head(ch: CompiledHead, x: RatArray) -> tuple[HeadTrace, RatArray]:
         nn, tt = np.nonzero(has)
         support[nn, tt, pick[nn, tt]] = True
     count = support.sum(axis=2)
-    summed = RatArray(support.astype(np.int64), 1).bmm(v)  # (N, T, m) = Σ_{j∈H} v_j
+    ones = RatArray(support.astype(np.int64), 1, bound=1 if support.any() else 0)
+    summed = ones.bmm(v)  # (N, T, m) = Σ_{j∈H} v_j
     mixed = _divide_rows(summed, count)
     contrib = mixed.matmul_t(ch.O) if ch.O is not None else mixed
     trace = HeadTrace(

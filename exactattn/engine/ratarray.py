@@ -48,23 +48,38 @@ def _widen(a: np.ndarray) -> np.ndarray:
     return a if a.dtype == object else a.astype(object)
 
 
-def int_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+SMALL_INNER = 32
+"""Up to this inner dimension, a product against a 2-D weight is done in int64 directly
+(numpy's integer matmul: exact below 2**62, and faster than two float conversions)."""
+
+
+def int_matmul(
+    a: np.ndarray, b: np.ndarray, ma: int | None = None, mb: int | None = None
+) -> np.ndarray:
     """Exact integer matmul (numpy broadcasting rules), choosing the fastest exact path.
 
-    Small enough: one float64 BLAS product (exact by the bound). Larger: both operands are
-    split into signed limbs so that every limb product is again exact in float64, and the
-    partial products are recombined exactly ("multi-limb BLAS"). Python-int object
-    arithmetic is used only for the final recombination when the result needs > 62 bits.
+    ``ma``/``mb`` are max |a| and max |b| when the caller knows them (no pass to find them).
+    Inner dimension 1: a broadcast product. Small enough: int64 or one float64 BLAS product
+    (exact by the bound). Larger: both operands are split into signed limbs so that every
+    limb product is again exact in float64, and the partial products are recombined exactly
+    ("multi-limb BLAS"). Python-int object arithmetic is used only for the final
+    recombination when the result needs > 62 bits.
     """
     inner = max(a.shape[-1], 1)
-    ma, mb = _maxabs(a), _maxabs(b)
+    ma = _maxabs(a) if ma is None else ma
+    mb = _maxabs(b) if mb is None else mb
     if ma == 0 or mb == 0:
         shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
         return np.zeros(shape, dtype=np.int64)
     bound = ma * mb * inner
-    if a.dtype != object and b.dtype != object and bound < FLOAT_EXACT:
-        r = np.matmul(a.astype(np.float64), b.astype(np.float64))
-        return r.astype(np.int64)
+    if a.dtype != object and b.dtype != object:
+        if bound < INT64_SAFE and a.shape[-1] == 1:
+            return a.astype(np.int64, copy=False) * b.astype(np.int64, copy=False)
+        if bound < INT64_SAFE and b.ndim == 2 and inner <= SMALL_INNER:
+            return np.matmul(a.astype(np.int64, copy=False), b.astype(np.int64, copy=False))
+        if bound < FLOAT_EXACT:
+            r = np.matmul(a.astype(np.float64), b.astype(np.float64))
+            return r.astype(np.int64)
     budget = 52 - inner.bit_length()  # limb bits of a + limb bits of b
     ba, bb = ma.bit_length(), mb.bit_length()
     if bb <= budget // 2:
@@ -134,29 +149,41 @@ def _limbs(a: np.ndarray, bits: int, total_bits: int) -> list[np.ndarray]:
     return out
 
 
-def _scale(a: np.ndarray, s: int) -> np.ndarray:
+def _scale(a: np.ndarray, s: int, ma: int | None = None) -> np.ndarray:
     if s == 1:
         return a
-    if a.dtype != object and s < INT64_SAFE and _maxabs(a) * s < INT64_SAFE:
-        return a * np.int64(s)
+    if a.dtype != object and s < INT64_SAFE:
+        if (_maxabs(a) if ma is None else ma) * s < INT64_SAFE:
+            return a * np.int64(s)
     return _widen(a) * s
 
 
-def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.dtype != object and b.dtype != object and _maxabs(a) + _maxabs(b) < INT64_SAFE:
-        return a + b
+def _add(a: np.ndarray, b: np.ndarray, ma: int | None = None, mb: int | None = None) -> np.ndarray:
+    if a.dtype != object and b.dtype != object:
+        ma = _maxabs(a) if ma is None else ma
+        mb = _maxabs(b) if mb is None else mb
+        if ma + mb < INT64_SAFE:
+            return a + b
     return _narrow(_widen(a) + _widen(b))
 
 
 class RatArray:
     """``num / den`` with ``num`` an integer ndarray (int64 or object) and ``den > 0``."""
 
-    __slots__ = ("num", "den")
+    __slots__ = ("num", "den", "_bound")
 
-    def __init__(self, num: np.ndarray, den: int = 1) -> None:
+    def __init__(self, num: np.ndarray, den: int = 1, bound: int | None = None) -> None:
+        """``bound``: max |num| when the caller knows it (never a guess: it must hold)."""
         assert den > 0
         self.num = num
         self.den = int(den)
+        self._bound: int | None = bound
+
+    def bound(self) -> int:
+        """max |num|, computed once (RatArrays are never changed in place)."""
+        if self._bound is None:
+            self._bound = _maxabs(self.num)
+        return self._bound
 
     # -- construction ------------------------------------------------------------
     @classmethod
@@ -193,23 +220,26 @@ class RatArray:
         return _nested(self.num, self.den)
 
     def max_abs(self) -> Fraction:
-        return Fraction(_maxabs(self.num), self.den)
+        return Fraction(self.bound(), self.den)
 
     # -- arithmetic ----------------------------------------------------------------
     def matmul_t(self, w: RatArray) -> RatArray:
         """``self @ w.T`` for a 2-D weight ``w`` of shape (out, in)."""
-        return RatArray(int_matmul(self.num, w.num.T), self.den * w.den)
+        return RatArray(int_matmul(self.num, w.num.T, self.bound(), w.bound()), self.den * w.den)
 
     def bmm(self, other: RatArray) -> RatArray:
         """Batched ``self @ other`` (numpy matmul broadcasting)."""
-        return RatArray(int_matmul(self.num, other.num), self.den * other.den)
+        prod = int_matmul(self.num, other.num, self.bound(), other.bound())
+        return RatArray(prod, self.den * other.den)
 
     def __add__(self, other: RatArray) -> RatArray:
+        ma, mb = self.bound(), other.bound()
         if self.den == other.den:
-            return RatArray(_add(self.num, other.num), self.den)
+            return RatArray(_add(self.num, other.num, ma, mb), self.den)
         den = math.lcm(self.den, other.den)
+        fa, fb = den // self.den, den // other.den
         return RatArray(
-            _add(_scale(self.num, den // self.den), _scale(other.num, den // other.den)), den
+            _add(_scale(self.num, fa, ma), _scale(other.num, fb, mb), ma * fa, mb * fb), den
         )
 
     def relu(self) -> RatArray:

@@ -73,7 +73,7 @@ from exactattn.engine.hard import (
     read_output,
 )
 from exactattn.engine.ratarray import RatArray
-from exactattn.model import AcceptOutput, ArgmaxOutput, ValueOutput
+from exactattn.model import AcceptOutput, ArgmaxOutput, AttentionLayer, Model, ValueOutput
 from exactattn.numbers import arb_endpoints
 
 WIDEN = 2.0**-50  # relative slack per basic operation (≥ 8u; monkeypatched to 0 by a test)
@@ -512,14 +512,26 @@ def _columns(ra: RatArray) -> list[MR]:
     return [(m[..., c], r[..., c]) for c in range(m.shape[-1])]
 
 
-def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]) -> Cols:
+def _rows(delta: Cols, a: int, b: int) -> Cols:
+    """Rows a..b−1 of every column of δ (views)."""
+    if not delta or (a == 0 and b == next(iter(delta.values()))[0].shape[1]):
+        return delta
+    return {c: (m[:, a:b], r[:, a:b]) for c, (m, r) in delta.items()}
+
+
+def _head(
+    tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any], q0: int = 0
+) -> Cols:
     """One head's contribution to δ (already through its output matrix).
 
+    ``tr`` may hold only the query rows q0..q0+R−1 (:func:`_query_rows`), with every key;
+    ``delta`` always holds every row. The result has the trace's query rows.
     Attention arrays are stored key-major, A[b, j, i] (key j, query i), so that sums over
-    the keys are sums of contiguous (B, T) slices in a fixed order.
+    the keys are sums of contiguous (B, ·) slices in a fixed order; every entry is computed
+    by the same operations in the same order whatever R is, so its bits do not depend on it.
     """
-    B, T = tr.top.shape[:2]
-    dq = lin(delta, hw["Q"])
+    B, R, T = tr.top.shape  # R query rows (q0..q0+R−1), T keys
+    dq = lin(_rows(delta, q0, q0 + R), hw["Q"])
     dk = lin(delta, hw["K"])
     dv = lin(delta, hw["V"])
     ds: MR | None = None
@@ -544,9 +556,9 @@ def _head(tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any]
         return {}  # every visible key ties at the top and nothing moved: exactly hard
     # u = expm1(δs/τ) on the top keys, w = exp((δs − g)/τ) on the other visible keys
     # (g = max s − s ≥ 0, exact), computed only where needed, into one array
-    shape = (B, T, T)
-    uw_m = np.zeros(B * T * T)
-    uw_r = np.zeros(B * T * T)
+    shape = (B, T, R)
+    uw_m = np.zeros(B * T * R)
+    uw_r = np.zeros(B * T * R)
     if ds is not None:
         it = np.flatnonzero(top)
         um, ur = mr_expm1(mul((ds[0].reshape(-1)[it], ds[1].reshape(-1)[it]), inv_tau))
@@ -921,33 +933,133 @@ def _ra(x: RatArray, sl: slice) -> RatArray:
     return RatArray(x.num[sl], x.den)
 
 
+def _slice_trace(h: HeadTrace, sl: slice) -> HeadTrace:
+    return HeadTrace(
+        q=_ra(h.q, sl),
+        k=_ra(h.k, sl),
+        v=_ra(h.v, sl),
+        scores=_ra(h.scores, sl),
+        visible=h.visible,
+        top=h.top[sl],
+        support=h.support[sl],
+        count=h.count[sl],
+        mixed=_ra(h.mixed, sl),
+    )
+
+
 def _slice_batch(hb: HardBatch, sl: slice) -> HardBatch:
     """Words ``sl`` of a hard batch (views, no copies)."""
     layers = []
     for lt in hb.layers:
         heads = None
         if lt.heads is not None:
-            heads = [
-                HeadTrace(
-                    q=_ra(h.q, sl),
-                    k=_ra(h.k, sl),
-                    v=_ra(h.v, sl),
-                    scores=_ra(h.scores, sl),
-                    visible=h.visible,
-                    top=h.top[sl],
-                    support=h.support[sl],
-                    count=h.count[sl],
-                    mixed=_ra(h.mixed, sl),
-                )
-                for h in lt.heads
-            ]
+            heads = [_slice_trace(h, sl) for h in lt.heads]
         pre = None if lt.pre is None else [_ra(z, sl) for z in lt.pre]
         layers.append(LayerTrace(lt.kind, _ra(lt.x_in, sl), _ra(lt.x_out, sl), heads, pre))
     return HardBatch(n=hb.n, words=hb.words[sl], x0=_ra(hb.x0, sl), layers=layers)
 
 
+def _query_rows(tr: HeadTrace, a: int, b: int) -> HeadTrace:
+    """The trace restricted to query rows a..b−1, every key kept (views)."""
+    return HeadTrace(
+        q=RatArray(tr.q.num[:, a:b], tr.q.den),
+        k=tr.k,
+        v=tr.v,
+        scores=RatArray(tr.scores.num[:, a:b], tr.scores.den),
+        visible=tr.visible[a:b],
+        top=tr.top[:, a:b],
+        support=tr.support[:, a:b],
+        count=tr.count[:, a:b],
+        mixed=RatArray(tr.mixed.num[:, a:b], tr.mixed.den),
+    )
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """Consecutive groups of ``group`` words that differ only from sequence slot ``q0`` on.
+
+    In the model's first ``layers`` layers every head looks only left (masks ``lt``/``leq``)
+    or the layer is feed-forward, so rows before ``q0`` are the same for every word of a
+    group: they are computed once, on the group's first word, and only rows ``q0``.. per word.
+    The numbers are bit-identical to computing every row of every word.
+    """
+
+    group: int
+    q0: int
+    layers: int
+
+
+def causal_depth(model: Model) -> int:
+    """How many leading layers compute row i from rows ≤ i only."""
+    depth = 0
+    for layer in model.layers:
+        if isinstance(layer, AttentionLayer) and any(
+            h.mask not in ("lt", "leq") for h in layer.heads
+        ):
+            break
+        depth += 1
+    return depth
+
+
+def prefix_sharing(cm: CompiledModel, hb: HardBatch, max_group: int) -> Sharing | None:
+    """The cheapest :class:`Sharing` this batch allows (None: nothing worth sharing).
+
+    Needs aligned groups: words g·G … g·G+G−1 equal up to their last j letters, which holds
+    for the rank-ordered batches of a shard (checked here, not assumed).
+    """
+    model = cm.model
+    depth = causal_depth(model)
+    words = hb.words
+    B, n = len(words), hb.n
+    T = hb.x0.shape[1]
+    k = len(model.alphabet)
+    if depth == 0 or n == 0 or k < 2:
+        return None
+    best: tuple[float, int, int, int] | None = None
+    G = 1
+    for j in range(1, n + 1):
+        G *= k
+        if G > max_group or B % G:
+            break
+        q0 = model.first_input_position() + n - j
+        if q0 < 1:
+            break
+        cost = (T - q0) * T + q0 * T / G  # query rows × keys per word
+        if best is None or cost < best[0]:
+            best = (cost, j, G, q0)
+    if best is None or best[0] > 0.75 * T * T:
+        return None
+    _, j, G, q0 = best
+    keep = n - j
+    for g in range(0, B, G):
+        head = words[g][:keep]
+        if any(words[i][:keep] != head for i in range(g + 1, g + G)):
+            return None
+    return Sharing(G, q0, depth)
+
+
+def _assemble(first: Cols, rest: Cols, sh: Sharing, B: int, T: int) -> Cols:
+    """δ of every row: rows < q0 from each group's first word, the others per word."""
+    out: Cols = {}
+    q0, G = sh.q0, sh.group
+    for c in sorted(set(first) | set(rest)):
+        m = np.zeros((B, T))
+        r = np.zeros((B, T))
+        if c in first:
+            m[:, :q0] = np.repeat(first[c][0], G, axis=0)
+            r[:, :q0] = np.repeat(first[c][1], G, axis=0)
+        if c in rest:
+            m[:, q0:] = rest[c][0]
+            r[:, q0:] = rest[c][1]
+        out[c] = (m, r)
+    return out
+
+
 def certify_float(
-    cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
+    cm: CompiledModel,
+    hb: HardBatch,
+    taus: list[list[tuple[Fraction, Fraction]] | None],
+    share: bool = True,
 ) -> FloatBatch:
     """δ after every layer for every word of the batch, and the soft read-out, certified.
 
@@ -960,10 +1072,14 @@ def certify_float(
     B = len(hb.words)
     T = hb.x0.shape[1]
     chunk = max(1, min(SUB_BATCH, CHUNK_ENTRIES // (T * T)))
+    sh = prefix_sharing(cm, hb, chunk) if share else None
+    if sh is not None:
+        chunk = chunk // sh.group * sh.group  # groups never straddle two chunks
     if B <= chunk:
-        return _certify_chunk(cm, hb, taus)
+        return _certify_chunk(cm, hb, taus, sh)
     parts = [
-        _certify_chunk(cm, _slice_batch(hb, slice(i, i + chunk)), taus) for i in range(0, B, chunk)
+        _certify_chunk(cm, _slice_batch(hb, slice(i, i + chunk)), taus, sh)
+        for i in range(0, B, chunk)
     ]
 
     def cat(name: str) -> np.ndarray | None:
@@ -982,7 +1098,10 @@ def certify_float(
 
 
 def _certify_chunk(
-    cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
+    cm: CompiledModel,
+    hb: HardBatch,
+    taus: list[list[tuple[Fraction, Fraction]] | None],
+    sh: Sharing | None = None,
 ) -> FloatBatch:
     fw = float_weights(cm)
     B = len(hb.words)
@@ -997,9 +1116,13 @@ def _certify_chunk(
         for li, (layer, lt) in enumerate(zip(cm.layers, hb.layers, strict=True)):
             if isinstance(layer, list):
                 assert lt.heads is not None
-                total = delta
                 row = taus[li]
                 assert row is not None
+                if sh is not None and li < sh.layers:
+                    delta = _shared_layer(lt.heads, layer, row, delta, fw.layers[li], sh, B, T)
+                    err_lo[:, li], err_hi[:, li], err_row[:, li] = _layer_errors(delta, B, T, d)
+                    continue
+                total = delta
                 for hi_, (ch, tr) in enumerate(zip(layer, lt.heads, strict=True)):
                     it = _inv_tau(*row[hi_])
                     contrib = _head(tr, ch.head.hard, delta, it, fw.layers[li][hi_])
@@ -1021,6 +1144,31 @@ def _certify_chunk(
         res = FloatBatch(settled, err_lo, err_hi, err_row)
         _readout(cm, hb, delta, fw, res)
     return res
+
+
+def _shared_layer(
+    traces: list[HeadTrace],
+    heads: list[Any],
+    row: list[tuple[Fraction, Fraction]],
+    delta: Cols,
+    hws: list[dict[str, Any]],
+    sh: Sharing,
+    B: int,
+    T: int,
+) -> Cols:
+    """One attention layer under :class:`Sharing`: the same sums as the plain loop."""
+    q0, G = sh.q0, sh.group
+    firsts = slice(0, B, G)
+    d_first = {c: (m[firsts], r[firsts]) for c, (m, r) in delta.items()}
+    top = _rows(d_first, 0, q0)
+    rest = _rows(delta, q0, T)
+    for hi_, (ch, tr) in enumerate(zip(heads, traces, strict=True)):
+        it = _inv_tau(*row[hi_])
+        hw = hws[hi_]
+        tr_first = _query_rows(_slice_trace(tr, firsts), 0, q0)
+        top = add_cols(top, _head(tr_first, ch.head.hard, d_first, it, hw, 0))
+        rest = add_cols(rest, _head(_query_rows(tr, q0, T), ch.head.hard, delta, it, hw, q0))
+    return _assemble(top, rest, sh, B, T)
 
 
 def _readout(
