@@ -1,4 +1,4 @@
-"""Prefix sharing in the float filter (softfloat.Sharing) changes no bit of any result.
+"""Prefix sharing (hard.Sharing) changes no bit of any result, hard or float.
 
 Rows before the varying suffix of a group of words are computed once per group when the
 model's first layers only look left; every number must be bit-identical to computing every
@@ -18,7 +18,7 @@ from strategies import models, to_json_text
 
 import exactattn.engine.softfloat as sf
 from exactattn import load_model
-from exactattn.engine.hard import CompiledModel, run_hard
+from exactattn.engine.hard import CompiledModel, Sharing, causal_depth, prefix_sharing, run_hard
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.errors import ExactAttnError
 from exactattn.inputs import words_of_length
@@ -33,7 +33,7 @@ def _fields(fb: sf.FloatBatch) -> list[np.ndarray]:
     return out + [x for x in (fb.accept, fb.labels, fb.within_tol) if x is not None]
 
 
-def _same_bits(model, n: int, limit: int = 4096) -> sf.Sharing | None:
+def _same_bits(model, n: int, limit: int = 4096) -> Sharing | None:
     cm = CompiledModel(model)
     words = list(itertools.islice(words_of_length(model.alphabet, n), limit))
     taus = sf.tau_enclosures(Temperatures(model, None).at(n, BASE_PREC))
@@ -43,7 +43,7 @@ def _same_bits(model, n: int, limit: int = 4096) -> sf.Sharing | None:
     for a, b in zip(plain, shared, strict=True):
         assert a.dtype == b.dtype
         assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
-    return sf.prefix_sharing(cm, hb, sf.SUB_BATCH)
+    return prefix_sharing(model, words, n, sf.SUB_BATCH)
 
 
 @pytest.mark.parametrize(
@@ -65,23 +65,21 @@ def test_bundled_models_share_and_agree(name: str, n: int, group: int, q0: int) 
     ],
 )
 def test_causal_depth(name: str, depth: int) -> None:
-    assert sf.causal_depth(load_model(ROOT / "models" / f"{name}.json")) == depth
+    assert causal_depth(load_model(ROOT / "models" / f"{name}.json")) == depth
 
 
 def test_a_batch_out_of_rank_order_is_not_shared() -> None:
     model = load_model(ROOT / "models" / "dyck2.json")
-    cm = CompiledModel(model)
     words = list(words_of_length(model.alphabet, 5))
-    assert sf.prefix_sharing(cm, run_hard(cm, words, 5), 384) is not None
+    assert prefix_sharing(model, words, 5, 384) is not None
     random.Random(3).shuffle(words)
-    assert sf.prefix_sharing(cm, run_hard(cm, words, 5), 384) is None
+    assert prefix_sharing(model, words, 5, 384) is None
 
 
 def test_a_non_causal_model_is_not_shared() -> None:
     model = load_model(ROOT / "models" / "ltl_counting_temperature.json")
-    cm = CompiledModel(model)
     words = list(words_of_length(model.alphabet, 5))
-    assert sf.prefix_sharing(cm, run_hard(cm, words, 5), 384) is None
+    assert prefix_sharing(model, words, 5, 384) is None
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -91,5 +89,47 @@ def test_random_models_same_bits(d) -> None:
         model = model_from_raw(load_json_text(to_json_text(d)))
         for n in (2, 4):
             _same_bits(model, n, limit=512)
+    except (ExactAttnError, OverflowError):
+        return
+
+
+def _same_trace(a, b) -> None:
+    """Two hard batches equal as stored: every numerator, denominator, dtype and flag."""
+
+    def ra(x, y):
+        assert x.den == y.den and x.num.dtype == y.num.dtype and np.array_equal(x.num, y.num)
+
+    ra(a.x0, b.x0)
+    for la, lb in zip(a.layers, b.layers, strict=True):
+        ra(la.x_in, lb.x_in)
+        ra(la.x_out, lb.x_out)
+        for ha, hb_ in zip(la.heads or [], lb.heads or [], strict=True):
+            for f in ("q", "k", "v", "scores", "mixed"):
+                ra(getattr(ha, f), getattr(hb_, f))
+            for f in ("visible", "top", "support", "count"):
+                x, y = getattr(ha, f), getattr(hb_, f)
+                assert x.dtype == y.dtype and np.array_equal(x, y), f
+        for za, zb in zip(la.pre or [], lb.pre or [], strict=True):
+            ra(za, zb)
+
+
+@pytest.mark.parametrize("name,n", [("dyck2", 6), ("dyck1", 9), ("induction_k2", 5)])
+def test_hard_traces_identical_when_shared(name: str, n: int) -> None:
+    model = load_model(ROOT / "models" / f"{name}.json")
+    cm = CompiledModel(model)
+    words = list(words_of_length(model.alphabet, n))
+    assert prefix_sharing(model, words, n, len(words)) is not None
+    _same_trace(run_hard(cm, words, n, share=False), run_hard(cm, words, n))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(d=models())
+def test_random_models_same_hard_traces(d) -> None:
+    try:
+        model = model_from_raw(load_json_text(to_json_text(d)))
+        cm = CompiledModel(model)
+        for n in (2, 4):
+            words = list(itertools.islice(words_of_length(model.alphabet, n), 512))
+            _same_trace(run_hard(cm, words, n, share=False), run_hard(cm, words, n))
     except (ExactAttnError, OverflowError):
         return

@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from exactattn.engine.ratarray import INT64_SAFE, RatArray
+from exactattn.engine.ratarray import INT64_SAFE, RatArray, join_groups
 from exactattn.model import AcceptOutput, ArgmaxOutput, AttentionLayer, FFNLayer, Head, Model
 
 
@@ -40,6 +40,70 @@ def visible_block(mask: str, rows: np.ndarray, T: int) -> np.ndarray:
     if mask == "gt":
         return k > q
     raise ValueError(mask)
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """Consecutive groups of ``group`` words that differ only from sequence slot ``q0`` on.
+
+    In the model's first ``layers`` layers every head looks only left (masks ``lt``/``leq``)
+    or the layer is feed-forward, so rows before ``q0`` are the same for every word of a
+    group: they can be computed once, on the group's first word. Both meanings use this;
+    neither changes a bit of its results by it.
+    """
+
+    group: int
+    q0: int
+    layers: int
+
+
+def causal_depth(model: Model) -> int:
+    """How many leading layers compute row i from rows ≤ i only."""
+    depth = 0
+    for layer in model.layers:
+        if isinstance(layer, AttentionLayer) and any(
+            h.mask not in ("lt", "leq") for h in layer.heads
+        ):
+            break
+        depth += 1
+    return depth
+
+
+def prefix_sharing(
+    model: Model, words: Sequence[Sequence[str]], n: int, max_group: int
+) -> Sharing | None:
+    """The cheapest :class:`Sharing` these words allow (None: nothing worth sharing).
+
+    Needs aligned groups: words g·G … g·G+G−1 equal up to their last j letters, which holds
+    for the rank-ordered batches of a shard (checked here, not assumed).
+    """
+    depth = causal_depth(model)
+    B = len(words)
+    T = model.length(n)
+    k = len(model.alphabet)
+    if depth == 0 or n == 0 or k < 2:
+        return None
+    best: tuple[float, int, int, int] | None = None
+    G = 1
+    for j in range(1, n + 1):
+        G *= k
+        if G > max_group or B % G:
+            break
+        q0 = model.first_input_position() + n - j
+        if q0 < 1:
+            break
+        cost = (T - q0) * T + q0 * T / G  # query rows × keys per word
+        if best is None or cost < best[0]:
+            best = (cost, j, G, q0)
+    if best is None or best[0] > 0.75 * T * T:
+        return None
+    _, j, G, q0 = best
+    keep = n - j
+    for g in range(0, B, G):
+        head = tuple(words[g][:keep])
+        if any(tuple(words[i][:keep]) != head for i in range(g + 1, g + G)):
+            return None
+    return Sharing(G, q0, depth)
 
 
 @dataclass
@@ -180,15 +244,56 @@ def _affine(x: RatArray, w: RatArray, b: RatArray) -> RatArray:
     return x.matmul_t(w) + RatArray(b.num, b.den)
 
 
-def run_head(ch: CompiledHead, x: RatArray) -> tuple[HeadTrace, RatArray]:
-    """One head on a batch: the trace and its contribution O·Σα v (N, T, d)."""
+def run_head(
+    ch: CompiledHead, x: RatArray, sh: Sharing | None = None
+) -> tuple[HeadTrace, RatArray]:
+    """One head on a batch: the trace and its contribution O·Σα v (N, T, d).
+
+    With ``sh`` (a causal head under :class:`Sharing`), the argmax sets and averages of rows
+    before ``sh.q0`` are found once per group of words; the trace is the same, bit for bit.
+    """
     N, T, _ = x.shape
     q = _affine(x, ch.Q, ch.bq)
     k = _affine(x, ch.K, ch.bk)
     v = _affine(x, ch.V, ch.bv)
     scores = q.bmm(RatArray(np.swapaxes(k.num, 1, 2), k.den))
     vis = visible_mask(ch.head.mask, T)
-    s = scores.num
+    rule = ch.head.hard
+    if sh is None:
+        top, support, count, mixed = _attend(scores.num, vis, rule, v)
+    else:
+        G, q0 = sh.group, sh.q0
+        firsts = slice(0, N, G)
+        f = _attend(scores.num[firsts, :q0], vis[:q0], rule, RatArray(v.num[firsts], v.den))
+        r = _attend(scores.num[:, q0:], vis[q0:], rule, v)
+        top, support, count = (_join(a, b, G) for a, b in zip(f[:3], r[:3], strict=True))
+        mixed = join_groups(f[3], r[3], G)
+    contrib = mixed.matmul_t(ch.O) if ch.O is not None else mixed
+    trace = HeadTrace(
+        q=q,
+        k=k,
+        v=v,
+        scores=scores,
+        visible=vis,
+        top=top,
+        support=support,
+        count=count,
+        mixed=mixed,
+    )
+    return trace, contrib
+
+
+def _join(first: np.ndarray, rest: np.ndarray, group: int) -> np.ndarray:
+    """Rows of each group's first word (repeated ``group`` times), then every word's own."""
+    return np.concatenate([np.repeat(first, group, axis=0), rest], axis=1)
+
+
+def _attend(
+    s: np.ndarray, vis: np.ndarray, rule: str, v: RatArray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, RatArray]:
+    """Hard attention of query rows with scores ``s`` (N, R, T) and visibility ``vis``
+    (R, T): the argmax sets, the supports, their sizes and the averaged values (N, R, m)."""
+    T = s.shape[2]
     if s.dtype == object:
         floor = -(max(abs(int(s.max())), abs(int(s.min()))) + 1) if s.size else -1
         masked = np.where(vis[None], s, floor)
@@ -196,7 +301,6 @@ def run_head(ch: CompiledHead, x: RatArray) -> tuple[HeadTrace, RatArray]:
         masked = np.where(vis[None], s, np.iinfo(np.int64).min)
     rowmax = masked.max(axis=2, keepdims=True)
     top = vis[None] & (s == rowmax)
-    rule = ch.head.hard
     if rule == "average":
         support = top
     else:
@@ -211,21 +315,8 @@ def run_head(ch: CompiledHead, x: RatArray) -> tuple[HeadTrace, RatArray]:
         support[nn, tt, pick[nn, tt]] = True
     count = support.sum(axis=2)
     ones = RatArray(support.astype(np.int64), 1, bound=1 if support.any() else 0)
-    summed = ones.bmm(v)  # (N, T, m) = Σ_{j∈H} v_j
-    mixed = _divide_rows(summed, count)
-    contrib = mixed.matmul_t(ch.O) if ch.O is not None else mixed
-    trace = HeadTrace(
-        q=q,
-        k=k,
-        v=v,
-        scores=scores,
-        visible=vis,
-        top=top,
-        support=support,
-        count=count,
-        mixed=mixed,
-    )
-    return trace, contrib
+    summed = ones.bmm(v)  # (N, R, m) = Σ_{j∈H} v_j
+    return top, support, count, _divide_rows(summed, count)
 
 
 def _divide_rows(summed: RatArray, count: np.ndarray) -> RatArray:
@@ -255,17 +346,23 @@ def _divide_rows(summed: RatArray, count: np.ndarray) -> RatArray:
     return RatArray(quotient, 1).scale_rows(factors, L * summed.den).reduced()
 
 
-def run_hard(cm: CompiledModel, words: Sequence[Sequence[str]], n: int) -> HardBatch:
-    """The hard meaning of every word in the batch (all of length n)."""
+def run_hard(
+    cm: CompiledModel, words: Sequence[Sequence[str]], n: int, share: bool = True
+) -> HardBatch:
+    """The hard meaning of every word in the batch (all of length n).
+
+    ``share``: use :func:`prefix_sharing` when the batch allows it (same results).
+    """
     x = cm.embed(words, n).reduced()
     x0 = x
+    sh = prefix_sharing(cm.model, words, n, len(words)) if share else None
     layers: list[LayerTrace] = []
-    for layer in cm.layers:
+    for li, layer in enumerate(cm.layers):
         if isinstance(layer, list):
             traces = []
             out = x
             for ch in layer:
-                tr, contrib = run_head(ch, x)
+                tr, contrib = run_head(ch, x, sh if sh is not None and li < sh.layers else None)
                 traces.append(tr)
                 out = out + contrib
             out = out.reduced()

@@ -282,3 +282,18 @@ def _nested(num: np.ndarray, den: int) -> Any:
     if not isinstance(num, np.ndarray) or num.ndim == 0:  # object arrays yield plain ints
         return Fraction(int(num), den)
     return [_nested(x, den) for x in num]
+
+
+def join_groups(first: RatArray, rest: RatArray, group: int) -> RatArray:
+    """Axis-1 rows: ``first[g]`` (repeated for the ``group`` words of group g), then ``rest``.
+
+    Returned in lowest terms with int64 numerators where they fit — the one representation
+    of these numbers, so it equals what computing every row at once gives.
+    """
+    den = math.lcm(first.den, rest.den)
+    a = _scale(first.num, den // first.den)
+    b = _scale(rest.num, den // rest.den)
+    if a.dtype != b.dtype:
+        a, b = _widen(a), _widen(b)
+    num = np.concatenate([np.repeat(a, group, axis=0), b], axis=1)
+    return RatArray(_narrow(num), den).reduced()

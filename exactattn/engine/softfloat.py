@@ -70,10 +70,12 @@ from exactattn.engine.hard import (
     HardBatch,
     HeadTrace,
     LayerTrace,
+    Sharing,
+    prefix_sharing,
     read_output,
 )
 from exactattn.engine.ratarray import RatArray
-from exactattn.model import AcceptOutput, ArgmaxOutput, AttentionLayer, Model, ValueOutput
+from exactattn.model import AcceptOutput, ArgmaxOutput, ValueOutput
 from exactattn.numbers import arb_endpoints
 
 WIDEN = 2.0**-50  # relative slack per basic operation (≥ 8u; monkeypatched to 0 by a test)
@@ -974,70 +976,6 @@ def _query_rows(tr: HeadTrace, a: int, b: int) -> HeadTrace:
     )
 
 
-@dataclass(frozen=True)
-class Sharing:
-    """Consecutive groups of ``group`` words that differ only from sequence slot ``q0`` on.
-
-    In the model's first ``layers`` layers every head looks only left (masks ``lt``/``leq``)
-    or the layer is feed-forward, so rows before ``q0`` are the same for every word of a
-    group: they are computed once, on the group's first word, and only rows ``q0``.. per word.
-    The numbers are bit-identical to computing every row of every word.
-    """
-
-    group: int
-    q0: int
-    layers: int
-
-
-def causal_depth(model: Model) -> int:
-    """How many leading layers compute row i from rows ≤ i only."""
-    depth = 0
-    for layer in model.layers:
-        if isinstance(layer, AttentionLayer) and any(
-            h.mask not in ("lt", "leq") for h in layer.heads
-        ):
-            break
-        depth += 1
-    return depth
-
-
-def prefix_sharing(cm: CompiledModel, hb: HardBatch, max_group: int) -> Sharing | None:
-    """The cheapest :class:`Sharing` this batch allows (None: nothing worth sharing).
-
-    Needs aligned groups: words g·G … g·G+G−1 equal up to their last j letters, which holds
-    for the rank-ordered batches of a shard (checked here, not assumed).
-    """
-    model = cm.model
-    depth = causal_depth(model)
-    words = hb.words
-    B, n = len(words), hb.n
-    T = hb.x0.shape[1]
-    k = len(model.alphabet)
-    if depth == 0 or n == 0 or k < 2:
-        return None
-    best: tuple[float, int, int, int] | None = None
-    G = 1
-    for j in range(1, n + 1):
-        G *= k
-        if G > max_group or B % G:
-            break
-        q0 = model.first_input_position() + n - j
-        if q0 < 1:
-            break
-        cost = (T - q0) * T + q0 * T / G  # query rows × keys per word
-        if best is None or cost < best[0]:
-            best = (cost, j, G, q0)
-    if best is None or best[0] > 0.75 * T * T:
-        return None
-    _, j, G, q0 = best
-    keep = n - j
-    for g in range(0, B, G):
-        head = words[g][:keep]
-        if any(words[i][:keep] != head for i in range(g + 1, g + G)):
-            return None
-    return Sharing(G, q0, depth)
-
-
 def _assemble(first: Cols, rest: Cols, sh: Sharing, B: int, T: int) -> Cols:
     """δ of every row: rows < q0 from each group's first word, the others per word."""
     out: Cols = {}
@@ -1072,7 +1010,7 @@ def certify_float(
     B = len(hb.words)
     T = hb.x0.shape[1]
     chunk = max(1, min(SUB_BATCH, CHUNK_ENTRIES // (T * T)))
-    sh = prefix_sharing(cm, hb, chunk) if share else None
+    sh = prefix_sharing(cm.model, hb.words, hb.n, chunk) if share else None
     if sh is not None:
         chunk = chunk // sh.group * sh.group  # groups never straddle two chunks
     if B <= chunk:
