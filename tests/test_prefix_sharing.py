@@ -133,3 +133,37 @@ def test_random_models_same_hard_traces(d) -> None:
             _same_trace(run_hard(cm, words, n, share=False), run_hard(cm, words, n))
     except (ExactAttnError, OverflowError):
         return
+
+
+def _check_json(model, max_n: int, monkeypatch, share: bool) -> dict:
+    import exactattn.engine.hard as hard
+    from exactattn import run_check
+
+    with monkeypatch.context() as mp:
+        if not share:
+            mp.setattr(hard, "prefix_sharing", lambda *a, **k: None)
+            mp.setattr(sf, "prefix_sharing", lambda *a, **k: None)
+        return run_check(model, max_n=max_n).to_json()
+
+
+@pytest.mark.parametrize("name,max_n", [("dyck2", 6), ("induction_k2", 5), ("dyck1", 8)])
+def test_check_results_identical_when_shared(name: str, max_n: int, monkeypatch) -> None:
+    """Whole result records (γ witnesses, errors, decisions) do not see the sharing."""
+    model = load_model(ROOT / "models" / f"{name}.json")
+    assert _check_json(model, max_n, monkeypatch, True) == _check_json(
+        model, max_n, monkeypatch, False
+    )
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(d=models())
+def test_random_models_check_results_identical_when_shared(d) -> None:
+    import _pytest.monkeypatch
+
+    mp = _pytest.monkeypatch.MonkeyPatch()
+    try:
+        model = model_from_raw(load_json_text(to_json_text(d)))
+        a = _check_json(model, 4, mp, True)
+    except (ExactAttnError, OverflowError):
+        return
+    assert a == _check_json(model, 4, mp, False)

@@ -234,6 +234,7 @@ class HardBatch:
     words: list[tuple[str, ...]]
     x0: RatArray
     layers: list[LayerTrace]
+    sharing: Sharing | None = None  # how the causal rows were computed (None: every row)
 
     @property
     def activations(self) -> list[RatArray]:
@@ -378,7 +379,7 @@ def run_hard(
             out = (x + _affine(h, w, b)).reduced()
             layers.append(LayerTrace("ffn", x, out, pre=pre))
         x = out
-    return HardBatch(n=n, words=[tuple(w) for w in words], x0=x0, layers=layers)
+    return HardBatch(n=n, words=[tuple(w) for w in words], x0=x0, layers=layers, sharing=sh)
 
 
 # ---------------------------------------------------------------------------

@@ -271,30 +271,28 @@ class LengthAccumulator:
         s = tr.scores.num
         if s.size == 0:
             return
-        cand = tr.visible[None] & ~tr.top
-        counts = cand.sum(axis=2)
-        rec.max_nontop = max(rec.max_nontop, int(counts.max()) if counts.size else 0)
-        tops = tr.top.sum(axis=2)
-        rec.max_top = max(rec.max_top, int(tops.max()) if tops.size else 0)
-        if not cand.any():
-            return
-        if s.dtype == object:
-            big = max(abs(int(s.max())), abs(int(s.min()))) * 2 + 1
-            topmax = np.where(tr.top, s, -big).max(axis=2, keepdims=True)
-            diff = np.where(cand, topmax - s, 2 * big + 1)
+        sh = hb.sharing
+        if sh is not None and li < sh.layers:
+            # rows before q0 are the same for every word of a group: look at each group's
+            # first word there (the first of the group in rank order, as the argmin wants)
+            G, q0 = sh.group, sh.q0
+            firsts = slice(0, s.shape[0], G)
+            parts = [
+                _gap_part(s[firsts, :q0], tr.top[firsts, :q0], tr.visible[:q0], G, 0),
+                _gap_part(s[:, q0:], tr.top[:, q0:], tr.visible[q0:], 1, q0),
+            ]
         else:
-            lo = np.iinfo(np.int64).min
-            topmax = np.where(tr.top, s, lo).max(axis=2, keepdims=True)
-            # differences of int64 scores may overflow int64: use Python ints when large
-            if int(np.abs(s).max()) < 2**61:
-                diff = np.where(cand, topmax - s, np.iinfo(np.int64).max)
-            else:
-                so = s.astype(object)
-                to = np.where(tr.top, so, -(2**64)).max(axis=2, keepdims=True)
-                diff = np.where(cand, to - so, 2**66)
-        flat = int(np.argmin(diff.reshape(-1)))
-        b, i, j = np.unravel_index(flat, diff.shape)
-        g = Fraction(int(diff[b, i, j]), tr.scores.den)
+            parts = [_gap_part(s, tr.top, tr.visible, 1, 0)]
+        best = None
+        for nontop, tops, found in parts:
+            rec.max_nontop = max(rec.max_nontop, nontop)
+            rec.max_top = max(rec.max_top, tops)
+            if found is not None and (best is None or found < best):
+                best = found
+        if best is None:
+            return
+        num, b, i, j = best
+        g = Fraction(num, tr.scores.den)
         # the first (input, query, key) attaining the batch minimum: argmin is row-major
         if rec.value is None or g < rec.value:
             top_key = int(np.argmax(tr.top[b, i]))
@@ -647,6 +645,38 @@ class LengthAccumulator:
             precision_bits=self.max_prec if soft else None,
             float_settled=self.float_settled if soft else None,
         )
+
+
+def _gap_part(
+    s: np.ndarray, top: np.ndarray, visible: np.ndarray, step: int, row0: int
+) -> tuple[int, int, tuple[int, int, int, int] | None]:
+    """Score gaps of a block of query rows (word b of the block is word b·step of the batch,
+    row i is row0 + i): the largest number of non-top and of top keys, and the smallest gap
+    numerator with its first (word, query, key) in row-major order (None: no gap here)."""
+    cand = visible[None] & ~top
+    counts = cand.sum(axis=2)
+    nontop = int(counts.max()) if counts.size else 0
+    tops = top.sum(axis=2)
+    ntop = int(tops.max()) if tops.size else 0
+    if not cand.any():
+        return nontop, ntop, None
+    if s.dtype == object:
+        big = max(abs(int(s.max())), abs(int(s.min()))) * 2 + 1
+        topmax = np.where(top, s, -big).max(axis=2, keepdims=True)
+        diff = np.where(cand, topmax - s, 2 * big + 1)
+    else:
+        lo = np.iinfo(np.int64).min
+        topmax = np.where(top, s, lo).max(axis=2, keepdims=True)
+        # differences of int64 scores may overflow int64: use Python ints when large
+        if int(np.abs(s).max()) < 2**61:
+            diff = np.where(cand, topmax - s, np.iinfo(np.int64).max)
+        else:
+            so = s.astype(object)
+            to = np.where(top, so, -(2**64)).max(axis=2, keepdims=True)
+            diff = np.where(cand, to - so, 2**66)
+    flat = int(np.argmin(diff.reshape(-1)))
+    b, i, j = np.unravel_index(flat, diff.shape)
+    return nontop, ntop, (int(diff[b, i, j]), int(b) * step, int(i) + row0, int(j))
 
 
 def _interval(x: arb) -> Interval:
