@@ -15,7 +15,7 @@ from exactattn.errors import ExactAttnError
 from exactattn.inputs import Shard, shards_of_length, word_of_rank, words_in
 from exactattn.model import load_model, model_from_raw
 from exactattn.numbers import load_json_text
-from exactattn.results import LengthRecord, input_rank, merge_lengths
+from exactattn.results import LengthRecord, input_rank, merge_lengths, parse_point
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 
@@ -26,6 +26,40 @@ def _model(d):
 
 def _record_json(rec: LengthRecord) -> str:
     return json.dumps(rec.to_json(exact=True), sort_keys=True)
+
+
+# Where a word's float enclosure is computed with other words of its batch, the last bits of
+# the enclosure (and what rests on them) may differ with the batch (softfloat.py,
+# "Determinism"); a shard's batches are fixed, so a run never sees this. Everything else is
+# exact and must merge to the whole exactly.
+LAYOUT_BITS = {"error", "error_witness", "precision_bits", "float_settled"}
+
+
+def _strip(d):
+    if isinstance(d, dict):
+        return {k: _strip(v) for k, v in d.items() if k not in LAYOUT_BITS}
+    if isinstance(d, list):
+        return [_strip(x) for x in d]
+    return d
+
+
+def _errors(rec: LengthRecord) -> list:
+    return [layer.get("error") for layer in rec.to_json(exact=True)["layers"]]
+
+
+def _same(a: LengthRecord, b: LengthRecord) -> None:
+    assert json.dumps(_strip(a.to_json(exact=True)), sort_keys=True) == json.dumps(
+        _strip(b.to_json(exact=True)), sort_keys=True
+    )
+    for ea, eb in zip(_errors(a), _errors(b), strict=True):
+        if ea is None or eb is None:
+            assert ea == eb
+            continue
+        if "inf" in (ea["upper"], eb["upper"]):
+            continue
+        lo_a, lo_b = parse_point(ea["lower"], False), parse_point(eb["lower"], False)
+        hi_a, hi_b = parse_point(ea["upper"], True), parse_point(eb["upper"], True)
+        assert lo_a <= hi_b and lo_b <= hi_a, (ea, eb)  # both enclose the same error
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -54,12 +88,12 @@ def test_any_split_merged_in_any_order_is_the_whole(d, n, data) -> None:
     rng = random.Random(data.draw(st.integers(0, 2**32)))
     rng.shuffle(parts)
     merged = merge_lengths(parts)
-    assert _record_json(merged) == _record_json(whole)
-    # and a different bracketing: right fold instead of left fold
+    _same(merged, whole)
+    # and a different bracketing: right fold instead of left fold, bit for bit the same
     right = parts[-1]
     for p in reversed(parts[:-1]):
         right = p.merge(right)
-    assert _record_json(right) == _record_json(whole)
+    assert _record_json(right) == _record_json(merged)
 
 
 def test_record_json_round_trip_is_exact() -> None:

@@ -50,8 +50,14 @@ Tightness (so that words settle, not for soundness):
 * Rows whose scores move by ≥ τ use softmax − hard directly, as soft.py does.
 
 Determinism: only elementwise operations; every sum is a Python loop over the small
-inner dimension (weights, keys) in a fixed order — no BLAS, no numpy float sums — so a
-word's numbers do not depend on the batch it is in, its size or its order.
+inner dimension (weights, keys) in a fixed order — no BLAS, no numpy float sums. A word's
+numbers do not depend on the order of the batch, but the *last bits* of its enclosures can
+depend on which other words share its batch: work is skipped for δ columns that are exactly
+zero for the whole batch (a head where nothing moves, an FFN coefficient that vanishes),
+and a zero term that is kept still widens a radius by an ulp. The batches of a shard are
+fixed by the shard layout (EXACTATTN_SHARD_INPUTS, recorded in checkpoints), so a result
+never depends on how shards were scheduled; the bundled models give the same bits in every
+batching (tests/test_softfloat.py), and tests/test_results_merge.py allows the difference.
 """
 
 from __future__ import annotations
@@ -1001,11 +1007,12 @@ def certify_float(
 ) -> FloatBatch:
     """δ after every layer for every word of the batch, and the soft read-out, certified.
 
-    ``taus[l]`` is None for a feed-forward layer, else per head an exact (lo, hi) with
-    lo ≤ τ ≤ hi. A word is ``settled`` when every reported number meets the reporting
-    accuracy, the ε ≤ 1 comparisons before the last layer are decided and the read-out is
-    decided; the other words need the arb path. Every word's numbers are computed
-    elementwise, so they do not depend on the batch (tests/test_softfloat.py checks it).
+        ``taus[l]`` is None for a feed-forward layer, else per head an exact (lo, hi) with
+        lo ≤ τ ≤ hi. A word is ``settled`` when every reported number meets the reporting
+        accuracy, the ε ≤ 1 comparisons before the last layer are decided and the read-out is
+        decided; the other words need the arb path. Every word's numbers are computed
+        elementwise; the last bits of enclosures can depend on the batch (see the module's
+    "Determinism"), never its decisions, exact values or soundness.
     """
     B = len(hb.words)
     T = hb.x0.shape[1]
