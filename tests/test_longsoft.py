@@ -16,8 +16,8 @@ import pytest
 from flint import arb
 
 from exactattn import load_model, model_from_dict
-from exactattn.bounds_check import layer_constants
 from exactattn.bounds import attention_layer_bound, ffn_layer_bound
+from exactattn.bounds_check import layer_constants
 from exactattn.engine import longsoft as ls
 from exactattn.engine import softfloat as sf
 from exactattn.engine.certify import certify_word
@@ -262,3 +262,53 @@ def test_dyck2_nested_512_matches_float64_deployment():
     # triangle inequality, both ways, on certified enclosures
     assert tlo <= shi + rhi and slo <= thi + rhi
     assert rhi < 1e-6  # float64 rounding of activations of size ≤ 513² relative 2^-53
+
+
+# ----------------------------------------------------------------------------------------
+# wired into `exactattn precision`
+
+
+def test_precision_family_reports_the_error_split():
+    from exactattn.precision import sweep_family
+
+    model = load_model("models/dyck2.json")
+    (run,) = sweep_family(model, ["nested", "far-error"], [64], ["float64"], [("model", None)])
+    (e,) = run.lengths
+    cm = CompiledModel(model)
+    errs = [
+        ls.certify_long(cm, run_hard_long(cm, family_word(model, f, 64))).layer_error[-1]
+        for f in ("nested", "far-error")
+    ]
+    hi = max(x[1] for x in errs)
+    assert e["softmax_error"] is not None and e["rounding_error"] is not None
+    assert Fraction(e["softmax_error"]["upper"]) >= Fraction(hi)
+    assert Fraction(e["softmax_error"]["lower"]) <= Fraction(hi)
+    assert 0 < float(e["softmax_error"]["lower"])  # e^{-γ/τ}-sized, not zero at n = 64
+    assert e["soft"] == {"decided": 2, "undecided": 0, "differs_from_hard": 0}
+    # float64 rounding of activations of size ≤ 65²: far below 1e-6
+    assert float(e["rounding_error"]["upper"]) < 1e-6
+
+
+def test_precision_cli_inputs_past_the_batched_bound(tmp_path):
+    """--inputs words longer than the batched engine's bound go through the streaming
+    evaluators and still get the certified error split."""
+    import json
+    import subprocess
+    import sys
+
+    model = load_model("models/dyck2.json")
+    w = "".join(family_word(model, "nested", 48))
+    f = tmp_path / "in.txt"
+    f.write_text(w + "\n" + w[:-1] + "]" + "\n")
+    out = tmp_path / "p.json"
+    r = subprocess.run(
+        [sys.executable, "-m", "exactattn", "precision", "models/dyck2.json", "--inputs",
+         str(f), "--dtype", "float32", "--json", str(out)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode in (0, 1), r.stderr
+    doc = json.loads(out.read_text())
+    (e,) = doc["lengths"]
+    assert e["n"] == 48 and e["inputs"] == 2
+    assert e["softmax_error"] is not None and float(e["softmax_error"]["upper"]) < 1e-3
+    assert e["soft"]["decided"] == 2 and e["soft"]["differs_from_hard"] == 0

@@ -497,6 +497,8 @@ class LongSoft:
     delta: Cols | None = None  # δ after the last layer (float path), (T,) columns
     undecided_at: list[bool] | None = None
     notes: list[str] = field(default_factory=list)
+    arb_delta: Any = None  # δ after the last layer (arb path): an arb_mat, or None = 0
+    arb_prec: int = 0
 
     def to_json(self) -> dict[str, Any]:
         from exactattn.precision import interval_json
