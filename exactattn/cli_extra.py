@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 def _parse_ns(ns: tuple[int, ...], pow2: str | None) -> list[int]:
