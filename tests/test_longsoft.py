@@ -312,3 +312,18 @@ def test_precision_cli_inputs_past_the_batched_bound(tmp_path):
     assert e["n"] == 48 and e["inputs"] == 2
     assert e["softmax_error"] is not None and float(e["softmax_error"]["upper"]) < 1e-3
     assert e["soft"]["decided"] == 2 and e["soft"]["differs_from_hard"] == 0
+
+
+def test_search_error_past_the_batched_bound():
+    """`search --objective error` at n = 64: the witness's value is its certified error."""
+    from exactattn.search import run_search
+
+    model = load_model("models/dyck2.json")
+    doc = run_search(model, 64, "error", budget=6, seed=1)
+    wit = doc["witness"]
+    cm = CompiledModel(model)
+    res = ls.certify_long(cm, run_hard_long(cm, tuple(wit["input"])))
+    lo, hi, _ = res.layer_error[-1]
+    assert Fraction(wit["value"]["lower"]) <= Fraction(lo) <= Fraction(hi)
+    assert Fraction(hi) <= Fraction(wit["value"]["upper"])
+    assert lo > 0 and wit["method"] == "float64"
