@@ -694,6 +694,7 @@ class RunAcc:
                     "softmax_error": None,
                     "total_error": None,
                     "readout_error": None,
+                    "soft": None,
                 }
             )
         return self.lengths[-1]
@@ -826,8 +827,12 @@ def _record_verdict(
         diff = None
     else:
         se["decided"] += 1
-        if isinstance(out, (AcceptOutput, ArgmaxOutput)):
+        if isinstance(out, AcceptOutput):
             diff = verdict.value != hard
+        elif isinstance(out, ArgmaxOutput):
+            from exactattn.engine.longsoft import labels_differ
+
+            diff = bool(labels_differ(hard, verdict.value, None))
         else:
             diff = verdict.within_tol is False
         se["differs_from_hard"] += int(diff)

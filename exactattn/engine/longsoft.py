@@ -563,6 +563,7 @@ def _readout(model: Model, lh: LongHard, delta: Cols, fw: sf.FloatWeights) -> tu
     if isinstance(o, ArgmaxOutput):
         labels: list[str | None] = []
         undecided: list[bool] = []
+        hard_labels: list[str | None] = []
         for p in model.output_positions(n):
             row = x.row(p)
             hard = [
@@ -572,6 +573,7 @@ def _readout(model: Model, lh: LongHard, delta: Cols, fw: sf.FloatWeights) -> tu
             best = max(hard)
             win = [i for i, v in enumerate(hard) if v == best]
             hard_lab = o.labels[win[0]] if len(win) == 1 else None
+            hard_labels.append(hard_lab)
             dys = sf.lin(_slot_cols(delta, p), fw.out)
             if all(v[1][0] == 0 for v in dys.values()):
                 labels.append(hard_lab)
@@ -599,7 +601,9 @@ def _readout(model: Model, lh: LongHard, delta: Cols, fw: sf.FloatWeights) -> tu
             else:
                 labels.append(None)
                 undecided.append(True)
-        return labels, not any(undecided), None, undecided
+        # as the check: only positions where the hard meaning decides must be decided
+        decided = not any(u for u, h in zip(undecided, hard_labels, strict=True) if h is not None)
+        return labels, decided, None, undecided
     # value outputs: the soft rows are hard + δ; decided = every |δy| certainly within or
     # certainly outside the tolerance
     tol_lo, tol_hi = sf.float_down(o.tolerance), sf.float_up(o.tolerance)
@@ -720,14 +724,27 @@ def rounding_enclosure(a: np.ndarray, hard: RowRat, delta: Cols | None) -> tuple
     return lo, hi
 
 
+def labels_differ(hard: Any, soft: Any, undecided_at: list[bool] | None) -> bool | None:
+    """Argmax read-outs: whether the soft labels differ from the hard ones where the hard
+    meaning decides (a hard tie, label None, requires nothing: as the check's verdict);
+    None when one of those positions is undecided."""
+    und = undecided_at or [False] * len(hard)
+    differ = False
+    for h, sl, u in zip(hard, soft, und, strict=True):
+        if h is None:
+            continue
+        if u:
+            return None
+        differ |= sl != h
+    return differ
+
+
 def soft_differs(model: Model, hard: Any, ls: LongSoft) -> bool | None:
     """Whether the certified soft decision differs from the hard one (None: undecided)."""
     if isinstance(model.output, AcceptOutput):
-        return None if ls.output is None else bool(ls.output != hard)
+        return None if ls.output is None or not ls.decided else bool(ls.output != hard)
     if isinstance(model.output, ArgmaxOutput):
-        if ls.undecided_at is not None and any(ls.undecided_at):
-            return None
-        return ls.output != hard
+        return labels_differ(hard, ls.output, ls.undecided_at)
     if ls.output is None:
         return None
     return not ls.output
