@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 def _parse_ns(ns: tuple[int, ...], pow2: str | None) -> list[int]:
@@ -57,6 +57,14 @@ def precision_json(model: Any, runs: list[Any], settings: dict[str, Any]) -> dic
     return doc
 
 
+def _short(x: dict[str, str] | None) -> str:
+    """An upper end for the terminal (3 digits; the JSON keeps the outward decimals)."""
+    if not x:
+        return "—"
+    u = x["upper"]
+    return u if u in ("inf", "-inf") else f"{float(u):.3g}"
+
+
 def print_precision(runs: list[Any]) -> None:
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for col in (
@@ -70,6 +78,17 @@ def print_precision(runs: list[Any]) -> None:
         "y err",
     ):
         t.add_column(col, justify="right" if col in ("n", "inputs", "flips") else "left")
+    split = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="error split (upper ends)")
+    for col in (
+        "dtype",
+        "τ",
+        "n",
+        "softmax (soft−hard)",
+        "rounding (dtype−soft)",
+        "certified soft",
+    ):
+        split.add_column(col, justify="right" if col == "n" else "left")
+    any_split = False
     for r in runs:
         for e in r.lengths:
             ff = e["first_flip"]
@@ -77,10 +96,28 @@ def print_precision(runs: list[Any]) -> None:
             if ff:
                 word = "".join(ff["input"]) if len(ff["input"]) <= 16 else f"{ff.get('family')}"
                 ffs = f"{word} ({ff['cause']})"
-            te = e["total_error"]["upper"] if e["total_error"] else "—"
-            ye = e["readout_error"]["upper"] if e["readout_error"] else "—"
+            te = _short(e["total_error"])
+            ye = _short(e["readout_error"])
             t.add_row(r.dtype, r.tau, str(e["n"]), str(e["inputs"]), str(e["flips"]), ffs, te, ye)
+            so = e.get("soft")
+            if so or e.get("softmax_error"):
+                any_split = True
+                sos = "—"
+                if so:
+                    sos = f"{so['differs_from_hard']}/{so['decided']} ≠ hard"
+                    if so["undecided"]:
+                        sos += f", {so['undecided']} undecided"
+                split.add_row(
+                    r.dtype,
+                    r.tau,
+                    str(e["n"]),
+                    _short(e.get("softmax_error")),
+                    _short(e.get("rounding_error")),
+                    sos,
+                )
     console.print(t)
+    if any_split:
+        console.print(split)
     for r in runs:
         fn = r.first_flip_n
         console.print(
@@ -113,7 +150,11 @@ def print_precision(runs: list[Any]) -> None:
     help="Temperature expression in n, or 'model' (repeatable; default: the model's).",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--certified/--no-certified", default=True, help="Certified soft (enumerated).")
+@click.option(
+    "--certified/--no-certified",
+    default=True,
+    help="Also certify the soft meaning (error split softmax / rounding).",
+)
 @click.option("--stop-after-flip", is_flag=True, help="Stop a dtype/τ after its first flip.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
 @click.option("-v", "--verbose", is_flag=True, help="Timing per word (families).")
@@ -162,8 +203,18 @@ def precision_cmd(
         if not nlist:
             raise click.UsageError("--family needs --n N (repeatable) or --n-pow2 A:B")
         settings.update({"families": fams, "ns": nlist, "mode": "family"})
+        settings["certified"] = certified
         runs = sweep_family(
-            model, fams, nlist, dts, tl, seed, stop_after_flip, on_length=save, log=log
+            model,
+            fams,
+            nlist,
+            dts,
+            tl,
+            seed,
+            stop_after_flip,
+            on_length=save,
+            log=log,
+            certified=certified,
         )
     else:
         from exactattn.inputs import words_of_length
@@ -186,7 +237,7 @@ def precision_cmd(
             words_by_n = {n: words_of_length(model.alphabet, n) for n in range(lo, max_n + 1)}
             settings.update({"mode": "enumerate", "min_n": lo, "max_n": max_n})
         settings["certified"] = certified
-        runs = sweep_words(model, words_by_n, dts, tl, certified=certified, on_length=save)
+        runs = sweep_words(model, words_by_n, dts, tl, certified=certified, on_length=save, log=log)
     save(runs)
     print_precision(runs)
     sys.exit(1 if any(r.first_flip_n is not None for r in runs) else 0)

@@ -625,6 +625,7 @@ def evaluate_long(
 # ---------------------------------------------------------------------------
 
 PRECISION_FORMAT = "exactattn-precision/1"
+LONG_N = 40  # listed inputs longer than this use the streaming evaluators (longsoft.ARB_MAX_N)
 
 
 def interval_json(lo: float | Fraction, hi: float | Fraction) -> dict[str, str]:
@@ -693,6 +694,7 @@ class RunAcc:
                     "softmax_error": None,
                     "total_error": None,
                     "readout_error": None,
+                    "soft": None,
                 }
             )
         return self.lengths[-1]
@@ -777,6 +779,140 @@ def record_word(
     }
 
 
+def _soft_entry(e: dict[str, Any]) -> dict[str, int]:
+    if e.get("soft") is None:
+        e["soft"] = {"decided": 0, "undecided": 0, "differs_from_hard": 0}
+    return e["soft"]
+
+
+def _record_soft(
+    acc: RunAcc, model: Model, n: int, hard: Any, ls: Any, a: np.ndarray, lh: LongHard
+) -> None:
+    """Fold the certified soft meaning of one long word into the run's entry for n:
+    softmax_error (certified soft − hard), rounding_error (dtype − certified soft) and the
+    certified soft decision."""
+    from exactattn.engine.longsoft import rounding_enclosure, soft_differs
+
+    e = acc.entry(n)
+    lo, hi, _ = ls.layer_error[-1] if ls.layer_error else (0.0, 0.0, 0)
+    e["softmax_error"] = _max_interval(e["softmax_error"], lo, hi)
+    if ls.delta is not None:
+        rlo, rhi = rounding_enclosure(a, lh.acts[-1], ls.delta)
+    elif ls.arb_delta is not None or ls.method == "arb":
+        num, den = lh.acts[-1].common()
+        rlo, rhi = _rounding_enclosure(a, num, den, ls.arb_delta, ls.arb_prec)
+    else:
+        rlo, rhi = math.inf, math.inf
+    e["rounding_error"] = _max_interval(e["rounding_error"], rlo, rhi)
+    se = _soft_entry(e)
+    diff = soft_differs(model, hard, ls)
+    if diff is None:
+        se["undecided"] += 1
+    else:
+        se["decided"] += 1
+        se["differs_from_hard"] += int(diff)
+    ff = e["first_flip"]
+    if ff is not None and ff["input"] == list(lh.word) and "soft_output" not in ff:
+        ff["soft_output"] = "undecided" if diff is None else _plain_output(ls.output)
+
+
+def _record_verdict(
+    e: dict[str, Any], model: Model, word: tuple[str, ...], hard: Any, verdict: Any
+) -> None:
+    """The certified soft decision of an enumerated word (the check's SoftVerdict)."""
+    se = _soft_entry(e)
+    out = model.output
+    if not verdict.decided:
+        se["undecided"] += 1
+        diff = None
+    else:
+        se["decided"] += 1
+        if isinstance(out, AcceptOutput):
+            diff = verdict.value != hard
+        elif isinstance(out, ArgmaxOutput):
+            from exactattn.engine.longsoft import labels_differ
+
+            diff = bool(labels_differ(hard, verdict.value, None))
+        else:
+            diff = verdict.within_tol is False
+        se["differs_from_hard"] += int(diff)
+    ff = e["first_flip"]
+    if ff is not None and ff["input"] == list(word) and "soft_output" not in ff:
+        ff["soft_output"] = "undecided" if diff is None else _plain_output(verdict.value)
+
+
+def _long_word(
+    model: Model,
+    cm: CompiledModel,
+    word: tuple[str, ...],
+    dms: dict[str, DtypeModel],
+    runs: dict[tuple[str, str], RunAcc],
+    taus: Sequence[tuple[str, Any]],
+    certified: bool,
+    label: str | None,
+    log: Any,
+) -> None:
+    """One word of any length: the exact hard meaning once (streaming), the certified soft
+    meaning once per τ, every (dtype, τ) run."""
+    import time as _t
+
+    from exactattn.engine.longinput import hard_output
+    from exactattn.engine.longsoft import certify_long
+
+    n = len(word)
+    t0 = _t.time()
+    lh = run_hard_long(cm, word)
+    hard, _ = hard_output(model, lh)
+    hy = hard_readout(model, lh)
+    name = label or "input"
+    if log:
+        log(f"n={n} {name}: exact hard {_t.time() - t0:.1f}s, hard={_plain_output(hard)}")
+    soft: dict[str, Any] = {}
+    for (d, tl), acc in runs.items():
+        if acc.stopped:
+            continue
+        texpr = next(t[1] for t in taus if t[0] == tl)
+        if certified and tl not in soft:
+            t0 = _t.time()
+            soft[tl] = certify_long(cm, lh, texpr)
+            if log:
+                ls = soft[tl]
+                state = _plain_output(ls.output) if ls.decided else "undecided"
+                log(
+                    f"  certified soft τ={tl}: {_t.time() - t0:.1f}s ({ls.method}), "
+                    f"soft={state}, max|soft−hard| ≤ {ls.layer_error[-1][1]:.3g}"
+                )
+        t0 = _t.time()
+        dm = dms[d]
+        run = run_dtype(dm, embed_dtype(dm, lh.acts[0]), n, texpr)
+        out = dtype_decisions(dm, run.acts[-1], n)[0]
+        y = readout_value(dm, run.acts[-1], n)
+        record_word(
+            acc,
+            model,
+            dm,
+            run,
+            0,
+            word,
+            lambda lh=lh: lh,
+            hard,
+            out,
+            hy,
+            None if y is None else y[0],
+            lh.acts[-1],
+            label=label,
+            tau_override=texpr,
+        )
+        if certified:
+            _record_soft(acc, model, n, hard, soft[tl], run.acts[-1][0], lh)
+        if log:
+            ff = acc.lengths[-1]["first_flip"]
+            log(
+                f"  {d:8s} τ={tl}: {_t.time() - t0:.1f}s "
+                f"{'FLIP ' + ff['cause'] if ff and ff['input'] == list(word) else 'ok'}"
+            )
+
+
 def sweep_family(
     model: Model,
     families: Sequence[str],
@@ -787,9 +923,10 @@ def sweep_family(
     stop_after_flip: bool = False,
     on_length: Any = None,
     log: Any = None,
+    certified: bool = True,
 ) -> list[RunAcc]:
-    """Family inputs at each n: the exact hard meaning once per word, every (dtype, τ) run."""
-    from exactattn.engine.longinput import hard_output
+    """Family inputs at each n: the exact hard meaning once per word, the certified soft
+    meaning once per (word, τ) (``certified``), every (dtype, τ) run."""
     from exactattn.families import family_word
 
     cm = CompiledModel(model)
@@ -799,48 +936,9 @@ def sweep_family(
         model.check_length(n)
         for fam in families:
             word = family_word(model, fam, n, seed)
-            active = [r for r in runs.values() if not r.stopped]
-            if not active:
+            if all(r.stopped for r in runs.values()):
                 break
-            import time as _t
-
-            t0 = _t.time()
-            lh = run_hard_long(cm, word)
-            hard, _ = hard_output(model, lh)
-            hy = hard_readout(model, lh)
-            if log:
-                log(f"n={n} {fam}: exact hard {_t.time() - t0:.1f}s, hard={_plain_output(hard)}")
-            for (d, tl), acc in runs.items():
-                if acc.stopped:
-                    continue
-                texpr = next(t[1] for t in taus if t[0] == tl)
-                t0 = _t.time()
-                dm = dms[d]
-                run = run_dtype(dm, embed_dtype(dm, lh.acts[0]), n, texpr)
-                out = dtype_decisions(dm, run.acts[-1], n)[0]
-                y = readout_value(dm, run.acts[-1], n)
-                record_word(
-                    acc,
-                    model,
-                    dm,
-                    run,
-                    0,
-                    word,
-                    lambda lh=lh: lh,
-                    hard,
-                    out,
-                    hy,
-                    None if y is None else y[0],
-                    lh.acts[-1],
-                    label=fam,
-                    tau_override=texpr,
-                )
-                if log:
-                    ff = acc.lengths[-1]["first_flip"]
-                    log(
-                        f"  {d:8s} τ={tl}: {_t.time() - t0:.1f}s "
-                        f"{'FLIP ' + ff['cause'] if ff and ff['input'] == list(word) else 'ok'}"
-                    )
+            _long_word(model, cm, word, dms, runs, taus, certified, fam, log)
         for acc in runs.values():
             if stop_after_flip and acc.first_flip_n is not None:
                 acc.stopped = True
@@ -857,9 +955,12 @@ def sweep_words(
     certified: bool = True,
     on_length: Any = None,
     batch: int = 2048,
+    log: Any = None,
 ) -> list[RunAcc]:
     """Enumerated (or listed) inputs, batched: exact hard via run_hard, certified soft via
-    the check's certify_word (error split), each dtype batched."""
+    the check's certify_word (error split), each dtype batched. Lengths past
+    ``LONG_N`` (the batched engine's bound) go one word at a time through the streaming
+    exact and certified evaluators instead."""
     from flint import arb
 
     from exactattn.engine.certify import certify_word
@@ -879,6 +980,12 @@ def sweep_words(
     out_spec = model.output
     for n, words in sorted(words_by_n.items()):
         model.check_length(n)
+        if n > LONG_N:
+            for w in words:
+                _long_word(model, cm, tuple(w), dms, runs, taus, certified, None, log)
+            if on_length:
+                on_length(list(runs.values()))
+            continue
         for chunk in batches(iter(words), batch):
             hb = run_hard(cm, chunk, n)
             hy_all = read_output(model, hb.activations[-1], n)
@@ -901,7 +1008,12 @@ def sweep_words(
                     la.add_hard(hb)
                     for b in range(len(chunk)):
                         sr = certify_word(cm, hb, b, la, temps, weights)
-                        soft_deltas[b] = (sr.deltas[-1] if sr.deltas else None, sr.prec, sr.bounds)
+                        soft_deltas[b] = (
+                            sr.deltas[-1] if sr.deltas else None,
+                            sr.prec,
+                            sr.bounds,
+                            sr.verdict,
+                        )
                 for d in dtypes:
                     acc = runs[(d, tl)]
                     dm = dms[d]
@@ -925,7 +1037,7 @@ def sweep_words(
                             tau_override=texpr,
                         )
                         if certified and soft_deltas[b] is not None:
-                            delta, p, bnds = soft_deltas[b]
+                            delta, p, bnds, verdict = soft_deltas[b]
                             e = acc.entry(n)
                             lo_s, hi_s, _ = bnds[-1] if bnds else (arb(0), arb(0), 0)
                             slo, _ = arb_endpoints(lo_s)
@@ -937,6 +1049,7 @@ def sweep_words(
                                 run.acts[-1][b], final.num[b], final.den, delta, p
                             )
                             e["rounding_error"] = _max_interval(e["rounding_error"], rlo, rhi)
+                            _record_verdict(e, model, tuple(w), hard_out[b], verdict)
         if on_length:
             on_length(list(runs.values()))
     return list(runs.values())

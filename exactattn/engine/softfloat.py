@@ -20,7 +20,7 @@ Why the enclosures are sound (u = 2^-53, IEEE binary64, round to nearest):
 * Exact zeros are structural: an entry is exactly 0 iff mid = rad = 0, and every entry
   that may be nonzero has rad ≥ ``TINY`` (2^-500). TINY² is still a normal number, so a
   product of two possibly-nonzero entries has a positive radius, which is raised to TINY
-  (:func:`_floor`) — far above the ≤ 2^-1074 any underflow loses. Weight sums cannot
+  (:func:`floor_rad`) — far above the ≤ 2^-1074 any underflow loses. Weight sums cannot
   underflow: nonzero weights are checked to lie in [2^-100, 2^100] (otherwise no word is
   settled). So [0, 0] stays [0, 0] exactly where the arb path gets exact zeros (δ = 0
   when all visible scores tie), and an underflowing δ is still enclosed, by [0, ~TINY],
@@ -44,7 +44,7 @@ Tightness (so that words settle, not for soundness):
 * Feed-forward layers track every hidden unit's δ as an exact *integer* combination of
   the input δ columns while its ReLU is certainly in its linear (or zero) range, so the
   "rounding gadgets" of the constructions, which subtract a coordinate and add it back,
-  give exactly 0 instead of ± the width of δ (:func:`_ffn_linear`).
+  give exactly 0 instead of ± the width of δ (:func:`ffn_linear`).
 * Σ_j δα_ij = 0, so δα·v is computed as Σ_j δα_ij (v_j − v_ref(i)): keys with the
   reference value drop out exactly.
 * Rows whose scores move by ≥ τ use softmax − hard directly, as soft.py does.
@@ -63,6 +63,7 @@ batching (tests/test_softfloat.py), and tests/test_results_merge.py allows the d
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -211,12 +212,12 @@ def div(a: MR, b: MR) -> MR:
     return m, r + np.minimum(ar, TINY)
 
 
-def _floor(r: np.ndarray) -> np.ndarray:
+def floor_rad(r: np.ndarray) -> np.ndarray:
     """Raise every positive radius to at least TINY (zero stays zero)."""
     return np.maximum(r, np.minimum(r * 2.0**600, TINY))
 
 
-def _outer_sum(pairs: list[tuple[MR, MR]]) -> MR:
+def outer_sum(pairs: list[tuple[MR, MR]]) -> MR:
     """Σ_t x_t[b, i]·y_t[b, j] as a key-major (B, j, i) array, fixed order, one radius bound.
 
     Rounding: each product and the running sum lose ≤ n·u·Σ|x_m y_m| (n terms), covered
@@ -240,7 +241,7 @@ def _outer_sum(pairs: list[tuple[MR, MR]]) -> MR:
             r += tr
     assert m is not None and r is not None
     r *= 1 + (4 * n + 4) * SUM_U
-    return m, _floor(r)
+    return m, floor_rad(r)
 
 
 def _dot_keys(a: MR, b: MR) -> MR:
@@ -257,7 +258,7 @@ def _dot_keys(a: MR, b: MR) -> MR:
         sm += pm[:, j]
         sr += pr[:, j]
     sr *= 1 + (T + 4) * SUM_U
-    return sm, _floor(sr)
+    return sm, floor_rad(sr)
 
 
 def _rat_mid(num: np.ndarray, den: int) -> np.ndarray:
@@ -290,7 +291,7 @@ def _dot_exact(am: np.ndarray, xm: np.ndarray, q: np.ndarray) -> MR:
         sm += pm[:, j]
         sr += pr[:, j]
     sr *= 1 + (T + 4) * SUM_U
-    return sm, _floor(sr)
+    return sm, floor_rad(sr)
 
 
 def _sum_keys(a: MR) -> MR:
@@ -386,7 +387,7 @@ def tau_enclosures(taus: list[list[arb] | None]) -> list[list[tuple[Fraction, Fr
     return [None if row is None else [arb_endpoints(t) for t in row] for row in taus]
 
 
-def _inv_tau(lo: Fraction, hi: Fraction) -> MR:
+def inv_tau(lo: Fraction, hi: Fraction) -> MR:
     """1/τ for lo ≤ τ ≤ hi as a scalar enclosure, from exact arithmetic (lo ≤ 0: infinite)."""
     if lo <= 0:
         return np.float64(0.0), np.float64(np.inf)
@@ -553,7 +554,7 @@ def _head(
                 pairs.append((dq[a], add(kc[a], dk[a]) if a in dk else kc[a]))
             if a in dk:
                 pairs.append((qc[a], dk[a]))
-        ds = _outer_sum(pairs)
+        ds = outer_sum(pairs)
     top_q = tr.top  # (B, i, j)
     visT = np.ascontiguousarray(tr.visible.T)[None]  # (1, j, i)
     top = np.ascontiguousarray(top_q.transpose(0, 2, 1))  # (B, j, i)
@@ -612,7 +613,7 @@ def _head(
     nA = nA_i.astype(np.float64)  # exact small integers
     # a query that sees nothing has δα = 0; Z = 1 there keeps the arithmetic finite
     Z = add((np.where(nA > 0, nA, 1.0), np.zeros_like(nA)), UR)
-    iz = _recip(Z)
+    iz = recip(Z)
     topf = top.astype(np.float64)
     if rule == "average":
         safe = np.maximum(nA, 1.0)
@@ -682,7 +683,7 @@ def _head(
     return out
 
 
-def _recip(z: MR) -> MR:
+def recip(z: MR) -> MR:
     """1/z for z certainly positive (an infinite radius elsewhere)."""
     zm, zr = z
     m = 1.0 / zm
@@ -701,7 +702,7 @@ def _scale_rows(a: MR, s: MR) -> MR:
     r += a[1] * (np.abs(sm) + sr)
     r *= 1 + WIDEN
     r += np.abs(m) * WIDEN
-    return m, _floor(r)
+    return m, floor_rad(r)
 
 
 def _direct_rows(tr: HeadTrace, ds: MR, inv_tau: MR, big: np.ndarray, da: MR) -> None:
@@ -726,17 +727,14 @@ def _direct_rows(tr: HeadTrace, ds: MR, inv_tau: MR, big: np.ndarray, da: MR) ->
     da[1][bi, :, ii] = np.where(vis, d[1], 0.0)
 
 
-def _ffn(pre: list[RatArray], delta: Cols, hidden: list[Sparse], out_rows: Sparse) -> Cols:
+def ffn_generic(pre: PreCols, delta: Cols, hidden: list[Sparse], out_rows: Sparse) -> Cols:
+    """A feed-forward layer's δ column by column (when ffn_linear's integers would overflow)."""
     dh = delta
     for k, rows in enumerate(hidden):
         dz = lin(dh, rows)
-        z = pre[k]
         nxt: Cols = {}
         for c, d in dz.items():
-            zn = z.num[..., c]
-            zpos = zn > 0
-            zneg = zn < 0
-            zm = from_rat(zn, z.den)
+            zpos, zneg, zm = pre(k, c)
             val = add(zm, d)
             rz = (np.where(zpos, zm[0], 0.0), np.where(zpos, zm[1], 0.0))
             gen = sub(mr_relu(val), rz)
@@ -782,6 +780,21 @@ class _IntFFN:
             self.ok = False
 
 
+PreCols = Callable[[int, int], tuple[np.ndarray, np.ndarray, MR]]
+# (hidden layer k, unit h) -> (z > 0, z < 0, enclosure of z): the exact pre-activations of a
+# feed-forward layer, however they are stored (one denominator here, per-row in longsoft)
+
+
+def rat_pre(pre: list[RatArray]) -> PreCols:
+    """PreCols of pre-activations stored as RatArrays (one denominator each)."""
+
+    def col(k: int, h: int) -> tuple[np.ndarray, np.ndarray, MR]:
+        zn = pre[k].num[..., h]
+        return zn > 0, zn < 0, from_rat(zn, pre[k].den)
+
+    return col
+
+
 Lin = dict[int, np.ndarray]  # input column -> integer coefficient numerators (B, T)
 
 
@@ -794,7 +807,7 @@ def _lin_value(coef: Lin, den: int, delta: Cols, res: MR | None) -> MR | None:
     return acc
 
 
-def _ffn_linear(pre: list[RatArray], delta: Cols, ints: _IntFFN, B: int, T: int) -> Cols:
+def ffn_linear(pre: PreCols, delta: Cols, ints: _IntFFN, shape: tuple[int, ...]) -> Cols:
     """A feed-forward layer, tracking δ of every hidden unit as an exact integer
     combination of the input δ columns (plus an enclosure where a ReLU is undecided).
 
@@ -804,14 +817,13 @@ def _ffn_linear(pre: list[RatArray], delta: Cols, ints: _IntFFN, B: int, T: int)
     """
     if not delta:
         return {}
-    ones = np.ones((B, T), dtype=np.int64)
+    ones = np.ones(shape, dtype=np.int64)
     coefs: list[Lin] = [{c: ones} for c in range(max(delta) + 1) if c in delta]
     units = [c for c in range(max(delta) + 1) if c in delta]
     lin_of: dict[int, Lin] = {c: co for c, co in zip(units, coefs, strict=True)}
     res_of: dict[int, MR] = {}
     den = 1
     for k, (rows, wden) in enumerate(ints.hidden):
-        z = pre[k]
         new_lin: dict[int, Lin] = {}
         new_res: dict[int, MR] = {}
         for h, row in enumerate(rows):
@@ -831,10 +843,7 @@ def _ffn_linear(pre: list[RatArray], delta: Cols, ints: _IntFFN, B: int, T: int)
                 continue
             dz = _lin_value(co, den * wden, delta, res)
             assert dz is not None
-            zn = z.num[..., h]
-            zpos = zn > 0
-            zneg = zn < 0
-            zm = from_rat(zn, z.den)
+            zpos, zneg, zm = pre(k, h)
             val = add(zm, dz)
             # relu(z + d) − relu(z) is d when z ≥ 0 and z + d ≥ 0, 0 when both are ≤ 0
             keep = ~zneg & (val[0] >= val[1])
@@ -842,8 +851,8 @@ def _ffn_linear(pre: list[RatArray], delta: Cols, ints: _IntFFN, B: int, T: int)
             gen_mask = ~keep & ~kill
             co = {c: np.where(keep, v, 0) for c, v in co.items()}
             co = {c: v for c, v in co.items() if v.any()}
-            r_m = np.zeros((B, T))
-            r_r = np.zeros((B, T))
+            r_m = np.zeros(shape)
+            r_r = np.zeros(shape)
             if res is not None:
                 r_m = np.where(keep, res[0], 0.0)
                 r_r = np.where(keep, res[1], 0.0)
@@ -1069,17 +1078,18 @@ def _certify_chunk(
                     continue
                 total = delta
                 for hi_, (ch, tr) in enumerate(zip(layer, lt.heads, strict=True)):
-                    it = _inv_tau(*row[hi_])
+                    it = inv_tau(*row[hi_])
                     contrib = _head(tr, ch.head.hard, delta, it, fw.layers[li][hi_])
                     total = add_cols(total, contrib)
                 delta = total
             else:
                 assert lt.pre is not None
                 hidden, out_rows, ints = fw.layers[li]
+                pre = rat_pre(lt.pre)
                 if ints.ok:
-                    delta = _ffn_linear(lt.pre, delta, ints, B, T)
+                    delta = ffn_linear(pre, delta, ints, (B, T))
                 else:
-                    delta = _ffn(lt.pre, delta, hidden, out_rows)
+                    delta = ffn_generic(pre, delta, hidden, out_rows)
             err_lo[:, li], err_hi[:, li], err_row[:, li] = _layer_errors(delta, B, T, d)
         settled = np.full(B, fw.ok)
         for li in range(L):
