@@ -1118,7 +1118,7 @@ def _shared_layer(
     top = _rows(d_first, 0, q0)
     rest = _rows(delta, q0, T)
     for hi_, (ch, tr) in enumerate(zip(heads, traces, strict=True)):
-        it = _inv_tau(*row[hi_])
+        it = inv_tau(*row[hi_])
         hw = hws[hi_]
         tr_first = _query_rows(_slice_trace(tr, firsts), 0, q0)
         top = add_cols(top, _head(tr_first, ch.head.hard, d_first, it, hw, 0))
