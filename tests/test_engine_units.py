@@ -187,3 +187,26 @@ def test_cli_build_dyck_accepts_both_pair_forms(tmp_path: Path) -> None:
     assert _cli("build", "dyck", "--pairs", "()", "--pairs", "[]", "-o", str(b)).returncode == 0
     want = json.loads((ROOT / "models" / "dyck2.json").read_text())
     assert json.loads(a.read_text()) == want == json.loads(b.read_text())
+
+
+def test_add_columns_equals_adding_the_full_array() -> None:
+    """RatArray.add_columns gives the numerators, denominator and dtype of the full sum,
+    in int64 and past it (Python ints)."""
+    import numpy as np
+
+    from exactattn.engine.ratarray import RatArray
+
+    rng = np.random.default_rng(5)
+    for big in (1, 2**40, 2**61):
+        a = RatArray(rng.integers(-1000, 1000, (3, 4, 6)) * big, 6)
+        part = RatArray(rng.integers(-1000, 1000, (3, 4, 2)), 4)
+        cols = np.array([1, 4])
+        full = np.zeros((3, 4, 6), dtype=np.int64)
+        full[..., cols] = part.num
+        want = a + RatArray(full, part.den)
+        before = a.num.copy()
+        got = a.add_columns(cols, part)
+        assert got.den == want.den == 12
+        assert got.num.dtype == want.num.dtype
+        assert np.array_equal(got.num, want.num)
+        assert np.array_equal(a.num, before)  # the operand is left alone

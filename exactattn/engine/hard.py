@@ -119,6 +119,16 @@ class CompiledHead:
     bv: RatArray
     O: RatArray | None
 
+    def __post_init__(self) -> None:
+        # the output coordinates the head writes (rows of O with a nonzero weight): adding
+        # only those columns gives the same numbers as adding the mostly-zero full product
+        if self.O is not None:
+            rows = np.flatnonzero((self.O.num != 0).any(axis=1))
+            self.out_cols: np.ndarray | None = rows
+            self.O_used = RatArray(self.O.num[rows], self.O.den)
+        else:
+            self.out_cols = None
+
 
 @dataclass
 class CompiledFFN:
@@ -247,8 +257,9 @@ def _affine(x: RatArray, w: RatArray, b: RatArray) -> RatArray:
 
 def run_head(
     ch: CompiledHead, x: RatArray, sh: Sharing | None = None
-) -> tuple[HeadTrace, RatArray]:
-    """One head on a batch: the trace and its contribution O·Σα v (N, T, d).
+) -> tuple[HeadTrace, tuple[np.ndarray | None, RatArray]]:
+    """One head on a batch: the trace and its contribution O·Σα v, as the columns it writes
+    and their values (N, T, len(columns)); columns None: every column.
 
     With ``sh`` (a causal head under :class:`Sharing`), the argmax sets and averages of rows
     before ``sh.q0`` are found once per group of words; the trace is the same, bit for bit.
@@ -269,7 +280,6 @@ def run_head(
         r = _attend(scores.num[:, q0:], vis[q0:], rule, v)
         top, support, count = (_join(a, b, G) for a, b in zip(f[:3], r[:3], strict=True))
         mixed = join_groups(f[3], r[3], G)
-    contrib = mixed.matmul_t(ch.O) if ch.O is not None else mixed
     trace = HeadTrace(
         q=q,
         k=k,
@@ -281,7 +291,14 @@ def run_head(
         count=count,
         mixed=mixed,
     )
-    return trace, contrib
+    return trace, _contribution(ch, mixed)
+
+
+def _contribution(ch: CompiledHead, mixed: RatArray) -> tuple[np.ndarray | None, RatArray]:
+    """O·mixed as (columns, values): only the columns the head writes (None: all of them)."""
+    if ch.out_cols is None:
+        return None, mixed
+    return ch.out_cols, mixed.matmul_t(ch.O_used)
 
 
 def _join(first: np.ndarray, rest: np.ndarray, group: int) -> np.ndarray:
@@ -298,9 +315,10 @@ def _attend(
     if s.dtype == object:
         floor = -(max(abs(int(s.max())), abs(int(s.min()))) + 1) if s.size else -1
         masked = np.where(vis[None], s, floor)
+        rowmax = masked.max(axis=2, keepdims=True)
     else:
-        masked = np.where(vis[None], s, np.iinfo(np.int64).min)
-    rowmax = masked.max(axis=2, keepdims=True)
+        lowest = np.iinfo(np.int64).min
+        rowmax = np.max(s, axis=2, keepdims=True, where=vis[None], initial=lowest)
     top = vis[None] & (s == rowmax)
     if rule == "average":
         support = top
@@ -336,7 +354,7 @@ def _divide_rows(summed: RatArray, count: np.ndarray) -> RatArray:
     g = np.gcd(g_rows, cnt).astype(np.int64)  # divides the count and every entry of the row
     cnt_red = cnt // g  # what the row's denominator still needs
     L = 1
-    for c in np.unique(cnt_red).tolist():
+    for c in np.flatnonzero(np.bincount(cnt_red.reshape(-1))).tolist():  # counts ≤ T: no sort
         L = math.lcm(L, int(c))
     if num.dtype != object and L < INT64_SAFE:
         quotient = num // g[..., None]
@@ -363,9 +381,11 @@ def run_hard(
             traces = []
             out = x
             for ch in layer:
-                tr, contrib = run_head(ch, x, sh if sh is not None and li < sh.layers else None)
+                tr, (cols, contrib) = run_head(
+                    ch, x, sh if sh is not None and li < sh.layers else None
+                )
                 traces.append(tr)
-                out = out + contrib
+                out = out + contrib if cols is None else out.add_columns(cols, contrib)
             out = out.reduced()
             layers.append(LayerTrace("attention", x, out, heads=traces))
         else:

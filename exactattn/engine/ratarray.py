@@ -242,6 +242,22 @@ class RatArray:
             _add(_scale(self.num, fa, ma), _scale(other.num, fb, mb), ma * fa, mb * fb), den
         )
 
+    def add_columns(self, cols: np.ndarray, part: RatArray) -> RatArray:
+        """``self`` + P, where P is ``part`` in last-axis columns ``cols`` and 0 elsewhere:
+        the same numerators, denominator and dtype as adding the full array P."""
+        ma, mb = self.bound(), part.bound()
+        den = math.lcm(self.den, part.den)
+        fa, fb = den // self.den, den // part.den
+        a = _scale(self.num, fa, ma)
+        b = _scale(part.num, fb, mb)
+        if a.dtype != object and b.dtype != object and ma * fa + mb * fb < INT64_SAFE:
+            out = a.copy() if a is self.num else a
+            out[..., cols] += b
+            return RatArray(out, den)
+        out = _widen(a).copy()
+        out[..., cols] = out[..., cols] + _widen(b)
+        return RatArray(_narrow(out), den)
+
     def relu(self) -> RatArray:
         return RatArray(
             np.maximum(self.num, 0)
