@@ -499,6 +499,17 @@ class LengthAccumulator:
                 }
                 rec.rank = rank
         o = m.output
+        if isinstance(o, AcceptOutput) and fb.accept is not None:
+            # a decided word that agrees with its hard decision, has no hard tie and agrees
+            # with the reference changes nothing in _soft_decision: look only at the others
+            acc = fb.accept[idx]
+            hard = np.array([bool(self._hard_decisions[b]) for b in idx.tolist()], dtype=bool)
+            plain = np.array([not self._tie_at[b] for b in idx.tolist()], dtype=bool)
+            exp = [self._expected[b] for b in idx.tolist()]
+            ref_ok = np.array(
+                [e is None or bool(e) == bool(a) for e, a in zip(exp, acc.tolist(), strict=True)]
+            )
+            idx = idx[~(plain & (acc == hard) & ref_ok)]
         for b in idx.tolist():
             if isinstance(o, AcceptOutput):
                 v = SoftVerdict(True, bool(fb.accept[b]))
