@@ -23,7 +23,13 @@ from exactattn.engine.measure import LengthAccumulator
 from exactattn.engine.soft import WeightCache
 from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
 from exactattn.errors import UsageError
-from exactattn.inputs import Shard, batches, count_inputs, shards_of_length, words_in
+from exactattn.inputs import (
+    Shard,
+    batches,
+    count_inputs,
+    shards_of_length,
+    words_in,
+)
 from exactattn.model import AttentionLayer, Model
 from exactattn.model.expr import Expr, parse_expression
 from exactattn.numbers import frac_str
@@ -316,10 +322,12 @@ def check_shard(
 def estimate(model: Model, min_n: int, max_n: int, hard_only: bool, jobs: int = 1) -> float:
     """Seconds a check should take, from timing a sample of the largest length.
 
-    The sample (up to 512 inputs spread evenly over the largest length's ranks) goes through
-    the same code as the check (hard pass, float filter, arb for the rest), after a short
-    warm-up so one-time costs are not multiplied; smaller lengths are scaled by their inputs
-    and (length/largest length)², and the total is divided among the processes.
+    The sample (up to 2,048 inputs, one batch: runs of consecutive ranks aligned as in a
+    shard, so prefix sharing works as in the check, spread evenly over the largest length)
+    goes through the same code as the check (hard pass, float filter, arb for the rest),
+    after a short warm-up so one-time costs are not multiplied; smaller lengths are scaled
+    by their inputs and (length/largest length)², and the total is divided among the
+    processes.
     """
     import time
 
@@ -328,10 +336,14 @@ def estimate(model: Model, min_n: int, max_n: int, hard_only: bool, jobs: int = 
     k = len(model.alphabet)
     n = max_n
     total_n = k**n
-    size = min(512, total_n)
-    step = max(1, total_n // size)
-    words = [word_of_rank(model.alphabet, n, r * step) for r in range(size)]
-    job = LengthJob(model, n, None, hard_only, batch=size)
+    run = 1
+    while run * k <= min(64, total_n):
+        run *= k
+    runs = max(1, min(BATCH, total_n) // run)
+    starts = sorted({(r * total_n // runs) // run * run for r in range(runs)})
+    words = [word_of_rank(model.alphabet, n, a + i) for a in starts for i in range(run)]
+    size = len(words)
+    job = LengthJob(model, n, None, hard_only)
     try:
         from exactattn.errors import ExactAttnError
 
