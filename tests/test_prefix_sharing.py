@@ -1,4 +1,5 @@
-"""Prefix sharing (hard.Sharing) changes no bit of any result, hard or float.
+"""Work shared between rows (prefix sharing, hard.Sharing; rows alike, hard.rows_alike)
+changes no bit of any result, hard or float.
 
 Rows before the varying suffix of a group of words are computed once per group when the
 model's first layers only look left; every number must be bit-identical to computing every
@@ -167,3 +168,76 @@ def test_random_models_check_results_identical_when_shared(d) -> None:
     except (ExactAttnError, OverflowError):
         return
     assert a == _check_json(model, 4, mp, False)
+
+
+# ---------------------------------------------------------------------------------------
+# rows alike: a constant query over the same keys (Dyck-2's "any bad" layer) is one row
+
+
+def _no_alike(mp) -> None:
+    import exactattn.engine.hard as hard
+    import exactattn.engine.measure as measure
+
+    mp.setattr(hard, "_same_rows", lambda a: False)
+    mp.setattr(sf, "rows_alike", lambda tr: False)
+    mp.setattr(measure, "rows_alike", lambda tr: False)
+
+
+def test_dyck2_last_layer_rows_are_alike() -> None:
+    from exactattn.engine.hard import rows_alike
+
+    model = load_model(ROOT / "models" / "dyck2.json")
+    cm = CompiledModel(model)
+    hb = run_hard(cm, list(words_of_length(model.alphabet, 4)), 4)
+    assert [rows_alike(tr) for lt in hb.layers for tr in lt.heads or []] == [
+        False,
+        False,
+        False,
+        True,
+    ]
+
+
+@pytest.mark.parametrize("name,n", [("dyck2", 6), ("ltl_counting_temperature", 5)])
+def test_rows_alike_change_no_bit(name: str, n: int, monkeypatch) -> None:
+    model = load_model(ROOT / "models" / f"{name}.json")
+    cm = CompiledModel(model)
+    words = list(words_of_length(model.alphabet, n))
+    taus = sf.tau_enclosures(Temperatures(model, None).at(n, BASE_PREC))
+    fast_hb = run_hard(cm, words, n)
+    fast = _fields(sf.certify_float(cm, fast_hb, taus))
+    fast_json = _check_json(model, n, monkeypatch, True)
+    with monkeypatch.context() as mp:
+        _no_alike(mp)
+        slow_hb = run_hard(cm, words, n)
+        slow = _fields(sf.certify_float(cm, slow_hb, taus))
+        slow_json = _check_json(model, n, mp, True)
+    _same_trace(slow_hb, fast_hb)
+    for a, b in zip(slow, fast, strict=True):
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
+    assert slow_json == fast_json
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(d=models())
+def test_random_models_rows_alike_change_no_bit(d) -> None:
+    import _pytest.monkeypatch
+
+    try:
+        model = model_from_raw(load_json_text(to_json_text(d)))
+        cm = CompiledModel(model)
+        words = list(itertools.islice(words_of_length(model.alphabet, 3), 256))
+        taus = sf.tau_enclosures(Temperatures(model, None).at(3, BASE_PREC))
+        fast_hb = run_hard(cm, words, 3)
+        fast = _fields(sf.certify_float(cm, fast_hb, taus))
+    except (ExactAttnError, OverflowError):
+        return
+    mp = _pytest.monkeypatch.MonkeyPatch()
+    try:
+        _no_alike(mp)
+        slow_hb = run_hard(cm, words, 3)
+        slow = _fields(sf.certify_float(cm, slow_hb, taus))
+    finally:
+        mp.undo()
+    _same_trace(slow_hb, fast_hb)
+    for a, b in zip(slow, fast, strict=True):
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8))

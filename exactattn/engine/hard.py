@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -271,7 +272,12 @@ def run_head(
     scores = q.bmm(RatArray(np.swapaxes(k.num, 1, 2), k.den))
     vis = visible_mask(ch.head.mask, T)
     rule = ch.head.hard
-    if sh is None:
+    if T > 1 and _same_rows(vis[None]) and _same_rows(q.num):
+        # a constant query over the same keys: every row attends alike, find it once
+        top, support, count, mixed = (
+            _repeat_rows(a, T) for a in _attend(scores.num[:, :1], vis[:1], rule, v)
+        )
+    elif sh is None:
         top, support, count, mixed = _attend(scores.num, vis, rule, v)
     else:
         G, q0 = sh.group, sh.q0
@@ -299,6 +305,23 @@ def _contribution(ch: CompiledHead, mixed: RatArray) -> tuple[np.ndarray | None,
     if ch.out_cols is None:
         return None, mixed
     return ch.out_cols, mixed.matmul_t(ch.O_used)
+
+
+def _same_rows(a: np.ndarray) -> bool:
+    """Whether every row (axis 1) of ``a`` equals row 0, for every word (axis 0)."""
+    return a.shape[1] == 0 or bool((a == a[:, :1]).all())
+
+
+def rows_alike(tr: HeadTrace) -> bool:
+    """Whether every query row of the trace has the same hard query and visible keys (so
+    the same scores, argmax sets and averages): one row stands for all of them."""
+    return _same_rows(tr.visible[None]) and _same_rows(tr.q.num)
+
+
+def _repeat_rows(a: np.ndarray | RatArray, T: int) -> Any:
+    if isinstance(a, RatArray):
+        return RatArray(np.repeat(a.num, T, axis=1), a.den)
+    return np.repeat(a, T, axis=1)
 
 
 def _join(first: np.ndarray, rest: np.ndarray, group: int) -> np.ndarray:

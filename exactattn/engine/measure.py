@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from flint import arb, arb_mat
 
-from exactattn.engine.hard import HardBatch, argmax_labels, read_output
+from exactattn.engine.hard import HardBatch, argmax_labels, read_output, rows_alike
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model, ValueOutput
 from exactattn.numbers import frac_str, to_arb
 from exactattn.reference import Oracle
@@ -281,6 +281,8 @@ class LengthAccumulator:
                 _gap_part(s[firsts, :q0], tr.top[firsts, :q0], tr.visible[:q0], G, 0),
                 _gap_part(s[:, q0:], tr.top[:, q0:], tr.visible[q0:], 1, q0),
             ]
+        elif rows_alike(tr):  # every row has row 0's scores: row 0 says it all
+            parts = [_gap_part(s[:, :1], tr.top[:, :1], tr.visible[:1], 1, 0)]
         else:
             parts = [_gap_part(s, tr.top, tr.visible, 1, 0)]
         best = None

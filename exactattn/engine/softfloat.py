@@ -80,6 +80,7 @@ from exactattn.engine.hard import (
     Sharing,
     prefix_sharing,
     read_output,
+    rows_alike,
 )
 from exactattn.engine.ratarray import RatArray
 from exactattn.model import AcceptOutput, ArgmaxOutput, ValueOutput
@@ -541,6 +542,12 @@ def _head(
     """
     B, R, T = tr.top.shape  # R query rows (q0..q0+R−1), T keys
     dq = lin(_rows(delta, q0, q0 + R), hw["Q"])
+    if R > 1 and not dq and rows_alike(tr):
+        # every query row has the same hard query, no δ on it and the same visible keys
+        # (a constant query over all positions: "is there a bad position?"): every row
+        # computes the same numbers, so compute one and copy it
+        one = _head(_query_rows(tr, 0, 1), rule, delta, inv_tau, hw, q0)
+        return {c: (np.repeat(m, R, axis=1), np.repeat(r, R, axis=1)) for c, (m, r) in one.items()}
     dk = lin(delta, hw["K"])
     dv = lin(delta, hw["V"])
     ds: MR | None = None
