@@ -948,9 +948,9 @@ def _dot_out(delta: Cols, rows: Sparse, slot: int) -> list[MR | None]:
     return [got.get(r) for r in range(len(rows))]
 
 
-SUB_BATCH = 384  # words per internal chunk: keeps the (chunk, T, T) arrays in cache
-CHUNK_ENTRIES = 1 << 17  # at most this many (word, query, key) entries per chunk: long inputs
-# get chunks of a few words (one at T ≳ 362), so memory stays O(T²) however large the batch
+SUB_BATCH = 1024  # words per internal chunk: fewer Python-level calls, arrays still small
+CHUNK_ENTRIES = 1 << 18  # at most this many (word, query, key) entries per chunk: long inputs
+# get chunks of a few words (one at T ≳ 512), so memory stays O(T²) however large the batch
 
 
 def _ra(x: RatArray, sl: slice) -> RatArray:
