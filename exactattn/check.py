@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from flint import arb
 
 from exactattn.closedforms import closed_forms
@@ -294,6 +295,8 @@ def check_shard(
                     # (tiny τ): arb gives it a real size at no extra cost
                     under = ((fb.err_lo == 0) & (fb.err_hi > 0) & (fb.err_hi < 1e-140)).any(1)
                     settled = fb.settled & ~under
+                    if not settled.all():
+                        settled = _dominated(fb, settled, under, acc.error_lower_floats())
                     acc.add_soft_float(hb, fb, settled)
                     acc.float_settled += int(settled.sum())
             for b in range(len(chunk)):
@@ -308,6 +311,22 @@ def check_shard(
         if progress:
             progress(len(chunk))
     return acc.to_record(tau_n, layer_kinds, head_taus)
+
+
+def _dominated(fb: Any, settled: np.ndarray, under: np.ndarray, lower: list[float]) -> np.ndarray:
+    """Also settle the words whose loose error enclosures are reported by no one.
+
+    Only a layer's largest error is reported, with a witness, to 1e-6 relative accuracy; a
+    word whose enclosure's upper end is below a lower end already reported (earlier in the
+    shard, ``lower``, or by a word settled in this batch) can change neither end of the
+    layer's interval nor its witness, whatever its true error. Such a word needs no arb
+    run, as long as its decisions are certain.
+    """
+    thr = np.array(lower, dtype=np.float64)
+    if settled.any():
+        thr = np.maximum(thr, fb.err_lo[settled].max(axis=0))
+    covered = fb.tight | (fb.err_hi < thr[None, :])
+    return settled | (fb.decided & ~under & covered.all(axis=1))
 
 
 # ---------------------------------------------------------------------------

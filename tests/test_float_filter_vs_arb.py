@@ -5,6 +5,7 @@ the arb-only path's, and the two enclosures of every error overlap (both contain
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,56 @@ def test_random_models_agree_with_arb_only(d) -> None:
         _check(model, 3)
     except ExactAttnError:
         return
+
+
+def test_loose_words_no_one_reports_skip_arb(monkeypatch) -> None:
+    """A badly conditioned model (the random-model benchmark): words whose loose float
+    enclosure sits below a reported lower end are settled without arb (check._dominated),
+    and the result still agrees with the arb-only path, every reported error to 1e-6."""
+    import exactattn.check as check
+    from exactattn import model_from_dict
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from models import random_model
+
+    model = model_from_dict(random_model())
+    with_dom = run_check(model, max_n=6, min_n=6).to_json()
+    with monkeypatch.context() as mp:
+        mp.setattr(check, "_dominated", lambda fb, settled, under, lower: settled)
+        without = run_check(model, max_n=6, min_n=6).to_json()
+    assert with_dom["lengths"][0]["float_settled"] > without["lengths"][0]["float_settled"]
+    _check(model, 6, min_n=6)
+    for layer in with_dom["lengths"][0]["layers"]:
+        lo, hi = parse_decimal(layer["error"]["lower"]), parse_decimal(layer["error"]["upper"])
+        assert hi - lo <= hi * Fraction(1, 10**6) * 2  # decimals are rounded outward
+
+
+def test_dominated_rule() -> None:
+    """check._dominated settles exactly the decided, non-underflowed words whose every layer
+    is tight or has its upper end strictly below a reported lower end."""
+    import numpy as np
+
+    from exactattn.check import _dominated
+    from exactattn.engine.softfloat import FloatBatch
+
+    # words: A settled (lo 1.0 in layer 0); B loose, hi 0.9 < 1.0; C loose, hi 1.0 (not
+    # strictly below); D loose below but undecided; E loose below but underflowed; F loose in
+    # layer 1 only, below the earlier-reported lower end 0.5 there
+    lo = np.array([[1.0, 0.1], [0.5, 0.1], [0.5, 0.1], [0.5, 0.1], [0.5, 0.1], [0.2, 0.3]])
+    hi = np.array([[1.0, 0.1], [0.9, 0.1], [1.0, 0.1], [0.9, 0.1], [0.9, 0.1], [0.2, 0.45]])
+    tight = np.array([[1, 1], [0, 1], [0, 1], [0, 1], [0, 1], [1, 0]], dtype=bool)
+    decided = np.array([1, 1, 1, 0, 1, 1], dtype=bool)
+    fb = FloatBatch(
+        settled=decided & tight.all(axis=1),
+        err_lo=lo,
+        err_hi=hi,
+        err_row=np.zeros((6, 2), dtype=np.int64),
+        decided=decided,
+        tight=tight,
+    )
+    under = np.array([0, 0, 0, 0, 1, 0], dtype=bool)
+    got = _dominated(fb, fb.settled & ~under, under, [0.0, 0.5])
+    assert got.tolist() == [True, True, False, False, False, True]
+    # with no earlier lower end in layer 1, F's 0.45 is above A's 0.1 there: not settled
+    got = _dominated(fb, fb.settled & ~under, under, [0.0, 0.0])
+    assert got.tolist() == [True, True, False, False, False, False]

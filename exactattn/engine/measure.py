@@ -469,6 +469,25 @@ class LengthAccumulator:
                 rec.rank = rank
         self._soft_decision(hb, b, verdict)
 
+    def error_lower_floats(self) -> list[float]:
+        """Each layer's reported lower error end so far, as a float rounded down (≤ it)."""
+        out = []
+        for rec in self.errors:
+            m, e = rec.lower.mid().man_exp()
+            m, e = int(m), int(e)
+            if m <= 0 or e + m.bit_length() < -1070:
+                out.append(0.0)
+            elif e + m.bit_length() > 1020:
+                out.append(float(np.finfo(np.float64).max))
+            else:
+                f = float(Fraction(m) * Fraction(2) ** e)  # nearest: step down if above
+                out.append(
+                    f
+                    if Fraction(f) <= Fraction(m) * Fraction(2) ** e
+                    else float(np.nextafter(f, 0))
+                )
+        return out
+
     def add_soft_float(self, hb: HardBatch, fb: Any, use: np.ndarray) -> None:
         """Fold in the words ``use`` of a batch settled by the float filter, vectorised.
 

@@ -908,13 +908,15 @@ def ffn_linear(pre: PreCols, delta: Cols, ints: _IntFFN, shape: tuple[int, ...])
 class FloatBatch:
     """Certified float results for every word of a batch (see :func:`certify_float`)."""
 
-    settled: np.ndarray  # (B,) bool
+    settled: np.ndarray  # (B,) bool: decided, and every layer's error enclosure tight
     err_lo: np.ndarray  # (B, L) float64
     err_hi: np.ndarray  # (B, L) float64
     err_row: np.ndarray  # (B, L) int64
     accept: np.ndarray | None = None  # (B,) bool
     labels: np.ndarray | None = None  # (B, P) int64, -1 = tie
     within_tol: np.ndarray | None = None  # (B,) bool
+    decided: np.ndarray | None = None  # (B,) bool: ε ≤ 1 before the last layer and read-out
+    tight: np.ndarray | None = None  # (B, L) bool: the layer's enclosure meets the accuracy
 
 
 def _layer_errors(delta: Cols, B: int, T: int, d: int) -> tuple[np.ndarray, ...]:
@@ -1049,6 +1051,8 @@ def certify_float(
 
     return FloatBatch(
         settled=cat("settled"),  # type: ignore[arg-type]
+        decided=cat("decided"),
+        tight=cat("tight"),
         err_lo=cat("err_lo"),  # type: ignore[arg-type]
         err_hi=cat("err_hi"),  # type: ignore[arg-type]
         err_row=cat("err_row"),  # type: ignore[arg-type]
@@ -1098,13 +1102,17 @@ def _certify_chunk(
                 else:
                     delta = ffn_generic(pre, delta, hidden, out_rows)
             err_lo[:, li], err_hi[:, li], err_row[:, li] = _layer_errors(delta, B, T, d)
-        settled = np.full(B, fw.ok)
+        decided = np.full(B, fw.ok)
+        tight = np.zeros((B, L), dtype=bool)
         for li in range(L):
-            settled &= _tight(err_lo[:, li], err_hi[:, li])
+            tight[:, li] = _tight(err_lo[:, li], err_hi[:, li])
             if li < L - 1:
-                settled &= (err_hi[:, li] <= 1) | (err_lo[:, li] > 1)
-        res = FloatBatch(settled, err_lo, err_hi, err_row)
-        _readout(cm, hb, delta, fw, res)
+                decided &= (err_hi[:, li] <= 1) | (err_lo[:, li] > 1)
+        res = FloatBatch(decided, err_lo, err_hi, err_row)
+        _readout(cm, hb, delta, fw, res)  # narrows ``settled`` to decided read-outs
+        res.decided = res.settled
+        res.tight = tight
+        res.settled = res.decided & tight.all(axis=1)
     return res
 
 
