@@ -296,7 +296,7 @@ def check_shard(
                     under = ((fb.err_lo == 0) & (fb.err_hi > 0) & (fb.err_hi < 1e-140)).any(1)
                     settled = fb.settled & ~under
                     if not settled.all():
-                        settled = _dominated(fb, settled, under, acc.error_lower_floats())
+                        settled = settle_dominated(fb, settled, under, acc.error_lower_floats())
                     acc.add_soft_float(hb, fb, settled)
                     acc.float_settled += int(settled.sum())
             for b in range(len(chunk)):
@@ -313,7 +313,9 @@ def check_shard(
     return acc.to_record(tau_n, layer_kinds, head_taus)
 
 
-def _dominated(fb: Any, settled: np.ndarray, under: np.ndarray, lower: list[float]) -> np.ndarray:
+def settle_dominated(
+    fb: Any, settled: np.ndarray, under: np.ndarray, lower: list[float]
+) -> np.ndarray:
     """Also settle the words whose loose error enclosures are reported by no one.
 
     Only a layer's largest error is reported, with a witness, to 1e-6 relative accuracy; a

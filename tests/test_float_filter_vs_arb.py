@@ -73,7 +73,7 @@ def test_random_models_agree_with_arb_only(d) -> None:
 
 def test_loose_words_no_one_reports_skip_arb(monkeypatch) -> None:
     """A badly conditioned model (the random-model benchmark): words whose loose float
-    enclosure sits below a reported lower end are settled without arb (check._dominated),
+    enclosure sits below a reported lower end are settled without arb (check.settle_dominated),
     and the result still agrees with the arb-only path, every reported error to 1e-6."""
     import exactattn.check as check
     from exactattn import model_from_dict
@@ -84,7 +84,7 @@ def test_loose_words_no_one_reports_skip_arb(monkeypatch) -> None:
     model = model_from_dict(random_model())
     with_dom = run_check(model, max_n=6, min_n=6).to_json()
     with monkeypatch.context() as mp:
-        mp.setattr(check, "_dominated", lambda fb, settled, under, lower: settled)
+        mp.setattr(check, "settle_dominated", lambda fb, settled, under, lower: settled)
         without = run_check(model, max_n=6, min_n=6).to_json()
     assert with_dom["lengths"][0]["float_settled"] > without["lengths"][0]["float_settled"]
     _check(model, 6, min_n=6)
@@ -94,11 +94,11 @@ def test_loose_words_no_one_reports_skip_arb(monkeypatch) -> None:
 
 
 def test_dominated_rule() -> None:
-    """check._dominated settles exactly the decided, non-underflowed words whose every layer
+    """check.settle_dominated settles exactly the decided, non-underflowed words whose every layer
     is tight or has its upper end strictly below a reported lower end."""
     import numpy as np
 
-    from exactattn.check import _dominated
+    from exactattn.check import settle_dominated
     from exactattn.engine.softfloat import FloatBatch
 
     # words: A settled (lo 1.0 in layer 0); B loose, hi 0.9 < 1.0; C loose, hi 1.0 (not
@@ -117,8 +117,8 @@ def test_dominated_rule() -> None:
         tight=tight,
     )
     under = np.array([0, 0, 0, 0, 1, 0], dtype=bool)
-    got = _dominated(fb, fb.settled & ~under, under, [0.0, 0.5])
+    got = settle_dominated(fb, fb.settled & ~under, under, [0.0, 0.5])
     assert got.tolist() == [True, True, False, False, False, True]
     # with no earlier lower end in layer 1, F's 0.45 is above A's 0.1 there: not settled
-    got = _dominated(fb, fb.settled & ~under, under, [0.0, 0.0])
+    got = settle_dominated(fb, fb.settled & ~under, under, [0.0, 0.0])
     assert got.tolist() == [True, True, False, False, False, False]
