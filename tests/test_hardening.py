@@ -268,3 +268,41 @@ def test_click_usage_errors_are_capped(tmp_path: Path) -> None:
     p.write_text(json.dumps(BASE))
     o = run(tmp_path, ["check", str(p), "--max-n", "x" * 100_000])
     assert o.code == 2 and len(o.stderr) < 1000 and "--max-n" in o.stderr
+
+
+def test_closed_forms_skip_infinite_and_clamp_negative_enclosures() -> None:
+    """Fuzz finds: an ``inf`` end or a negative lower end used to crash ``report`` (exit 4)."""
+    from exactattn.closedforms import closed_forms
+
+    rows = copy.deepcopy(F.BASE_RESULT["lengths"])
+    rows[4]["bounds"]["tau_theorem"]["upper"] = "inf"  # n = 5 bounds nothing above
+    rows[3]["layers"][0]["error"] = {"lower": "inf", "upper": "inf"}
+    rows[4]["tau_star"]["invariant"]["lower"] = "-1/2"  # a τ ≥ -1/2 says only τ ≥ 0
+    cf = closed_forms(rows)
+    thm = cf["tau_theorem"]
+    assert thm["open_at"] == [5] and thm["on"] == [2, 3, 4] and thm["shape"] == "n^(-3)"
+    err = cf["error_layer_0"]
+    assert err["open_at"] == [4] and err["on"] == [2, 3, 5] and err["exactly_zero_at"] == [1]
+    inv = cf["tau_star_invariant"]
+    assert inv["rests_on"]["5"] == {"lower": "0", "upper": "1/64"}
+    assert inv["c_lower"] == "0" and inv["on"] == [2, 3, 4, 5]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda r: r["lengths"][4]["bounds"]["tau_theorem"].__setitem__("upper", "inf"),
+        lambda r: r["lengths"][4]["tau_star"]["invariant"].__setitem__("lower", "-1/2"),
+    ],
+)
+def test_report_with_odd_but_valid_enclosures(tmp_path: Path, change) -> None:
+    r = copy.deepcopy(F.BASE_RESULT)
+    change(r)
+    (tmp_path / "r.json").write_text(json.dumps(r))
+    undo = F.stub_figures()
+    try:
+        o = run(tmp_path, ["report", str(tmp_path / "r.json"), "-o", str(tmp_path / "out.md")])
+    finally:
+        undo()
+    assert o.code == 0, o.stderr
+    assert (tmp_path / "out.md").exists()
