@@ -85,9 +85,22 @@ def check_tree(tree: Any, source: str) -> None:
             if depth > MAX_DEPTH:
                 _too_deep(where)
             for i, v in enumerate(x):
-                stack.append((v, f"{path}[{i}]", depth + 1))
+                # numbers (JsonNumber is a short str) and constants need no visit of their own
+                if isinstance(v, (dict, list)) or (
+                    isinstance(v, str) and (len(v) > MAX_NUMBER_TEXT or not _plain(v))
+                ):
+                    stack.append((v, f"{path}[{i}]", depth + 1))
         elif isinstance(x, str):
             _check_string(x, where, MAX_STRING, "string")
+
+
+MAX_NUMBER_TEXT = 64
+_PLAIN = re.compile(r"[0-9A-Za-z+\-./^*() ]*")
+
+
+def _plain(s: str) -> bool:
+    """ASCII text that can hold no surrogate (checked without building a path string)."""
+    return _PLAIN.fullmatch(s) is not None
 
 
 def _too_deep(where: str) -> None:

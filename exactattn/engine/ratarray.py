@@ -163,14 +163,14 @@ class RatArray:
     def from_fractions(cls, values: Any) -> RatArray:
         """From a (nested) sequence of Fractions, with the lcm of the denominators."""
         arr = np.array(values, dtype=object)
-        flat = arr.reshape(-1)
-        den = 1
-        for x in flat:
-            den = math.lcm(den, Fraction(x).denominator)
-        num = np.empty(flat.shape, dtype=object)
-        for idx, x in enumerate(flat):
-            fx = Fraction(x)
-            num[idx] = fx.numerator * (den // fx.denominator)
+        flat = [x if isinstance(x, (int, Fraction)) else Fraction(x) for x in arr.reshape(-1)]
+        # distinct denominators only (a wide model has millions of entries, few denominators)
+        den = math.lcm(1, *{x.denominator for x in flat})
+        num = np.empty(len(flat), dtype=object)
+        if den == 1:
+            num[:] = [x.numerator for x in flat]
+        else:
+            num[:] = [x.numerator * (den // x.denominator) for x in flat]
         return cls(_narrow(num.reshape(arr.shape)), den)
 
     @classmethod

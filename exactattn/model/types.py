@@ -211,13 +211,28 @@ class Model:
                 )
             return [pe.table[self.position_index(p)] for p in range(T)]
         rows = []
+        # each distinct expression once per slot, and once per n if it does not use i
+        # (a wide model repeats "0" in most coordinates)
+        fixed: dict[Expr, Fraction] = {}
         for p in range(T):
             i = self.position_index(p)
             env = {"i": i, "n": n}
             row = []
+            seen: dict[Expr, Fraction] = {}
             for k, e in enumerate(pe.exprs):
+                hit = fixed.get(e)
+                if hit is None:
+                    hit = seen.get(e)
+                if hit is not None:
+                    row.append(hit)
+                    continue
                 try:
-                    row.append(e.eval_exact(env))
+                    v = e.eval_exact(env)
+                    row.append(v)
+                    if "i" in e.variables():
+                        seen[e] = v
+                    else:
+                        fixed[e] = v
                 except NotRationalError as exc:
                     raise ModelError(
                         f"embedding.position[{k}]",
