@@ -163,14 +163,15 @@ class RatArray:
     def from_fractions(cls, values: Any) -> RatArray:
         """From a (nested) sequence of Fractions, with the lcm of the denominators."""
         arr = np.array(values, dtype=object)
-        flat = [x if isinstance(x, (int, Fraction)) else Fraction(x) for x in arr.reshape(-1)]
-        # distinct denominators only (a wide model has millions of entries, few denominators)
-        den = math.lcm(1, *{x.denominator for x in flat})
+        flat = arr.reshape(-1).tolist()
+        # each distinct value object once: a wide model (d = 10^6) has millions of entries
+        # but few distinct Fractions (the loader shares one object per literal)
+        ids = list(map(id, flat))
+        uniq = {i: Fraction(x) for i, x in dict(zip(ids, flat, strict=True)).items()}
+        den = math.lcm(1, *{x.denominator for x in uniq.values()})
+        scaled = {i: int(x.numerator) * (den // int(x.denominator)) for i, x in uniq.items()}
         num = np.empty(len(flat), dtype=object)
-        if den == 1:
-            num[:] = [x.numerator for x in flat]
-        else:
-            num[:] = [x.numerator * (den // x.denominator) for x in flat]
+        num[:] = list(map(scaled.__getitem__, ids))
         return cls(_narrow(num.reshape(arr.shape)), den)
 
     @classmethod

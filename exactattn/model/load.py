@@ -173,7 +173,14 @@ class _Reader:
                 f"expected {length} numbers{what}, got {len(x)}",
                 f"give exactly {length} entries",
             )
-        return tuple(self.number(v, f"{path}[{i}]") for i, v in enumerate(x))
+        # known literals straight from the cache (no path string per entry: d may be 10^6)
+        try:
+            got = list(map(self._numbers.get, x))
+        except TypeError:  # an unhashable entry (a list or object): read one by one
+            got = [None] * len(x)
+        for i in [i for i, g in enumerate(got) if g is None]:
+            got[i] = self.number(x[i], f"{path}[{i}]")
+        return tuple(got)
 
     def matrix(self, x: Any, path: str, rows: int | None, cols: int | None, what: str) -> Mat:
         if not isinstance(x, list) or not x or not all(isinstance(r, list) for r in x):
