@@ -248,7 +248,8 @@ def fit_sequence(values: dict[int, Fraction | None]) -> dict[str, Any]:
             "lengths": ns,
             **base,
         }
-    consecutive = ns == list(range(ns[0], ns[-1] + 1))
+    # ns is sorted and distinct; no list of the range (a result file may say n = 10^100)
+    consecutive = ns[-1] - ns[0] + 1 == len(ns)
     got = _search(points, 1, MAX_SKIP)
     if got is not None:
         form, fit, held, skip = got
@@ -629,7 +630,7 @@ _NAMES = {
 
 def _runs(ns: Sequence[int]) -> str:
     ns = sorted(ns)
-    if len(ns) >= 3 and ns == list(range(ns[0], ns[-1] + 1)):
+    if len(ns) >= 3 and ns[-1] - ns[0] + 1 == len(ns) == len(set(ns)):
         return f"{ns[0]}..{ns[-1]}"
     return ", ".join(map(str, ns))
 

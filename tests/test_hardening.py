@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+from fractions import Fraction
 from pathlib import Path
 
 import fuzzing as F
@@ -217,6 +218,7 @@ def test_eval_empty_separator(tmp_path: Path) -> None:
         (lambda r: r["lengths"][0].__setitem__("gamma", "abc"), "lengths[0].gamma: 'abc'"),
         (lambda r: r["lengths"][0].__setitem__("x_max", "@NaN"), "lengths[0].x_max: 'NaN'"),
         (lambda r: r["lengths"][1].__setitem__("n", 1), "lengths[1].n: n = 1 appears twice"),
+        (lambda r: r["lengths"][3].__setitem__("n", 10**100), "beyond the limit of 1,000,000,000"),
     ],
 )
 def test_report_on_bad_results(tmp_path: Path, change, needle: str) -> None:
@@ -306,3 +308,11 @@ def test_report_with_odd_but_valid_enclosures(tmp_path: Path, change) -> None:
         undo()
     assert o.code == 0, o.stderr
     assert (tmp_path / "out.md").exists()
+
+
+def test_fit_sequence_with_far_apart_lengths() -> None:
+    """n = 1, 2, 10^12 (a hand-made file): no list of the range (it crashed or ate memory)."""
+    from exactattn.closedforms import fit_sequence
+
+    rec = fit_sequence({1: Fraction(1), 2: Fraction(1), 3: Fraction(1), 10**12: Fraction(1)})
+    assert rec["expression"] == "1"
