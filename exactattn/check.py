@@ -340,15 +340,22 @@ def settle_dominated(
 # ---------------------------------------------------------------------------
 
 
+ESTIMATE_BUDGET = 1.0
+"""Seconds the estimate's timed sample may take (it stops at the first batch past this)."""
+
+
 def estimate(model: Model, min_n: int, max_n: int, hard_only: bool, jobs: int = 1) -> float:
     """Seconds a check should take, from timing a sample of the largest length.
 
-    The sample (up to 2,048 inputs, one batch: runs of consecutive ranks aligned as in a
-    shard, so prefix sharing works as in the check, spread evenly over the largest length)
-    goes through the same code as the check (hard pass, float filter, arb for the rest),
-    after a short warm-up so one-time costs are not multiplied; smaller lengths are scaled
-    by their inputs and (length/largest length)², and the total is divided among the
-    processes.
+    The sample (up to 2,048 inputs: runs of consecutive ranks aligned as in a shard, so
+    prefix sharing works as in the check, spread evenly over the largest length) goes through
+    the same code as the check (hard pass, float filter, arb for the rest), after a
+    one-input warm-up so one-time costs are not multiplied. It is timed in growing parts (one
+    run, then 4×, 16× …) that stop after about ESTIMATE_BUDGET seconds, so the estimate of an
+    expensive model (d = 10^6: seconds per input) does not cost as much as the check; the
+    largest part timed gives the cost per input (the least per-call overhead, as in the
+    check's batches). Smaller lengths are scaled by their inputs and (length/largest
+    length)², and the total is divided among the processes.
     """
     import time
 
@@ -368,13 +375,21 @@ def estimate(model: Model, min_n: int, max_n: int, hard_only: bool, jobs: int = 
     try:
         from exactattn.errors import ExactAttnError
 
-        warm = words[: min(8, size)]  # warm-up: compile, imports, caches
-        check_shard(job, Shard(n, 0, 0, len(warm)), words=warm)
-        t0 = time.perf_counter()
-        check_shard(job, Shard(n, 0, 0, size), words=words)
+        check_shard(job, Shard(n, 0, 0, 1), words=words[:1])  # warm-up: compile, caches
+        spent, done, step = 0.0, 0, run
+        best = (0, 0.0)  # (inputs, seconds) of the largest part timed
+        while done < size and (done == 0 or spent < ESTIMATE_BUDGET):
+            part = words[done : done + step]
+            t0 = time.perf_counter()
+            check_shard(job, Shard(n, 0, 0, len(part)), words=part)
+            dt = time.perf_counter() - t0
+            spent += dt
+            done += len(part)
+            best = max(best, (len(part), dt))
+            step *= 4
     except ExactAttnError:
         return 0.0
-    per = (time.perf_counter() - t0) / size
+    per = best[1] / best[0]
     total = sum(k**m * per * ((m + 2) / (n + 2)) ** 2 for m in range(min_n, max_n + 1))
     return total / max(1, jobs)
 

@@ -145,8 +145,8 @@ def check(
     for n in (lo, max_n):  # before the estimate, which already evaluates inputs
         model.check_length(n)
     total = count_inputs(len(model.alphabet), lo, max_n)
-    seconds = estimate(model, lo, max_n, hard_only, jobs=jobs)
-    if not quiet:
+    if not quiet:  # the estimate runs a sample of inputs: only worth it when it is shown
+        seconds = estimate(model, lo, max_n, hard_only, jobs=jobs)
         err_console.print(
             f"[bold]{model.name}[/]: {total:,} inputs (n = {lo}..{max_n}, "
             f"alphabet of {len(model.alphabet)}); estimated {_fmt_secs(seconds)}"

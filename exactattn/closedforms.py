@@ -248,7 +248,8 @@ def fit_sequence(values: dict[int, Fraction | None]) -> dict[str, Any]:
             "lengths": ns,
             **base,
         }
-    consecutive = ns == list(range(ns[0], ns[-1] + 1))
+    # ns is sorted and distinct; no list of the range (a result file may say n = 10^100)
+    consecutive = ns[-1] - ns[0] + 1 == len(ns)
     got = _search(points, 1, MAX_SKIP)
     if got is not None:
         form, fit, held, skip = got
@@ -386,6 +387,21 @@ def _decimal_arb(text: str) -> Any:
     return v * arb(10) ** exp if exp else v
 
 
+def _finite(e: tuple[str, str]) -> bool:
+    """Both endpoints are numbers (not ``inf``/``-inf``/``nan``, which result files may hold)."""
+    return all(t.strip().lower().lstrip("+-") not in ("inf", "infinity", "nan") for t in e)
+
+
+def _nonnegative(e: tuple[str, str] | None) -> tuple[str, str] | None:
+    """An enclosure of a quantity ≥ 0 as given, lower end raised to 0; None if unusable."""
+    if e is None or not _finite(e):
+        return None
+    lo, hi = e
+    if hi.strip().startswith("-") and not _is_zero(hi):
+        return None  # an upper end below 0: not an enclosure of a quantity ≥ 0
+    return ("0", hi) if lo.strip().startswith("-") else e
+
+
 def _is_zero(text: str) -> bool:
     if "/" in text:
         return Fraction(text) == 0
@@ -402,6 +418,9 @@ def bracket_sequence(
 
     from exactattn.numbers import arb_endpoints, decimal_down, decimal_up
 
+    # an infinite endpoint (an error that is not finite, "inf" in a result file) bounds nothing;
+    # every quantity bracketed here is ≥ 0, so a negative lower end says no more than 0
+    encl = {n: _nonnegative(e) for n, e in encl.items()}
     pts = {n: e for n, e in sorted(encl.items()) if e is not None}
     zeros = [n for n, (lo, hi) in pts.items() if _is_zero(hi)]
     usable = {n: e for n, e in pts.items() if not _is_zero(e[1])}
@@ -581,6 +600,8 @@ def _certified(encl: dict[int, tuple[str, str]]) -> dict[str, Any]:
     """Point enclosures (lower = upper, e.g. an exact 0) are exact data: fit them; else bracket."""
     from exactattn.numbers import decimal_is_huge
 
+    if not all(_finite(e) for e in encl.values()):
+        return bracket_sequence(encl)  # an infinite endpoint: no exact fit
     if any(decimal_is_huge(t) for e in encl.values() for t in e):
         return bracket_sequence(encl)  # says why no bracket
     if all(Decimal(lo) == Decimal(hi) for lo, hi in encl.values()):
@@ -609,7 +630,7 @@ _NAMES = {
 
 def _runs(ns: Sequence[int]) -> str:
     ns = sorted(ns)
-    if len(ns) >= 3 and ns == list(range(ns[0], ns[-1] + 1)):
+    if len(ns) >= 3 and ns[-1] - ns[0] + 1 == len(ns) == len(set(ns)):
         return f"{ns[0]}..{ns[-1]}"
     return ", ".join(map(str, ns))
 

@@ -84,8 +84,19 @@ def check_tree(tree: Any, source: str) -> None:
         elif isinstance(x, list):
             if depth > MAX_DEPTH:
                 _too_deep(where)
-            for i, v in enumerate(x):
-                stack.append((v, f"{path}[{i}]", depth + 1))
+            # a list of scalars (a row of a wide matrix: 10^6 numbers) is checked as a whole;
+            # only a bad string (then named by its index) or a container gets its own visit
+            leaves = [v for v in x if isinstance(v, str)]
+            if leaves and (
+                max(map(len, leaves)) > MAX_STRING or _SURROGATE.search("".join(leaves))
+            ):
+                for i, v in enumerate(x):
+                    if isinstance(v, str):
+                        _check_string(v, f"{path}[{i}]", MAX_STRING, "string")
+            if len(leaves) < len(x):
+                for i, v in enumerate(x):
+                    if isinstance(v, (dict, list)):
+                        stack.append((v, f"{path}[{i}]", depth + 1))
         elif isinstance(x, str):
             _check_string(x, where, MAX_STRING, "string")
 

@@ -156,9 +156,15 @@ def validate_result(data: Any, source: str = "result") -> None:
         _row(row, f"lengths[{i}]", ns)
 
 
+MAX_RESULT_N = 10**9
+"""Largest n a result file may hold (a check at n = 10^9 would need 10^18-entry score matrices)."""
+
+
 def _row(row: Any, p: str, ns: set[int]) -> None:
     _obj(row, p)
     _int(row.get("n"), f"{p}.n", 1)
+    if row["n"] > MAX_RESULT_N:
+        _fail(f"{p}.n", f"n = {clip(str(row['n']))} is beyond the limit of {MAX_RESULT_N:,}")
     if row["n"] in ns:
         _fail(f"{p}.n", f"n = {row['n']} appears twice")
     ns.add(row["n"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+from fractions import Fraction
 from pathlib import Path
 
 import fuzzing as F
@@ -217,6 +218,7 @@ def test_eval_empty_separator(tmp_path: Path) -> None:
         (lambda r: r["lengths"][0].__setitem__("gamma", "abc"), "lengths[0].gamma: 'abc'"),
         (lambda r: r["lengths"][0].__setitem__("x_max", "@NaN"), "lengths[0].x_max: 'NaN'"),
         (lambda r: r["lengths"][1].__setitem__("n", 1), "lengths[1].n: n = 1 appears twice"),
+        (lambda r: r["lengths"][3].__setitem__("n", 10**100), "beyond the limit of 1,000,000,000"),
     ],
 )
 def test_report_on_bad_results(tmp_path: Path, change, needle: str) -> None:
@@ -268,3 +270,49 @@ def test_click_usage_errors_are_capped(tmp_path: Path) -> None:
     p.write_text(json.dumps(BASE))
     o = run(tmp_path, ["check", str(p), "--max-n", "x" * 100_000])
     assert o.code == 2 and len(o.stderr) < 1000 and "--max-n" in o.stderr
+
+
+def test_closed_forms_skip_infinite_and_clamp_negative_enclosures() -> None:
+    """Fuzz finds: an ``inf`` end or a negative lower end used to crash ``report`` (exit 4)."""
+    from exactattn.closedforms import closed_forms
+
+    rows = copy.deepcopy(F.BASE_RESULT["lengths"])
+    rows[4]["bounds"]["tau_theorem"]["upper"] = "inf"  # n = 5 bounds nothing above
+    rows[3]["layers"][0]["error"] = {"lower": "inf", "upper": "inf"}
+    rows[4]["tau_star"]["invariant"]["lower"] = "-1/2"  # a τ ≥ -1/2 says only τ ≥ 0
+    cf = closed_forms(rows)
+    thm = cf["tau_theorem"]
+    assert thm["open_at"] == [5] and thm["on"] == [2, 3, 4] and thm["shape"] == "n^(-3)"
+    err = cf["error_layer_0"]
+    assert err["open_at"] == [4] and err["on"] == [2, 3, 5] and err["exactly_zero_at"] == [1]
+    inv = cf["tau_star_invariant"]
+    assert inv["rests_on"]["5"] == {"lower": "0", "upper": "1/64"}
+    assert inv["c_lower"] == "0" and inv["on"] == [2, 3, 4, 5]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda r: r["lengths"][4]["bounds"]["tau_theorem"].__setitem__("upper", "inf"),
+        lambda r: r["lengths"][4]["tau_star"]["invariant"].__setitem__("lower", "-1/2"),
+    ],
+)
+def test_report_with_odd_but_valid_enclosures(tmp_path: Path, change) -> None:
+    r = copy.deepcopy(F.BASE_RESULT)
+    change(r)
+    (tmp_path / "r.json").write_text(json.dumps(r))
+    undo = F.stub_figures()
+    try:
+        o = run(tmp_path, ["report", str(tmp_path / "r.json"), "-o", str(tmp_path / "out.md")])
+    finally:
+        undo()
+    assert o.code == 0, o.stderr
+    assert (tmp_path / "out.md").exists()
+
+
+def test_fit_sequence_with_far_apart_lengths() -> None:
+    """n = 1, 2, 10^12 (a hand-made file): no list of the range (it crashed or ate memory)."""
+    from exactattn.closedforms import fit_sequence
+
+    rec = fit_sequence({1: Fraction(1), 2: Fraction(1), 3: Fraction(1), 10**12: Fraction(1)})
+    assert rec["expression"] == "1"

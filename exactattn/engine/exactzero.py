@@ -20,6 +20,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from fractions import Fraction
 
+import numpy as np
+
 from exactattn.engine.hard import CompiledHead, HardBatch, HeadTrace
 
 Poly = dict[Fraction, Fraction]  # exponent e ↦ coefficient of e^{-e}
@@ -57,7 +59,19 @@ def readout_is_exactly(
     Kp = K
     zs: list[Poly] = []
     ns: list[Poly] = []
+    # only the read-out's nonzero coordinates matter (a wide model has millions of zeros)
+    a_nz = [(r, ar) for r, ar in enumerate(a) if ar]
     for ch, tr, tau in zip(heads, traces, taus, strict=True):
+        # c_j = a · (O v_j) = (Oᵀa) · v_j: fold the read-out into the head once
+        if ch.O is not None:
+            O = ch.O
+            u: dict[int, Fraction] = defaultdict(Fraction)
+            for r, ar in a_nz:
+                for c in np.flatnonzero(O.num[r]).tolist():
+                    u[c] += ar * Fraction(int(O.num[r, c]), O.den)
+            u_nz = [(c, uc) for c, uc in u.items() if uc]
+        else:
+            u_nz = a_nz
         vis = [j for j in range(tr.visible.shape[0]) if tr.visible[slot, j]]
         if not vis:
             zs.append({Fraction(0): Fraction(1)})
@@ -69,17 +83,9 @@ def readout_is_exactly(
         Z: Poly = defaultdict(Fraction)
         N: Poly = defaultdict(Fraction)
         cnt = int(tr.count[b, slot])
+        vnum = tr.v.num[b]
         for j in vis:
-            vj = [Fraction(int(x), vden) for x in tr.v.num[b, j]]
-            if ch.O is not None:
-                o = ch.O.to_fractions()
-                out = [
-                    sum((o[r][c] * vj[c] for c in range(len(vj))), Fraction(0))
-                    for r in range(len(o))
-                ]
-            else:
-                out = vj
-            c = sum((ai * oi for ai, oi in zip(a, out, strict=True)), Fraction(0))
+            c = sum((uc * int(vnum[j, k]) for k, uc in u_nz), Fraction(0)) / vden
             if tr.support[b, slot, j]:
                 Kp -= c / cnt
             e = (smax - Fraction(int(s.num[b, slot, j]), s.den)) / tau

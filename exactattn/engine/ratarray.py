@@ -190,14 +190,15 @@ class RatArray:
     def from_fractions(cls, values: Any) -> RatArray:
         """From a (nested) sequence of Fractions, with the lcm of the denominators."""
         arr = np.array(values, dtype=object)
-        flat = arr.reshape(-1)
-        den = 1
-        for x in flat:
-            den = math.lcm(den, Fraction(x).denominator)
-        num = np.empty(flat.shape, dtype=object)
-        for idx, x in enumerate(flat):
-            fx = Fraction(x)
-            num[idx] = fx.numerator * (den // fx.denominator)
+        flat = arr.reshape(-1).tolist()
+        # each distinct value object once: a wide model (d = 10^6) has millions of entries
+        # but few distinct Fractions (the loader shares one object per literal)
+        ids = list(map(id, flat))
+        uniq = {i: Fraction(x) for i, x in dict(zip(ids, flat, strict=True)).items()}
+        den = math.lcm(1, *{x.denominator for x in uniq.values()})
+        scaled = {i: int(x.numerator) * (den // int(x.denominator)) for i, x in uniq.items()}
+        num = np.empty(len(flat), dtype=object)
+        num[:] = list(map(scaled.__getitem__, ids))
         return cls(_narrow(num.reshape(arr.shape)), den)
 
     @classmethod

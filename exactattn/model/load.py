@@ -109,7 +109,15 @@ def model_from_raw(raw: Any) -> Model:
 
 
 class _Reader:
-    """Walks the raw JSON tree with a path, so every error can say where it is."""
+    """Walks the raw JSON tree with a path, so every error can say where it is.
+
+    Literals and expressions are parsed once per distinct text (a model with d = 10^6 writes
+    "0" millions of times; parsing each one again made loading it take minutes).
+    """
+
+    def __init__(self) -> None:
+        self._numbers: dict[str, Fraction] = {}
+        self._exprs: dict[tuple[str, tuple[str, ...], bool], Expr] = {}
 
     # -- primitives ------------------------------------------------------------
     def obj(self, x: Any, path: str, keys: set[str], required: Sequence[str] = ()) -> dict:
@@ -149,6 +157,11 @@ class _Reader:
         return int(v)
 
     def number(self, x: Any, path: str) -> Fraction:
+        if type(x) is JsonNumber or type(x) is str:  # never a JsonConstant (always an error)
+            hit = self._numbers.get(x)
+            if hit is None:
+                hit = self._numbers[x] = parse_rational(x, path)
+            return hit
         return parse_rational(x, path)
 
     def vector(self, x: Any, path: str, length: int | None, what: str = "") -> Vec:
@@ -160,7 +173,14 @@ class _Reader:
                 f"expected {length} numbers{what}, got {len(x)}",
                 f"give exactly {length} entries",
             )
-        return tuple(self.number(v, f"{path}[{i}]") for i, v in enumerate(x))
+        # known literals straight from the cache (no path string per entry: d may be 10^6)
+        try:
+            got = list(map(self._numbers.get, x))
+        except TypeError:  # an unhashable entry (a list or object): read one by one
+            got = [None] * len(x)
+        for i in [i for i, g in enumerate(got) if g is None]:
+            got[i] = self.number(x[i], f"{path}[{i}]")
+        return tuple(got)
 
     def matrix(self, x: Any, path: str, rows: int | None, cols: int | None, what: str) -> Mat:
         if not isinstance(x, list) or not x or not all(isinstance(r, list) for r in x):
@@ -348,8 +368,15 @@ class _Reader:
             text = str(x)
         else:
             raise ModelError(path, f"expected an expression string, got {_kind(x)}")
+        key = (text, tuple(variables), transcendental)
+        hit = self._exprs.get(key)
+        if hit is not None:
+            return hit
         try:
-            return parse_expression(text, variables, transcendental=transcendental)
+            hit = self._exprs[key] = parse_expression(
+                text, variables, transcendental=transcendental
+            )
+            return hit
         except ExprError as exc:
             raise ModelError(
                 path,

@@ -210,14 +210,24 @@ class Model:
                     "add rows or lower --max-n",
                 )
             return [pe.table[self.position_index(p)] for p in range(T)]
+        # each distinct expression once per slot, and once per n if it does not use i
+        # (a wide model repeats "0" in most coordinates: d = 10^6 means 10^6 slots per row)
+        first: dict[int, int] = {}  # id of a distinct expression -> its first coordinate
+        codes = [first.setdefault(id(e), k) for k, e in enumerate(pe.exprs)]
+        distinct = sorted(set(codes))
+        fixed: dict[int, Fraction] = {}
         rows = []
         for p in range(T):
             i = self.position_index(p)
             env = {"i": i, "n": n}
-            row = []
-            for k, e in enumerate(pe.exprs):
+            vals: dict[int, Fraction] = {}
+            for k in distinct:
+                e = pe.exprs[k]
+                if k in fixed:
+                    vals[k] = fixed[k]
+                    continue
                 try:
-                    row.append(e.eval_exact(env))
+                    vals[k] = e.eval_exact(env)
                 except NotRationalError as exc:
                     raise ModelError(
                         f"embedding.position[{k}]",
@@ -230,7 +240,13 @@ class Model:
                         f"'{e.text}' is undefined at i = {i}, n = {n}: {exc}",
                         "make the expression defined at every position (e.g. use i+1)",
                     ) from None
-            rows.append(tuple(row))
+                if "i" not in e.variables():
+                    fixed[k] = vals[k]
+            rows.append(
+                tuple(map(vals.__getitem__, codes))
+                if len(distinct) > 1
+                else (vals[distinct[0]],) * len(codes)
+            )
         return rows
 
     def head_temperature(self, layer: int, head: int, override: Expr | None = None) -> Expr:
