@@ -274,3 +274,15 @@ def test_report_reads_tiny_errors(tmp_path: Path) -> None:
     up = res["lengths"][-1]["layers"][0]["error"]["upper"]
     assert up.endswith("e-8011319160293570763")
     assert "e-8011319160293570763" in (tmp_path / "r.md").read_text()
+
+
+def test_huge_tau_whose_inverse_underflows_float64() -> None:
+    """τ = n^991: 1/τ underflows to 0 in float64 at n = 3 (a fuzz case that crashed the float
+    filter with ZeroDivisionError, exit 4). The float path must fall back, not divide by 0;
+    at τ that large soft attention is uniform, so Dyck-1 disagrees with the hard meaning."""
+    from exactattn import load_model, run_check
+
+    res = run_check(load_model(ROOT / "models" / "dyck1.json"), max_n=3, tau="n^991")
+    assert res.exit_code() == 1
+    n3 = res.to_json()["lengths"][2]
+    assert n3["n"] == 3 and n3["disagreements"] == 6

@@ -596,7 +596,7 @@ def _head(
                 np.maximum(smax, sT[:, j] + pen[j], out=smax)
             gnum = (smax[:, None, :] - sT).reshape(-1)[ir]
         sden = tr.scores.den
-        if ds is None and sden < 2**400:
+        if ds is None and sden < 2**400 and inv_tau[0] > 0:  # 1/τ may underflow to 0
             # E = −g/τ with g > 0 exact: |E − m| ≤ |m|·(c_g + ρ_τ(1 + c_g))·(1 + W) + |m|·W
             gm = _rat_mid(gnum, sden)
             c_g = CONV + 2.0 * TINY * sden
