@@ -375,15 +375,23 @@ def _frac_vec(vals: Sequence[Fraction], dt: Any) -> np.ndarray:
     return rat_to_dtype(ra, dt)
 
 
-def flipped(model: Model, hard: Any, dtype_out: Any) -> bool:
-    """Whether the dtype's decision differs from the exact hard decision."""
+def flipped(model: Model, hard: Any, dtype_out: Any, hard_tie: bool = False) -> bool:
+    """Whether the dtype's decision differs from the exact hard decision.
+
+    As in ``check``, a hard tie decides nothing, so no dtype output flips it: an accept
+    read-out exactly at the threshold (``hard_tie``), an argmax position whose hard label is
+    None. Value outputs are compared with the tolerance exactly (dtype values are binary
+    fractions, the hard values and the tolerance rationals).
+    """
     out = model.output
-    if isinstance(out, AcceptOutput) or isinstance(out, ArgmaxOutput):
-        return hard != dtype_out
-    tol = float(out.tolerance)
+    if isinstance(out, AcceptOutput):
+        return not hard_tie and hard != dtype_out
+    if isinstance(out, ArgmaxOutput):
+        return any(h is not None and h != d for h, d in zip(hard, dtype_out, strict=True))
+    tol = Fraction(out.tolerance)
     for hrow, drow in zip(hard, dtype_out, strict=True):
         for hv, dv in zip(hrow, drow, strict=True):
-            if not np.isfinite(dv) or abs(float(hv) - float(dv)) > tol:
+            if not np.isfinite(dv) or abs(Fraction(hv) - Fraction(float(dv))) > tol:
                 return True
     return False
 
@@ -613,7 +621,8 @@ def evaluate_long(
         x0 = embed_dtype(dm, lh.acts[0])
         run = run_dtype(dm, x0, n, tau_override)
         out = dtype_decisions(dm, run.acts[-1], n)[0]
-        flip = flipped(model, hard, out)
+        tie = isinstance(model.output, AcceptOutput) and margin == 0
+        flip = flipped(model, hard, out, tie)
         lo, hi, _ = error_enclosure(run.acts[-1][0], lh.acts[-1])
         cause = diagnose(dm, run, 0, lh) if flip and diagnose_flips else None
         res.append(SingleResult(word, n, name, hard, margin, out, flip, (lo, hi), cause))
@@ -752,7 +761,9 @@ def record_word(
             e["readout_error"] = _max_interval(e["readout_error"], diff, diff)
         else:
             e["readout_error"] = _max_interval(e["readout_error"], math.inf, math.inf)
-    if not flipped(model, hard, dtype_out):
+    o = model.output
+    tie = isinstance(o, AcceptOutput) and hard_y is not None and hard_y == o.threshold
+    if not flipped(model, hard, dtype_out, tie):
         return
     e["flips"] += 1
     if acc.first_flip_n is None:
@@ -775,7 +786,7 @@ def record_word(
         "dtype_output": _plain_output(dtype_out),
         "cause": cause["cause"],
         "diagnosis": {k: v for k, v in cause.items() if k != "cause"},
-        "replayed": bool(flipped(model, hard, replay)),
+        "replayed": bool(flipped(model, hard, replay, tie)),
     }
 
 

@@ -448,3 +448,45 @@ def test_search_at_n_1024_confirmed_exactly():
     m = run_search(model, 1024, "margin", budget=6, seed=0)
     _, margin = hard_output(model, run_hard_long(cm, tuple(m["witness"]["input"])))
     assert m["witness"]["value"]["upper"] == str(margin) == "1/2"
+
+
+def test_flipped_ignores_hard_ties_and_compares_values_exactly() -> None:
+    """A hard tie decides nothing (as in check): no dtype output flips it. A value output
+    is compared with its tolerance exactly: float64 0.1 is 0.1000000000000000055…, which is
+    more than 1/10 away from 0 (a float comparison says it is not)."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    from exactattn.model import model_from_dict
+    from exactattn.precision import flipped
+
+    dyck = load_model(ROOT / "models" / "dyck2.json")
+    assert flipped(dyck, False, True)
+    assert not flipped(dyck, False, True, hard_tie=True)
+    assert not flipped(dyck, True, True)
+
+    ind = load_model(ROOT / "models" / "induction_k1.json")
+    assert not flipped(ind, ["a", None], ["a", "b"])  # position 2 tied in the hard meaning
+    assert flipped(ind, ["a", "b"], ["a", "c"])
+    assert not flipped(ind, ["a", "b"], ["a", "b"])
+
+    value = model_from_dict(
+        {
+            "format": "exactattn/1",
+            "name": "value",
+            "alphabet": ["a"],
+            "d": 1,
+            "embedding": {"token": {"a": [0]}},
+            "layers": [],
+            "output": {
+                "kind": "value",
+                "weight": [[1]],
+                "bias": [0],
+                "tolerance": "1/10",
+            },
+        }
+    )
+    assert flipped(value, [[Fraction(0)]], [[np.float64(0.1)]])
+    assert not flipped(value, [[Fraction(0)]], [[np.float64(0.09999999999999999)]])
+    assert flipped(value, [[Fraction(0)]], [[np.float32("inf")]])
