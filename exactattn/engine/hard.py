@@ -49,8 +49,9 @@ class Sharing:
 
     In the model's first ``layers`` layers every head looks only left (masks ``lt``/``leq``)
     or the layer is feed-forward, so rows before ``q0`` are the same for every word of a
-    group: they can be computed once, on the group's first word. Both meanings use this;
-    neither changes a bit of its results by it.
+    group: they can be computed once, on the group's first word. Both meanings use this.
+    The hard meaning is unchanged bit for bit; the float filter's enclosures can differ in
+    their last bits where its batch-level pruning differs (softfloat.py, "Determinism").
     """
 
     group: int
