@@ -66,7 +66,7 @@ def bench(name: str, model, n: int, batch: int, sample: int) -> dict:
         hard += t1 - t0
         flt += t2 - t1
         # what the check settles: tight words, and loose ones below a reported lower end
-        under = ((fb.err_lo == 0) & (fb.err_hi > 0) & (fb.err_hi < 1e-140)).any(1)
+        under = fb.underflowed()
         ok = settle_dominated(fb, fb.settled & ~under, under, lower)
         if ok.any():
             lower = np.maximum(lower, fb.err_lo[fb.settled & ~under].max(axis=0, initial=0.0))

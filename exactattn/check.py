@@ -293,7 +293,7 @@ def check_shard(
                 if fb is not None:
                     # an error that underflowed to [0, 2^-500] (softfloat.TINY) says little
                     # (tiny τ): arb gives it a real size at no extra cost
-                    under = ((fb.err_lo == 0) & (fb.err_hi > 0) & (fb.err_hi < 1e-140)).any(1)
+                    under = fb.underflowed()
                     settled = fb.settled & ~under
                     if not settled.all():
                         settled = settle_dominated(fb, settled, under, acc.error_lower_floats())

@@ -918,6 +918,11 @@ class FloatBatch:
     decided: np.ndarray | None = None  # (B,) bool: ε ≤ 1 before the last layer and read-out
     tight: np.ndarray | None = None  # (B, L) bool: the layer's enclosure meets the accuracy
 
+    def underflowed(self) -> np.ndarray:
+        """(B,) words with an error that underflowed to [0, ≲ TINY] in some layer (tiny τ):
+        a true bound that says little, so the check gives them arb, which sizes them."""
+        return ((self.err_lo == 0) & (self.err_hi > 0) & (self.err_hi < 1e-140)).any(axis=1)
+
 
 def _layer_errors(delta: Cols, B: int, T: int, d: int) -> tuple[np.ndarray, ...]:
     lo = np.zeros(B)
