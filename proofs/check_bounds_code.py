@@ -19,6 +19,8 @@ from fractions import Fraction
 from pathlib import Path
 
 import mpmath as mp
+from arb_witnesses import c3_witness, q2a, theorem_B, two_heads_witness, v0_witness
+from arb_witnesses import layer_error as arb_layer_error
 from checklib import TOL, check, finish, mpq, ok
 from witnesses import (
     ffn,
@@ -172,26 +174,105 @@ def B_L(L: int, K: mp.mpf, X: mp.mpf, m: int, g: mp.mpf, t: mp.mpf) -> mp.mpf:
 worst_t = mp.mpf(0)
 n = 0
 for L, K, X, m, g, es in itertools.product(
-    (1, 2, 3, 8), (F(1), F(3), F(100)), (F(1), F(10), F(10**4)), (1, 10, 10**6),
+    (1, 2, 3, 8, 10, 12), (F(1), F(3), F(100)), (F(1, 10), F(1), F(10), F(10**4)), (1, 10, 10**6),
     (F(1), F(1, 100), F(1, 10**9)), (F(1), F(1, 1000)),
 ):  # fmt: skip
     t = B.tau_theorem(L, K, X, g, m, es)
     hi = mpq(arb_endpoints(t)[0])  # the ball's lower end: the certified temperature
     for shrink in (1, 3):
-        val = B_L(L, mpq(K), mpq(X), m, mpq(g), hi / shrink)
+        val = B_L(L, mpq(K), mpq(max(X, F(1))), m, mpq(g), hi / shrink)
         check(
             val <= mpq(es) * (1 + mp.mpf(10) ** -40), f"B_L(τ_thm) <= ε* at {(L, K, X, m, g, es)}"
         )
         n += 1
-    worst_t = max(worst_t, B_L(L, mpq(K), mpq(X), m, mpq(g), hi) / mpq(es))
+    worst_t = max(worst_t, B_L(L, mpq(K), mpq(max(X, F(1))), m, mpq(g), hi) / mpq(es))
     # theorem_bound is B_L (an upper bound on it, certified)
     tb = B.theorem_bound(L, K, X, g, m, F(1, 2), unconditional=True)
     if tb is not None:
         check(
-            up(tb) >= B_L(L, mpq(K), mpq(X), m, mpq(g), mp.mpf(1) / 2) * (1 - TOL), "theorem_bound"
+            up(tb) >= B_L(L, mpq(K), mpq(max(X, F(1))), m, mpq(g), mp.mpf(1) / 2) * (1 - TOL),
+            "theorem_bound",
         )
 # L = 1: B_1(τ_thm) = K X m e^{−Λ} = ε* exactly, so the ratio must reach 1
 check(worst_t >= mp.mpf("0.999"), f"τ_thm attained at L = 1: max B_L(τ_thm)/ε* = {worst_t}")
 ok(f"tau_theorem: B_L(τ) <= ε* at τ_thm and τ_thm/3 on {n} points; max ratio {mp.nstr(worst_t, 6)}")
+
+# ---------------------------------------------------------------- issue 24: certified witnesses
+# Errors are arb balls (proofs/arb_witnesses.py); "err <= bound" must be *certified* (an
+# undecided comparison fails the check). Each witness kills a formula the suite used to miss.
+
+
+def certified_le(err: object, bound: object) -> bool:
+    """err <= bound for every point of the ball err (bound: an exact upper end)."""
+    return bound is not None and bool(err <= bound)
+
+
+def heads_consts(heads: list[dict]) -> object:
+    return B.attention_layer_constants([head_consts(h) for h in heads])
+
+
+# multi-head layers: h identical heads add their errors, so the bound must sum over heads
+for h, tv in ((2, F(1)), (2, F(1, 2)), (2, F(2)), (3, F(1))):
+    heads, X, Xt = two_heads_witness(h)
+    c = heads_consts(heads)
+    err = arb_layer_error(heads, X, Xt, tv)
+    b = B.attention_layer_bound(c, F(1), 0, tv, [F(2)] * h, [1] * h)
+    check(
+        certified_le(err, b) and up(b) - up(err) <= mp.mpf(10) ** -12,
+        f"attention_layer_bound attained on {h} identical heads τ={tv}: {err} vs {b}",
+    )
+    if tv <= 1:
+        a = B.paper_layer_bound(B.paper_K(c), F(1), 0, tv, F(2), 1)
+        check(certified_le(err, a), f"paper_K/paper_layer_bound on {h} identical heads τ={tv}")
+ok("multi-head witnesses (h identical heads, d = 1, inputs ±1): Σ over heads, attained")
+
+# the C3 model: σ needs 2·x_in (error 1.5085 > 1.1725, the bound with x_in)
+heads, X, Xt = c3_witness(F(1, 10))
+c = heads_consts(heads)
+for tv in (F(1), F(1, 2)):
+    err = arb_layer_error(heads, X, Xt, tv)
+    b = B.attention_layer_bound(c, F(1), F(1, 10), tv, [F(2)], [1])
+    check(certified_le(err, b), f"attention_layer_bound on the C3 model ε=1/10 τ={tv}: {err} > {b}")
+    a = B.paper_layer_bound(B.paper_K(c), F(1), F(1, 10), tv, F(2), 1)
+    check(certified_le(err, a), f"paper_layer_bound on the C3 model τ={tv}")
+ok("C3 model (score diag(3, −4), inputs ±(1, 1), perturbation ±(ε, −ε)): bounds hold")
+
+# a V = 0 layer with x_max = 1/10 < 1: error = ε (the residual); X = max(1, x_max) is needed
+heads, X, Xt = v0_witness(F(1, 10), F(1, 2))
+c = heads_consts(heads)
+err = arb_layer_error(heads, X, Xt, F(1))
+check(certified_le(err, B.attention_layer_bound(c, F(1, 10), F(1, 2), F(1), [F(1, 50)], [1])), "V0")
+a = B.paper_layer_bound(B.paper_K(c), F(1, 10), F(1, 2), F(1), F(1, 50), 1)
+check(certified_le(err, a), f"paper_layer_bound on the V = 0 layer x_max=1/10 ε=1/2: {err} > {a}")
+a1 = B.paper_layer_bound(B.paper_K_unconditional(c), F(1, 10), F(1, 2), F(1), F(1, 50), 1, True)
+check(certified_le(err, a1), "paper_layer_bound (unconditional) on the V = 0 layer")
+ok("V = 0 layer with x_max = 1/10: paper_layer_bound >= ε (max(1, x_max))")
+
+# τ_thm at depth 10 and 12, certified: B_L(τ) <= ε* at the ball's lower end (X² in Λ matters)
+for L, X in ((10, F(10**4)), (12, F(10**4)), (12, F(1, 10)), (10, F(7))):
+    t = B.tau_theorem(L, F(1), X, F(1), 1, F(1))
+    lo = arb_endpoints(t)[0]
+    val = theorem_B(L, F(1), max(X, F(1)), 1, F(1), q2a(lo))
+    check(bool(val <= 1), f"B_L(τ_thm) <= ε* certified at L={L} K=1 X={X} m=1 γ=1 ε*=1: {val}")
+ok("tau_theorem at depths 10 and 12 (X = 10^4, 7, 1/10): B_L(τ_thm) <= ε* certified")
+
+# the invariant guard: theorem_bound (K, not K′) exists iff B_{L−1} <= 1 (certified)
+n_guard = n_edge = 0
+for L, g, tv, K, X, m in itertools.product(
+    range(2, 13), (F(1, 2), F(1), F(2), F(5)), (F(1), F(1, 2)), (F(1), F(2)), (F(1), F(2)), (1, 3)
+):
+    tb = B.theorem_bound(L, K, X, g, m, tv)
+    prev = theorem_B(L - 1, K, X, m, g, q2a(tv))
+    prev2 = theorem_B(L - 2, K, X, m, g, q2a(tv))
+    if prev > 1:
+        check(tb is None, f"theorem_bound needs B_(L-1) <= 1: L={L} γ={g} τ={tv} K={K} X={X} m={m}")
+        n_edge += bool(prev2 <= 1)
+    elif prev <= 1:
+        check(tb is not None, f"theorem_bound exists when B_(L-1) <= 1: L={L} γ={g} τ={tv}")
+        if tb is not None:
+            check(certified_le(theorem_B(L, K, X, m, g, q2a(tv)), tb), "B_L")
+    n_guard += 1
+check(n_edge >= 10, f"guard grid has instances with B_(L-2) <= 1 < B_(L-1): {n_edge}")
+ok(f"theorem_bound's invariant guard B_(L-1) <= 1 on {n_guard} points ({n_edge} edge cases)")
 
 finish("check_bounds_code")
