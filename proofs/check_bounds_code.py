@@ -174,7 +174,8 @@ def B_L(L: int, K: mp.mpf, X: mp.mpf, m: int, g: mp.mpf, t: mp.mpf) -> mp.mpf:
 worst_t = mp.mpf(0)
 n = 0
 for L, K, X, m, g, es in itertools.product(
-    (1, 2, 3, 8, 10, 12), (F(1), F(3), F(100)), (F(1, 10), F(1), F(10), F(10**4)), (1, 10, 10**6),
+    (1, 2, 3, 8, 10, 12), (F(1), F(3), F(100)), (F(1, 10), F(1), F(10), F(10**4)),
+    (1, 10, 10**6),
     (F(1), F(1, 100), F(1, 10**9)), (F(1), F(1, 1000)),
 ):  # fmt: skip
     t = B.tau_theorem(L, K, X, g, m, es)
@@ -191,7 +192,7 @@ for L, K, X, m, g, es in itertools.product(
     if tb is not None:
         check(
             up(tb) >= B_L(L, mpq(K), mpq(max(X, F(1))), m, mpq(g), mp.mpf(1) / 2) * (1 - TOL),
-            "theorem_bound",
+            f"theorem_bound >= B_L at L={L} X={X}",
         )
 # L = 1: B_1(τ_thm) = K X m e^{−Λ} = ε* exactly, so the ratio must reach 1
 check(worst_t >= mp.mpf("0.999"), f"τ_thm attained at L = 1: max B_L(τ_thm)/ε* = {worst_t}")
@@ -207,6 +208,11 @@ def certified_le(err: object, bound: object) -> bool:
     return bound is not None and bool(err <= bound)
 
 
+def short(x: object) -> str:
+    """A ball or None as 6 significant digits (for FAIL lines)."""
+    return "None" if x is None else mp.nstr(mpq(arb_endpoints(x)[1]), 6)
+
+
 def heads_consts(heads: list[dict]) -> object:
     return B.attention_layer_constants([head_consts(h) for h in heads])
 
@@ -219,7 +225,7 @@ for h, tv in ((2, F(1)), (2, F(1, 2)), (2, F(2)), (3, F(1))):
     b = B.attention_layer_bound(c, F(1), 0, tv, [F(2)] * h, [1] * h)
     check(
         certified_le(err, b) and up(b) - up(err) <= mp.mpf(10) ** -12,
-        f"attention_layer_bound attained on {h} identical heads τ={tv}: {err} vs {b}",
+        f"attention_layer_bound on {h} identical heads τ={tv}: {short(err)} vs {short(b)}",
     )
     if tv <= 1:
         a = B.paper_layer_bound(B.paper_K(c), F(1), 0, tv, F(2), 1)
@@ -232,9 +238,12 @@ c = heads_consts(heads)
 for tv in (F(1), F(1, 2)):
     err = arb_layer_error(heads, X, Xt, tv)
     b = B.attention_layer_bound(c, F(1), F(1, 10), tv, [F(2)], [1])
-    check(certified_le(err, b), f"attention_layer_bound on the C3 model ε=1/10 τ={tv}: {err} > {b}")
+    check(
+        certified_le(err, b),
+        f"attention_layer_bound, C3 model ε=1/10 τ={tv}: {short(err)} > {short(b)}",
+    )
     a = B.paper_layer_bound(B.paper_K(c), F(1), F(1, 10), tv, F(2), 1)
-    check(certified_le(err, a), f"paper_layer_bound on the C3 model τ={tv}")
+    check(certified_le(err, a), f"paper_layer_bound on the C3 model τ={tv}: {short(a)}")
 ok("C3 model (score diag(3, −4), inputs ±(1, 1), perturbation ±(ε, −ε)): bounds hold")
 
 # a V = 0 layer with x_max = 1/10 < 1: error = ε (the residual); X = max(1, x_max) is needed
@@ -243,7 +252,7 @@ c = heads_consts(heads)
 err = arb_layer_error(heads, X, Xt, F(1))
 check(certified_le(err, B.attention_layer_bound(c, F(1, 10), F(1, 2), F(1), [F(1, 50)], [1])), "V0")
 a = B.paper_layer_bound(B.paper_K(c), F(1, 10), F(1, 2), F(1), F(1, 50), 1)
-check(certified_le(err, a), f"paper_layer_bound on the V = 0 layer x_max=1/10 ε=1/2: {err} > {a}")
+check(certified_le(err, a), f"paper_layer_bound, V = 0 layer x_max=1/10 ε=1/2: 0.5 > {short(a)}")
 a1 = B.paper_layer_bound(B.paper_K_unconditional(c), F(1, 10), F(1, 2), F(1), F(1, 50), 1, True)
 check(certified_le(err, a1), "paper_layer_bound (unconditional) on the V = 0 layer")
 ok("V = 0 layer with x_max = 1/10: paper_layer_bound >= ε (max(1, x_max))")
@@ -253,7 +262,7 @@ for L, X in ((10, F(10**4)), (12, F(10**4)), (12, F(1, 10)), (10, F(7))):
     t = B.tau_theorem(L, F(1), X, F(1), 1, F(1))
     lo = arb_endpoints(t)[0]
     val = theorem_B(L, F(1), max(X, F(1)), 1, F(1), q2a(lo))
-    check(bool(val <= 1), f"B_L(τ_thm) <= ε* certified at L={L} K=1 X={X} m=1 γ=1 ε*=1: {val}")
+    check(bool(val <= 1), f"B_L(τ_thm) <= ε* at L={L} K=1 X={X} m=1 γ=1 ε*=1: {short(val)}")
 ok("tau_theorem at depths 10 and 12 (X = 10^4, 7, 1/10): B_L(τ_thm) <= ε* certified")
 
 # the invariant guard: theorem_bound (K, not K′) exists iff B_{L−1} <= 1 (certified)
@@ -270,7 +279,9 @@ for L, g, tv, K, X, m in itertools.product(
     elif prev <= 1:
         check(tb is not None, f"theorem_bound exists when B_(L-1) <= 1: L={L} γ={g} τ={tv}")
         if tb is not None:
-            check(certified_le(theorem_B(L, K, X, m, g, q2a(tv)), tb), "B_L")
+            check(
+                certified_le(theorem_B(L, K, X, m, g, q2a(tv)), tb), f"theorem_bound = B_L, L={L}"
+            )
     n_guard += 1
 check(n_edge >= 10, f"guard grid has instances with B_(L-2) <= 1 < B_(L-1): {n_edge}")
 ok(f"theorem_bound's invariant guard B_(L-1) <= 1 on {n_guard} points ({n_edge} edge cases)")

@@ -1,8 +1,12 @@
 """Mutation table for the proofs' checks: each entry replaces one constant or term of a bound
-formula (in a check script, or in exactattn/bounds.py) by a wrong one, in a temporary copy, and
-runs the check that should notice. tests/test_proofs.py requires every "false" mutation to make
-its check exit 1; "true" mutations only loosen a bound (reason given) and are not required to
-fail. Run `python3 proofs/mutations.py` to print the table of proofs/README.md.
+formula (in a check script, or in exactattn/bounds.py, bounds_check.py or tau_search.py) by a
+wrong one, in a temporary copy, and runs the checks that should notice: for a check script,
+that script; for bounds.py, proofs/check_bounds_code.py and then the default-suite tests named
+in ``tests`` (pytest in a temporary copy of the repository); for the other engine files, those
+tests. tests/test_proofs.py requires every "false" mutation to make some check fail (exit 1
+with a FAIL line, never a crash); "true" mutations only loosen a bound (reason given) and are
+not required to fail. Run `python3 proofs/mutations.py` to print the table of proofs/README.md
+(`python3 proofs/mutations.py C20 B1` runs only those rows).
 """
 
 from __future__ import annotations
@@ -19,6 +23,11 @@ from pathlib import Path
 PROOFS = Path(__file__).resolve().parent
 ROOT = PROOFS.parent
 BOUNDS = "exactattn/bounds.py"
+BCHECK = "exactattn/bounds_check.py"
+TSEARCH = "exactattn/tau_search.py"
+# the default-suite tests that hold bounds.py's formulas against certified witnesses
+WITNESS_TESTS = ("tests/test_bound_witnesses.py", "tests/test_bounds.py")
+ENGINE_TESTS = ("tests/test_bound_witnesses.py", "tests/test_bounds_engine.py")
 
 
 @dataclass(frozen=True)
@@ -32,15 +41,27 @@ class Mutation:
     what: str
     false: bool | None = True  # True: must be caught; False: still true; None: not known
     note: str = ""  # why a mutation stays true, or what is known when it is open
+    tests: tuple[str, ...] = ()  # pytest targets run on a repository copy after the script
 
     @property
-    def check(self) -> str:
-        """The check script that is run on the mutant."""
-        return "check_bounds_code.py" if self.file == BOUNDS else self.file
+    def check(self) -> str | None:
+        """The check script that is run on the mutant (None: only ``tests``)."""
+        if self.file == BOUNDS:
+            return "check_bounds_code.py"
+        return None if self.file.startswith("exactattn/") else self.file
 
 
 LP = "check_layer_perturbation.py"
 SIGMA = "return eps * ((2 * x_in + eps) * beta + betaq)"
+X_TAU = "    x = _arb(max(Fraction(1), _q(x_max)))\n    k = _arb(max(Fraction(1), _q(K)))\n    ga ="
+X_NOTE = (
+    "caught against the theorem as stated (X = max(1, x_max)); no model is known on which the "
+    "mutant is numerically false: from ε_0 = 0 every error term carries the factor x"
+)
+CONST_NOTE = (
+    "caught against Theorem 5's hypotheses (its constants must hold for every layer); τ_thm "
+    "is so conservative that no model is known on which the mutant's τ_thm flips a decision"
+)
 C_SIGMA = "sigma = eps * ((2 * xa + eps) * _arb(h.beta) + _arb(h.beta_bias_q))"
 
 MUTATIONS: list[Mutation] = [
@@ -220,10 +241,8 @@ MUTATIONS: list[Mutation] = [
         C_SIGMA,
         "sigma = eps * ((xa + eps) * _arb(h.beta) + _arb(h.beta_bias_q))",
         "σ: x_in for 2x_in",
-        false=None,
-        note="not caught: no counterexample to the mutated end-to-end bound is known (the "
-        "searches and the witnesses find none; Theorem 2's 2tanh(y/2) >= tanh(y) and Lemma 0 "
-        "leave slack); the step it rests on is false — L3 is caught by the step-1 witness",
+        note="the C3 model: score diag(3, −4), inputs ±(1, 1), perturbation ±(ε, −ε), ε = 1/10, "
+        "τ = 1: error 1.5085 > 1.1725",
     ),
     Mutation(
         "C4",
@@ -314,12 +333,123 @@ MUTATIONS: list[Mutation] = [
         "lam = (k * x * m / _arb(es)).log()",
         "Λ: ln L dropped",
     ),
+    # ---- issue 24: formulas check --bounds and --tau theorem use that used to pass every test
+    Mutation(
+        "C20",
+        BOUNDS,
+        "row = row + _arb(g) * (eps + xa * ts[k])",
+        "row = row.max(eps + _arb(g) * (eps + xa * ts[k]))",
+        "(b): Σ over heads → max over heads",
+        note="two identical heads, inputs ±1, ε = 0, τ = 1: error 0.4768 > 0.2384",
+    ),
+    Mutation(
+        "C21",
+        BOUNDS,
+        "            s1 += h.row_gain[r] * (1 + w)\n            s2 += 2 * h.row_gain[r]\n",
+        "            s1 = max(s1, 1 + h.row_gain[r] * (1 + w))\n"
+        "            s2 = max(s2, 2 * h.row_gain[r])\n",
+        "K: Σ over heads → max over heads",
+        note="three identical heads: error 0.7152 > 5e^{−2} = 0.677",
+    ),
+    Mutation(
+        "C22",
+        BOUNDS,
+        "(2 * (L - 1) * k * x * x / ga).log() - 1)",
+        "(2 * (L - 1) * k * x / ga).log() - 1)",
+        "τ_thm: X² → X in Λ",
+        note="L = 10, K = 1, X = 10⁴, m = 1, γ = 1, ε* = 1: B_L(τ) = 2.26 ε*",
+    ),
+    Mutation(
+        "C23",
+        BOUNDS,
+        "not recursion_bound(a, b, L - 1) <= 1",
+        "not recursion_bound(a, b, L - 2) <= 1",
+        "Thm 4 guard: B_{L−1} ≤ 1 → B_{L−2} ≤ 1",
+        note="K = X = m = 1, γ = 1/2, τ = 1, L = 3: B_1 = 0.61 ≤ 1 < B_2 = 1.21, so Theorem "
+        "3(a) (ε ≤ 1) does not apply to the last layer; without ε ≤ 1, (a) with K is false "
+        "(row C1's witness, ε = 30)",
+    ),
+    Mutation(
+        "C24",
+        BOUNDS,
+        "        return None\n    x = _arb(max(Fraction(1), _q(x_max)))",
+        "        return None\n    x = _arb(_q(x_max))",
+        "(a): X = x_max, not max(1, x_max)",
+        note="a V = 0 layer, x_max = 1/10, ε = 1/2: error 0.5 > 0.103",
+    ),
+    Mutation(
+        "C25",
+        BOUNDS,
+        "    x = _arb(max(Fraction(1), _q(x_max)))\n    k = _arb(max(Fraction(1), _q(K)))\n    a =",
+        "    x = _arb(_q(x_max))\n    k = _arb(max(Fraction(1), _q(K)))\n    a =",
+        "Thm 4 (theorem_bound): X = x_max, not max(1, x_max)",
+        note=X_NOTE,
+    ),
+    Mutation(
+        "C26",
+        BOUNDS,
+        X_TAU,
+        "    x = _arb(_q(x_max))\n    k = _arb(max(Fraction(1), _q(K)))\n    ga =",
+        "τ_thm: X = x_max, not max(1, x_max)",
+        note=X_NOTE,
+    ),
+    # ---- exactattn/bounds_check.py: how check --bounds composes the layers
+    Mutation(
+        "B1",
+        BCHECK,
+        "        x_in = le.activation_max\n",
+        "",
+        "chain: every layer's x_in = the embedding's x_max",
+        tests=ENGINE_TESTS,
+    ),
+    Mutation(
+        "B2",
+        BCHECK,
+        "eps = bound if bound is not None and bound.is_finite() else None",
+        "eps = arb(0) if bound is not None and bound.is_finite() else None",
+        "chain: input error reset to 0 at every layer",
+        tests=ENGINE_TESTS,
+    ),
+    Mutation(
+        "B3",
+        BCHECK,
+        '"x_max": max(xs, default=Fraction(1)),',
+        '"x_max": rec.x_max,',
+        "τ_thm: X = the embedding's x_max, not every attention input's",
+        tests=ENGINE_TESTS,
+        note=CONST_NOTE,
+    ),
+    Mutation(
+        "B4",
+        BCHECK,
+        "K = max(B.paper_K(c) for c in cs)",
+        "K = B.paper_K(cs[0])",
+        "τ_thm: K of the first layer, not the max over layers",
+        tests=ENGINE_TESTS,
+        note=CONST_NOTE,
+    ),
+    # ---- exactattn/tau_search.py: the invariant of τ*_inv
+    Mutation(
+        "TS1",
+        TSEARCH,
+        "for li, (lo, hi, _row) in enumerate(bounds[:-1]):",
+        "for li, (lo, hi, _row) in enumerate(bounds[:-2]):",
+        "τ*_inv: invariant ε ≤ 1 not checked after layer L−1",
+        tests=("tests/test_bound_witnesses.py", "tests/test_tau_star.py"),
+    ),
 ]
 
 
-def run(mut: Mutation, timeout: float = 300) -> tuple[int, str]:
-    """Apply one mutation in a temporary copy, run its check (fail-fast); return the exit code
-    and the first failing check (or the last output line)."""
+def _apply(mut: Mutation, target: Path) -> None:
+    text = target.read_text()
+    if text.count(mut.old) != 1:
+        raise ValueError(f"{mut.key}: {mut.old!r} occurs {text.count(mut.old)} times")
+    target.write_text(text.replace(mut.old, mut.new))
+
+
+def _run_script(mut: Mutation, timeout: float) -> tuple[int, str]:
+    """The mutation's check script on a mutated copy (fail-fast)."""
+    assert mut.check is not None
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "proofs"
         shutil.copytree(PROOFS, work, ignore=shutil.ignore_patterns("__pycache__", "*.tex"))
@@ -330,10 +460,7 @@ def run(mut: Mutation, timeout: float = 300) -> tuple[int, str]:
             env["EXACTATTN_BOUNDS_PY"] = str(target)
         else:
             target = work / mut.file
-        text = target.read_text()
-        if text.count(mut.old) != 1:
-            raise ValueError(f"{mut.key}: {mut.old!r} occurs {text.count(mut.old)} times")
-        target.write_text(text.replace(mut.old, mut.new))
+        _apply(mut, target)
         proc = subprocess.run(
             [sys.executable, str(work / mut.check)],
             cwd=work,
@@ -350,16 +477,77 @@ def run(mut: Mutation, timeout: float = 300) -> tuple[int, str]:
     return proc.returncode, fails[0] if fails else (lines[-1] if lines else "")
 
 
+def _run_tests(mut: Mutation, targets: tuple[str, ...], timeout: float) -> tuple[int, str]:
+    """pytest (default suite, stop at the first failure) on a copy of the repository whose
+    ``mut.file`` is mutated; the copy's package is the one imported (checked)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        skip = shutil.ignore_patterns("__pycache__", "*.tex", "*.pdf", "*.png")
+        for d in ("exactattn", "tests", "proofs", "models"):
+            shutil.copytree(ROOT / d, work / d, ignore=skip)
+        shutil.copy(ROOT / "pyproject.toml", work / "pyproject.toml")
+        _apply(mut, work / mut.file)
+        env = dict(os.environ, PYTHONPATH=str(work))
+        where = subprocess.run(
+            [sys.executable, "-c", "import exactattn; print(exactattn.__file__)"],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        if not where.startswith(str(work)):
+            return 4, f"the copy is not the package imported ({where})"
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *targets],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    lines = proc.stdout.splitlines()
+    failed = [ln for ln in lines if ln.startswith("FAILED ")]
+    if proc.returncode == 0:
+        return 0, ""
+    if proc.returncode == 1 and failed:
+        return 1, failed[0][len("FAILED ") :]
+    return 4, (lines[-1] if lines else "?")
+
+
+def run(mut: Mutation, timeout: float = 600) -> tuple[int, str]:
+    """Apply one mutation in temporary copies and run its checks: the check script (if any),
+    then, if it passed, the tests (bounds.py rows: WITNESS_TESTS by default). Returns the
+    exit code (0 passes, 1 caught, 4 crash) and the first failing check, prefixed with the
+    script or test that failed. Still-true rows run only the script: value-pinned tests would
+    flag any change, also a harmless loosening."""
+    rc, first = 0, ""
+    if mut.check is not None:
+        rc, first = _run_script(mut, timeout)
+        if rc != 0:
+            return rc, f"`{mut.check}`: {first}"
+    targets = mut.tests or (WITNESS_TESTS if mut.file == BOUNDS else ())
+    if targets and mut.false is not False:
+        rc, first = _run_tests(mut, targets, timeout)
+        if rc != 0:
+            return rc, f"`{first.split(' - ')[0]}`" + (
+                f": {first.split(' - ', 1)[1]}" if " - " in first else ""
+            )
+    return rc, first
+
+
 def main() -> None:
     """Print the Markdown mutation table (runs every mutation; about a minute)."""
+    keys = set(sys.argv[1:])
     print("| id | file | mutation | check that fails (first failure) |")
     print("| --- | --- | --- | --- |")
     for mut in MUTATIONS:
+        if keys and mut.key not in keys:
+            continue
         rc, first = run(mut)
-        where = mut.file if mut.file == BOUNDS else f"proofs/{mut.file}"
+        where = mut.file if mut.file.startswith("exactattn/") else f"proofs/{mut.file}"
         if rc == 1:
-            short = re.sub(r"(\d\.\d{4})\d+", r"\1…", first)[:100]
-            res = f"`{mut.check}`: {short}" + (f" ({mut.note})" if mut.note else "")
+            short = re.sub(r"(\d\.\d{4})\d+", r"\1…", first)[:120].replace("|", "\\|")
+            res = short + (f" ({mut.note})" if mut.note else "")
         elif rc == 0 and mut.false is False:
             res = f"passes — still true: {mut.note}"
         elif rc == 0 and mut.false is None:

@@ -168,8 +168,8 @@ def _att(*heads: tuple) -> dict:
 ONE = [[1]]
 NETWORKS = {
     # the two-identical-heads layer as a network: check --bounds must sum over heads
-    "two_heads": _net(1, {"a": [1], "b": [-1]}, [_att((ONE, ONE, ONE, "none"))] * 1
-                      and [_att((ONE, ONE, ONE, "none"), (ONE, ONE, ONE, "none"))], "1"),
+    "two_heads": _net(1, {"a": [1], "b": [-1]},
+                      [_att((ONE, ONE, ONE, "none"), (ONE, ONE, ONE, "none"))], "1"),
     "two_heads_deep": _net(1, {"a": [1], "b": [-1]},
                            [_att((ONE, ONE, ONE, "none"), (ONE, ONE, ONE, "none"))]
                            + [_att((ONE, ONE, ONE, "leq"))] * 3, "1/2"),
@@ -179,14 +179,41 @@ NETWORKS = {
                           "output": {"weight": [[1, 0], [0, 1]], "bias": [0, 0]}},
                          _att(([[0, 1], [1, 0]], [[1, 1], [0, 1]], [[0, 1], [1, 0]], "none"))],
                         "1/4"),
+    # an FFN triples coordinate 1 (x ↦ x + 2(ReLU(x) − ReLU(−x))), then an attention layer
+    # reads it at ε = 0: its error is 3·2q/(1 + q), so the chain must use the grown x_in = 3
+    "grow_then_attend": _net(2, {"a": [1, 1], "b": [-1, 1]},
+                             [{"kind": "ffn",
+                               "hidden": [{"weight": [[1, 0], [-1, 0]], "bias": [0, 0]}],
+                               "output": {"weight": [[2, -2], [0, 0]], "bias": [0, 0]}},
+                              _att(([[1, 0]], [[1, 0]], [[1, 0], [0, 0]], "none"))], "1"),
 }  # fmt: skip
 
 
-def test_two_heads_network_bound_is_attained() -> None:
-    """check --bounds on the two-heads network: measured = bound at n = 2 (lower/bound ≥
-    0.99999), and no violation (a max over heads would be a violation by a factor 2)."""
-    r = ratios(NETWORKS["two_heads"], 2)
+@pytest.mark.parametrize("name", ["two_heads", "grow_then_attend"])
+def test_chain_bound_is_attained(name: str) -> None:
+    """check --bounds is attained (lower/bound ≥ 0.99999) without violation on the two-heads
+    network (a max over heads would be violated by a factor 2) and on grow_then_attend (an
+    x_in not updated after the FFN would be violated by a factor 3)."""
+    r = ratios(NETWORKS[name], 2)
     assert r["violations"] == 0 and r["chain"] >= F(99999, 100000), r
+
+
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+def test_tau_theorem_constants(name: str) -> None:
+    """τ_thm's constants (Theorem 5 needs them for every layer): K is the largest paper_K over
+    the layers, X bounds the hard input of every attention layer (not only the embedding's)."""
+    from exactattn.bounds_check import layer_constants
+
+    model = model_from_dict(NETWORKS[name])
+    res = run_check(model, max_n=3, bounds=True).to_json()
+    ks = [B.paper_K(c) for c in layer_constants(model)]
+    for e in res["lengths"]:
+        c = e["bounds"]["constants"]
+        assert F(c["K"]) == max(ks)
+        ins = [e["x_max"]] + [layer["activation_max"] for layer in e["layers"]]
+        for li, layer in enumerate(NETWORKS[name]["layers"]):
+            if layer["kind"] == "attention":
+                assert F(parse_decimal(ins[li])) <= F(parse_decimal(c["x_max"])), (li, c)
 
 
 @pytest.mark.parametrize("name", sorted(NETWORKS))
@@ -206,6 +233,26 @@ def test_tau_theorem_end_to_end(name: str) -> None:
         es = F(parse_decimal(e["bounds"]["eps_star"]))
         final = e["layers"][-1]["error"]
         assert F(parse_decimal(final["upper"])) <= es, (name, e["n"], final, es)
+
+
+def test_tau_inv_sees_the_layer_before_the_last() -> None:
+    """Two layers: the first reads 4·x into coordinate 2 (error > 1 once τ is warm), the
+    second does nothing, the read-out looks at coordinate 1 only. So decisions never change
+    (τ*_dec open up to 2^16) while ε ≤ 1 after layer L − 1 fails: τ*_inv is finite, its lower
+    end holds the invariant and its upper end breaks it in the plain check too."""
+    m = _net(2, {"a": [1, 0], "b": [-1, 0]},
+             [_att(([[1, 0]], [[1, 0]], [[0, 0], [4, 0]], "none")),
+              _att(([[0, 0]], [[0, 0]], [[0, 0], [0, 0]], "none"))], "1/8")  # fmt: skip
+    m["output"]["weight"] = [1, 0]
+    model = model_from_dict(m)
+    ts = run_check(model, max_n=2, min_n=2, find_tau=True).to_json()["lengths"][0]["tau_star"]
+    assert ts["decisions"]["upper"] is None
+    inv = ts["invariant"]
+    assert inv["upper"] is not None and inv["upper_witness"]["layer"] == 0, inv
+    at = {t: run_check(model, max_n=2, min_n=2, tau=t).to_json()["lengths"][0] for t in
+          (inv["lower"], inv["upper"])}  # fmt: skip
+    assert at[inv["lower"]]["invariant"] == "holds"
+    assert at[inv["upper"]]["invariant"] == "fails"
 
 
 def test_search_small() -> None:
