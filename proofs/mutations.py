@@ -272,8 +272,9 @@ MUTATIONS: list[Mutation] = [
         "w = 2 * h.beta + h.beta_bias_q",
         "K: 3β → 2β",
         false=None,
-        note="not caught: no counterexample to (a) with 2β is known; the proof's slack "
-        "identity fails (L11 is caught)",
+        note="caught only by a value pin (paper_K = 13 on three identical heads, the formula "
+        "as proved); no model is known on which (a) with 2β is numerically false, but the "
+        "proof's slack identity fails without 3β (row L11 is caught)",
     ),
     Mutation("C10", BOUNDS, "s2 += 2 * h.row_gain[r]", "s2 += h.row_gain[r]", "K: c₂ = 2Σg → Σg"),
     Mutation(
