@@ -37,11 +37,21 @@ def _f(text: str | None) -> Fraction | None:
     return None if text is None else Fraction(parse_decimal(text))
 
 
+def exact_tau(text: str, n: int) -> Fraction | None:
+    """A constant rational τ, or 1/n; None for any other schedule (Theorem 4 is then not
+    evaluated: B_ℓ is not monotone in τ, so it needs the exact τ)."""
+    if text.strip() == "1/n":
+        return Fraction(1, n)
+    try:
+        return Fraction(text)
+    except ValueError:
+        return None
+
+
 def ratios(model: dict, max_n: int) -> dict[str, Any]:
     """Largest measured/bound of both bounds over n ≤ max_n and every layer, and the number
     of certified violations (measured lower end above the bound)."""
     res = run_check(model_from_dict(model), max_n=max_n, bounds=True).to_json()
-    tau = Fraction(model["temperature"])
     best = {"chain": Fraction(0), "thm4": Fraction(0), "violations": 0, "thm4_layers": 0}
     for e in res["lengths"]:
         bd = e["bounds"]
@@ -55,7 +65,8 @@ def ratios(model: dict, max_n: int) -> dict[str, Any]:
             if bnd > 0:
                 best["chain"] = max(best["chain"], _f(err["lower"]) / bnd)
         c = bd["constants"]
-        if tau > 1:
+        tau = exact_tau(model["temperature"], e["n"])
+        if tau is None or tau > 1:
             continue
         for ell, layer in enumerate(e["layers"], start=1):
             err = layer["error"]

@@ -225,6 +225,17 @@ def test_theorem4_end_to_end(name: str) -> None:
     assert r["thm4_layers"] >= 1 and 0 < r["thm4"] <= 1 and 0 < r["chain"] <= 1, r
 
 
+@pytest.mark.parametrize(
+    "stem", ["ltl_prev_next_temperature", "ltl_counting_temperature", "induction_k1"]
+)
+def test_theorem4_on_bundled_models(stem: str) -> None:
+    """The bundled τ = 1/n models (7, 7 and 4 layers, attention and FFN): measured ε_ℓ ≤ the
+    check --bounds chain and ≤ Theorem 4's B_ℓ at τ = 1/n wherever its invariant holds."""
+    model = json.loads((ROOT / "models" / f"{stem}.json").read_text("utf-8"))
+    r = ratios(model, 4)
+    assert r["violations"] == 0 and r["thm4_layers"] >= 1 and r["chain"] <= 1, r
+
+
 @pytest.mark.parametrize("name", sorted(NETWORKS))
 def test_tau_theorem_end_to_end(name: str) -> None:
     """At τ_thm(n) the measured final error is ≤ ε* (Theorem 5) on the composed networks."""

@@ -236,3 +236,20 @@ def test_lemma9_sentence_matches_the_data() -> None:
     assert max(own) == 0 and "at the own τ runs 0" in row
     m = re.search(r"at the τ_thm runs ≤ ([0-9.e-]+)", row)
     assert m and max(thm) > 0 and max(thm) <= Fraction(parse_decimal(m.group(1)))
+
+
+def test_thm26_sentence_names_its_tau() -> None:
+    """Thm 26: "clean on k of N" counts the stored τ_thm verdicts, and each ε ≤ 1 sentence
+    names the τ whose runs it summarises (both read from the stored invariant states)."""
+    runs = claims.load_runs(ROOT)
+    text = (ROOT / claims.LEDGER).read_text("utf-8")
+    row = next(ln for ln in text.splitlines() if ln.startswith("| Thm 26 |"))
+    clean = sum(runs[s]["thm"]["verdict"]["status"] == "clean" for s in claims.RUNS)
+    assert f"clean on {clean} of {len(claims.RUNS)} models" in row
+    for kind, label in (("thm", "at τ_thm"), ("soft", "at the own τ")):
+        holds = all(
+            r.get("invariant") in ("holds", None)
+            for s in claims.RUNS
+            for r in runs[s][kind]["lengths"]
+        )
+        assert (f"{label} ε ≤ 1 certified after every layer" in row) == holds
