@@ -6,7 +6,8 @@ ball arithmetic: every comparison used by a check is certified (an undecided com
 counts as a failure of the check, never as a pass). Nothing here evaluates a bound formula.
 
 A head is the dict of proofs/witnesses.py: Q, bq, K, bk, V, bv, O (Fraction matrices), mask
-("none" or "leq"), rule ("average"). A layer maps x_i to x_i + Σ_h O_h(V_h Σ_j w_ij x_j + b_v).
+(any of witnesses.MASKS), rule (average, or leftmost/rightmost with singleton argmax sets).
+A layer maps x_i to x_i + Σ_h O_h(V_h Σ_j w_ij x_j + b_v).
 """
 
 from __future__ import annotations
@@ -30,11 +31,9 @@ def _mv(w: list, v: list) -> list:
 
 
 def _visible(mask: str, i: int, n: int) -> list[int]:
-    if mask == "none":
-        return list(range(n))
-    if mask == "leq":
-        return list(range(i + 1))
-    raise ValueError(mask)
+    from witnesses import MASKS
+
+    return [j for j in range(n) if MASKS[mask](i, j)]
 
 
 def _head_hard(hd: dict, X: list[list[Fraction]], i: int) -> list[Fraction]:
@@ -44,10 +43,15 @@ def _head_hard(hd: dict, X: list[list[Fraction]], i: int) -> list[Fraction]:
     for j in vis:
         k = [a + b for a, b in zip(_mv(hd["K"], X[j]), hd["bk"], strict=True)]
         s.append(sum((a * b for a, b in zip(q, k, strict=True)), F(0)))
+    acc = [F(0)] * len(hd["V"])
+    if not vis:
+        return _mv(hd["O"], [F(0)] * len(hd["V"]))
     top = max(s)
     arg = [j for j, sj in zip(vis, s, strict=True) if sj == top]
-    assert hd["rule"] == "average"
-    acc = [F(0)] * len(hd["V"])
+    if hd["rule"] == "leftmost":
+        arg = arg[:1]
+    elif hd["rule"] == "rightmost":
+        arg = arg[-1:]
     for j in arg:
         acc = [a + b / len(arg) for a, b in zip(acc, _mv(hd["V"], X[j]), strict=True)]
     acc = [a + b for a, b in zip(acc, hd["bv"], strict=True)]
@@ -56,6 +60,8 @@ def _head_hard(hd: dict, X: list[list[Fraction]], i: int) -> list[Fraction]:
 
 def _head_soft(hd: dict, X: list[list[arb]], i: int, tau: arb) -> list[arb]:
     vis = _visible(hd["mask"], i, len(X))
+    if not vis:
+        return [arb(0)] * len(hd["O"])
     Q = [[q2a(v) for v in row] for row in hd["Q"]]
     K = [[q2a(v) for v in row] for row in hd["K"]]
     q = [a + q2a(b) for a, b in zip(_mv(Q, X[i]), hd["bq"], strict=True)]

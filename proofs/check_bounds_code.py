@@ -209,8 +209,10 @@ def certified_le(err: object, bound: object) -> bool:
 
 
 def short(x: object) -> str:
-    """A ball or None as 6 significant digits (for FAIL lines)."""
-    return "None" if x is None else mp.nstr(mpq(arb_endpoints(x)[1]), 6)
+    """A ball, an mpf or None as 6 significant digits (for FAIL lines)."""
+    if x is None:
+        return "None"
+    return mp.nstr(x if isinstance(x, mp.mpf) else mpq(arb_endpoints(x)[1]), 6)
 
 
 def heads_consts(heads: list[dict]) -> object:
@@ -285,5 +287,48 @@ for L, g, tv, K, X, m in itertools.product(
     n_guard += 1
 check(n_edge >= 10, f"guard grid has instances with B_(L-2) <= 1 < B_(L-1): {n_edge}")
 ok(f"theorem_bound's invariant guard B_(L-1) <= 1 on {n_guard} points ({n_edge} edge cases)")
+
+# ---------------------------------------------------------------- adversarial search (the code)
+# Random small layers (proofs/witnesses.random_layer: every mask, biases, output maps, unique
+# leftmost/rightmost heads); a seeded float hill-climb over the perturbation, ε and τ for the
+# largest error / attention_layer_bound (the code's formula, the one check --bounds uses);
+# each search's best instance is re-evaluated with certified arb (floats only steer).
+import os  # noqa: E402
+import random  # noqa: E402
+
+from witnesses import FloatLayer, head_stats, hill_climb, random_layer  # noqa: E402
+
+N_LAYERS = int(os.environ.get("PROOFS_CODE_SEARCH_LAYERS", "60"))
+rng = random.Random(24)
+best_ratio, searched = mp.mpf(0), 0
+while searched < N_LAYERS:
+    heads, X = random_layer(rng)
+    stats = [head_stats(hd, X) for hd in heads]
+    if any(hd["rule"] != "average" and not st[2] for hd, st in zip(heads, stats, strict=True)):
+        continue
+    searched += 1
+    c = heads_consts(heads)
+    x_in = max(abs(v) for row in X for v in row)
+    gaps, nonmax = [st[0] for st in stats], [st[1] for st in stats]
+    single = [st[2] for st in stats]
+
+    args = (c, x_in, gaps, nonmax, single)
+
+    def code_bound(e: float, t: float, a: tuple = args) -> float:
+        b = B.attention_layer_bound(a[0], a[1], F(e), F(t), *a[2:])
+        return float(up(b))  # steers the float search only
+
+    _, u, ev, tv = hill_climb(
+        rng, FloatLayer(heads, X), (len(X), len(X[0])), code_bound, (-3, 2), (-2, 2), 30
+    )
+    e_, t_ = F(ev), F(tv)  # exact rationals of the floats the search found
+    Xt = [[x + e_ * F(cu) for x, cu in zip(r, ur, strict=True)] for r, ur in zip(X, u, strict=True)]
+    err = arb_layer_error(heads, X, Xt, t_)
+    b = B.attention_layer_bound(c, x_in, e_, t_, gaps, nonmax, single)
+    check(certified_le(err, b), f"attention_layer_bound search: err {short(err)} > {short(b)}")
+    if b is not None and up(b) > 0:
+        best_ratio = max(best_ratio, up(err) / up(b))
+ok(f"adversarial search on the code's (b), {N_LAYERS} layers: max err/bound {short(best_ratio)}")
+check(best_ratio >= mp.mpf("0.5"), f"the code search reaches err/bound >= 1/2 ({best_ratio})")
 
 finish("check_bounds_code")
