@@ -58,6 +58,10 @@ X_NOTE = (
     "caught against the theorem as stated (X = max(1, x_max)); no model is known on which the "
     "mutant is numerically false: from ε_0 = 0 every error term carries the factor x"
 )
+PIN_NOTE = (
+    "caught by hand-derived values of the constant (tests/test_bounds.py); a smaller C only "
+    "warms τ_thm, and no model is known on which that flips a decision"
+)
 CONST_NOTE = (
     "caught against Theorem 5's hypotheses (its constants must hold for every layer); τ_thm "
     "is so conservative that no model is known on which the mutant's τ_thm flips a decision"
@@ -394,6 +398,30 @@ MUTATIONS: list[Mutation] = [
         "τ_thm: X = x_max, not max(1, x_max)",
         note=X_NOTE,
     ),
+    Mutation(
+        "C27",
+        BOUNDS,
+        "return sum((abs(_q(v)) for v in weight), Fraction(0))  # type: ignore[arg-type]",
+        "return max(abs(_q(v)) for v in weight)  # type: ignore[arg-type]",
+        "read-out constant (accept): ‖w‖₁ → max_k abs(w_k)",
+        note=PIN_NOTE,
+    ),
+    Mutation(
+        "C28",
+        BOUNDS,
+        "for j in range(i + 1, len(w)):",
+        "for j in range(i + 2, len(w)):",
+        "read-out constant (argmax): adjacent label pairs skipped",
+        note=PIN_NOTE,
+    ),
+    Mutation(
+        "C29",
+        BOUNDS,
+        '    if kind == "value":\n        return _opnorm_inf(w)',
+        '    if kind == "value":\n        return max(max(abs(x) for x in row) for row in w)',
+        "read-out constant (value): ‖W‖_∞ → max abs(W_ij)",
+        note=PIN_NOTE,
+    ),
     # ---- exactattn/bounds_check.py: how check --bounds composes the layers
     Mutation(
         "B1",
@@ -488,7 +516,7 @@ def _run_tests(mut: Mutation, targets: tuple[str, ...], timeout: float) -> tuple
             shutil.copytree(ROOT / d, work / d, ignore=skip)
         shutil.copy(ROOT / "pyproject.toml", work / "pyproject.toml")
         _apply(mut, work / mut.file)
-        env = dict(os.environ, PYTHONPATH=str(work))
+        env = dict(os.environ, PYTHONPATH=str(work), COLUMNS="300")  # untruncated FAILED lines
         where = subprocess.run(
             [sys.executable, "-c", "import exactattn; print(exactattn.__file__)"],
             cwd=work,
@@ -557,7 +585,8 @@ def main() -> None:
             res = "**NOT CAUGHT**"
         else:
             res = f"error {rc}: {first}"
-        print(f"| {mut.key} | `{where}` | {mut.what} | {res} |")
+        what = mut.what.replace("|", "\\|")
+        print(f"| {mut.key} | `{where}` | {what} | {res} |")
 
 
 if __name__ == "__main__":
