@@ -101,7 +101,7 @@ def test_v0_layer_needs_max_one_x_max() -> None:
     X = max(1, x_max) and 0.103 with X = x_max."""
     heads, X, Xt = v0_witness(F(1, 10), F(1, 2))
     err = layer_error(heads, X, Xt, F(1))
-    assert bool(err == arb(F(1, 2).numerator) / 2)
+    assert bool(err == arb(1) / 2)
     c = _consts(heads)
     assert B.paper_K(c) == 1
     b = B.paper_layer_bound(B.paper_K(c), F(1, 10), F(1, 2), F(1), F(1, 50), 1)
