@@ -191,27 +191,32 @@ def check(
     if checkpoint:
         text = Path(model_path).read_text(encoding="utf-8")
         ckpt = Checkpoint(checkpoint, fingerprint(text, settings))
-    executor = make_executor(jobs, dask, ckpt)
-    result = _run_with_progress(
-        lambda progress: run_check(
-            model,
-            max_n=max_n,
-            min_n=lo,
-            tau=None if tau == "theorem" else tau_arg,
-            hard_only=hard_only,
-            bounds=bounds,
-            progress=progress,
-            on_length=save,
-            tau_theorem=(tau == "theorem"),
-            find_tau=find_tau,
-            executor=executor,
-            float_filter=not arb_only,
-        ),
-        total,
-        quiet,
-    )
-    if hasattr(executor, "close"):
-        executor.close()
+    try:
+        executor = make_executor(jobs, dask, ckpt)
+        try:
+            result = _run_with_progress(
+                lambda progress: run_check(
+                    model,
+                    max_n=max_n,
+                    min_n=lo,
+                    tau=None if tau == "theorem" else tau_arg,
+                    hard_only=hard_only,
+                    bounds=bounds,
+                    progress=progress,
+                    on_length=save,
+                    tau_theorem=(tau == "theorem"),
+                    find_tau=find_tau,
+                    executor=executor,
+                    float_filter=not arb_only,
+                ),
+                total,
+                quiet,
+            )
+        finally:
+            executor.close()
+    finally:
+        if ckpt is not None:
+            ckpt.close()  # the directory's lock: free for the next run (also on errors)
     save(result)
     data = result.to_json()
     if not quiet:

@@ -10,13 +10,15 @@ shards are stored atomically as they arrive and skipped when the same job runs a
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from exactattn.check import LengthJob, check_shard
-from exactattn.errors import UsageError
+from exactattn.errors import ExactAttnError, UsageError
 from exactattn.inputs import Shard
 from exactattn.jsonio import read_json, write_json_atomic
 from exactattn.results import LengthRecord
@@ -47,51 +49,203 @@ def _record(job: LengthJob, data: dict[str, Any]) -> LengthRecord:
 # ---------------------------------------------------------------------------
 
 
+SHARD_FORMAT = "exactattn-shard/1"
+LOCK_NAME = "lock"
+
+_HELD: set[str] = set()  # checkpoint directories this process holds (POSIX locks are per process)
+
+
+def canonical_digest(data: Any) -> str:
+    """SHA-256 of the canonical JSON of ``data`` (sorted keys, no spaces, ASCII)."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
 class Checkpoint:
     """A directory of finished shard records for one model, settings and version.
 
     ``manifest.json`` holds the fingerprint; a directory made for anything else is
-    refused, so a resumed run can never mix in records of another job.
+    refused, so a resumed run can never mix in records of another job. Each shard file
+    carries its identity (the fingerprint's digest, the model's SHA-256, the length, the
+    temperature and precision settings, the shard's index and rank range) and a SHA-256 of
+    identity and record; a file that is unreadable, foreign or altered is recomputed (and
+    said so on stderr), never trusted. The digest guards against damage and mix-ups (a
+    shard copied over another, an edited count), not against someone who rewrites both a
+    record and its digest on purpose. One run at a time: the directory's ``lock`` file is
+    held (a POSIX lock, released when the process ends, even by SIGKILL); a second run on
+    it exits 2.
     """
 
-    def __init__(self, directory: str | Path, fingerprint: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        directory: str | Path,
+        fingerprint: dict[str, Any],
+        notice: Callable[[str], None] | None = None,
+    ) -> None:
         self.dir = Path(directory)
         self.fingerprint = fingerprint
+        self.fingerprint_sha256 = canonical_digest(fingerprint)
+        self.notice = notice or _stderr_line
+        self.rejected: list[tuple[Shard, str]] = []
+        self._lock_fd: int | None = None
+        self._lock()
+        try:
+            self._manifest()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- one run at a time ------------------------------------------------------------
+    def _lock(self) -> None:
+        if self.dir.exists() and not self.dir.is_dir():
+            raise UsageError(f"--checkpoint {self.dir} is a file, not a directory")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        key = str(self.dir.resolve())
+        busy = f"--checkpoint {self.dir} is in use by another run (its lock file is held); "
+        fix = "wait for that run to finish or use another directory"
+        if key in _HELD:
+            raise UsageError(busy + fix)
+        fd = os.open(self.dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            import fcntl
+
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # no POSIX locks (Windows): one run at a time is up to the user
+            pass
+        except OSError:
+            os.close(fd)
+            raise UsageError(busy + fix) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._lock_fd = fd
+        _HELD.add(key)
+        self._key = key
+
+    def close(self) -> None:
+        """Release the directory (also done by the OS when the process ends)."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the descriptor drops the POSIX lock
+            self._lock_fd = None
+            _HELD.discard(self._key)
+
+    def __del__(self) -> None:
+        self.close()
+
+    def _manifest(self) -> None:
         manifest = self.dir / "manifest.json"
+        fingerprint = self.fingerprint
         if manifest.exists():
             try:
                 old = read_json(manifest)
-            except (OSError, ValueError) as exc:
-                raise UsageError(f"--checkpoint {self.dir}: unreadable manifest ({exc})") from None
+            except (OSError, ValueError, ExactAttnError) as exc:
+                raise UsageError(
+                    f"--checkpoint {self.dir}: unreadable manifest.json ({_short(exc)}); "
+                    "delete the directory to start afresh"
+                ) from None
             if not isinstance(old, dict) or old.get("format") != CHECKPOINT_FORMAT:
                 raise UsageError(f"--checkpoint {self.dir} is not an exactattn checkpoint")
             if old.get("fingerprint") != fingerprint:
+                was = old.get("fingerprint")
+                was = was if isinstance(was, dict) else {}
                 diff = sorted(
-                    k
-                    for k in set(fingerprint) | set(old.get("fingerprint") or {})
-                    if (old.get("fingerprint") or {}).get(k) != fingerprint.get(k)
+                    str(k) for k in set(fingerprint) | set(was) if was.get(k) != fingerprint.get(k)
                 )
                 raise UsageError(
                     f"--checkpoint {self.dir} was made for a different job (differs in: "
-                    f"{', '.join(diff)}); use another directory or delete this one"
+                    f"{', '.join(diff)[:200]}); use another directory or delete this one"
                 )
         else:
-            self.dir.mkdir(parents=True, exist_ok=True)
             write_json_atomic(manifest, {"format": CHECKPOINT_FORMAT, "fingerprint": fingerprint})
 
+    # -- shards ---------------------------------------------------------------------
     def _path(self, job: LengthJob, shard: Shard) -> Path:
         tag = "hard" if job.hard_only else f"soft-{job.tau or 'model'}"
         h = hashlib.sha256(tag.encode()).hexdigest()[:12]
         return self.dir / f"{h}-n{shard.n}" / f"s{shard.index}.json"
 
-    def load(self, job: LengthJob, shard: Shard) -> dict[str, Any] | None:
+    def identity(self, job: LengthJob, shard: Shard) -> dict[str, Any]:
+        """What a shard file must have been made for (everything its record depends on)."""
+        return {
+            "checkpoint": self.fingerprint_sha256,
+            "model_sha256": self.fingerprint.get("model_sha256"),
+            "n": shard.n,
+            "tau": job.tau,
+            "hard_only": job.hard_only,
+            "max_prec": job.max_prec,
+            "float_filter": job.float_filter,
+            "shard": {"index": shard.index, "start": shard.start, "stop": shard.stop},
+        }
+
+    def load(self, job: LengthJob, shard: Shard) -> LengthRecord | None:
+        """The shard's verified record; None when absent or rejected (then in ``rejected``)."""
         p = self._path(job, shard)
         if not p.exists():
             return None
-        return read_json(p)
+        why = None
+        try:
+            data = read_json(p)
+        except RecursionError:
+            why = "nested too deeply"
+        except (OSError, ValueError, ExactAttnError) as exc:  # UnicodeDecodeError is a ValueError
+            why = f"unreadable ({_short(exc)})"
+        else:
+            why = self._verify(job, shard, data)
+        if why is None:
+            try:
+                rec = _record(job, data["record"])
+            except Exception as exc:  # noqa: BLE001 - a shard that fails to parse is recomputed
+                why = f"unreadable record ({type(exc).__name__})"
+            else:
+                if rec.n != shard.n or rec.inputs != shard.size:
+                    why = f"its record is of n = {rec.n} with {rec.inputs} inputs"
+                else:
+                    return rec
+        self.rejected.append((shard, why))
+        return None
+
+    def _verify(self, job: LengthJob, shard: Shard, data: Any) -> str | None:
+        if not isinstance(data, dict) or data.get("format") != SHARD_FORMAT:
+            return f"not an {SHARD_FORMAT} file"
+        if data.get("identity") != self.identity(job, shard):
+            return "made for another shard, length or job"
+        record = data.get("record")
+        if not isinstance(record, dict):
+            return "no record"
+        if data.get("sha256") != canonical_digest([data["identity"], record]):
+            return "its content does not match its digest (edited or damaged)"
+        return None
 
     def store(self, job: LengthJob, shard: Shard, data: dict[str, Any]) -> None:
-        write_json_atomic(self._path(job, shard), data, indent=None)
+        ident = self.identity(job, shard)
+        wrapped = {
+            "format": SHARD_FORMAT,
+            "identity": ident,
+            "sha256": canonical_digest([ident, data]),
+            "record": data,
+        }
+        write_json_atomic(self._path(job, shard), wrapped, indent=None)
+
+    def report_rejected(self, stage: str) -> None:
+        """One stderr line for the shards of this length that failed verification."""
+        if not self.rejected:
+            return
+        parts = [f"s{s.index}: {why}" for s, why in self.rejected[:3]]
+        more = f"; {len(self.rejected) - 3} more" if len(self.rejected) > 3 else ""
+        self.notice(
+            f"warning: --checkpoint {self.dir}: recomputing {len(self.rejected)} shard(s) of "
+            f"{stage} that failed verification ({'; '.join(parts)}{more})"
+        )
+        self.rejected = []
+
+
+def _short(exc: BaseException) -> str:
+    return str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+
+
+def _stderr_line(text: str) -> None:
+    import sys
+
+    print(text, file=sys.stderr, flush=True)
 
 
 def fingerprint(model_text: str, settings: dict[str, Any]) -> dict[str, Any]:
@@ -128,12 +282,14 @@ class _Base:
         todo = []
         done = 0
         for s in shards:
-            data = self.checkpoint.load(job, s) if self.checkpoint else None
-            if data is not None:
-                out[s.index] = _record(job, data)
+            rec = self.checkpoint.load(job, s) if self.checkpoint else None
+            if rec is not None:
+                out[s.index] = rec
                 done += s.size
             else:
                 todo.append(s)
+        if self.checkpoint:
+            self.checkpoint.report_rejected(stage)
         if progress:
             progress(stage, done, total)
 
@@ -151,6 +307,9 @@ class _Base:
 
     def _run(self, job, todo, finished, progress, stage, total, done_now) -> None:  # type: ignore[no-untyped-def]
         raise NotImplementedError
+
+    def close(self, kill: bool = False) -> None:
+        """Release workers (nothing to release in this process)."""
 
 
 class InProcess(_Base):
