@@ -351,4 +351,6 @@ def _closed_forms(x: Any) -> None:
         # a form is evaluated at the lengths it names: keep them where that is cheap
         limit = MAX_FORM_N if form is not None else MAX_RESULT_N
         for k in ("fitted_on", "verified_on"):
+            if rec.get("expression") is not None and rec.get(k) is None:
+                _fail(f"{p}.{k}", "a closed form needs the lengths it was fitted and verified on")
             _opt(rec.get(k), f"{p}.{k}", _lengths, limit)

@@ -224,3 +224,52 @@ def test_pdflatex_reads_no_file_outside_the_report(tmp_path: Path) -> None:
         ).stdout
         assert "SECRETCONTENT" not in text
         assert "secret.tex" in text  # the payload is typeset as text, visibly
+
+
+SWEEP_PAYLOAD = r"<img src=x onerror=alert(1)>|\input{/etc/passwd}`"
+
+
+def _leaves(x: Any, path: tuple = ()) -> Any:
+    """Paths of every string leaf, and ("KEY", …) paths of every object key."""
+    if isinstance(x, dict):
+        for k, v in x.items():
+            yield from _leaves(v, (*path, k))
+            yield ("KEY", *path, k)
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            yield from _leaves(v, (*path, i))
+    elif isinstance(x, str):
+        yield path
+
+
+def test_every_string_and_key_of_a_result_is_escaped_or_refused() -> None:
+    """Each string field and each key of a full result (with closed forms and τ* scans), in
+    turn replaced by a payload: validation refuses it, or both formats show it inertly."""
+    from exactattn.errors import ExactAttnError
+
+    r = base()
+    accepted = 0
+    for path in list(_leaves(r)):
+        d = copy.deepcopy(r)
+        is_key = path[0] == "KEY"
+        path = path[1:] if is_key else path
+        parent = d
+        for p in path[:-1]:
+            parent = parent[p]
+        if is_key:
+            parent[SWEEP_PAYLOAD] = parent.pop(path[-1])
+        else:
+            parent[path[-1]] = SWEEP_PAYLOAD
+        try:
+            validate_result(d, "r.json")
+            md = render(d, Path("r.md"))[Path("r.md")]
+        except ExactAttnError:  # refused: exit 2 in the CLI
+            continue
+        accepted += 1
+        html = MarkdownIt("commonmark").enable("table").render(md)
+        assert '<img src="x"' not in html, path
+        assert "onerror" not in re.sub(r"&lt;img[^<]*", "", html), path
+        for tex in render(d, Path("r.tex")).values():
+            for line in tex.splitlines():
+                assert "\\input" not in live_part(line), (path, line)
+    assert accepted > 100
