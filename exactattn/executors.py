@@ -13,12 +13,13 @@ import hashlib
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from exactattn.check import LengthJob, check_shard
-from exactattn.errors import ExactAttnError, UsageError
+from exactattn.errors import ClusterLost, ExactAttnError, UsageError
 from exactattn.inputs import Shard
 from exactattn.jsonio import read_json, write_json_atomic
 from exactattn.results import LengthRecord
@@ -370,34 +371,205 @@ class Processes(_Base):
             self._pool = None
 
 
+DASK_SCHEMES = ("tcp", "tls", "ws", "wss")
+"""Address schemes a scheduler can be reached by from another process."""
+
+
+def dask_timeout() -> float:
+    """Seconds to wait for a scheduler (connect) or for a worker to appear (no workers).
+
+    ``EXACTATTN_DASK_TIMEOUT`` (default 10): short, so an unreachable address does not hang.
+    """
+    text = os.environ.get("EXACTATTN_DASK_TIMEOUT", "")
+    try:
+        value = float(text)
+    except ValueError:
+        return 10.0
+    return value if 0 < value <= 3600 else 10.0
+
+
+def parse_dask_address(address: str) -> str:
+    """A scheduler address ``[tcp://]HOST:PORT`` (or tls/ws/wss), checked before connecting."""
+    from exactattn.limits import clip
+
+    shown = clip(address or "''", 80)
+    fix = "give the scheduler's address as tcp://HOST:PORT, e.g. tcp://127.0.0.1:8786"
+    text = address.strip()
+    scheme = text.split("://", 1)[0].lower() if "://" in text else "tcp"
+    if scheme not in DASK_SCHEMES:
+        why = (
+            "inproc:// addresses exist only inside one Python process"
+            if scheme == "inproc"
+            else f"the scheme {clip(scheme, 20)!r} is not one exactattn connects by "
+            f"(use {', '.join(s + '://' for s in DASK_SCHEMES)})"
+        )
+        raise UsageError(f"--dask {shown}: {why}; {fix}")
+    try:
+        from distributed.comm.addressing import parse_address, parse_host_port
+
+        _, loc = parse_address(text if "://" in text else f"tcp://{text}")
+        host, port = parse_host_port(loc)
+    except ImportError:
+        raise UsageError("--dask needs dask.distributed: pip install 'exactattn[dask]'") from None
+    except (ValueError, TypeError) as exc:
+        why = f"not a scheduler address ({_short(exc)})"
+        raise UsageError(f"--dask {shown}: {why}; {fix}") from None
+    if not host or not isinstance(port, int) or not 0 < port < 65536:
+        raise UsageError(f"--dask {shown}: needs a host and a port from 1 to 65535; {fix}")
+    return text if "://" in text else f"tcp://{text}"
+
+
 class Dask(_Base):
-    """Shards on an existing ``dask.distributed`` cluster (the scheduler's address)."""
+    """Shards on an existing ``dask.distributed`` cluster (the scheduler's address).
+
+    A bad or unreachable address is exit 2 (after at most :func:`dask_timeout` seconds). A
+    scheduler that dies, a shard that kills its workers, or a cluster left without workers
+    for :func:`dask_timeout` seconds mid-run raises :class:`ClusterLost`: the run stops as an
+    incomplete result that the same command (with ``--checkpoint``) resumes.
+    """
 
     def __init__(self, address: Any, checkpoint: Checkpoint | None = None) -> None:
         super().__init__(checkpoint)
+        self._own = not hasattr(address, "submit")
+        if not self._own:
+            self.client = address
+            self.address = str(getattr(getattr(address, "scheduler", None), "address", "client"))
+            return
         try:
             from dask.distributed import Client
         except ImportError:
             raise UsageError(
                 "--dask needs dask.distributed: pip install 'exactattn[dask]'"
             ) from None
+        if not isinstance(address, str):
+            raise UsageError(f"--dask expects an address string, got {type(address).__name__}")
+        self.address = parse_dask_address(address)
+        timeout = dask_timeout()
+        self._restore_logs = _quiet_logs()
         try:
-            self.client = address if hasattr(address, "submit") else Client(address, timeout=30)
-        except OSError as exc:
-            raise UsageError(f"--dask {address}: cannot reach the scheduler ({exc})") from None
+            # a failed Client() leaves an object whose __del__ prints a traceback at exit:
+            # ask whatever listens there who it is first (one message, a timeout)
+            _probe_scheduler(self.address, timeout)
+            self.client = Client(self.address, timeout=timeout, set_as_default=False)
+        except Exception as exc:  # noqa: BLE001 - whatever answered there is not a scheduler
+            self._restore_logs()
+            from exactattn.limits import clip
+
+            raise UsageError(
+                f"--dask {clip(address, 80)}: cannot connect to a dask scheduler there "
+                f"({type(exc).__name__}: {_short(exc)}); check the address and that "
+                "`dask scheduler` runs there"
+            ) from None
 
     def _run(self, job, todo, finished, progress, stage, total, done_now) -> None:  # type: ignore[no-untyped-def]
-        from dask.distributed import as_completed
-
         if not todo:
             return
-        jf = self.client.scatter(job, broadcast=True)
-        futures = {self.client.submit(shard_task, jf, s, pure=False): s for s in todo}
-        for f in as_completed(list(futures)):
-            finished(futures[f], f.result())
+        grace = dask_timeout()
+        try:
+            jf = self.client.scatter(job, broadcast=True)
+            pending = {self.client.submit(shard_task, jf, s, pure=False): s for s in todo}
+            idle_since = None
+            last_look = time.monotonic()
+            while pending:
+                done = [f for f in pending if f.done()]
+                for f in done:
+                    s = pending.pop(f)
+                    finished(s, f.result())
+                if done:
+                    idle_since = None
+                    continue
+                time.sleep(0.05)
+                if time.monotonic() - last_look < 1:
+                    continue
+                last_look = time.monotonic()  # once a second: is anyone still working?
+                if self.client.status not in ("running", "connecting"):
+                    raise ClusterLost(f"the connection to the scheduler is {self.client.status}")
+                workers = self.client.scheduler_info().get("workers") or {}
+                if workers:
+                    idle_since = None
+                    continue
+                idle_since = idle_since or last_look
+                if last_look - idle_since > grace:
+                    raise ClusterLost(f"no worker on the scheduler for {grace:g} s")
+        except ClusterLost as exc:
+            raise ClusterLost(f"--dask {self.address}: {exc}") from None
+        except (KeyboardInterrupt, ExactAttnError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - a dead scheduler or worker, in any of its forms
+            if not self._lost(exc):
+                raise
+            raise ClusterLost(
+                f"--dask {self.address}: lost the cluster mid-run ({type(exc).__name__}: "
+                f"{_short(exc)})"
+            ) from None
+
+    @staticmethod
+    def _lost(exc: BaseException) -> bool:
+        """Whether an exception from the cluster means it went away (not a bug in a shard)."""
+        from concurrent.futures import CancelledError
+
+        name = type(exc).__name__
+        return isinstance(exc, (OSError, CancelledError, TimeoutError)) or name in (
+            "KilledWorker",
+            "CommClosedError",
+            "FutureCancelledError",
+            "CancelledError",
+            "FutureLostError",
+            "StreamClosedError",
+        )
 
     def close(self, kill: bool = False) -> None:
-        pass
+        if self._own and getattr(self, "client", None) is not None:
+            client, self.client = self.client, None
+            try:
+                client.close(timeout=2)
+            except Exception:  # noqa: BLE001, S110 - closing a dead connection may fail
+                pass
+            self._restore_logs()
+
+
+def _probe_scheduler(address: str, timeout: float) -> None:
+    """Connect, ask for the peer's identity, and raise unless it is a dask scheduler."""
+    import asyncio
+
+    from distributed.comm import connect
+    from distributed.security import Security
+
+    async def ask() -> Any:
+        args = Security().get_connection_args("client")
+        comm = await connect(address, timeout=timeout, **args)
+        try:
+            await asyncio.wait_for(comm.write({"op": "identity", "reply": True}), timeout)
+            return await asyncio.wait_for(comm.read(), timeout)
+        finally:
+            comm.abort()
+
+    reply = asyncio.run(ask())
+    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
+        raise OSError("the peer did not answer as a dask scheduler")
+
+
+def _quiet_logs() -> Callable[[], None]:
+    """Silence distributed's loggers (they print tracebacks of lost connections to stderr
+    from a background thread; the CLI says what happened in one line). Returns the undo."""
+    import logging
+
+    import distributed  # noqa: F401 - its loggers exist once it is imported
+
+    loggers = [
+        lg
+        for name, lg in logging.root.manager.loggerDict.items()
+        if isinstance(lg, logging.Logger) and name.split(".")[0] in ("distributed", "tornado")
+    ]
+    old = [lg.disabled for lg in loggers]
+    for lg in loggers:
+        lg.disabled = True
+
+    def restore() -> None:
+        for lg, was in zip(loggers, old, strict=True):
+            lg.disabled = was
+
+    return restore
 
 
 def make_executor(
