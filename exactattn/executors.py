@@ -88,7 +88,7 @@ class Checkpoint:
         self.fingerprint_sha256 = canonical_digest(fingerprint)
         self.notice = notice or _stderr_line
         self.rejected: list[tuple[Shard, str]] = []
-        self._lock_fd: int | None = None
+        self._store_failed = False
         self._lock()
         try:
             self._manifest()
@@ -98,36 +98,14 @@ class Checkpoint:
 
     # -- one run at a time ------------------------------------------------------------
     def _lock(self) -> None:
-        if self.dir.exists() and not self.dir.is_dir():
-            raise UsageError(f"--checkpoint {self.dir} is a file, not a directory")
-        self.dir.mkdir(parents=True, exist_ok=True)
-        key = str(self.dir.resolve())
-        busy = f"--checkpoint {self.dir} is in use by another run (its lock file is held); "
-        fix = "wait for that run to finish or use another directory"
-        if key in _HELD:
-            raise UsageError(busy + fix)
-        fd = os.open(self.dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            import fcntl
-
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except ImportError:  # no POSIX locks (Windows): one run at a time is up to the user
-            pass
-        except OSError:
-            os.close(fd)
-            raise UsageError(busy + fix) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._lock_fd = fd
-        _HELD.add(key)
-        self._key = key
+        self._held: DirectoryLock | None = DirectoryLock(self.dir)
 
     def close(self) -> None:
         """Release the directory (also done by the OS when the process ends)."""
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)  # closing the descriptor drops the POSIX lock
-            self._lock_fd = None
-            _HELD.discard(self._key)
+        held = getattr(self, "_held", None)
+        if held is not None:
+            held.release()
+            self._held = None
 
     def __del__(self) -> None:
         self.close()
@@ -224,7 +202,15 @@ class Checkpoint:
             "sha256": canonical_digest([ident, data]),
             "record": data,
         }
-        write_json_atomic(self._path(job, shard), wrapped, indent=None)
+        try:
+            write_json_atomic(self._path(job, shard), wrapped, indent=None)
+        except OSError as exc:  # a checkpoint saves work; failing to keep a shard loses no result
+            if not self._store_failed:
+                self.notice(
+                    f"warning: --checkpoint {self.dir}: cannot store shards ({_short(exc)}); "
+                    "continuing without keeping them"
+                )
+            self._store_failed = True
 
     def report_rejected(self, stage: str) -> None:
         """One stderr line for the shards of this length that failed verification."""
@@ -237,6 +223,45 @@ class Checkpoint:
             f"{stage} that failed verification ({'; '.join(parts)}{more})"
         )
         self.rejected = []
+
+
+class DirectoryLock:
+    """A checkpoint directory's ``lock`` file, held by one run.
+
+    A POSIX record lock: the OS drops it when the process ends (even by SIGKILL), so a stale
+    lock file never blocks, and forked workers do not inherit it. POSIX locks do not exclude
+    the same process, so this process's held directories are remembered as well.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        if directory.exists() and not directory.is_dir():
+            raise UsageError(f"--checkpoint {directory} is a file, not a directory")
+        directory.mkdir(parents=True, exist_ok=True)
+        self.key = str(directory.resolve())
+        busy = f"--checkpoint {directory} is in use by another run (its lock file is held); "
+        fix = "wait for that run to finish or use another directory"
+        if self.key in _HELD:
+            raise UsageError(busy + fix)
+        fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            import fcntl
+
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # no POSIX locks (Windows): one run at a time is up to the user
+            pass
+        except OSError:
+            os.close(fd)
+            raise UsageError(busy + fix) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self.fd: int | None = fd
+        _HELD.add(self.key)
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing the descriptor drops the POSIX lock
+            self.fd = None
+            _HELD.discard(self.key)
 
 
 def _short(exc: BaseException) -> str:
@@ -587,6 +612,7 @@ def make_executor(
 
 __all__ = [
     "Checkpoint",
+    "DirectoryLock",
     "Dask",
     "InProcess",
     "Processes",

@@ -81,6 +81,8 @@ def main() -> int:
             for f in work.iterdir():
                 if f.is_file():
                     shutil.copy(f, dest / f.name)
+                elif f.is_dir():  # a checkpoint directory (its environment: case_env.json)
+                    shutil.copytree(f, dest / f.name, dirs_exist_ok=True)
             (dest / "case.json").write_text(
                 json.dumps(
                     {
