@@ -466,7 +466,7 @@ def checkpoint_case(rng: random.Random, workdir: Path) -> list[str]:
                 data = json.loads(f.read_text())
                 tree, raws = mutate_tree(data, rng, 1, big=False)
                 f.write_text(tree_text(tree, raws, rng), errors="surrogatepass")
-            except ValueError:
+            except (ValueError, RecursionError):  # an earlier damage made it unreadable
                 pass
         elif what == "deep":
             f.write_text("[" * 50_000)
@@ -487,7 +487,7 @@ def checkpoint_case(rng: random.Random, workdir: Path) -> list[str]:
         elif what == "old format" and f.is_file():
             try:
                 f.write_text(json.dumps(json.loads(f.read_text())["record"]))
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 pass
     _write_case(
         workdir,
@@ -681,6 +681,38 @@ def report_injections(name: str, text: str) -> list[str]:
                 found.append("a table row with a column too many or too few")
             widths = set()
     return found[:3]
+
+
+def pdflatex_problems(workdir: Path, tex: Path) -> list[str]:
+    """Compile a written report with ``pdflatex -no-shell-escape -recorder``: it must compile,
+    and every file TeX opened must be the report's own (``out*`` beside it) or TeX's."""
+    import shutil
+    import subprocess
+
+    if shutil.which("pdflatex") is None:
+        return []
+    cmd = ["pdflatex", "-no-shell-escape", "-recorder", "-interaction=nonstopmode"]
+    try:
+        run = subprocess.run(
+            [*cmd, "-halt-on-error", tex.name], cwd=workdir, capture_output=True, timeout=120
+        )
+    except subprocess.TimeoutExpired:
+        return ["pdflatex ran past 120 s"]
+    out = [] if run.returncode == 0 else [f"pdflatex failed (exit {run.returncode})"]
+    fls = tex.with_suffix(".fls")
+    opened = [
+        line[6:]
+        for line in (fls.read_text(errors="replace") if fls.exists() else "").splitlines()
+        if line.startswith("INPUT ")
+    ]
+    for p in opened:
+        path = Path(p) if p.startswith("/") else workdir / p
+        own = path.resolve().parent == workdir.resolve() and path.name.startswith("out")
+        if not (
+            own or p.startswith(("/usr/share/", "/etc/texmf/", "/var/lib/texmf/")) or "/texmf" in p
+        ):
+            out.append(f"pdflatex read a file outside the report: {p[:200]}")
+    return out
 
 
 _MD_TAGS = {"h1", "h2", "h3", "p", "ul", "li", "strong", "em", "code", "table", "thead", "tbody"}

@@ -106,3 +106,22 @@ def test_contract_checker_catches_breaks() -> None:
     assert F.report_injections("out.md", "x <img src=x onerror=alert(1)> y")
     assert not F.report_injections("out.md", "x \\<img src=x\\> `<s>`")
     assert F.report_injections("out.md", "| a | b |\n|---|---|\n| 1 | 2 | 3 |\n")
+
+
+def test_pdflatex_check_catches_a_read(tmp_path: Path) -> None:
+    """The fuzz's pdflatex oracle: a report that opens a file outside itself counts."""
+    import shutil
+
+    import pytest
+
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex not installed")
+    secret = tmp_path / "elsewhere.tex"
+    secret.write_text("hello\n")
+    work = tmp_path / "w"
+    work.mkdir()
+    body = "\\documentclass{article}\\begin{document}%s\\end{document}\n"
+    (work / "out.tex").write_text(body % "fine")
+    assert F.pdflatex_problems(work, work / "out.tex") == []
+    (work / "out.tex").write_text(body % f"\\input{{{secret}}}")
+    assert any("outside the report" in p for p in F.pdflatex_problems(work, work / "out.tex"))
