@@ -273,3 +273,30 @@ def test_every_string_and_key_of_a_result_is_escaped_or_refused() -> None:
             for line in tex.splitlines():
                 assert "\\input" not in live_part(line), (path, line)
     assert accepted > 100
+
+
+@pytest.mark.parametrize("fmt", ["md", "tex"])
+def test_form_sympy_cannot_typeset_is_shown_verbatim(tmp_path: Path, fmt: str) -> None:
+    """A hypergeometric form with 150-digit coefficients (valid, but sympy's product raised
+    AttributeError on it: exit 4 in LaTeX) falls back to the expression text, quickly."""
+    import random
+
+    rng = random.Random(1)
+
+    def big() -> str:
+        return f"{rng.randint(10**150, 10**151)}/{rng.randint(10**40, 10**41)}"
+
+    r = base()
+    form = {"kind": "hypergeometric", "start": 1, "step": 1, "value": big()}
+    form |= {"num": [big() for _ in range(8)], "den": [big() for _ in range(8)]}
+    r["closed_forms"]["gamma"] = {
+        "expression": "odd_form(n)",
+        "fitted_on": [1, 2],
+        "verified_on": [3, 4],
+        "form": form,
+    }
+    validate_result(r, "r.json")
+    t0 = time.process_time()
+    text = render(r, tmp_path / f"r.{fmt}")[tmp_path / f"r.{fmt}"]
+    assert time.process_time() - t0 < 10
+    assert "odd" in text and "form(n)" in text

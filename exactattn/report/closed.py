@@ -63,7 +63,7 @@ def form_latex(record: dict[str, Any]) -> str | None:
 
     try:
         return sympy.latex(form_expr(record["form"]))
-    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+    except Exception:  # noqa: BLE001 - result-file data that sympy cannot typeset: shown verbatim
         return None
 
 
