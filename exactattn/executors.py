@@ -108,7 +108,10 @@ class Checkpoint:
             self._held = None
 
     def __del__(self) -> None:
-        self.close()
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001, S110 - at interpreter exit the OS drops the lock anyway
+            pass
 
     def _manifest(self) -> None:
         manifest = self.dir / "manifest.json"
