@@ -23,7 +23,7 @@ from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.measure import LengthAccumulator
 from exactattn.engine.soft import WeightCache
 from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
-from exactattn.errors import UsageError
+from exactattn.errors import ClusterLost, UsageError
 from exactattn.inputs import (
     Shard,
     batches,
@@ -65,6 +65,7 @@ class CheckResult:
     interrupted: bool = False
     max_prec: int = MAX_PREC
     complete: bool = False  # every requested length finished (a partial run is never "clean")
+    stopped_by: str | None = None  # why an interrupted run stopped, if not Ctrl-C (a lost cluster)
 
     def verdict(self) -> Verdict:
         asked = None if self.complete else (self.settings["min_n"], self.settings["max_n"])
@@ -211,6 +212,9 @@ def run_check(
                 on_length(result)
     except KeyboardInterrupt:
         result.interrupted = True
+    except ClusterLost as exc:  # finished lengths (and checkpointed shards) are kept
+        result.interrupted = True
+        result.stopped_by = str(exc)
     else:
         result.complete = True
     return result

@@ -188,29 +188,34 @@ def check(
         "arb_only": arb_only,
     }
     ckpt = None
-    if checkpoint:
-        text = Path(model_path).read_text(encoding="utf-8")
-        ckpt = Checkpoint(checkpoint, fingerprint(text, settings))
-    executor = make_executor(jobs, dask, ckpt)
-    result = _run_with_progress(
-        lambda progress: run_check(
-            model,
-            max_n=max_n,
-            min_n=lo,
-            tau=None if tau == "theorem" else tau_arg,
-            hard_only=hard_only,
-            bounds=bounds,
-            progress=progress,
-            on_length=save,
-            tau_theorem=(tau == "theorem"),
-            find_tau=find_tau,
-            executor=executor,
-            float_filter=not arb_only,
-        ),
-        total,
-        quiet,
-    )
-    if hasattr(executor, "close"):
+    executor = make_executor(jobs, dask)  # a bad --dask address: exit 2 before any file
+    try:
+        if checkpoint:
+            text = Path(model_path).read_text(encoding="utf-8")
+            ckpt = executor.checkpoint = Checkpoint(checkpoint, fingerprint(text, settings))
+        try:
+            result = _run_with_progress(
+                lambda progress: run_check(
+                    model,
+                    max_n=max_n,
+                    min_n=lo,
+                    tau=None if tau == "theorem" else tau_arg,
+                    hard_only=hard_only,
+                    bounds=bounds,
+                    progress=progress,
+                    on_length=save,
+                    tau_theorem=(tau == "theorem"),
+                    find_tau=find_tau,
+                    executor=executor,
+                    float_filter=not arb_only,
+                ),
+                total,
+                quiet,
+            )
+        finally:
+            if ckpt is not None:
+                ckpt.close()  # the directory's lock: free for the next run (also on errors)
+    finally:
         executor.close()
     save(result)
     data = result.to_json()
@@ -225,7 +230,15 @@ def check(
 
         write_report(data, Path(report))
     if result.interrupted:
-        err_console.print("[yellow]interrupted[/]: finished lengths were kept", highlight=False)
+        if result.stopped_by:  # a lost cluster: one line, the run is incomplete and resumable
+            from exactattn.guard import _say
+
+            _say(
+                f"stopped: {result.stopped_by}; finished lengths were kept"
+                + (" and finished shards are in --checkpoint: rerun to resume" if ckpt else "")
+            )
+        else:
+            err_console.print("[yellow]interrupted[/]: finished lengths were kept", highlight=False)
         sys.exit(130)
     v = data["verdict"]
     style = "green" if v["ok"] else ("red" if v["status"] == "problems" else "yellow")

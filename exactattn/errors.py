@@ -24,3 +24,8 @@ class ModelError(ExactAttnError):
 
 class UsageError(ExactAttnError):
     """A command-line or API argument is unusable."""
+
+
+class ClusterLost(RuntimeError):
+    """The Dask scheduler or every worker went away mid-run (not bad input: the run stops
+    as an incomplete, resumable result; finished lengths and checkpointed shards are kept)."""

@@ -10,13 +10,16 @@ shards are stored atomically as they arrive and skipped when the same job runs a
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from exactattn.check import LengthJob, check_shard
-from exactattn.errors import UsageError
+from exactattn.errors import ClusterLost, ExactAttnError, UsageError
 from exactattn.inputs import Shard
 from exactattn.jsonio import read_json, write_json_atomic
 from exactattn.results import LengthRecord
@@ -47,51 +50,231 @@ def _record(job: LengthJob, data: dict[str, Any]) -> LengthRecord:
 # ---------------------------------------------------------------------------
 
 
+SHARD_FORMAT = "exactattn-shard/1"
+LOCK_NAME = "lock"
+
+_HELD: set[str] = set()  # checkpoint directories this process holds (POSIX locks are per process)
+
+
+def canonical_digest(data: Any) -> str:
+    """SHA-256 of the canonical JSON of ``data`` (sorted keys, no spaces, ASCII)."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
 class Checkpoint:
     """A directory of finished shard records for one model, settings and version.
 
     ``manifest.json`` holds the fingerprint; a directory made for anything else is
-    refused, so a resumed run can never mix in records of another job.
+    refused, so a resumed run can never mix in records of another job. Each shard file
+    carries its identity (the fingerprint's digest, the model's SHA-256, the length, the
+    temperature and precision settings, the shard's index and rank range) and a SHA-256 of
+    identity and record; a file that is unreadable, foreign or altered is recomputed (and
+    said so on stderr), never trusted. The digest guards against damage and mix-ups (a
+    shard copied over another, an edited count), not against someone who rewrites both a
+    record and its digest on purpose. One run at a time: the directory's ``lock`` file is
+    held (a POSIX lock, released when the process ends, even by SIGKILL); a second run on
+    it exits 2.
     """
 
-    def __init__(self, directory: str | Path, fingerprint: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        directory: str | Path,
+        fingerprint: dict[str, Any],
+        notice: Callable[[str], None] | None = None,
+    ) -> None:
         self.dir = Path(directory)
         self.fingerprint = fingerprint
+        self.fingerprint_sha256 = canonical_digest(fingerprint)
+        self.notice = notice or _stderr_line
+        self.rejected: list[tuple[Shard, str]] = []
+        self._store_failed = False
+        self._lock()
+        try:
+            self._manifest()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- one run at a time ------------------------------------------------------------
+    def _lock(self) -> None:
+        self._held: DirectoryLock | None = DirectoryLock(self.dir)
+
+    def close(self) -> None:
+        """Release the directory (also done by the OS when the process ends)."""
+        held = getattr(self, "_held", None)
+        if held is not None:
+            held.release()
+            self._held = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001, S110 - at interpreter exit the OS drops the lock anyway
+            pass
+
+    def _manifest(self) -> None:
         manifest = self.dir / "manifest.json"
+        fingerprint = self.fingerprint
         if manifest.exists():
             try:
                 old = read_json(manifest)
-            except (OSError, ValueError) as exc:
-                raise UsageError(f"--checkpoint {self.dir}: unreadable manifest ({exc})") from None
+            except (OSError, ValueError, ExactAttnError) as exc:
+                raise UsageError(
+                    f"--checkpoint {self.dir}: unreadable manifest.json ({_short(exc)}); "
+                    "delete the directory to start afresh"
+                ) from None
             if not isinstance(old, dict) or old.get("format") != CHECKPOINT_FORMAT:
                 raise UsageError(f"--checkpoint {self.dir} is not an exactattn checkpoint")
             if old.get("fingerprint") != fingerprint:
+                was = old.get("fingerprint")
+                was = was if isinstance(was, dict) else {}
                 diff = sorted(
-                    k
-                    for k in set(fingerprint) | set(old.get("fingerprint") or {})
-                    if (old.get("fingerprint") or {}).get(k) != fingerprint.get(k)
+                    str(k) for k in set(fingerprint) | set(was) if was.get(k) != fingerprint.get(k)
                 )
                 raise UsageError(
                     f"--checkpoint {self.dir} was made for a different job (differs in: "
-                    f"{', '.join(diff)}); use another directory or delete this one"
+                    f"{', '.join(diff)[:200]}); use another directory or delete this one"
                 )
         else:
-            self.dir.mkdir(parents=True, exist_ok=True)
             write_json_atomic(manifest, {"format": CHECKPOINT_FORMAT, "fingerprint": fingerprint})
 
+    # -- shards ---------------------------------------------------------------------
     def _path(self, job: LengthJob, shard: Shard) -> Path:
         tag = "hard" if job.hard_only else f"soft-{job.tau or 'model'}"
         h = hashlib.sha256(tag.encode()).hexdigest()[:12]
         return self.dir / f"{h}-n{shard.n}" / f"s{shard.index}.json"
 
-    def load(self, job: LengthJob, shard: Shard) -> dict[str, Any] | None:
+    def identity(self, job: LengthJob, shard: Shard) -> dict[str, Any]:
+        """What a shard file must have been made for (everything its record depends on)."""
+        return {
+            "checkpoint": self.fingerprint_sha256,
+            "model_sha256": self.fingerprint.get("model_sha256"),
+            "n": shard.n,
+            "tau": job.tau,
+            "hard_only": job.hard_only,
+            "max_prec": job.max_prec,
+            "float_filter": job.float_filter,
+            "shard": {"index": shard.index, "start": shard.start, "stop": shard.stop},
+        }
+
+    def load(self, job: LengthJob, shard: Shard) -> LengthRecord | None:
+        """The shard's verified record; None when absent or rejected (then in ``rejected``)."""
         p = self._path(job, shard)
         if not p.exists():
             return None
-        return read_json(p)
+        why = None
+        try:
+            data = read_json(p)
+        except RecursionError:
+            why = "nested too deeply"
+        except (OSError, ValueError, ExactAttnError) as exc:  # UnicodeDecodeError is a ValueError
+            why = f"unreadable ({_short(exc)})"
+        else:
+            why = self._verify(job, shard, data)
+        if why is None:
+            try:
+                rec = _record(job, data["record"])
+            except Exception as exc:  # noqa: BLE001 - a shard that fails to parse is recomputed
+                why = f"unreadable record ({type(exc).__name__})"
+            else:
+                if rec.n != shard.n or rec.inputs != shard.size:
+                    why = f"its record is of n = {rec.n} with {rec.inputs} inputs"
+                else:
+                    return rec
+        self.rejected.append((shard, why))
+        return None
+
+    def _verify(self, job: LengthJob, shard: Shard, data: Any) -> str | None:
+        if not isinstance(data, dict) or data.get("format") != SHARD_FORMAT:
+            return f"not an {SHARD_FORMAT} file"
+        if data.get("identity") != self.identity(job, shard):
+            return "made for another shard, length or job"
+        record = data.get("record")
+        if not isinstance(record, dict):
+            return "no record"
+        if data.get("sha256") != canonical_digest([data["identity"], record]):
+            return "its content does not match its digest (edited or damaged)"
+        return None
 
     def store(self, job: LengthJob, shard: Shard, data: dict[str, Any]) -> None:
-        write_json_atomic(self._path(job, shard), data, indent=None)
+        ident = self.identity(job, shard)
+        wrapped = {
+            "format": SHARD_FORMAT,
+            "identity": ident,
+            "sha256": canonical_digest([ident, data]),
+            "record": data,
+        }
+        try:
+            write_json_atomic(self._path(job, shard), wrapped, indent=None)
+        except OSError as exc:  # a checkpoint saves work; failing to keep a shard loses no result
+            if not self._store_failed:
+                self.notice(
+                    f"warning: --checkpoint {self.dir}: cannot store shards ({_short(exc)}); "
+                    "continuing without keeping them"
+                )
+            self._store_failed = True
+
+    def report_rejected(self, stage: str) -> None:
+        """One stderr line for the shards of this length that failed verification."""
+        if not self.rejected:
+            return
+        parts = [f"s{s.index}: {why}" for s, why in self.rejected[:3]]
+        more = f"; {len(self.rejected) - 3} more" if len(self.rejected) > 3 else ""
+        self.notice(
+            f"warning: --checkpoint {self.dir}: recomputing {len(self.rejected)} shard(s) of "
+            f"{stage} that failed verification ({'; '.join(parts)}{more})"
+        )
+        self.rejected = []
+
+
+class DirectoryLock:
+    """A checkpoint directory's ``lock`` file, held by one run.
+
+    A POSIX record lock: the OS drops it when the process ends (even by SIGKILL), so a stale
+    lock file never blocks, and forked workers do not inherit it. POSIX locks do not exclude
+    the same process, so this process's held directories are remembered as well.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        if directory.exists() and not directory.is_dir():
+            raise UsageError(f"--checkpoint {directory} is a file, not a directory")
+        directory.mkdir(parents=True, exist_ok=True)
+        self.key = str(directory.resolve())
+        busy = f"--checkpoint {directory} is in use by another run (its lock file is held); "
+        fix = "wait for that run to finish or use another directory"
+        if self.key in _HELD:
+            raise UsageError(busy + fix)
+        fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            import fcntl
+
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # no POSIX locks (Windows): one run at a time is up to the user
+            pass
+        except OSError:
+            os.close(fd)
+            raise UsageError(busy + fix) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self.fd: int | None = fd
+        _HELD.add(self.key)
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing the descriptor drops the POSIX lock
+            self.fd = None
+            _HELD.discard(self.key)
+
+
+def _short(exc: BaseException) -> str:
+    return str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+
+
+def _stderr_line(text: str) -> None:
+    import sys
+
+    print(text, file=sys.stderr, flush=True)
 
 
 def fingerprint(model_text: str, settings: dict[str, Any]) -> dict[str, Any]:
@@ -128,12 +311,14 @@ class _Base:
         todo = []
         done = 0
         for s in shards:
-            data = self.checkpoint.load(job, s) if self.checkpoint else None
-            if data is not None:
-                out[s.index] = _record(job, data)
+            rec = self.checkpoint.load(job, s) if self.checkpoint else None
+            if rec is not None:
+                out[s.index] = rec
                 done += s.size
             else:
                 todo.append(s)
+        if self.checkpoint:
+            self.checkpoint.report_rejected(stage)
         if progress:
             progress(stage, done, total)
 
@@ -151,6 +336,9 @@ class _Base:
 
     def _run(self, job, todo, finished, progress, stage, total, done_now) -> None:  # type: ignore[no-untyped-def]
         raise NotImplementedError
+
+    def close(self, kill: bool = False) -> None:
+        """Release workers (nothing to release in this process)."""
 
 
 class InProcess(_Base):
@@ -211,34 +399,205 @@ class Processes(_Base):
             self._pool = None
 
 
+DASK_SCHEMES = ("tcp", "tls", "ws", "wss")
+"""Address schemes a scheduler can be reached by from another process."""
+
+
+def dask_timeout() -> float:
+    """Seconds to wait for a scheduler (connect) or for a worker to appear (no workers).
+
+    ``EXACTATTN_DASK_TIMEOUT`` (default 10): short, so an unreachable address does not hang.
+    """
+    text = os.environ.get("EXACTATTN_DASK_TIMEOUT", "")
+    try:
+        value = float(text)
+    except ValueError:
+        return 10.0
+    return value if 0 < value <= 3600 else 10.0
+
+
+def parse_dask_address(address: str) -> str:
+    """A scheduler address ``[tcp://]HOST:PORT`` (or tls/ws/wss), checked before connecting."""
+    from exactattn.limits import clip
+
+    shown = clip(address or "''", 80)
+    fix = "give the scheduler's address as tcp://HOST:PORT, e.g. tcp://127.0.0.1:8786"
+    text = address.strip()
+    scheme = text.split("://", 1)[0].lower() if "://" in text else "tcp"
+    if scheme not in DASK_SCHEMES:
+        why = (
+            "inproc:// addresses exist only inside one Python process"
+            if scheme == "inproc"
+            else f"the scheme {clip(scheme, 20)!r} is not one exactattn connects by "
+            f"(use {', '.join(s + '://' for s in DASK_SCHEMES)})"
+        )
+        raise UsageError(f"--dask {shown}: {why}; {fix}")
+    try:
+        from distributed.comm.addressing import parse_address, parse_host_port
+
+        _, loc = parse_address(text if "://" in text else f"tcp://{text}")
+        host, port = parse_host_port(loc)
+    except ImportError:
+        raise UsageError("--dask needs dask.distributed: pip install 'exactattn[dask]'") from None
+    except (ValueError, TypeError) as exc:
+        why = f"not a scheduler address ({_short(exc)})"
+        raise UsageError(f"--dask {shown}: {why}; {fix}") from None
+    if not host or not isinstance(port, int) or not 0 < port < 65536:
+        raise UsageError(f"--dask {shown}: needs a host and a port from 1 to 65535; {fix}")
+    return text if "://" in text else f"tcp://{text}"
+
+
 class Dask(_Base):
-    """Shards on an existing ``dask.distributed`` cluster (the scheduler's address)."""
+    """Shards on an existing ``dask.distributed`` cluster (the scheduler's address).
+
+    A bad or unreachable address is exit 2 (after at most :func:`dask_timeout` seconds). A
+    scheduler that dies, a shard that kills its workers, or a cluster left without workers
+    for :func:`dask_timeout` seconds mid-run raises :class:`ClusterLost`: the run stops as an
+    incomplete result that the same command (with ``--checkpoint``) resumes.
+    """
 
     def __init__(self, address: Any, checkpoint: Checkpoint | None = None) -> None:
         super().__init__(checkpoint)
+        self._own = not hasattr(address, "submit")
+        if not self._own:
+            self.client = address
+            self.address = str(getattr(getattr(address, "scheduler", None), "address", "client"))
+            return
         try:
             from dask.distributed import Client
         except ImportError:
             raise UsageError(
                 "--dask needs dask.distributed: pip install 'exactattn[dask]'"
             ) from None
+        if not isinstance(address, str):
+            raise UsageError(f"--dask expects an address string, got {type(address).__name__}")
+        self.address = parse_dask_address(address)
+        timeout = dask_timeout()
+        self._restore_logs = _quiet_logs()
         try:
-            self.client = address if hasattr(address, "submit") else Client(address, timeout=30)
-        except OSError as exc:
-            raise UsageError(f"--dask {address}: cannot reach the scheduler ({exc})") from None
+            # a failed Client() leaves an object whose __del__ prints a traceback at exit:
+            # ask whatever listens there who it is first (one message, a timeout)
+            _probe_scheduler(self.address, timeout)
+            self.client = Client(self.address, timeout=timeout, set_as_default=False)
+        except Exception as exc:  # noqa: BLE001 - whatever answered there is not a scheduler
+            self._restore_logs()
+            from exactattn.limits import clip
+
+            raise UsageError(
+                f"--dask {clip(address, 80)}: cannot connect to a dask scheduler there "
+                f"({type(exc).__name__}: {_short(exc)}); check the address and that "
+                "`dask scheduler` runs there"
+            ) from None
 
     def _run(self, job, todo, finished, progress, stage, total, done_now) -> None:  # type: ignore[no-untyped-def]
-        from dask.distributed import as_completed
-
         if not todo:
             return
-        jf = self.client.scatter(job, broadcast=True)
-        futures = {self.client.submit(shard_task, jf, s, pure=False): s for s in todo}
-        for f in as_completed(list(futures)):
-            finished(futures[f], f.result())
+        grace = dask_timeout()
+        try:
+            jf = self.client.scatter(job, broadcast=True)
+            pending = {self.client.submit(shard_task, jf, s, pure=False): s for s in todo}
+            idle_since = None
+            last_look = time.monotonic()
+            while pending:
+                done = [f for f in pending if f.done()]
+                for f in done:
+                    s = pending.pop(f)
+                    finished(s, f.result())
+                if done:
+                    idle_since = None
+                    continue
+                time.sleep(0.05)
+                if time.monotonic() - last_look < 1:
+                    continue
+                last_look = time.monotonic()  # once a second: is anyone still working?
+                if self.client.status not in ("running", "connecting"):
+                    raise ClusterLost(f"the connection to the scheduler is {self.client.status}")
+                workers = self.client.scheduler_info().get("workers") or {}
+                if workers:
+                    idle_since = None
+                    continue
+                idle_since = idle_since or last_look
+                if last_look - idle_since > grace:
+                    raise ClusterLost(f"no worker on the scheduler for {grace:g} s")
+        except ClusterLost as exc:
+            raise ClusterLost(f"--dask {self.address}: {exc}") from None
+        except (KeyboardInterrupt, ExactAttnError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - a dead scheduler or worker, in any of its forms
+            if not self._lost(exc):
+                raise
+            raise ClusterLost(
+                f"--dask {self.address}: lost the cluster mid-run ({type(exc).__name__}: "
+                f"{_short(exc)})"
+            ) from None
+
+    @staticmethod
+    def _lost(exc: BaseException) -> bool:
+        """Whether an exception from the cluster means it went away (not a bug in a shard)."""
+        from concurrent.futures import CancelledError
+
+        name = type(exc).__name__
+        return isinstance(exc, (OSError, CancelledError, TimeoutError)) or name in (
+            "KilledWorker",
+            "CommClosedError",
+            "FutureCancelledError",
+            "CancelledError",
+            "FutureLostError",
+            "StreamClosedError",
+        )
 
     def close(self, kill: bool = False) -> None:
-        pass
+        if self._own and getattr(self, "client", None) is not None:
+            client, self.client = self.client, None
+            try:
+                client.close(timeout=2)
+            except Exception:  # noqa: BLE001, S110 - closing a dead connection may fail
+                pass
+            self._restore_logs()
+
+
+def _probe_scheduler(address: str, timeout: float) -> None:
+    """Connect, ask for the peer's identity, and raise unless it is a dask scheduler."""
+    import asyncio
+
+    from distributed.comm import connect
+    from distributed.security import Security
+
+    async def ask() -> Any:
+        args = Security().get_connection_args("client")
+        comm = await connect(address, timeout=timeout, **args)
+        try:
+            await asyncio.wait_for(comm.write({"op": "identity", "reply": True}), timeout)
+            return await asyncio.wait_for(comm.read(), timeout)
+        finally:
+            comm.abort()
+
+    reply = asyncio.run(ask())
+    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
+        raise OSError("the peer did not answer as a dask scheduler")
+
+
+def _quiet_logs() -> Callable[[], None]:
+    """Silence distributed's loggers (they print tracebacks of lost connections to stderr
+    from a background thread; the CLI says what happened in one line). Returns the undo."""
+    import logging
+
+    import distributed  # noqa: F401 - its loggers exist once it is imported
+
+    loggers = [
+        lg
+        for name, lg in logging.root.manager.loggerDict.items()
+        if isinstance(lg, logging.Logger) and name.split(".")[0] in ("distributed", "tornado")
+    ]
+    old = [lg.disabled for lg in loggers]
+    for lg in loggers:
+        lg.disabled = True
+
+    def restore() -> None:
+        for lg, was in zip(loggers, old, strict=True):
+            lg.disabled = was
+
+    return restore
 
 
 def make_executor(
@@ -256,6 +615,7 @@ def make_executor(
 
 __all__ = [
     "Checkpoint",
+    "DirectoryLock",
     "Dask",
     "InProcess",
     "Processes",

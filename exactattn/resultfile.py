@@ -148,6 +148,9 @@ def validate_result(data: Any, source: str = "result") -> None:
             _fail("verdict.ok", f"expected true, false or null, got {clip(repr(ok))}")
         _opt(verdict.get("status"), "verdict.status", _str, MAX_NAME)
         _opt(verdict.get("summary"), "verdict.summary", _str, 10_000)
+    cf = top.get("closed_forms")
+    if cf is not None:
+        _closed_forms(cf)
     lengths = top.get("lengths")
     if not isinstance(lengths, list) or not lengths:
         _fail("lengths", "a result needs a non-empty list of lengths (one entry per n)")
@@ -244,3 +247,110 @@ def _row(row: Any, p: str, ns: set[int]) -> None:
             _interval(ts, f"{p}.tau_star", nullable_ends=True, rational=True)
         _opt(ts.get("grid"), f"{p}.tau_star.grid", _str, MAX_NAME)
         _opt(ts.get("probes"), f"{p}.tau_star.probes", _int)
+
+
+# ---------------------------------------------------------------------------------------------
+# closed_forms: every field the reports print or evaluate (issue 27: keys and values reached
+# LaTeX and Markdown raw; `a` = 1e9999999 expanded a 10-million-digit power)
+
+#: Lengths at which a structured form may be evaluated (a hypergeometric form loops to n and a
+#: power form raises its base to n; no exhaustive check gets near this).
+MAX_FORM_N = 5_000
+#: Entries of one list of lengths in a closed-form record.
+MAX_LENGTH_LIST = 10_000
+#: Characters of one rational coefficient of a structured form, and of a bracket's exponent.
+MAX_COEFF_TEXT = 200
+MAX_EXPONENT_TEXT = 40
+#: Coefficients of one polynomial of a form (the fits use degree ≤ 4).
+MAX_COEFFS = 8
+# a bracket constant: short plain decimal, exponent of at most 6 digits (what decimal_down writes)
+_CONST = re.compile(r"-?[0-9]{1,60}(?:\.[0-9]{1,60})?(?:[eE][+-]?[0-9]{1,6})?")
+_FORM_KINDS = ("rational", "power", "hypergeometric", "parity")
+
+
+def _rat(x: Any, path: str, limit: int) -> None:
+    """An exact rational written ``p`` or ``p/q`` (q > 0), at most ``limit`` characters."""
+    if not isinstance(x, str) or len(x) > limit or not _RAT.fullmatch(x):
+        _fail(path, f"expected a rational 'p/q' of at most {limit} characters, got {clip(repr(x))}")
+    if "/" in x and int(x.split("/")[1]) == 0:
+        _fail(path, f"{clip(x)!r} divides by zero")
+
+
+def _lengths(x: Any, path: str, limit: int = MAX_RESULT_N) -> None:
+    items = _list(x, path)
+    if len(items) > MAX_LENGTH_LIST:
+        _fail(path, f"{len(items):,} lengths (limit {MAX_LENGTH_LIST:,})")
+    for i, n in enumerate(items):
+        _int(n, f"{path}[{i}]", 1)
+        if n > limit:
+            _fail(f"{path}[{i}]", f"n = {clip(str(n))} is beyond the limit of {limit:,}")
+
+
+def _form(x: Any, path: str, top: bool = True) -> None:
+    f = _obj(x, path)
+    kind = f.get("kind")
+    if kind not in _FORM_KINDS or (kind == "parity" and not top):
+        _fail(f"{path}.kind", f"expected one of {', '.join(_FORM_KINDS)}, got {clip(repr(kind))}")
+    if kind == "parity":
+        for half in ("even", "odd"):
+            _opt(f.get(half), f"{path}.{half}", _form, False)
+        return
+    for part in ("num", "den"):
+        coeffs = _list(f.get(part), f"{path}.{part}")
+        if not 1 <= len(coeffs) <= MAX_COEFFS:
+            _fail(f"{path}.{part}", f"expected 1 to {MAX_COEFFS} coefficients, got {len(coeffs)}")
+        for i, c in enumerate(coeffs):
+            _rat(c, f"{path}.{part}[{i}]", MAX_COEFF_TEXT)
+    _opt(f.get("base"), f"{path}.base", _rat, MAX_COEFF_TEXT)
+    if kind == "hypergeometric":
+        _int(f.get("start"), f"{path}.start", 0)
+        if f["start"] > MAX_FORM_N:
+            _fail(f"{path}.start", f"beyond the limit of {MAX_FORM_N:,}")
+        step = f.get("step")
+        if step not in (1, 2) or isinstance(step, bool):
+            _fail(f"{path}.step", f"expected 1 or 2, got {clip(repr(step))}")
+        _rat(f.get("value"), f"{path}.value", MAX_NUMBER_TEXT)
+
+
+def _closed_forms(x: Any) -> None:
+    """Keys are any short strings (the writers escape them); records are checked field by field."""
+    cf = _obj(x, "closed_forms")
+    for key, rec in cf.items():
+        if len(key) > MAX_NAME:
+            _fail("closed_forms", f"a key of {len(key):,} characters (limit {MAX_NAME})")
+        p = f"closed_forms.{clip(key, 60)}"
+        _obj(rec, p)
+        kind = rec.get("kind")
+        if kind not in (None, "bracket"):
+            _fail(f"{p}.kind", f"expected 'bracket' or no kind, got {clip(repr(kind))}")
+        _opt(rec.get("reason"), f"{p}.reason", _str, 1_000)
+        for k in ("exactly_zero_at", "open_at", "lengths", "undefined_at", "exceptions"):
+            _opt(rec.get(k), f"{p}.{k}", _lengths)
+        _opt(rec.get("valid_from"), f"{p}.valid_from", _int, 1)
+        if kind == "bracket":
+            _opt(rec.get("shape"), f"{p}.shape", _str, MAX_NAME)
+            if rec.get("shape") is None:
+                continue
+            for k in ("a", "b"):
+                _rat(rec.get(k), f"{p}.{k}", MAX_EXPONENT_TEXT)
+            for k in ("c_lower", "c_upper"):
+                c = rec.get(k)
+                if not isinstance(c, str) or not _CONST.fullmatch(c):
+                    _fail(
+                        f"{p}.{k}",
+                        f"expected a decimal like '0.0682' or '2.4e-57', got {clip(repr(c))}",
+                    )
+            _lengths(rec.get("on"), f"{p}.on")
+            continue
+        _opt(rec.get("expression"), f"{p}.expression", _str, 10_000)
+        if rec.get("valid_from") is not None and rec.get("exceptions") is None:
+            _fail(f"{p}.exceptions", "valid_from needs the list of exceptions")
+        form = rec.get("form")
+        if form is not None:
+            _form(form, f"{p}.form")
+        # a form is evaluated at the lengths it names: keep them where that is cheap
+        limit = MAX_FORM_N if form is not None else MAX_RESULT_N
+        for k in ("fitted_on", "verified_on"):
+            if rec.get("expression") is not None and rec.get(k) is None:
+                _fail(f"{p}.{k}", "a closed form needs the lengths it was fitted and verified on")
+            _opt(rec.get(k), f"{p}.{k}", _lengths, limit)

@@ -54,6 +54,7 @@ def main() -> int:
     examples: dict[str, str] = {}
     t0 = time.time()
     slowest = (0.0, "")
+    compiled = 0
     for i in range(a.count):
         case_rng = random.Random(rng.getrandbits(64))
         kind, args = F.make_case(case_rng, work)
@@ -70,6 +71,9 @@ def main() -> int:
         kinds[kind] += 1
         codes["hang" if o.timed_out else ("exc" if o.traceback else o.code)] += 1
         probs = F.problems(o)
+        if kind == "report" and undo is None and o.code == 0 and args[-1].endswith(".tex"):
+            compiled += 1  # figures drawn, so the report compiles as a user would compile it
+            probs += F.pdflatex_problems(work, Path(args[-1]))
         for p in probs:
             key = p.split(":")[0][:60]
             breaks[key] += 1
@@ -81,6 +85,8 @@ def main() -> int:
             for f in work.iterdir():
                 if f.is_file():
                     shutil.copy(f, dest / f.name)
+                elif f.is_dir():  # a checkpoint directory (its environment: case_env.json)
+                    shutil.copytree(f, dest / f.name, dirs_exist_ok=True)
             (dest / "case.json").write_text(
                 json.dumps(
                     {
@@ -98,7 +104,8 @@ def main() -> int:
             el = time.time() - t0
             print(
                 f"{i + 1:,} cases in {el:,.0f} s; kinds {dict(kinds)}; exit codes "
-                f"{dict(codes)}; contract breaks {dict(breaks)}; slowest {slowest[0]:.1f} CPU-s",
+                f"{dict(codes)}; contract breaks {dict(breaks)}; slowest {slowest[0]:.1f} CPU-s; "
+                f"LaTeX reports compiled with pdflatex {compiled}",
                 flush=True,
             )
     for k, v in examples.items():

@@ -8,7 +8,17 @@ costs milliseconds, not a Python start-up):
   deep nesting, empty or control-character names, impossible positions), keys duplicated,
   or the JSON text itself cut or corrupted — then ``check`` (and sometimes ``eval``);
 * ``report``: a valid result file, mutated the same way, then ``report``;
-* ``tau``: ``check`` of a valid model with a random ``--tau`` string.
+* ``tau``: ``check`` of a valid model with a random ``--tau`` string;
+* ``checkpoint``: a ``check --checkpoint DIR`` of a valid model, its shard files then damaged
+  (emptied, garbage, cut, copied over each other or from another length, edited, nested deep,
+  the manifest or the lock file spoiled, or the directory held by another run), then the
+  same command again: it must resume to the bytes of a fresh run, or exit 2;
+* ``dask``: ``check --dask ADDRESS`` with a malformed or unreachable address: exit 2;
+* ``report`` also runs result files with hostile ``closed_forms`` (keys and fields), and
+  checks that the Markdown/LaTeX written holds no live ``\\input`` or raw HTML.
+
+``check`` cases run with and without ``-q`` (the paths differ: without it the estimate
+runs and the table is printed) and sometimes with ``--jobs 2``.
 
 :func:`run_case` returns an :class:`Outcome`; :func:`problems` lists what breaks the contract:
 exit code in {0, 1, 2, 3} (never 4, never a traceback), exit 2 with one line ``error: …`` that
@@ -33,6 +43,37 @@ ROOT = Path(__file__).resolve().parents[1]
 BASE_MODEL = json.loads((ROOT / "tests" / "data" / "mean_a_position.json").read_text())
 BASE_RESULT = json.loads((ROOT / "tests" / "data" / "result_small.json").read_text())
 DYCK1 = json.loads((ROOT / "models" / "dyck1.json").read_text())
+
+
+def _with_closed_forms(result: Any) -> Any:
+    from exactattn.closedforms import closed_forms
+
+    return {**result, "closed_forms": closed_forms(result["lengths"])}
+
+
+BASE_RESULT_CF = _with_closed_forms(BASE_RESULT)
+DASK_ADDRESSES = [
+    "nonsense",
+    "",
+    "tcp://",
+    "http://example.com:8786",
+    "https://x:1",
+    "inproc://",
+    "tls://",
+    "ucx://",
+    "ucx://127.0.0.1:8786",
+    "localhost",
+    "example.invalid",
+    ":::",
+    "[::1]",
+    "tcp://127.0.0.1:0",
+    "tcp://127.0.0.1:70000",
+    "tcp://127.0.0.1:1",
+    "tls://127.0.0.1:1",
+    "ws://127.0.0.1:1",
+    "tcp://[::1]:1",
+    "tcp://:1",
+]
 
 SURROGATE = "\ud800"
 HOSTILE_STRINGS = [
@@ -265,19 +306,49 @@ def _base_models(rng: random.Random) -> Any:
     return json.loads(json.dumps(rng.choice([BASE_MODEL, BASE_MODEL, DYCK1])))
 
 
+CASE_FILE = "case_env.json"
+"""Per-case settings beside the files (environment, a held checkpoint, the expected result)."""
+
+
+def _flags(rng: random.Random) -> list[str]:
+    """``-q`` or not (the estimate and the table run only without it), sometimes ``--jobs 2``."""
+    return (["-q"] if rng.random() < 0.5 else []) + (["--jobs", "2"] if rng.random() < 0.05 else [])
+
+
 def make_case(
     rng: random.Random, workdir: Path, base: Any = None, kind: str | None = None, big: bool = True
 ) -> tuple[str, list[str]]:
     """Write the files of one random case into ``workdir``; return (kind, CLI args)."""
-    kind = kind or rng.choices(["model", "report", "tau"], weights=[6, 3, 1])[0]
+    kind = (
+        kind
+        or rng.choices(["model", "report", "tau", "checkpoint", "dask"], weights=[6, 3, 1, 1, 0.5])[
+            0
+        ]
+    )
     out = str(workdir / "out.json")
+    (workdir / CASE_FILE).unlink(missing_ok=True)
     if kind == "report":
-        tree, raws = mutate_tree(BASE_RESULT, rng, rng.randint(1, 4), big)
+        result = BASE_RESULT_CF if rng.random() < 0.5 else BASE_RESULT
+        tree, raws = mutate_tree(result, rng, rng.randint(1, 4), big)
+        if "closed_forms" in tree and isinstance(tree["closed_forms"], dict) and rng.random() < 0.6:
+            hostile_closed_forms(tree["closed_forms"], rng)
         (workdir / "r.json").write_text(
             tree_text(tree, raws, rng), encoding="utf-8", errors="surrogatepass"
         )
         fmt = rng.choice(["md", "tex"])
         return kind, ["report", str(workdir / "r.json"), "-o", str(workdir / f"out.{fmt}")]
+    if kind == "checkpoint":
+        return kind, checkpoint_case(rng, workdir)
+    if kind == "dask":
+        (workdir / "m.json").write_text(json.dumps(_base_models(rng)), encoding="utf-8")
+        addr = rng.choice(DASK_ADDRESSES)
+        if rng.random() < 0.3 and addr:
+            i = rng.randrange(len(addr) + 1)
+            addr = (
+                addr[:i] + rng.choice([":", "/", "[", "]", "x", "0", " ", "\x00", "@"]) + addr[i:]
+            )
+        _write_case(workdir, env={"EXACTATTN_DASK_TIMEOUT": "0.5"}, expect_exit=2)
+        return kind, ["check", str(workdir / "m.json"), "--max-n", "2", "--dask", addr]
     model = base if base is not None else _base_models(rng)
     max_n = rng.choice(["1", "2", "2", "3"])
     if kind == "tau":
@@ -287,7 +358,7 @@ def make_case(
             str(workdir / "m.json"),
             "--max-n",
             max_n,
-            "-q",
+            *_flags(rng),
             "--json",
             out,
             "--tau",
@@ -300,7 +371,151 @@ def make_case(
     if rng.random() < 0.15:
         word = rng.choice(["a", "ab", "(", "()", "a b", "z", "", "aaaa"])
         return kind, ["eval", str(workdir / "m.json"), word]
-    return kind, ["check", str(workdir / "m.json"), "--max-n", max_n, "-q", "--json", out]
+    return kind, ["check", str(workdir / "m.json"), "--max-n", max_n, *_flags(rng), "--json", out]
+
+
+def hostile_closed_forms(cf: dict[str, Any], rng: random.Random) -> None:
+    """Hostile keys and fields in a result's ``closed_forms`` (issue 27: they reached TeX raw)."""
+    for _ in range(rng.randint(1, 3)):
+        if not cf or rng.random() < 0.3:
+            cf[rng.choice(HOSTILE_STRINGS)] = rng.choice(
+                [{"expression": None, "reason": rng.choice(HOSTILE_STRINGS)}, {}, None, "x"]
+            )
+            continue
+        key = rng.choice(list(cf))
+        rec = cf[key]
+        if rng.random() < 0.3:
+            cf[rng.choice(HOSTILE_STRINGS) + rng.choice(["", "error_layer_0", key])] = cf.pop(key)
+        elif isinstance(rec, dict):
+            field_ = rng.choice(
+                ["reason", "c_lower", "c_upper", "a", "b", "shape", "expression", "valid_from"]
+                + ["fitted_on", "verified_on", "on", "kind", "form", "lengths", "exceptions"]
+            )
+            rec[field_] = rng.choice(
+                HOSTILE_STRINGS + ["inf", "1e9999999", "-1/0", [10**9], [-1], {"kind": "x"}]
+            )
+
+
+_DAMAGE = [
+    "empty object",
+    "garbage",
+    "cut",
+    "copy same length",
+    "copy other length",
+    "edit record",
+    "deep",
+    "empty file",
+    "delete",
+    "directory",
+    "manifest",
+    "lock garbage",
+    "hold",
+    "old format",
+]
+
+
+def checkpoint_case(rng: random.Random, workdir: Path) -> list[str]:
+    """Run a valid check with --checkpoint, damage the directory, return the resume's args."""
+    import shutil
+
+    from exactattn.cli import main
+
+    model = rng.choice([BASE_MODEL, DYCK1])
+    (workdir / "m.json").write_text(json.dumps(model), encoding="utf-8")
+    ck = workdir / "ck"
+    shutil.rmtree(ck, ignore_errors=True)
+    env = {"EXACTATTN_SHARD_INPUTS": rng.choice(["1", "2", "3"])}
+    args = ["check", str(workdir / "m.json"), "--max-n", rng.choice(["2", "3"])]
+    args += rng.choice([[], [], ["--arb-only"], ["--hard-only"]]) + ["--checkpoint", str(ck)]
+    expect = workdir / "expect.json"
+    with _environ(env), contextlib.redirect_stdout(io.StringIO()):
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.suppress(SystemExit):
+            main.main(
+                args=[*args, "-q", "--json", str(expect)],
+                prog_name="exactattn",
+                standalone_mode=True,
+            )
+    shards = sorted(ck.glob("*/s*.json"))
+    refuse = False
+    hold = False
+    for _ in range(rng.randint(1, 3)):
+        what = rng.choice(_DAMAGE)
+        if not shards:
+            break
+        f = rng.choice(shards)
+        if not f.is_file():  # made a directory by an earlier damage
+            continue
+        shards = [g for g in shards if g.is_file()]
+        if what == "empty object":
+            f.write_text("{}")
+        elif what == "garbage":
+            f.write_bytes(bytes(rng.randrange(256) for _ in range(rng.randint(1, 300))))
+        elif what == "cut" and f.exists() and f.is_file():
+            text = f.read_text(encoding="utf-8", errors="replace")
+            f.write_text(text[: rng.randrange(max(1, len(text)))])
+        elif what == "copy same length":
+            same = [g for g in shards if g.parent == f.parent and g != f and g.is_file()]
+            if same:
+                f.write_bytes(rng.choice(same).read_bytes())
+        elif what == "copy other length":
+            other = [g for g in shards if g.parent != f.parent and g.is_file()]
+            if other:
+                f.write_bytes(rng.choice(other).read_bytes())
+        elif what == "edit record" and f.is_file():
+            try:
+                data = json.loads(f.read_text())
+                tree, raws = mutate_tree(data, rng, 1, big=False)
+                f.write_text(tree_text(tree, raws, rng), errors="surrogatepass")
+            except (ValueError, RecursionError):  # an earlier damage made it unreadable
+                pass
+        elif what == "deep":
+            f.write_text("[" * 50_000)
+        elif what == "empty file":
+            f.write_text("")
+        elif what == "delete" and f.is_file():
+            f.unlink()
+        elif what == "directory" and f.is_file():
+            f.unlink()
+            f.mkdir()
+        elif what == "manifest":
+            (ck / "manifest.json").write_bytes(rng.choice([b"{}", b"\xff", b"[", b'{"format":1}']))
+            refuse = True
+        elif what == "lock garbage":
+            (ck / "lock").write_bytes(b"\xff" * 10)
+        elif what == "hold":
+            hold = True
+        elif what == "old format" and f.is_file():
+            try:
+                f.write_text(json.dumps(json.loads(f.read_text())["record"]))
+            except (ValueError, KeyError, TypeError, RecursionError):
+                pass
+    _write_case(
+        workdir,
+        env=env,
+        expect="expect.json" if expect.exists() else None,
+        hold=str(ck) if hold else None,
+        may_refuse=refuse or hold,
+        expect_exit=2 if hold else None,
+    )
+    return [*args, *_flags(rng), "--json", str(workdir / "out.json")]
+
+
+def _write_case(workdir: Path, **settings: Any) -> None:
+    (workdir / CASE_FILE).write_text(json.dumps(settings))
+
+
+@contextlib.contextmanager
+def _environ(env: dict[str, str]) -> Any:
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _alarm(signum: int, frame: Any) -> None:
@@ -317,6 +532,13 @@ def run_case(kind: str, args: list[str], workdir: Path, timeout: float = 20.0) -
     for name in os.listdir(workdir):
         if name.startswith("out"):
             os.unlink(workdir / name)
+    case = json.loads((workdir / CASE_FILE).read_text()) if (workdir / CASE_FILE).exists() else {}
+    held = None
+    if case.get("hold"):  # another run holds the checkpoint directory
+        from exactattn.executors import DirectoryLock
+
+        with contextlib.suppress(Exception):
+            held = DirectoryLock(Path(case["hold"]))
     err, out = io.StringIO(), io.StringIO()
     code: int | None = None
     timed_out = False
@@ -325,7 +547,11 @@ def run_case(kind: str, args: list[str], workdir: Path, timeout: float = 20.0) -
     old = signal.signal(signal.SIGPROF, _alarm)
     signal.setitimer(signal.ITIMER_PROF, timeout)
     try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        with (
+            _environ(case.get("env") or {}),
+            contextlib.redirect_stderr(err),
+            contextlib.redirect_stdout(out),
+        ):
             try:
                 main.main(args=args, prog_name="exactattn", standalone_mode=True)
                 code = 0
@@ -340,7 +566,20 @@ def run_case(kind: str, args: list[str], workdir: Path, timeout: float = 20.0) -
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
         signal.signal(signal.SIGPROF, old)
+        if held is not None:
+            held.release()
     out_json = workdir / "out.json"
+    extra: dict[str, Any] = {"case": case}
+    if case.get("expect"):
+        extra["expected"] = (workdir / case["expect"]).read_text(encoding="utf-8")
+    if args and args[0] == "report":
+        extra["reports"] = {
+            p.name: p.read_text(encoding="utf-8", errors="replace")
+            for p in workdir.iterdir()
+            if p.name.startswith("out.")
+            and p.suffix in (".md", ".tex")
+            or p.name == "out-fragment.tex"
+        }
     return Outcome(
         kind=kind,
         args=args,
@@ -350,6 +589,7 @@ def run_case(kind: str, args: list[str], workdir: Path, timeout: float = 20.0) -
         out_text=out_json.read_text(encoding="utf-8") if out_json.exists() else None,
         timed_out=timed_out,
         traceback=tb,
+        extra=extra,
     )
 
 
@@ -370,6 +610,8 @@ def problems(o: Outcome) -> list[str]:
         out.append(f"exit code {o.code}: {o.stderr.strip()[:300]}")
     if o.code == 2:
         lines = o.stderr.strip().splitlines()
+        if len(lines) > 1 and _ESTIMATE.search(lines[0]):  # without -q: "M: N inputs …" first
+            lines = lines[1:]
         click_usage = len(lines) >= 3 and lines[0].startswith("Usage:")
         if click_usage:
             lines = lines[-1:]
@@ -389,7 +631,92 @@ def problems(o: Outcome) -> list[str]:
             want = {0: "clean", 1: "problems", 3: "undecided"}[o.code]
             if status != want:
                 out.append(f"exit {o.code} but the result file says {status!r}")
+    case = o.extra.get("case") or {}
+    if case.get("expect_exit") is not None and o.code != case["expect_exit"]:
+        out.append(f"exit {o.code} where {case['expect_exit']} is due: {o.stderr.strip()[:300]}")
+    if o.kind == "checkpoint" and o.code == 2 and not case.get("may_refuse"):
+        out.append(f"a damaged shard refused, not recomputed: {o.stderr.strip()[:300]}")
+    expected = o.extra.get("expected")
+    if expected is not None and o.code in (0, 1, 3) and o.out_text != expected:
+        out.append("resumed from a damaged checkpoint: result differs from a fresh run")
+    for name, text in (o.extra.get("reports") or {}).items():
+        out += [f"{name}: {p}" for p in report_injections(name, text)]
     return out
+
+
+_ESTIMATE = re.compile(r": [0-9,]+ inputs \(n = ")
+_TEX_LIVE_BAD = ("\\input", "\\openin", "\\read", "\\write", "\\csname", "^^", "\\catcode")
+
+
+def report_injections(name: str, text: str) -> list[str]:
+    """User text that a written report would execute: a TeX primitive on a live line, or raw
+    HTML / a stray table pipe in Markdown (the payloads come from HOSTILE_STRINGS)."""
+    found = []
+    if name.endswith(".tex"):
+        for line in text.splitlines():
+            m = re.search(r"(?<!\\)%", line)
+            live = line if m is None else line[: m.start()]
+            for bad in _TEX_LIVE_BAD:
+                if bad in live:
+                    found.append(f"live {bad} in TeX: {line[:200]!r}")
+    else:
+        from markdown_it import MarkdownIt
+
+        html = MarkdownIt("commonmark").enable("table").render(text)
+        for tag in set(re.findall(r"<(/?[a-zA-Z][a-zA-Z0-9]*)", html)):
+            if tag.lstrip("/") not in _MD_TAGS:
+                found.append(f"raw HTML <{tag}> in Markdown")
+        for img in re.findall(r"<img[^>]*>", html):  # only the report's own figures
+            if not re.fullmatch(
+                r'<img src="[^"<>]*-(gamma|error|tau)\.png" alt="[^"<>]*" ?/?>', img
+            ):
+                found.append(f"an image the report did not make: {img[:100]}")
+        # a table's lines keep their column count (HTML drops extra cells: count the source)
+        widths: set[int] = set()
+        for line in [*text.splitlines(), ""]:
+            if line.startswith("|"):
+                widths.add(len(re.findall(r"(?<!\\)\|", line)))
+                continue
+            if len(widths) > 1:
+                found.append("a table row with a column too many or too few")
+            widths = set()
+    return found[:3]
+
+
+def pdflatex_problems(workdir: Path, tex: Path) -> list[str]:
+    """Compile a written report with ``pdflatex -no-shell-escape -recorder``: it must compile,
+    and every file TeX opened must be the report's own (``out*`` beside it) or TeX's."""
+    import shutil
+    import subprocess
+
+    if shutil.which("pdflatex") is None:
+        return []
+    cmd = ["pdflatex", "-no-shell-escape", "-recorder", "-interaction=nonstopmode"]
+    try:
+        run = subprocess.run(
+            [*cmd, "-halt-on-error", tex.name], cwd=workdir, capture_output=True, timeout=120
+        )
+    except subprocess.TimeoutExpired:
+        return ["pdflatex ran past 120 s"]
+    out = [] if run.returncode == 0 else [f"pdflatex failed (exit {run.returncode})"]
+    fls = tex.with_suffix(".fls")
+    opened = [
+        line[6:]
+        for line in (fls.read_text(errors="replace") if fls.exists() else "").splitlines()
+        if line.startswith("INPUT ")
+    ]
+    for p in opened:
+        path = Path(p) if p.startswith("/") else workdir / p
+        own = path.resolve().parent == workdir.resolve() and path.name.startswith("out")
+        if not (
+            own or p.startswith(("/usr/share/", "/etc/texmf/", "/var/lib/texmf/")) or "/texmf" in p
+        ):
+            out.append(f"pdflatex read a file outside the report: {p[:200]}")
+    return out
+
+
+_MD_TAGS = {"h1", "h2", "h3", "p", "ul", "li", "strong", "em", "code", "table", "thead", "tbody"}
+_MD_TAGS |= {"tr", "th", "td", "img", "br"}
 
 
 def stub_figures() -> Any:

@@ -7,6 +7,7 @@ never parsed. A record without a usable ``form`` is shown verbatim.
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from typing import Any
 
@@ -25,14 +26,25 @@ _LABELS = {
 }
 
 
+_LAYER_KEY = re.compile(r"error_layer_([0-9]{1,9})")
+
+
 def label(key: str) -> tuple[str, str]:
-    """(text, LaTeX math) name of a closed-form key."""
+    """(Markdown, LaTeX math) name of a closed-form key, each safe for its format.
+
+    A key is result-file text: any key but the known ones is escaped (it once reached
+    ``\\text{…}`` raw, so ``\\input`` read files into the PDF; issue 27).
+    """
     if key in _LABELS:
         return _LABELS[key]
-    if key.startswith("error_layer_"):
-        i = key.removeprefix("error_layer_")
+    m = _LAYER_KEY.fullmatch(key)
+    if m:
+        i = int(m[1])
         return f"ε_{i}(n)", rf"\varepsilon_{{{i}}}(n)"
-    return key, r"\text{" + key.replace("_", r"\_") + "}"
+    from exactattn.report.latex import text
+    from exactattn.report.markdown import plain
+
+    return plain(key), r"\text{" + text(key) + "}"
 
 
 def verified(record: dict[str, Any] | None) -> bool:
@@ -51,7 +63,7 @@ def form_latex(record: dict[str, Any]) -> str | None:
 
     try:
         return sympy.latex(form_expr(record["form"]))
-    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+    except Exception:  # noqa: BLE001 - result-file data that sympy cannot typeset: shown verbatim
         return None
 
 
@@ -79,6 +91,13 @@ def _remark(record: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _raw_name(key: str) -> str:
+    """The unescaped display name (for a code span, which escapes it itself)."""
+    if key in _LABELS or _LAYER_KEY.fullmatch(key):
+        return label(key)[0]
+    return key
+
+
 def _exponent_text(a: str, b: str) -> str:
     parts = []
     if Fraction(b) != 0:
@@ -97,10 +116,17 @@ def _shape_tex(a: str, b: str) -> str:
     return r"\,".join(parts)
 
 
+_SCI = re.compile(r"(-?[0-9]+(?:\.[0-9]*)?)(?:[eE]([+-]?[0-9]{1,6}))?")
+
+
 def _sci_tex(x: str) -> str:
-    """A decimal string as LaTeX, digits unchanged: ``2.4e-57`` -> ``2.4\\times10^{-57}``."""
-    mant, _, exp = str(x).partition("e")
-    return mant + (rf"\times10^{{{int(exp)}}}" if exp else "")
+    """A decimal string as LaTeX, digits unchanged: ``2.4e-57`` -> ``2.4\\times10^{-57}``.
+
+    Anything else (resultfile.py refuses it; this is the second line) is shown as ``?``."""
+    m = _SCI.fullmatch(str(x))
+    if m is None:
+        return r"\text{?}"
+    return m[1] + (rf"\times10^{{{int(m[2])}}}" if m[2] else "")
 
 
 def _frac_tex(x: str) -> str:
@@ -113,6 +139,8 @@ def _frac_tex(x: str) -> str:
 
 def markdown(cf: dict[str, Any], code: Any) -> list[str]:
     """Markdown lines: exact closed forms, then brackets of the certified quantities."""
+    from exactattn.report.markdown import plain
+
     exact_rows, bracket_rows = [], []
     for key, rec in cf.items():
         name = label(key)[0]
@@ -120,7 +148,7 @@ def markdown(cf: dict[str, Any], code: Any) -> list[str]:
             if rec.get("shape") is None:
                 continue
             shape = _exponent_text(rec["a"], rec["b"])
-            lo, hi = rec["c_lower"], rec["c_upper"]
+            lo, hi = plain(str(rec["c_lower"])), plain(str(rec["c_upper"]))
             text = f"[{lo}, {hi}]" + (f" · {shape}" if shape else "")
             notes = []
             if rec.get("exactly_zero_at"):
@@ -132,7 +160,7 @@ def markdown(cf: dict[str, Any], code: Any) -> list[str]:
             exact_rows.append(
                 [
                     name,
-                    code(f"{name} = {rec['expression']}"),
+                    code(f"{_raw_name(key)} = {rec['expression']}"),
                     fmt.runs(rec.get("fitted_on", [])),
                     fmt.runs(rec.get("verified_on", [])),
                     _remark(rec) or "—",
@@ -141,7 +169,13 @@ def markdown(cf: dict[str, Any], code: Any) -> list[str]:
         else:
             lengths = fmt.runs(rec.get("lengths", []))
             exact_rows.append(
-                [name, str(rec.get("reason", "none")), lengths or "—", "—", _remark(rec) or "—"]
+                [
+                    name,
+                    plain(str(rec.get("reason", "none"))),
+                    lengths or "—",
+                    "—",
+                    _remark(rec) or "—",
+                ]
             )
     lines: list[str] = []
     if exact_rows:

@@ -271,9 +271,20 @@ def temperatures_note(data: ReportData) -> str:
     if data.has_tau_scan:
         text += (
             " Every grid temperature from a lower end down to the model's τ(n) was checked too"
-            + ("; not monotone in τ: " + " ".join(lines) if lines else ", and none was found bad.")
+            + (
+                "; not monotone in τ: " + " ".join(_star_plain(x) for x in lines)
+                if lines
+                else ", and none was found bad."
+            )
         )
     return text
+
+
+def _star_plain(line: str) -> str:
+    """A τ* sentence (it quotes a witness input and a reason from the result file) as literal
+    Markdown; the names τ*_dec and τ*_inv stay as the report writes them elsewhere."""
+    out = plain(line.replace("τ*_dec", "TAUSTARDEC").replace("τ*_inv", "TAUSTARINV"))
+    return out.replace("TAUSTARDEC", "τ*_dec").replace("TAUSTARINV", "τ*_inv")
 
 
 def figure_captions(data: ReportData) -> dict[str, str]:

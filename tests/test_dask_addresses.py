@@ -1,0 +1,203 @@
+"""``--dask`` with bad or unreachable addresses, and clusters that die mid-run (issue 27, 14).
+
+A bad address is one line and exit 2, quickly (a short connect timeout), with no file
+written; a scheduler or worker killed mid-run ends as an incomplete result (exit 130, one
+line) that the same command with ``--checkpoint`` resumes to the byte-identical result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import CancelledError
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from exactattn.check import run_check
+from exactattn.cli import main
+from exactattn.executors import Dask
+from exactattn.model import load_model
+
+pytest.importorskip("dask.distributed")
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "models" / "dyck1.json"
+
+
+def _junk_server() -> tuple[int, threading.Event]:
+    """A TCP server that answers every connection with bytes that are no dask message."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    stop = threading.Event()
+
+    def serve() -> None:
+        srv.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                continue
+            try:
+                conn.sendall(b"HTTP/1.1 200 OK\r\n\r\n" + b"\xff" * 64)
+            finally:
+                conn.close()
+        srv.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv.getsockname()[1], stop
+
+
+ADDRESSES = [
+    "nonsense",
+    "",
+    " ",
+    "tcp://",
+    "http://example.com:8786",
+    "inproc://",
+    "inproc://127.0.0.1/1/2",
+    "tls://",
+    "ucx://",
+    "ucx://127.0.0.1:8786",
+    "example.invalid",  # a bare host
+    "127.0.0.1",
+    ":::",
+    "[::1]",
+    "tcp://127.0.0.1:0",
+    "tcp://127.0.0.1:99999",
+    "tcp://127.0.0.1:-5",
+    "tcp://:8786",
+    "tcp://127.0.0.1:1",  # nothing listens: refused until the timeout
+    "tls://127.0.0.1:1",  # TLS without a TLS configuration
+    "ws://127.0.0.1:1",
+    "\x00:1",
+    "a" * 5000,
+    "JUNK",  # replaced by a server that answers garbage
+]
+
+
+@pytest.mark.parametrize("address", ADDRESSES, ids=[repr(a)[:30] for a in ADDRESSES])
+def test_bad_address_is_one_line_exit_2(
+    address: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EXACTATTN_DASK_TIMEOUT", "1")
+    stop = None
+    if address == "JUNK":
+        port, stop = _junk_server()
+        address = f"tcp://127.0.0.1:{port}"
+    out, ck = tmp_path / "r.json", tmp_path / "ck"
+    t0 = time.monotonic()
+    try:
+        res = CliRunner().invoke(
+            main,
+            ["check", str(MODEL), "--max-n", "2", "-q", "--dask", address]
+            + ["--json", str(out), "--checkpoint", str(ck)],
+        )
+    finally:
+        if stop is not None:
+            stop.set()
+    assert time.monotonic() - t0 < 20
+    assert res.exit_code == 2, (res.exit_code, res.output, res.exception)
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --dask"), res.output
+    assert len(lines[0]) < 1000 and "Traceback" not in res.output
+    assert not out.exists() and not ck.exists()  # nothing written, not even the checkpoint
+
+
+class _LostFuture:
+    def done(self) -> bool:
+        return True
+
+    def result(self) -> None:
+        raise CancelledError("scheduler-connection-lost")
+
+
+class _DyingClient:
+    """A client whose scheduler went away: every shard comes back cancelled."""
+
+    status = "running"
+
+    def scatter(self, x, broadcast=False):  # type: ignore[no-untyped-def]
+        return x
+
+    def submit(self, *a, **k):  # type: ignore[no-untyped-def]
+        return _LostFuture()
+
+
+def test_lost_cluster_is_an_incomplete_result_not_a_crash() -> None:
+    model = load_model(MODEL)
+    res = run_check(model, max_n=3, executor=Dask(_DyingClient()))
+    assert res.interrupted and not res.complete
+    assert res.lengths == [] and "lost the cluster mid-run" in (res.stopped_by or "")
+    assert res.verdict().status == "incomplete" and res.exit_code() == 130
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "exactattn", *args]
+
+
+def _start(cmd: list[str], log: Path) -> subprocess.Popen:
+    return subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("victim", ["worker", "scheduler"])
+def test_cluster_killed_mid_run_then_resume(victim: str, tmp_path: Path) -> None:
+    """A real scheduler and worker (subprocesses); SIGKILL one once shards of n = 6 are
+    stored; the run ends in one line, exit 130, an incomplete result; resuming without the
+    cluster from the checkpoint gives the fresh run's bytes."""
+    dask = [str(Path(sys.executable).parent / "dask")]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    addr = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "EXACTATTN_SHARD_INPUTS": "256", "EXACTATTN_DASK_TIMEOUT": "3"}
+    sched = _start([*dask, "scheduler", "--port", str(port), "--no-dashboard"], tmp_path / "s.log")
+    worker = None
+    try:
+        time.sleep(3)
+        worker = subprocess.Popen(
+            [*dask, "worker", addr, "--nthreads", "1", "--no-dashboard", "--no-nanny"],
+            stdout=(tmp_path / "w.log").open("w"),
+            stderr=subprocess.STDOUT,
+        )
+        time.sleep(4)
+        model = ROOT / "models" / "dyck2.json"
+        args = ["check", str(model), "--min-n", "5", "--max-n", "6", "-q", "--force", "--arb-only"]
+        ck, out = tmp_path / "ck", tmp_path / "killed.json"
+        run = subprocess.Popen(
+            _cli(*args, "--dask", addr, "--checkpoint", str(ck), "--json", str(out)),
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.time() + 240
+        while time.time() < deadline and len(list(ck.glob("*-n6/s*.json"))) < 2:
+            assert run.poll() is None, run.stderr.read() if run.stderr else ""
+            time.sleep(0.2)
+        (worker if victim == "worker" else sched).send_signal(signal.SIGKILL)
+        _, err = run.communicate(timeout=120)
+        assert run.returncode == 130, err
+        assert err.strip().count("\n") == 0 and "Traceback" not in err, err
+        assert err.startswith("stopped: --dask") and "rerun to resume" in err
+        assert json.loads(out.read_text())["verdict"]["status"] == "incomplete"
+    finally:
+        for p in (worker, sched):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+    subprocess.run(
+        _cli(*args, "--checkpoint", str(ck), "--json", str(tmp_path / "resumed.json")),
+        env=env,
+        check=True,
+    )
+    subprocess.run(_cli(*args, "--json", str(tmp_path / "fresh.json")), env=env, check=True)
+    assert (tmp_path / "resumed.json").read_bytes() == (tmp_path / "fresh.json").read_bytes()
