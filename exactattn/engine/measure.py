@@ -18,7 +18,7 @@ from flint import arb, arb_mat
 
 from exactattn.engine.hard import HardBatch, argmax_labels, read_output, rows_alike
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model, ValueOutput
-from exactattn.numbers import frac_str, to_arb
+from exactattn.numbers import frac_str, point_lower, point_upper, to_arb
 from exactattn.reference import Oracle
 from exactattn.results import (
     ErrorRecord,
@@ -639,8 +639,8 @@ class LengthAccumulator:
             if self.soft_done:
                 st = self.errors[li]
                 err = ErrorRecord(
-                    arb(st.lower.lower()),
-                    arb(st.upper.upper()) if st.upper.is_finite() else None,
+                    point_lower(st.lower),  # at the enclosure's precision: ε > 1 stays > 1
+                    point_upper(st.upper) if st.upper.is_finite() else None,
                     Witness((st.rank,), st.witness) if st.witness is not None else None,
                 )
             heads = None
