@@ -313,3 +313,52 @@ def test_finiteness_checks_are_needed(monkeypatch) -> None:
     for model in (MODEL_A, MODEL_B, MODEL_C):
         with pytest.raises(AssertionError):
             both(model, 3)
+
+
+# ----------------------------------------------------------------------------------------
+# the error witness (issue 27 item 6): the rule of docs/model-format.md
+
+
+def _witness_within_accuracy(model: Any, max_n: int) -> None:
+    """On both paths, every error witness's own certified error is within the reporting
+    accuracy (relative 1e-6, and the decimals' rounding) of the reported maximum."""
+    from exactattn.evaluate import evaluate
+    from exactattn.numbers import arb_endpoints, parse_decimal
+
+    for ff in (True, False):
+        data = run_check(model, max_n=max_n, float_filter=ff).to_json()
+        for rec in data["lengths"]:
+            for layer in rec["layers"]:
+                w, err = layer.get("error_witness"), layer.get("error")
+                if not w or not err or err["upper"] == "inf":
+                    continue
+                lo, hi = evaluate(model, w["input"]).errors[layer["index"]]
+                lower, upper = parse_decimal(err["lower"]), parse_decimal(err["upper"])
+                assert arb_endpoints(hi)[1] >= lower * (1 - Fraction(2, 10**6)), (ff, rec["n"])
+                assert arb_endpoints(lo)[0] <= upper, (ff, rec["n"])
+                assert arb_endpoints(lo)[0] >= upper * (1 - Fraction(3, 10**6)), (ff, rec["n"])
+
+
+def test_error_witness_rule_bundled() -> None:
+    from pathlib import Path
+
+    from exactattn import load_model
+
+    root = Path(__file__).resolve().parent.parent
+    _witness_within_accuracy(load_model(root / "models" / "dyck2.json"), 3)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(d=st.data())
+def test_error_witness_rule_random(d) -> None:
+    from strategies import models, to_json_text
+
+    from exactattn.model import model_from_raw
+    from exactattn.numbers import load_json_text
+
+    raw = d.draw(models())
+    try:
+        model = model_from_raw(load_json_text(to_json_text(raw)))
+        _witness_within_accuracy(model, 3)
+    except ExactAttnError:
+        return

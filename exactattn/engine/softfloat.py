@@ -38,6 +38,21 @@ Why the enclosures are sound (u = 2^-53, IEEE binary64, round to nearest):
 * exp(m ± r) lies within exp(m)·(r + r²) of exp(m) for r ≤ 1, and expm1(m ± r) within
   e^m (r + r²) of expm1(m); wider arguments give an infinite radius (not settled).
 * Decisions compare floats that are exact endpoints: ``mid > rad`` means mid − rad > 0.
+* Overflow. The bounds above are for finite results: past the float range an operation
+  returns ±inf (and inf − inf, 0·inf give nan), about whose exact value the error bound
+  says nothing. The rule: a midpoint that is not finite has an infinite (or nan) radius.
+  add, sub, mul, div and the scalings get it for free (their radii contain |m|·WIDEN);
+  where a radius is built from the operands' sizes instead (:func:`outer_sum`,
+  :func:`_dot_keys`, :func:`_dot_exact`, :func:`_sum_keys`, :func:`lin`, longsoft's sums) a
+  sum can overflow while its radius stays finite — (±inf, finite) is no real interval — so
+  :func:`guard` sets the radius to inf there. An infinite enclosure is trivially sound, but
+  only if nothing reads a claim out of it, and IEEE comparisons do (inf ≥ inf is true): so
+  every test requires a finite midpoint and radius (:func:`finite`) and otherwise answers
+  "cannot tell" — the ReLU sign tests (:func:`mr_relu`, the keep/kill tests of the FFNs),
+  certain positivity in :func:`div`/:func:`recip`, exp's argument test, :func:`abs_bounds`
+  ([0, inf]), the ε ≤ 1 test and all three read-outs (accept, argmax, value). Such a word
+  is not settled and goes to arb. tests/test_float_overflow.py: models whose activations
+  reach 10^308 decide as ``--arb-only`` does, and do not without these checks.
 
 Tightness (so that words settle, not for soundness):
 
