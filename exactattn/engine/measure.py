@@ -508,7 +508,10 @@ class LengthAccumulator:
             if lo_max > rec.lower:
                 rec.lower = lo_max
             top = hi.max()
-            first = int(idx[int(np.argmax(hi == top))])  # first word (in rank order) at the top
+            # the witness rule (docs/model-format.md): the first word, in rank order, whose
+            # enclosure reaches the largest upper end; float and arb enclosures differ in
+            # width, so the two paths may name different words within that width
+            first = int(idx[int(np.argmax(hi == top))])
             top_a = arb(float(top))
             rank = self._rank(first)
             if rec.witness is None or top_a > rec.upper or (top_a == rec.upper and rank < rec.rank):
