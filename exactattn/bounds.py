@@ -25,6 +25,8 @@ from fractions import Fraction
 
 from flint import arb, fmpq
 
+from exactattn.numbers import point_upper
+
 Matrix = Sequence[Sequence[Fraction]]
 Vector = Sequence[Fraction]
 
@@ -119,10 +121,11 @@ def _arb(x: arb | Fraction | int) -> arb:
 
 
 def _up(x: arb) -> arb:
-    """Certified upper end of a ball as an exact point (+inf if the ball is not finite)."""
+    """Certified upper end of a ball as an exact point (+inf if the ball is not finite), at the
+    ball's own precision (``x.upper()`` alone rounds to the context's 53 bits)."""
     if not x.is_finite():
         return arb.pos_inf()
-    return x.upper()
+    return point_upper(x)
 
 
 def _eps_upper(eps: arb | Fraction | int) -> arb:

@@ -168,12 +168,35 @@ def to_arb(x: Fraction | int) -> arb:
     return arb(fmpq(x.numerator, x.denominator))
 
 
+def _point_prec(x: arb) -> int:
+    """A precision at which x's endpoints keep every bit of its midpoint, and more.
+
+    ``arb.lower()``/``upper()`` round to the *context's* precision (53 bits outside a
+    ``workprec``): 1 + 1e-16 computed at 96 bits would become 1, and "> 1" undecidable."""
+    m, _ = x.mid().man_exp()
+    return max(ctx.prec, int(m).bit_length() + 64)
+
+
+def point_lower(x: arb) -> arb:
+    """x's lower endpoint as an exact point (radius 0), rounded down at the precision of the
+    enclosure, never at the context's 53 bits: for comparisons with thresholds."""
+    with ctx.workprec(_point_prec(x)):
+        return x.lower()
+
+
+def point_upper(x: arb) -> arb:
+    """x's upper endpoint as an exact point, rounded up at the precision of the enclosure."""
+    with ctx.workprec(_point_prec(x)):
+        return x.upper()
+
+
 def arb_endpoints(x: arb) -> tuple[Fraction, Fraction]:
-    """The exact dyadic endpoints of a ball (a non-finite ball has no endpoints)."""
+    """The dyadic endpoints of a ball, outward at the enclosure's own precision (a non-finite
+    ball has no endpoints)."""
     if not x.is_finite():
         raise ValueError("non-finite ball")
-    lo_m, lo_e = x.lower().man_exp()
-    hi_m, hi_e = x.upper().man_exp()
+    lo_m, lo_e = point_lower(x).man_exp()
+    hi_m, hi_e = point_upper(x).man_exp()
     return _dyadic(int(lo_m), int(lo_e)), _dyadic(int(hi_m), int(hi_e))
 
 
@@ -276,14 +299,14 @@ def arb_upper_str(x: arb, digits: int = 15) -> str:
     """
     if not x.is_finite():
         return "inf"
-    return _endpoint_str(x.upper(), digits, up=True)
+    return _endpoint_str(point_upper(x), digits, up=True)
 
 
 def arb_lower_str(x: arb, digits: int = 15) -> str:
     """A decimal ≤ every point of the finite ball x (``"-inf"`` when x is not finite)."""
     if not x.is_finite():
         return "-inf"
-    return _endpoint_str(x.lower(), digits, up=False)
+    return _endpoint_str(point_lower(x), digits, up=False)
 
 
 def arb_exact_value(x: arb) -> Fraction | None:

@@ -1,7 +1,8 @@
 """The float filter changes only what docs/model-format.md says it may: the last digits of
-certified error enclosures (and so their witnesses among exact ties, `measured_over_bound`)
-and `precision_bits`/`float_settled`. Every exact quantity, count, decision and verdict is
-the arb-only path's, and the two enclosures of every error overlap (both contain it)."""
+certified error enclosures (and so their witnesses, within the enclosures' width, and
+`measured_over_bound`) and `precision_bits`/`float_settled`. Every exact quantity, count,
+decision and verdict is the arb-only path's, and the two enclosures of every error overlap
+(both contain it)."""
 
 from __future__ import annotations
 

@@ -130,7 +130,8 @@ def ksum(a: MR) -> MR:
     m, r = a
     K = m.shape[0]
     k = (K + 2) * sf.SUM_U
-    return m.sum(axis=0), r.sum(axis=0) * (1 + k) + np.abs(m).sum(axis=0) * k
+    sm = m.sum(axis=0)
+    return sm, sf.guard(sm, r.sum(axis=0) * (1 + k) + np.abs(m).sum(axis=0) * k)
 
 
 def kdot(a: MR, b: MR) -> MR:
@@ -143,7 +144,7 @@ def kdot(a: MR, b: MR) -> MR:
     pr += a[1] * (abm + b[1])
     sm = pm.sum(axis=0)
     sr = pr.sum(axis=0) * (1 + (K + 4) * sf.SUM_U)
-    return sm, sf.floor_rad(sr)
+    return sm, sf.guard(sm, sf.floor_rad(sr))
 
 
 def _scale_cols(a: MR, s: MR) -> MR:

@@ -18,7 +18,7 @@ from flint import arb, arb_mat
 
 from exactattn.engine.hard import HardBatch, argmax_labels, read_output, rows_alike
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model, ValueOutput
-from exactattn.numbers import frac_str, to_arb
+from exactattn.numbers import frac_str, point_lower, point_upper, to_arb
 from exactattn.reference import Oracle
 from exactattn.results import (
     ErrorRecord,
@@ -508,7 +508,10 @@ class LengthAccumulator:
             if lo_max > rec.lower:
                 rec.lower = lo_max
             top = hi.max()
-            first = int(idx[int(np.argmax(hi == top))])  # first word (in rank order) at the top
+            # the witness rule (docs/model-format.md): the first word, in rank order, whose
+            # enclosure reaches the largest upper end; float and arb enclosures differ in
+            # width, so the two paths may name different words within that width
+            first = int(idx[int(np.argmax(hi == top))])
             top_a = arb(float(top))
             rank = self._rank(first)
             if rec.witness is None or top_a > rec.upper or (top_a == rec.upper and rank < rec.rank):
@@ -639,8 +642,8 @@ class LengthAccumulator:
             if self.soft_done:
                 st = self.errors[li]
                 err = ErrorRecord(
-                    arb(st.lower.lower()),
-                    arb(st.upper.upper()) if st.upper.is_finite() else None,
+                    point_lower(st.lower),  # at the enclosure's precision: ε > 1 stays > 1
+                    point_upper(st.upper) if st.upper.is_finite() else None,
                     Witness((st.rank,), st.witness) if st.witness is not None else None,
                 )
             heads = None

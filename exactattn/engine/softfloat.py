@@ -38,6 +38,21 @@ Why the enclosures are sound (u = 2^-53, IEEE binary64, round to nearest):
 * exp(m ± r) lies within exp(m)·(r + r²) of exp(m) for r ≤ 1, and expm1(m ± r) within
   e^m (r + r²) of expm1(m); wider arguments give an infinite radius (not settled).
 * Decisions compare floats that are exact endpoints: ``mid > rad`` means mid − rad > 0.
+* Overflow. The bounds above are for finite results: past the float range an operation
+  returns ±inf (and inf − inf, 0·inf give nan), about whose exact value the error bound
+  says nothing. The rule: a midpoint that is not finite has an infinite (or nan) radius.
+  add, sub, mul, div and the scalings get it for free (their radii contain |m|·WIDEN);
+  where a radius is built from the operands' sizes instead (:func:`outer_sum`,
+  :func:`_dot_keys`, :func:`_dot_exact`, :func:`_sum_keys`, :func:`lin`, longsoft's sums) a
+  sum can overflow while its radius stays finite — (±inf, finite) is no real interval — so
+  :func:`guard` sets the radius to inf there. An infinite enclosure is trivially sound, but
+  only if nothing reads a claim out of it, and IEEE comparisons do (inf ≥ inf is true): so
+  every test requires a finite midpoint and radius (:func:`finite`) and otherwise answers
+  "cannot tell" — the ReLU sign tests (:func:`mr_relu`, the keep/kill tests of the FFNs),
+  certain positivity in :func:`div`/:func:`recip`, exp's argument test, :func:`abs_bounds`
+  ([0, inf]), the ε ≤ 1 test and all three read-outs (accept, argmax, value). Such a word
+  is not settled and goes to arb. tests/test_float_overflow.py: models whose activations
+  reach 10^308 decide as ``--arb-only`` does, and do not without these checks.
 
 Tightness (so that words settle, not for soundness):
 
@@ -178,6 +193,24 @@ def _err(m: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 
 
+def guard(m: Any, r: Any) -> Any:
+    """The overflow rule: where a midpoint is not finite (±inf or nan), the radius is +inf.
+
+    Needed wherever a radius is built from the operands' sizes rather than from the computed
+    midpoint (sums of products, weighted sums): such a midpoint can overflow to ±inf while
+    the radius stays finite, and (±inf, finite) is not a real interval."""
+    fin = np.isfinite(m)
+    if fin.all():
+        return r
+    return np.where(fin, r, np.inf)
+
+
+def finite(a: MR) -> np.ndarray:
+    """Where an enclosure is a real interval (finite midpoint and radius): the only places a
+    sign test or a read-out may decide anything; elsewhere the answer is "cannot tell"."""
+    return np.isfinite(a[0]) & np.isfinite(a[1])
+
+
 def _nzfloor(ra: np.ndarray | float, rb: np.ndarray | float) -> Any:
     """TINY where both operands may be nonzero (rad ≥ TINY), else 0."""
     return np.minimum(np.minimum(ra, rb), TINY)
@@ -209,8 +242,8 @@ def div(a: MR, b: MR) -> MR:
     low = bm - br
     with np.errstate(divide="ignore", invalid="ignore"):
         r = (ar + np.abs(m) * br) * (1 + WIDEN) / low * (1 + WIDEN) + np.abs(m) * WIDEN
-    r = np.where(bm > br, r, np.inf)
-    return m, r + np.minimum(ar, TINY)
+    r = np.where(finite(b) & (bm > br), r, np.inf)
+    return m, guard(m, r + np.minimum(ar, TINY))
 
 
 def floor_rad(r: np.ndarray) -> np.ndarray:
@@ -242,7 +275,7 @@ def outer_sum(pairs: list[tuple[MR, MR]]) -> MR:
             r += tr
     assert m is not None and r is not None
     r *= 1 + (4 * n + 4) * SUM_U
-    return m, floor_rad(r)
+    return m, guard(m, floor_rad(r))
 
 
 def _dot_keys(a: MR, b: MR) -> MR:
@@ -259,7 +292,7 @@ def _dot_keys(a: MR, b: MR) -> MR:
         sm += pm[:, j]
         sr += pr[:, j]
     sr *= 1 + (T + 4) * SUM_U
-    return sm, floor_rad(sr)
+    return sm, guard(sm, floor_rad(sr))
 
 
 def _rat_mid(num: np.ndarray, den: int) -> np.ndarray:
@@ -292,7 +325,7 @@ def _dot_exact(am: np.ndarray, xm: np.ndarray, q: np.ndarray) -> MR:
         sm += pm[:, j]
         sr += pr[:, j]
     sr *= 1 + (T + 4) * SUM_U
-    return sm, floor_rad(sr)
+    return sm, guard(sm, floor_rad(sr))
 
 
 def _sum_keys(a: MR) -> MR:
@@ -308,14 +341,14 @@ def _sum_keys(a: MR) -> MR:
         sa += am[:, j]
     # rounding of the midpoint sum ≤ (T − 1)·u·Σ|m|; of the radius sum ≤ (T − 1)·u·Σr
     k = (m.shape[1] + 2) * SUM_U
-    return sm, sr * (1 + k) + sa * k
+    return sm, guard(sm, sr * (1 + k) + sa * k)
 
 
 def mr_exp(a: MR) -> MR:
     m, r = a
     mid = _exp(m)
     rad = mid * (r + r * r + 2 * _err(m)) * (1 + SLACK) + TINY
-    return mid, rad / (r <= 1.0)  # r > 1 (or nan): infinite radius
+    return mid, rad / ((r <= 1.0) & np.isfinite(m))  # r > 1, nan or m ±inf: infinite radius
 
 
 def mr_expm1(a: MR) -> MR:
@@ -324,7 +357,7 @@ def mr_expm1(a: MR) -> MR:
     am = np.abs(mid)
     rad = ((1 + am) * (r + r * r) * (1 + SLACK) + 2 * _err(m) * am) * (1 + WIDEN)
     rad = rad + np.minimum(r, TINY)
-    return mid, rad / (r <= 1.0)  # r > 1 (or nan): infinite radius
+    return mid, rad / ((r <= 1.0) & np.isfinite(m))  # r > 1, nan or m ±inf: infinite radius
 
 
 def mr_relu(a: MR) -> MR:
@@ -334,20 +367,26 @@ def mr_relu(a: MR) -> MR:
     hi = np.maximum(m + r, 0.0)
     mid = (lo + hi) * 0.5
     rad = ((hi - lo) * 0.5 + (np.abs(m) + r) * WIDEN) * (1 + WIDEN) + np.minimum(r, TINY)
-    # certainly ≥ 0: x itself; certainly ≤ 0: exactly 0 (exact comparisons)
-    nonneg = m >= r
-    nonpos = -m >= r
+    # certainly ≥ 0: x itself; certainly ≤ 0: exactly 0 (exact comparisons of finite floats)
+    fin = finite(a)
+    nonneg = fin & (m >= r)
+    nonpos = fin & (-m >= r)
     mid = np.where(nonneg, m, np.where(nonpos, 0.0, mid))
     rad = np.where(nonneg, r, np.where(nonpos, 0.0, rad))
-    return mid, rad
+    return mid, guard(mid, np.where(fin, rad, np.inf))
 
 
 def abs_bounds(a: MR) -> tuple[np.ndarray, np.ndarray]:
-    """Certified lower and upper bounds of |x| (floats, exact as reals)."""
+    """Certified lower and upper bounds of |x| (floats, exact as reals); [0, inf] where the
+    enclosure is not finite (the overflow rule)."""
     m, r = a
     am = np.abs(m)
     hi = (am + r) * (1 + CONV)
     lo = np.maximum(am - r, 0.0) * (1 - CONV)
+    fin = finite(a)
+    if not fin.all():
+        lo = np.where(fin, lo, 0.0)
+        hi = np.where(fin, hi, np.inf)
     return lo, hi
 
 
@@ -452,7 +491,7 @@ def lin(cols: Cols, rows: Sparse) -> Cols:
                 r += tr
         assert m is not None and r is not None
         r *= 1 + k
-        out[a] = (m, np.maximum(r, np.minimum(r * 2.0**300, TINY)))
+        out[a] = (m, guard(m, np.maximum(r, np.minimum(r * 2.0**300, TINY))))
     return out
 
 
@@ -697,7 +736,7 @@ def recip(z: MR) -> MR:
     low = zm - zr
     with np.errstate(divide="ignore", invalid="ignore"):
         r = zr * m / low * (1 + WIDEN) ** 2 + m * WIDEN
-    return m, r / (zm > zr)  # not certainly positive: infinite radius
+    return m, guard(m, r / (finite(z) & (zm > zr)))  # not certainly positive: infinite radius
 
 
 def _scale_rows(a: MR, s: MR) -> MR:
@@ -745,8 +784,9 @@ def ffn_generic(pre: PreCols, delta: Cols, hidden: list[Sparse], out_rows: Spars
             val = add(zm, d)
             rz = (np.where(zpos, zm[0], 0.0), np.where(zpos, zm[1], 0.0))
             gen = sub(mr_relu(val), rz)
-            keep = ~zneg & (val[0] >= val[1])
-            kill = (~zpos & (-val[0] >= val[1])) | (d[1] == 0)
+            fin = finite(val)  # an overflowed sign test cannot tell
+            keep = ~zneg & fin & (val[0] >= val[1])
+            kill = (~zpos & fin & (-val[0] >= val[1])) | (d[1] == 0)
             m = np.where(keep, d[0], np.where(kill, 0.0, gen[0]))
             r = np.where(keep, d[1], np.where(kill, 0.0, gen[1]))
             nxt[c] = (m, r)
@@ -853,8 +893,9 @@ def ffn_linear(pre: PreCols, delta: Cols, ints: _IntFFN, shape: tuple[int, ...])
             zpos, zneg, zm = pre(k, h)
             val = add(zm, dz)
             # relu(z + d) − relu(z) is d when z ≥ 0 and z + d ≥ 0, 0 when both are ≤ 0
-            keep = ~zneg & (val[0] >= val[1])
-            kill = (~zpos & (-val[0] >= val[1])) | (dz[1] == 0)
+            fin = finite(val)  # an overflowed sign test cannot tell
+            keep = ~zneg & fin & (val[0] >= val[1])
+            kill = (~zpos & fin & (-val[0] >= val[1])) | (dz[1] == 0)
             gen_mask = ~keep & ~kill
             co = {c: np.where(keep, v, 0) for c, v in co.items()}
             co = {c: v for c, v in co.items() if v.any()}
@@ -1112,7 +1153,8 @@ def _certify_chunk(
         for li in range(L):
             tight[:, li] = _tight(err_lo[:, li], err_hi[:, li])
             if li < L - 1:
-                decided &= (err_hi[:, li] <= 1) | (err_lo[:, li] > 1)
+                lo_ = err_lo[:, li]
+                decided &= (err_hi[:, li] <= 1) | ((lo_ > 1) & np.isfinite(lo_))
         res = FloatBatch(decided, err_lo, err_hi, err_row)
         _readout(cm, hb, delta, fw, res)  # narrows ``settled`` to decided read-outs
         res.decided = res.settled
@@ -1223,9 +1265,10 @@ def _readout(
         for x in _dot_out(delta, fw.out, p):
             if x is None:
                 continue
-            lo, hi = abs_bounds(x)
-            ok = hi <= tol_lo
-            bad = lo > tol_hi
+            lo, hi = abs_bounds(x)  # [0, inf] where not finite: neither ok nor bad
+            fin = finite(x)
+            ok = fin & (hi <= tol_lo)
+            bad = fin & (lo > tol_hi)
             outside |= bad
             unknown |= ~ok & ~bad
     within = ~outside
