@@ -134,8 +134,9 @@ def check(
     quiet: bool,
 ) -> None:
     """Enumerate every input up to --max-n and compare the hard and soft meanings."""
-    from exactattn.check import count_inputs, estimate, run_check
+    from exactattn.check import estimate, run_check
     from exactattn.executors import Checkpoint, fingerprint, make_executor
+    from exactattn.inputs import count_inputs, count_text, inputs_exceed
     from exactattn.model import load_model
 
     model = load_model(model_path)
@@ -144,12 +145,26 @@ def check(
         raise click.UsageError(f"--max-n {max_n} is below the smallest length {lo}")
     for n in (lo, max_n):  # before the estimate, which already evaluates inputs
         model.check_length(n)
-    total = count_inputs(len(model.alphabet), lo, max_n)
+    k = len(model.alphabet)
+    # counted by arithmetic (--max-n 10**6 has a count of 300,000 digits), refused before the
+    # estimate, which would build inputs of that length
+    too_many = inputs_exceed(k, lo, max_n, max_inputs)
+    total_text = count_text(k, lo, max_n)
+    if too_many and not force:
+        err_console.print(
+            f"[bold red]error:[/] --max-inputs: {total_text} inputs (n = {lo}..{max_n}, "
+            f"alphabet of {k}) is more than --max-inputs {max_inputs:,} (fix: lower --max-n, "
+            "raise --max-inputs, or pass --force)",
+            highlight=False,
+        )
+        sys.exit(2)
+    # the progress bar's total (none for a count too large to print: --force on 2^10^6 inputs)
+    total = count_inputs(k, lo, max_n) if total_text[0].isdigit() else None
     if not quiet:  # the estimate runs a sample of inputs: only worth it when it is shown
         seconds = estimate(model, lo, max_n, hard_only, jobs=jobs)
         err_console.print(
-            f"[bold]{model.name}[/]: {total:,} inputs (n = {lo}..{max_n}, "
-            f"alphabet of {len(model.alphabet)}); estimated {_fmt_secs(seconds)}"
+            f"[bold]{model.name}[/]: {total_text} inputs (n = {lo}..{max_n}, "
+            f"alphabet of {k}); estimated {_fmt_secs(seconds)}"
             + (
                 " before --find-tau, which evaluates each length again at every grid τ between "
                 "τ(n) and the brackets (often 30–150 more passes)"
@@ -158,13 +173,6 @@ def check(
             ),
             highlight=False,
         )
-    if total > max_inputs and not force:
-        err_console.print(
-            f"[bold red]error:[/] {total:,} inputs is more than --max-inputs {max_inputs:,}; "
-            "lower --max-n, use --hard-only, or pass --force",
-            highlight=False,
-        )
-        sys.exit(2)
     if report:
         suffix = Path(report).suffix
         if suffix not in (".md", ".tex"):
@@ -235,6 +243,8 @@ def check(
 
 
 def _fmt_secs(s: float) -> str:
+    if not s < 1e9:  # also inf (a count past float range)
+        return "more than 30 years"
     if s < 1:
         return "under a second"
     if s < 120:
@@ -244,8 +254,8 @@ def _fmt_secs(s: float) -> str:
     return f"about {s / 3600:.1f} h"
 
 
-def _run_with_progress(fn: Any, total: int, quiet: bool) -> Any:
-    if quiet or total < 2000:
+def _run_with_progress(fn: Any, total: int | None, quiet: bool) -> Any:
+    if quiet or total is None or total < 2000:
         return fn(None)
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 

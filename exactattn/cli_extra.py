@@ -127,6 +127,32 @@ def print_precision(runs: list[Any]) -> None:
         )
 
 
+PRECISION_MAX_INPUTS = 1_000_000
+"""Default input limit of ``precision --max-n`` (every input is kept in memory and run in
+four dtypes: about 100× the cost of ``check`` per input, docs/limits.md)."""
+
+
+def _check_range(model: Any, lo: int, hi: int, max_inputs: int, force: bool) -> None:
+    """Refuse an empty or unsupported range of lengths, and (without --force) one holding
+    more than ``max_inputs`` inputs, counted by arithmetic before any input is built."""
+    from exactattn.inputs import count_text, inputs_exceed
+
+    if hi < lo:
+        raise click.UsageError(
+            f"--max-n {hi} is below the smallest length {lo}: no length to run "
+            "(fix: --max-n at least --min-n)"
+        )
+    for n in (lo, hi):
+        model.check_length(n)
+    k = len(model.alphabet)
+    if not force and inputs_exceed(k, lo, hi, max_inputs):
+        raise click.UsageError(
+            f"--max-inputs: {count_text(k, lo, hi)} inputs (n = {lo}..{hi}, alphabet of {k}) "
+            f"is more than --max-inputs {max_inputs:,} (fix: lower --max-n, raise "
+            "--max-inputs, or pass --force)"
+        )
+
+
 @click.command("precision")
 @click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
 @click.option(
@@ -157,6 +183,14 @@ def print_precision(runs: list[Any]) -> None:
 )
 @click.option("--stop-after-flip", is_flag=True, help="Stop a dtype/τ after its first flip.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
+@click.option(
+    "--max-inputs",
+    type=int,
+    default=PRECISION_MAX_INPUTS,
+    show_default=True,
+    help="Refuse a --max-n enumeration of more inputs unless --force.",
+)
+@click.option("--force", is_flag=True, help="Run even if --max-n gives more than --max-inputs.")
 @click.option("-v", "--verbose", is_flag=True, help="Timing per word (families).")
 def precision_cmd(
     model_path: str,
@@ -173,6 +207,8 @@ def precision_cmd(
     certified: bool,
     stop_after_flip: bool,
     json_out: str | None,
+    max_inputs: int,
+    force: bool,
     verbose: bool,
 ) -> None:
     """The soft meaning as deployed in IEEE dtypes vs the exact hard meaning.
@@ -234,6 +270,7 @@ def precision_cmd(
         else:
             assert max_n is not None
             lo = min_n if min_n is not None else model.min_length
+            _check_range(model, lo, max_n, max_inputs, force)
             words_by_n = {n: words_of_length(model.alphabet, n) for n in range(lo, max_n + 1)}
             settings.update({"mode": "enumerate", "min_n": lo, "max_n": max_n})
         settings["certified"] = certified
@@ -269,6 +306,8 @@ def search_cmd(
     from exactattn.search import run_search
 
     model = load_model(model_path)
+    if beam < 1:
+        raise click.UsageError("--beam must be at least 1 (the number of inputs kept per step)")
     doc = run_search(model, n, objective, budget, seed, beam, parse_tau(tau))
     if json_out:
         write_json_atomic(Path(json_out), doc)

