@@ -145,3 +145,44 @@ def test_search_refuses_empty_beam(tmp_path: Path, beam: str) -> None:
     args = ["search", str(p), "--n", "3", "--objective", "margin", "--beam", beam]
     o = run(tmp_path, args, timeout=10)
     assert o.code == 2 and "--beam must be at least 1" in o.stderr, (o.code, o.stderr)
+
+
+# ---------------------------------------------------------------------------- item 9
+
+OUTPUTS = {
+    "argmax": {"kind": "argmax", "weight": [[0, 0, 0, 1], [0, 0, 0, -1]], "labels": ["x", "y"]},
+    "value": {"kind": "value", "weight": [[0, 0, 0, 1]]},
+}
+LANGUAGES = {
+    "dyck": {"kind": "dyck", "pairs": ["ab"]},
+    "ltl": {"kind": "ltl", "formula": "Y a"},
+    "regex": {"kind": "regex", "pattern": "a*b"},
+}
+
+
+@pytest.mark.parametrize("output", sorted(OUTPUTS))
+@pytest.mark.parametrize("language", sorted(LANGUAGES))
+def test_language_reference_on_a_non_accept_output(
+    tmp_path: Path, output: str, language: str
+) -> None:
+    """A language reference on an argmax/value output crashed the check (TypeError)."""
+    m = copy.deepcopy(BASE)
+    m["output"] = OUTPUTS[output]
+    m["reference"] = LANGUAGES[language]
+    p = write_model(tmp_path, m)
+    out = tmp_path / "out.json"
+    for extra in (["-q"], [], ["--hard-only", "-q"]):
+        o = run(tmp_path, ["check", str(p), "--max-n", "3", "--json", str(out), *extra])
+        assert o.code == 2, (o.code, o.stderr)
+        line = o.stderr.strip()
+        assert line.startswith(f"error: reference.kind: a {language} reference"), line
+        assert f"output.kind is '{output}'" in line and "(fix: use a cases reference" in line
+        assert "\n" not in line and not out.exists()
+
+
+@pytest.mark.parametrize("language", sorted(LANGUAGES))
+def test_language_reference_on_accept_output_still_loads(tmp_path: Path, language: str) -> None:
+    m = copy.deepcopy(BASE)
+    m["reference"] = LANGUAGES[language]
+    o = run(tmp_path, ["check", str(write_model(tmp_path, m)), "--max-n", "3", "-q"])
+    assert o.code in (0, 1), (o.code, o.stderr)

@@ -655,6 +655,16 @@ class _Reader:
         if not isinstance(x, dict):
             raise ModelError("reference", f"expected an object, got {_kind(x)}")
         kind = x.get("kind")
+        if kind in ("ltl", "dyck", "regex") and not isinstance(output, AcceptOutput):
+            # a language says accept or reject per input; an argmax or value output has no
+            # such answer to compare (this used to crash the check with a TypeError)
+            raise ModelError(
+                "reference.kind",
+                f"a {kind} reference defines a language (accept or reject), but output.kind "
+                f"is {output.kind!r}",
+                "use a cases reference for argmax and value outputs, or an accept output "
+                f"for a {kind} reference",
+            )
         if kind == "cases":
             o = self.obj(x, "reference", {"kind", "cases"}, required=("cases",))
             cases_raw = o["cases"]
