@@ -179,8 +179,11 @@ def check(
             raise click.UsageError("--report must end in .md or .tex")
 
     def save(result: Any) -> None:
-        if json_out:
-            write_json_atomic(Path(json_out), result.to_json())
+        from exactattn.guard import deferred_interrupt
+
+        if json_out:  # a Ctrl-C waits for the file (and its imports) to be complete
+            with deferred_interrupt():
+                write_json_atomic(Path(json_out), result.to_json())
 
     tau_arg = tau
     if tau == "theorem":

@@ -186,3 +186,53 @@ def test_language_reference_on_accept_output_still_loads(tmp_path: Path, languag
     m["reference"] = LANGUAGES[language]
     o = run(tmp_path, ["check", str(write_model(tmp_path, m)), "--max-n", "3", "-q"])
     assert o.code in (0, 1), (o.code, o.stderr)
+
+
+# ---------------------------------------------------------------------------- item 10
+
+
+@pytest.mark.parametrize("to_group", [True, False], ids=["terminal-ctrl-c", "parent-only"])
+def test_ctrl_c_under_jobs_prints_no_traceback(tmp_path: Path, to_group: bool) -> None:
+    """Ctrl-C during check --jobs 2 printed concurrent.futures' InvalidStateError traceback
+    (and each worker's KeyboardInterrupt) before "interrupted"."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "out.json"
+    env = dict(os.environ, EXACTATTN_SHARD_INPUTS="256")  # many shards: futures pending
+    args = [
+        sys.executable,
+        "-m",
+        "exactattn",
+        "check",
+        str(F.ROOT / "tests/data/mean_a_position.json"),
+    ]
+    args += ["--max-n", "16", "--jobs", "2", "--arb-only", "-q", "--json", str(out)]
+    p = subprocess.Popen(
+        args,
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not out.exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # the first length is written: the pool is running shards
+        time.sleep(0.5)
+        assert p.poll() is None, "the check finished before the interrupt"
+        if to_group:  # what a terminal does: the parent and its workers all get SIGINT
+            os.killpg(p.pid, signal.SIGINT)
+        else:
+            p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and "Error" not in err, err
+    assert err.strip().splitlines()[-1] == "interrupted: finished lengths were kept", err
+    assert json.loads(out.read_text())["verdict"]["status"] == "incomplete"
