@@ -25,6 +25,8 @@ err_console = Console(stderr=True, soft_wrap=True)
 console = Console()
 
 DEFAULT_MAX_INPUTS = 50_000_000
+FEW_INPUTS = 8
+"""Jobs of at most this many inputs get no timed estimate (the sample would be the job)."""
 
 
 def _fail(exc: Exception) -> None:
@@ -145,6 +147,13 @@ def check(
         raise click.UsageError(f"--max-n {max_n} is below the smallest length {lo}")
     for n in (lo, max_n):  # before the estimate, which already evaluates inputs
         model.check_length(n)
+    if not hard_only and tau != "theorem":  # a bad or out-of-range τ: one line, no estimate
+        from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
+
+        temps = Temperatures(model, parse_tau(tau))
+        for n in (lo, max_n):  # run_check checks every n in between
+            temps.at(n, BASE_PREC)
+            temps.display(n)
     k = len(model.alphabet)
     # counted by arithmetic (--max-n 10**6 has a count of 300,000 digits), refused before the
     # estimate, which would build inputs of that length
@@ -161,10 +170,15 @@ def check(
     # the progress bar's total (none for a count too large to print: --force on 2^10^6 inputs)
     total = count_inputs(k, lo, max_n) if total_text[0].isdigit() else None
     if not quiet:  # the estimate runs a sample of inputs: only worth it when it is shown
-        seconds = estimate(model, lo, max_n, hard_only, jobs=jobs)
+        # a job of a few inputs (one-letter alphabets: one per length) is not timed: the
+        # sample would cost as much as the check itself
+        few = total is not None and total <= FEW_INPUTS
+        seconds = 0.0 if few else estimate(model, lo, max_n, hard_only, jobs=jobs)
         err_console.print(
-            f"[bold]{model.name}[/]: {total_text} inputs (n = {lo}..{max_n}, "
-            f"alphabet of {k}); estimated {_fmt_secs(seconds)}"
+            f"[bold]{model.name}[/]: {total_text} input{'' if total == 1 else 's'} "
+            f"(n = {lo}..{max_n}, alphabet of {k}); "
+            + ("not timed (a sample would be the whole job)" if few else "estimated ")
+            + ("" if few else _fmt_secs(seconds))
             + (
                 " before --find-tau, which evaluates each length again at every grid τ between "
                 "τ(n) and the brackets (often 30–150 more passes)"

@@ -391,6 +391,30 @@ def arb_is_huge(x: arb) -> bool:
     return False
 
 
+def arb_endpoints_outward(x: arb) -> tuple[Fraction, Fraction]:
+    """Dyadic endpoints of a finite ball, exact unless one is beyond 2^±EXACT_BINARY_EXPONENT
+    in size: a tiny endpoint is then widened outward (a lower end to 0 or −2^-E, an upper end
+    to 2^-E or 0), a huge one raises OverflowError.
+
+    Why: at τ = e^-700 an error is about e^(-e^700), whose exact endpoint has a 10^300-bit
+    denominator: :func:`arb_endpoints` never returns (``search``, ``precision``, issue 27).
+    """
+    if not x.is_finite():
+        raise ValueError("non-finite ball")
+    out = []
+    for point, up in ((x.lower(), False), (x.upper(), True)):
+        man, exp = point.man_exp()
+        m, e = int(man), int(exp)
+        if m == 0 or (-EXACT_BINARY_EXPONENT < e and e + m.bit_length() < EXACT_BINARY_EXPONENT):
+            out.append(_dyadic(m, e))
+        elif e + m.bit_length() >= EXACT_BINARY_EXPONENT:
+            raise OverflowError(f"a ball endpoint beyond 2^{EXACT_BINARY_EXPONENT}")
+        else:  # 0 < |point| < 2^-E: round away from the ball
+            tiny = Fraction(1, 2**EXACT_BINARY_EXPONENT)
+            out.append((tiny if up else Fraction(0)) if m > 0 else (Fraction(0) if up else -tiny))
+    return out[0], out[1]
+
+
 def arb_interval(x: arb, digits: int = 15) -> dict[str, str]:
     """A certified real for results: ``{"lower": …, "upper": …}`` rounded outward."""
     return {"lower": arb_lower_str(x, digits), "upper": arb_upper_str(x, digits)}

@@ -980,7 +980,7 @@ def sweep_words(
     from exactattn.engine.soft import WeightCache
     from exactattn.engine.temperature import Temperatures
     from exactattn.inputs import batches
-    from exactattn.numbers import arb_endpoints
+    from exactattn.numbers import arb_endpoints_outward
     from exactattn.reference import Oracle
 
     cm = CompiledModel(model)
@@ -1051,8 +1051,8 @@ def sweep_words(
                             delta, p, bnds, verdict = soft_deltas[b]
                             e = acc.entry(n)
                             lo_s, hi_s, _ = bnds[-1] if bnds else (arb(0), arb(0), 0)
-                            slo, _ = arb_endpoints(lo_s)
-                            _, shi = arb_endpoints(hi_s)
+                            slo, _ = arb_endpoints_outward(lo_s)  # tiny τ: e^(-e^700)
+                            _, shi = arb_endpoints_outward(hi_s)
                             e["softmax_error"] = _max_interval(
                                 e["softmax_error"], max(slo, Fraction(0)), shi
                             )
@@ -1072,7 +1072,7 @@ def _rounding_enclosure(
     """‖dtype − certified soft‖∞ = ‖a − (hard + δ)‖∞ as a certified enclosure."""
     from flint import arb, ctx
 
-    from exactattn.numbers import arb_endpoints
+    from exactattn.numbers import arb_endpoints_outward
 
     a64 = a.astype(np.float64)
     if not np.isfinite(a64).all():
@@ -1090,7 +1090,7 @@ def _rounding_enclosure(
                 )
                 if delta is not None:
                     v = v - delta[i, c]
-                lo, hi = arb_endpoints(abs(v))
+                lo, hi = arb_endpoints_outward(abs(v))
                 best_lo = max(best_lo, lo)
                 best_hi = max(best_hi, hi)
     return best_lo, best_hi

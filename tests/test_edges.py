@@ -51,8 +51,14 @@ def test_one_letter_alphabet_answers_without_quiet(tmp_path: Path, lengths: list
     o = run(tmp_path, ["check", str(p), *lengths], timeout=10)
     spent = time.process_time() - t0
     assert not o.timed_out and o.code == 0, (o.code, o.stderr)
-    assert "1 inputs" in o.stderr or "2 inputs" in o.stderr  # the estimate line was printed
+    assert "not timed" in o.stderr  # the estimate line (the -q path never hung)
     assert spent < 1.0, spent
+
+
+def test_one_letter_estimate_is_timed_when_the_job_is_larger(tmp_path: Path) -> None:
+    p = write_model(tmp_path, one_letter())
+    o = run(tmp_path, ["check", str(p), "--max-n", "12"], timeout=20)
+    assert o.code == 0 and "12 inputs (n = 1..12, alphabet of 1); estimated" in o.stderr
 
 
 def test_estimate_terminates_for_every_alphabet_size() -> None:
@@ -236,3 +242,81 @@ def test_ctrl_c_under_jobs_prints_no_traceback(tmp_path: Path, to_group: bool) -
     assert "Traceback" not in err and "Error" not in err, err
     assert err.strip().splitlines()[-1] == "interrupted: finished lengths were kept", err
     assert json.loads(out.read_text())["verdict"]["status"] == "incomplete"
+
+
+# ---------------------------------------------------------------------------- item 11
+
+HUGE_TAUS = ["exp(-exp(20))", "exp(-exp(exp(3)))", "exp(-10^6)^3", "exp(10^6)*exp(10^6)"]
+
+
+@pytest.mark.parametrize("tau", HUGE_TAUS)
+def test_absurd_temperatures_stop_at_a_named_limit(tmp_path: Path, tau: str) -> None:
+    """exp(-exp(20)) took minutes and gigabytes (exact endpoints of 7·10^8 bits)."""
+    p = write_model(tmp_path, BASE)
+    cmds = [
+        ["check", str(p), "--max-n", "3", "-q"],
+        ["check", str(p), "--max-n", "3", "--bounds", "--find-tau"],
+        ["precision", str(p), "--max-n", "3", "--dtype", "float32"],
+        ["search", str(p), "--n", "4", "--objective", "error", "--budget", "5"],
+        ["eval", str(p), "ab"],
+    ]
+    for args in cmds:
+        o = run(tmp_path, [*args, "--tau", tau], timeout=5)
+        assert o.code == 2, (args, o.code, o.stderr)
+        assert o.stderr.startswith("error: --tau: τ("), o.stderr
+        assert o.stderr.count("\n") == 1
+        assert "[2^-2,097,152, 2^2,097,152]" in o.stderr and "docs/limits.md" in o.stderr
+
+
+@pytest.mark.parametrize("where", ["model", "head"])
+def test_absurd_model_temperature_is_refused_at_start(tmp_path: Path, where: str) -> None:
+    m = copy.deepcopy(BASE)
+    if where == "model":
+        m["temperature"] = "exp(-exp(exp(3)))"
+        path = "temperature"
+    else:
+        m["layers"][0]["heads"][0]["temperature"] = "1/n + exp(-exp(n))*0 + exp(-exp(exp(n)))"
+        path = "layers[0].heads[0].temperature"
+    p = write_model(tmp_path, m)
+    out = tmp_path / "out.json"
+    o = run(tmp_path, ["check", str(p), "--max-n", "3", "--json", str(out)], timeout=5)
+    assert o.code == 2, (o.code, o.stderr)
+    assert o.stderr.startswith(f"error: {path}: τ(") and "beyond a size limit" in o.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("tau", ["exp(-700)", "exp(-10^6)", "1/n^1024"])
+def test_tiny_temperatures_in_range_stay_cheap(tmp_path: Path, tau: str) -> None:
+    """Errors of e^(-e^700) used to be expanded into exact fractions by search/precision."""
+    p = write_model(tmp_path, BASE)
+    o = run(tmp_path, ["check", str(p), "--max-n", "3", "-q", "--tau", tau], timeout=10)
+    assert o.code == 0, o.stderr
+    args = ["search", str(p), "--n", "4", "--objective", "error", "--budget", "5", "--tau", tau]
+    o = run(tmp_path, [*args, "--json", str(tmp_path / "out.json")], timeout=10)
+    assert o.code == 0, o.stderr
+    value = json.loads(o.out_text or "{}")["witness"]["value"]
+    assert value["lower"] == "0" and "e-" in value["upper"], value
+    args = ["precision", str(p), "--max-n", "3", "--dtype", "float64", "--tau", tau]
+    o = run(tmp_path, args, timeout=20)
+    assert o.code in (0, 1), o.stderr
+
+
+def test_arb_endpoints_outward() -> None:
+    from fractions import Fraction
+
+    from flint import arb
+
+    from exactattn.numbers import EXACT_BINARY_EXPONENT, arb_endpoints, arb_endpoints_outward
+
+    tiny = Fraction(1, 2**EXACT_BINARY_EXPONENT)
+    x = arb("0.3")
+    assert arb_endpoints_outward(x) == arb_endpoints(x)  # moderate: exact
+    t = arb(2) ** -100_000  # exact, positive, far below 2^-65,536
+    assert arb_endpoints_outward(t) == (0, tiny)
+    assert arb_endpoints_outward(-t) == (-tiny, 0)
+    e = (-(arb(10) ** 30)).exp()  # e^(-10^30): [± 6e-434294481772865832204907879351]
+    assert arb_endpoints_outward(e) == (-tiny, tiny)
+    lo, hi = arb_endpoints_outward(arb(1) + e)
+    assert lo <= 1 <= hi and hi - lo < Fraction(1, 2**50)
+    with pytest.raises(OverflowError):
+        arb_endpoints_outward((arb(10) ** 30).exp())
