@@ -59,6 +59,16 @@ class _Group(click.Group):
             bad_input(exc)
         except KeyboardInterrupt:
             interrupted()
+        except ValueError as exc:
+            if "integer string conversion" not in str(exc):
+                internal_error(exc)
+            from exactattn.numbers import MAX_INT_DIGITS
+
+            bad_input(  # Python's int/str guard, past the raised limit (exactattn/numbers.py)
+                f"an exact value of the computation has more than {MAX_INT_DIGITS:,} digits, "
+                "the limit on numbers exactattn writes (docs/limits.md) (fix: rescale the "
+                "model: smaller weights, fewer layers that multiply, or simpler denominators)"
+            )
         except OSError as exc:  # a path the user gave: unreadable, unwritable, missing
             where = f" {exc.filename}" if exc.filename else ""
             bad_input(
@@ -380,14 +390,14 @@ def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
         row = [
             str(r["n"]),
             f"{r['inputs']:,}",
-            r["gamma"] or "∞",
-            r["x_max"],
+            _exact_cell(r["gamma"]) if r["gamma"] else "∞",
+            _exact_cell(r["x_max"]),
             *errs,
             _INV.get(r["invariant"], "–"),
             _na(r["disagreements"]),
             _na(r["undecided"]),
             _na(ties["positions"]) if ties else "–",
-            r["min_margin"] if r["min_margin"] is not None else "–",
+            _exact_cell(r["min_margin"]) if r["min_margin"] is not None else "–",
             ref,
         ]
         if has_bounds:
@@ -422,6 +432,22 @@ def _tau_star_cell(b: dict[str, Any] | None) -> str:
 
 
 _INV = {"holds": "yes", "fails": "NO", "undecided": "?"}
+
+LONG_EXACT = 40
+"""Exact rationals longer than this are shown as ``≈1.23e-2300`` in the table (JSON: exact)."""
+
+
+def _exact_cell(text: str) -> str:
+    """An exact rational for the table: as written, or (past LONG_EXACT characters, e.g. a γ
+    with a 4,400-digit denominator) ≈ its 3-digit decimal, rounded toward zero."""
+    if len(text) <= LONG_EXACT:
+        return text
+    from fractions import Fraction
+
+    from exactattn.numbers import short_decimal
+
+    q = Fraction(text)
+    return "≈" + short_decimal(q, up=q < 0)
 
 
 def _na(x: Any) -> str:

@@ -316,7 +316,17 @@ def search_cmd(
     console.print(
         f"{model.name} n = {n}, objective {objective}: {doc['evaluated']} inputs evaluated "
         f"(a search, not an enumeration)\n{doc['meaning']}\n"
-        f"witness {word}\nvalue [{w['value']['lower']}, {w['value']['upper']}] "
+        f"witness {word}\nvalue [{_long(w['value']['lower'])}, {_long(w['value']['upper'])}] "
         f"layer {w['layer']} position {w['position']}",
         highlight=False,
     )
+
+
+def _long(text: str) -> str:
+    """A value for the terminal: exact rationals past 40 characters as ≈ a 3-digit decimal
+    (the --json output keeps every digit; exactattn/cli.py, docs/limits.md)."""
+    from exactattn.cli import _exact_cell
+
+    if len(text) <= 40 or "e" in text or text in ("inf", "-inf"):
+        return text
+    return _exact_cell(text)

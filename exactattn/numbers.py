@@ -10,12 +10,37 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from fractions import Fraction
 from typing import Any
 
 from flint import arb, ctx, fmpq
 
 from exactattn.errors import ModelError
+
+MAX_INT_DIGITS = 100_000
+"""Longest integer exactattn writes or reads as decimal text (docs/limits.md).
+
+Python refuses ``str(int)`` past 4,300 digits by default, a guard against quadratic-time
+conversion of untrusted text. Literals in files stay below 4,000 characters
+(:data:`MAX_NUMBER_CHARS`), but exact values computed from them grow: a γ with a
+4,400-digit denominator, FFN activations of 4,800 digits (issue 27). Exact arithmetic must
+not stop at a conversion guard, so importing exactattn raises Python's limit to this many
+digits (never lowers it; worker processes import exactattn too). Conversion is quadratic
+in Python 3.11 (10^5 digits: 0.5 s, 10^6: 46 s), hence 10^5; a value past it stops the
+command with exit 2 and a message saying so (exactattn/cli.py). Result files read back
+rationals of up to this many characters; model literals stay below 4,000.
+"""
+
+
+def allow_long_ints() -> None:
+    """Raise Python's int/str conversion limit to :data:`MAX_INT_DIGITS` (idempotent)."""
+    get = getattr(sys, "get_int_max_str_digits", None)
+    if get is not None and 0 < get() < MAX_INT_DIGITS:
+        sys.set_int_max_str_digits(MAX_INT_DIGITS)
+
+
+allow_long_ints()
 
 MAX_NUMBER_CHARS = 4_000
 """Longest number literal (Python refuses int() of more than 4,300 digits)."""
@@ -97,17 +122,19 @@ def parse_rational(
             'write a JSON number or a string such as "3/4"',
         )
     text = str(value)
-    m = _RATIO.fullmatch(text) if len(text) <= MAX_NUMBER_CHARS else None
+    # results (max_exponent None) hold computed rationals: γ with 4,400-digit denominators
+    max_chars = MAX_NUMBER_CHARS if max_exponent is not None else MAX_INT_DIGITS
+    m = _RATIO.fullmatch(text) if len(text) <= max_chars else None
     if m:
         den = int(m["den"])
         if den == 0:
             raise ModelError(path, f"'{text}' divides by zero", "use a nonzero denominator")
         return Fraction(int(m["num"]), den)
-    if len(text) > MAX_NUMBER_CHARS:
+    if len(text) > max_chars:
         raise ModelError(
             path,
             f"a number of {len(text):,} characters is longer than the limit of "
-            f"{MAX_NUMBER_CHARS:,} (docs/limits.md)",
+            f"{max_chars:,} (docs/limits.md)",
             "rescale the model so its numbers are shorter",
         )
     m = _LITERAL.fullmatch(text) or _DOT_FIRST.fullmatch(text)

@@ -72,8 +72,16 @@ def _f64(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     if num_b.dtype != object and den_b.dtype != object:
         if np.abs(num_b).max(initial=0) < 2**53 and np.abs(den_b).max(initial=0) < 2**53:
             return num_b.astype(np.float64) / den_b.astype(np.float64)  # exact operands
-    flat = [int(a) / int(b) for a, b in zip(num_b.reshape(-1), den_b.reshape(-1), strict=True)]
+    flat = [_div(int(a), int(b)) for a, b in zip(num_b.reshape(-1), den_b.reshape(-1), strict=True)]
     return np.array(flat, dtype=np.float64).reshape(num_b.shape)
+
+
+def _div(a: int, b: int) -> float:
+    """a/b correctly rounded; past float64's range that rounding is ±inf (Python raises)."""
+    try:
+        return a / b
+    except OverflowError:  # activations of 4,800 digits (issue 27)
+        return math.inf if (a < 0) == (b < 0) else -math.inf
 
 
 def round_exact(num: np.ndarray, den: np.ndarray, dt: Any) -> np.ndarray:

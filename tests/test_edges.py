@@ -320,3 +320,104 @@ def test_arb_endpoints_outward() -> None:
     assert lo <= 1 <= hi and hi - lo < Fraction(1, 2**50)
     with pytest.raises(OverflowError):
         arb_endpoints_outward((arb(10) ** 30).exp())
+
+
+# ---------------------------------------------------------------------------- item 7
+
+BIG = "1" + "0" * 1199  # 10^1199: four FFN layers multiply activations up to 10^4796
+
+
+def growing_ffn(layers: int = 4, big: str = BIG) -> dict:
+    m = copy.deepcopy(BASE)
+    m["name"] = "growing"
+    ffn = {
+        "kind": "ffn",
+        "hidden": [{"weight": [[0, 0, 0, big]], "bias": [0]}],
+        "output": {"weight": [[0], [0], [0], [1]], "bias": [0, 0, 0, 0]},
+    }
+    m["layers"] += [copy.deepcopy(ffn) for _ in range(layers)]
+    return m
+
+
+def long_gamma() -> dict:
+    """Key and query scaled by 1/(3…3) (2,300 threes): γ(n) = 1/(3…3)², 4,600 digits."""
+    m = copy.deepcopy(BASE)
+    m["name"] = "long-gamma"
+    q = "1/" + "3" * 2300
+    m["layers"][0]["heads"][0]["key"] = [[q, 0, 0, 0]]
+    m["layers"][0]["heads"][0]["query"] = [[0, q, 0, 0]]
+    return m
+
+
+@pytest.mark.parametrize("extra", [[], ["--hard-only"], ["-q", "--jobs", "2"]])
+def test_long_exact_values_are_written_exactly(tmp_path: Path, extra: list[str]) -> None:
+    """A 4,600-digit γ and 4,797-digit activations crashed check with Python's 4,300-digit
+    int/str guard; now the JSON holds every digit and the table an ≈ abbreviation."""
+    from fractions import Fraction
+
+    out = tmp_path / "out.json"
+    p = write_model(tmp_path, long_gamma())
+    o = run(tmp_path, ["check", str(p), "--max-n", "3", "--json", str(out), *extra])
+    assert o.code in (0, 3), (o.code, o.stderr)
+    res = json.loads(out.read_text())
+    g = Fraction(res["lengths"][0]["gamma"])
+    assert g == Fraction(1, int("3" * 2300) ** 2)  # the hard score gap of 'a' vs BOS
+    assert len(str(g.denominator)) == 4600
+    p = write_model(tmp_path, growing_ffn())
+    o = run(tmp_path, ["check", str(p), "--max-n", "2", "--json", str(out), *extra])
+    assert o.code in (0, 1), (o.code, o.stderr)
+    res = json.loads(out.read_text())
+    # x_max: the largest |activation|: the mean a-position (≤ 1) times 10^(4·1199)
+    xm = Fraction(res["lengths"][-1]["layers"][-1]["activation_max"])
+    assert xm.numerator.bit_length() > 4796 * 3.3 and xm <= 10 ** (4 * 1199) * 2
+
+
+def test_long_exact_values_in_the_table_are_abbreviated(tmp_path: Path) -> None:
+    import contextlib
+    import io
+
+    from exactattn.cli import print_table
+
+    p = write_model(tmp_path, long_gamma())
+    out = tmp_path / "out.json"
+    o = run(tmp_path, ["check", str(p), "--max-n", "2", "--hard-only", "--json", str(out)])
+    assert o.code == 0, o.stderr
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        print_table(json.loads(out.read_text()))
+    text = buf.getvalue()
+    assert "≈9e-4600" in text and "3333333333" not in text, text[:2000]
+
+
+def test_long_exact_values_in_precision_and_search(tmp_path: Path) -> None:
+    for model in (long_gamma(), growing_ffn()):
+        p = write_model(tmp_path, model)
+        o = run(tmp_path, ["precision", str(p), "--max-n", "2", "--dtype", "float32"], timeout=30)
+        assert o.code in (0, 1), (o.code, o.stderr)
+        for objective in ("gamma", "error", "margin"):
+            args = ["search", str(p), "--n", "3", "--objective", objective, "--budget", "4"]
+            o = run(tmp_path, [*args, "--json", str(tmp_path / "out.json")], timeout=30)
+            assert o.code == 0, (objective, o.code, o.stderr)
+            assert json.loads(o.out_text or "{}")["witness"]["value"]["lower"]
+
+
+def test_precision_rounds_values_past_float64_to_inf() -> None:
+    import math
+
+    import numpy as np
+
+    from exactattn.precision import round_exact
+
+    num = np.array([10**4800, -(10**4800), 3], dtype=object)
+    got = round_exact(num, np.array(7, dtype=object), np.float32)
+    assert math.isinf(got[0]) and got[0] > 0 and got[1] < 0 and got[2] == np.float32(3 / 7)
+
+
+def test_values_past_the_digit_limit_are_refused_clearly(tmp_path: Path) -> None:
+    """26 layers × 10^3990: activations of 103,740 digits, past MAX_INT_DIGITS (10^5)."""
+    p = write_model(tmp_path, growing_ffn(26, "1" + "0" * 3990))
+    out = tmp_path / "out.json"
+    o = run(tmp_path, ["check", str(p), "--max-n", "1", "-q", "--hard-only", "--json", str(out)])
+    assert o.code == 2, (o.code, o.stderr)
+    assert o.stderr.startswith("error: an exact value of the computation has more than 100,000")
+    assert not out.exists()
