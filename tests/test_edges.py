@@ -421,3 +421,81 @@ def test_values_past_the_digit_limit_are_refused_clearly(tmp_path: Path) -> None
     assert o.code == 2, (o.code, o.stderr)
     assert o.stderr.startswith("error: an exact value of the computation has more than 100,000")
     assert not out.exists()
+
+
+# ---------------------------------------------------------------------------- item 13: tracr
+
+TRACR = F.ROOT / "tests" / "data" / "tracr"
+
+
+def _npy(shape: tuple[int, ...], data: bytes = b"", dtype: str = "<f4") -> bytes:
+    import io
+
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        buf, {"descr": dtype, "fortran_order": False, "shape": shape}
+    )
+    return buf.getvalue() + data
+
+
+def _npz(path: Path, members: dict[str, bytes], compress: bool = False) -> Path:
+    import zipfile
+
+    mode = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    with zipfile.ZipFile(path, "w", mode) as z:
+        for name, data in members.items():
+            z.writestr(name + ".npy", data)
+    return path
+
+
+def _import(tmp_path: Path, npz: Path, meta: Path | None = None) -> F.Outcome:
+    meta = meta or TRACR / "reverse.json"
+    args = ["import", "tracr", str(npz), str(meta), "-o", str(tmp_path / "out.json")]
+    return run(tmp_path, args, timeout=10)
+
+
+def test_tracr_huge_npy_header_is_refused_before_allocating(tmp_path: Path) -> None:
+    """A header declaring (100000, 100000) float32 made numpy allocate 37 GiB (exit 4)."""
+    npz = _npz(tmp_path / "p.npz", {"token_embed/embeddings": _npy((100000, 100000), b"\0" * 64)})
+    o = _import(tmp_path, npz)
+    assert o.code == 2, (o.code, o.stderr)
+    assert "p.npz: token_embed/embeddings: declares shape (100000, 100000)" in o.stderr
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_tracr_zip_bomb_is_refused_from_its_declared_size(tmp_path: Path, monkeypatch) -> None:
+    """The check reads only the zip directory: limits scaled down so the bomb stays small."""
+    import exactattn.importers.tracr as T
+
+    monkeypatch.setattr(T, "MAX_MEMBER_BYTES", 2**20)
+    monkeypatch.setattr(T, "RATIO_FROM", 2**20)
+    zeros = _npy((1024, 1024), b"\0" * 4 * 2**20)
+    o = _import(tmp_path, _npz(tmp_path / "p.npz", {"pos_embed/embeddings": zeros}, True))
+    assert o.code == 2 and "expands to 4,194," in o.stderr, (o.code, o.stderr)
+    monkeypatch.setattr(T, "MAX_MEMBER_BYTES", 2**30)
+    zeros = _npy((1024, 2048), b"\0" * 8 * 2**20)
+    o = _import(tmp_path, _npz(tmp_path / "p.npz", {"pos_embed/embeddings": zeros}, True))
+    assert o.code == 2 and "-fold, more than the limit of 1,000" in o.stderr, o.stderr
+
+
+def test_tracr_metadata_nesting_and_huge_floats(tmp_path: Path) -> None:
+    meta = tmp_path / "m.json"
+    meta.write_text('{"a": ' * 5000 + "1" + "}" * 5000)
+    o = _import(tmp_path, TRACR / "reverse.npz", meta)
+    assert o.code == 2 and "nested deeper than the limit of 64" in o.stderr, o.stderr
+    meta.write_text('{"a": ' * 70 + "1" + "}" * 70)
+    o = _import(tmp_path, TRACR / "reverse.npz", meta)
+    assert o.code == 2 and "nested deeper than the limit of 64" in o.stderr, o.stderr
+    for number in ("1e999999999", "1.5e-301", "1" * 5000, "0." + "1" * 5000):
+        text = (TRACR / "reverse.json").read_text()
+        meta.write_text(text.replace('"max_seq_len": 5', f'"max_seq_len": 5, "x": {number}'))
+        assert meta.read_text() != text
+        o = _import(tmp_path, TRACR / "reverse.npz", meta)
+        assert o.code == 2 and "beyond the limits of model numbers" in o.stderr, o.stderr
+
+
+def test_tracr_fixture_still_imports(tmp_path: Path) -> None:
+    o = _import(tmp_path, TRACR / "reverse.npz")
+    assert o.code == 0, o.stderr
