@@ -227,38 +227,47 @@ def check(
         text = Path(model_path).read_text(encoding="utf-8")
         ckpt = Checkpoint(checkpoint, fingerprint(text, settings))
     executor = make_executor(jobs, dask, ckpt)
-    result = _run_with_progress(
-        lambda progress: run_check(
-            model,
-            max_n=max_n,
-            min_n=lo,
-            tau=None if tau == "theorem" else tau_arg,
-            hard_only=hard_only,
-            bounds=bounds,
-            progress=progress,
-            on_length=save,
-            tau_theorem=(tau == "theorem"),
-            find_tau=find_tau,
-            executor=executor,
-            float_filter=not arb_only,
-        ),
-        total,
-        quiet,
-    )
-    if hasattr(executor, "close"):
-        executor.close()
-    save(result)
-    data = result.to_json()
-    if not quiet:
-        print_table(data, all_layers=all_layers)
-        from exactattn.closedforms import summary_lines
+    # exit 2 writes nothing: a later length can still stop the run (--tau theorem at an n
+    # with a tie, a value past the digit limit) after earlier lengths were saved, and the
+    # file then said "problems" or "undecided" beside exit 2; it gets its old content back
+    before = _snapshot(json_out)
+    try:
+        result = _run_with_progress(
+            lambda progress: run_check(
+                model,
+                max_n=max_n,
+                min_n=lo,
+                tau=None if tau == "theorem" else tau_arg,
+                hard_only=hard_only,
+                bounds=bounds,
+                progress=progress,
+                on_length=save,
+                tau_theorem=(tau == "theorem"),
+                find_tau=find_tau,
+                executor=executor,
+                float_filter=not arb_only,
+            ),
+            total,
+            quiet,
+        )
+        if hasattr(executor, "close"):
+            executor.close()
+        save(result)
+        data = result.to_json()
+        if not quiet:
+            print_table(data, all_layers=all_layers)
+            from exactattn.closedforms import summary_lines
 
-        for line in summary_lines(data.get("closed_forms") or {}):
-            console.print(line, highlight=False, soft_wrap=True)
-    if report:
-        from exactattn.report import write_report
+            for line in summary_lines(data.get("closed_forms") or {}):
+                console.print(line, highlight=False, soft_wrap=True)
+        if report:
+            from exactattn.report import write_report
 
-        write_report(data, Path(report))
+            write_report(data, Path(report))
+    except (ExactAttnError, click.UsageError, OSError, ValueError) as exc:
+        if not isinstance(exc, ValueError) or "integer string conversion" in str(exc):
+            _restore(json_out, before)  # exit 2 (a ValueError here is the digit limit)
+        raise
     if result.interrupted:
         err_console.print("[yellow]interrupted[/]: finished lengths were kept", highlight=False)
         sys.exit(130)
@@ -267,6 +276,30 @@ def check(
     if not quiet:
         console.print(f"[bold {style}]{v['status']}[/]: {v['summary']}", highlight=False)
     sys.exit(result.exit_code())
+
+
+def _snapshot(path: str | None) -> bytes | None:
+    """A result file's bytes before the run (None: no such file)."""
+    if path is None or not Path(path).is_file():
+        return None
+    return Path(path).read_bytes()
+
+
+def _restore(path: str | None, before: bytes | None) -> None:
+    """Put a result file back as it was before the run (removed if it did not exist)."""
+    if path is None:
+        return
+    p = Path(path)
+    try:
+        if before is None:
+            p.unlink(missing_ok=True)
+        else:
+            from exactattn.jsonio import atomic_path
+
+            with atomic_path(p) as tmp:
+                tmp.write_bytes(before)
+    except OSError:  # the error being reported is the one that matters
+        pass
 
 
 def _fmt_secs(s: float) -> str:

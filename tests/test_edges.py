@@ -499,3 +499,41 @@ def test_tracr_metadata_nesting_and_huge_floats(tmp_path: Path) -> None:
 def test_tracr_fixture_still_imports(tmp_path: Path) -> None:
     o = _import(tmp_path, TRACR / "reverse.npz")
     assert o.code == 0, o.stderr
+
+
+# ---------------------------------------------------------------------------- item 13: exit 2
+
+
+def test_exit_2_after_a_saved_length_writes_nothing(tmp_path: Path) -> None:
+    """--tau theorem meets a tie at the top only at n = 2, after n = 1 was saved: the file
+    used to stay behind beside exit 2. Now it is removed, or a previous file restored."""
+    m = copy.deepcopy(BASE)
+    head = m["layers"][0]["heads"][0]
+    head.update({"hard": "leftmost", "mask": "lt", "key": [[1, 0, 0, 0]]})
+    p = write_model(tmp_path, m)
+    out = tmp_path / "out.json"
+    args = ["check", str(p), "--max-n", "3", "-q", "--tau", "theorem", "--json", str(out)]
+    o = run(tmp_path, args)
+    assert o.code == 2 and "at n = 2 a leftmost/rightmost head has a tie" in o.stderr, o.stderr
+    assert not out.exists()
+    out.write_text("previous result\n")
+    o = F.run_case("edge", args, tmp_path, timeout=60)  # (run_case clears out* files first)
+    assert o.code == 2 and not out.exists()
+    keep = tmp_path / "keep.json"
+    keep.write_text("previous result\n")
+    args[-1] = str(keep)
+    o = run(tmp_path, args)
+    assert o.code == 2 and keep.read_text() == "previous result\n"
+
+
+def test_too_many_heads_or_layers(tmp_path: Path) -> None:
+    """A 6,000-head model took 31–70 CPU-s and 1.5 GB for 14 inputs."""
+    m = copy.deepcopy(BASE)
+    m["layers"][0]["heads"] *= 1025
+    o = run(tmp_path, ["check", str(write_model(tmp_path, m)), "--max-n", "2", "-q"], timeout=20)
+    assert o.code == 2, (o.code, o.stderr)
+    assert o.stderr.startswith("error: layers[0].heads: the model has 1,025 or more attention")
+    m = copy.deepcopy(BASE)
+    m["layers"] = [copy.deepcopy(m["layers"][0]) for _ in range(1025)]
+    o = run(tmp_path, ["check", str(write_model(tmp_path, m)), "--max-n", "2", "-q"], timeout=20)
+    assert o.code == 2 and "1,025 layers are more than the limit of 1,024" in o.stderr, o.stderr
