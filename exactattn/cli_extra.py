@@ -233,49 +233,61 @@ def precision_cmd(
             write_json_atomic(Path(json_out), precision_json(model, runs, settings))
 
     log = (lambda s: err_console.print(s, highlight=False)) if verbose else None
-    if families:
-        fams = list(families_for(model)) if "all" in families else list(families)
-        nlist = _parse_ns(ns, n_pow2)
-        if not nlist:
-            raise click.UsageError("--family needs --n N (repeatable) or --n-pow2 A:B")
-        settings.update({"families": fams, "ns": nlist, "mode": "family"})
-        settings["certified"] = certified
-        runs = sweep_family(
-            model,
-            fams,
-            nlist,
-            dts,
-            tl,
-            seed,
-            stop_after_flip,
-            on_length=save,
-            log=log,
-            certified=certified,
-        )
-    else:
-        from exactattn.inputs import words_of_length
+    from exactattn.cli import _restore, _snapshot
+    from exactattn.errors import ExactAttnError
 
-        if inputs_file:
-            words_by_n: dict[int, list[tuple[str, ...]]] = {}
-            for ln, line in enumerate(Path(inputs_file).read_text(encoding="utf-8").splitlines()):
-                line = line.strip()
-                if not line:
-                    continue
-                w = tuple(line.split(sep) if sep else line)
-                bad = [t for t in w if t not in model.alphabet]
-                if bad:
-                    raise click.UsageError(f"{inputs_file}:{ln + 1}: unknown symbol '{bad[0]}'")
-                words_by_n.setdefault(len(w), []).append(w)
-            settings["mode"] = "inputs"
+    before = _snapshot(json_out)  # exit 2 writes nothing, even after saved lengths
+    try:
+        if families:
+            fams = list(families_for(model)) if "all" in families else list(families)
+            nlist = _parse_ns(ns, n_pow2)
+            if not nlist:
+                raise click.UsageError("--family needs --n N (repeatable) or --n-pow2 A:B")
+            settings.update({"families": fams, "ns": nlist, "mode": "family"})
+            settings["certified"] = certified
+            runs = sweep_family(
+                model,
+                fams,
+                nlist,
+                dts,
+                tl,
+                seed,
+                stop_after_flip,
+                on_length=save,
+                log=log,
+                certified=certified,
+            )
         else:
-            assert max_n is not None
-            lo = min_n if min_n is not None else model.min_length
-            _check_range(model, lo, max_n, max_inputs, force)
-            words_by_n = {n: words_of_length(model.alphabet, n) for n in range(lo, max_n + 1)}
-            settings.update({"mode": "enumerate", "min_n": lo, "max_n": max_n})
-        settings["certified"] = certified
-        runs = sweep_words(model, words_by_n, dts, tl, certified=certified, on_length=save, log=log)
-    save(runs)
+            from exactattn.inputs import words_of_length
+
+            if inputs_file:
+                words_by_n: dict[int, list[tuple[str, ...]]] = {}
+                for ln, line in enumerate(
+                    Path(inputs_file).read_text(encoding="utf-8").splitlines()
+                ):
+                    line = line.strip()
+                    if not line:
+                        continue
+                    w = tuple(line.split(sep) if sep else line)
+                    bad = [t for t in w if t not in model.alphabet]
+                    if bad:
+                        raise click.UsageError(f"{inputs_file}:{ln + 1}: unknown symbol '{bad[0]}'")
+                    words_by_n.setdefault(len(w), []).append(w)
+                settings["mode"] = "inputs"
+            else:
+                assert max_n is not None
+                lo = min_n if min_n is not None else model.min_length
+                _check_range(model, lo, max_n, max_inputs, force)
+                words_by_n = {n: words_of_length(model.alphabet, n) for n in range(lo, max_n + 1)}
+                settings.update({"mode": "enumerate", "min_n": lo, "max_n": max_n})
+            settings["certified"] = certified
+            runs = sweep_words(
+                model, words_by_n, dts, tl, certified=certified, on_length=save, log=log
+            )
+        save(runs)
+    except (ExactAttnError, click.UsageError, OSError):
+        _restore(json_out, before)
+        raise
     print_precision(runs)
     sys.exit(1 if any(r.first_flip_n is not None for r in runs) else 0)
 

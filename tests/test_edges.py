@@ -537,3 +537,13 @@ def test_too_many_heads_or_layers(tmp_path: Path) -> None:
     m["layers"] = [copy.deepcopy(m["layers"][0]) for _ in range(1025)]
     o = run(tmp_path, ["check", str(write_model(tmp_path, m)), "--max-n", "2", "-q"], timeout=20)
     assert o.code == 2 and "1,025 layers are more than the limit of 1,024" in o.stderr, o.stderr
+
+
+def test_precision_exit_2_after_saved_lengths_writes_nothing(tmp_path: Path) -> None:
+    """τ(n) = e^(-300000 n) leaves the temperature range at n = 4, after n = 1..3 were saved."""
+    p = write_model(tmp_path, BASE)
+    out = tmp_path / "out.json"
+    args = ["precision", str(p), "--max-n", "5", "--dtype", "float32", "--json", str(out)]
+    o = run(tmp_path, [*args, "--tau", "exp(-n*300000)"], timeout=30)
+    assert o.code == 2 and "τ(4)" in o.stderr, (o.code, o.stderr)
+    assert not out.exists()
