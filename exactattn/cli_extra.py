@@ -19,8 +19,15 @@ console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
 
+MAX_FAMILY_N = 2**24
+"""Longest single input of ``precision --n`` and ``search --n`` (as ``--n-pow2`` allows):
+one word of 10^8 symbols ground for minutes (docs/limits.md)."""
+
+
 def _parse_ns(ns: tuple[int, ...], pow2: str | None) -> list[int]:
     out = list(ns)
+    for n in out:
+        _check_n(n, "--n")
     if pow2:
         try:
             a, b = (int(v) for v in pow2.split(":"))
@@ -124,6 +131,14 @@ def print_precision(runs: list[Any]) -> None:
             f"{r.dtype} at τ = {r.tau}: "
             + (f"first flip at n = {fn}" if fn is not None else "no flip at the lengths run"),
             highlight=False,
+        )
+
+
+def _check_n(n: int, option: str) -> None:
+    if n > MAX_FAMILY_N:
+        raise click.UsageError(
+            f"{option} {n:,} is longer than the limit of {MAX_FAMILY_N:,} = 2^24 "
+            "(fix: a shorter length; docs/limits.md)"
         )
 
 
@@ -320,6 +335,7 @@ def search_cmd(
     model = load_model(model_path)
     if beam < 1:
         raise click.UsageError("--beam must be at least 1 (the number of inputs kept per step)")
+    _check_n(n, "--n")
     doc = run_search(model, n, objective, budget, seed, beam, parse_tau(tau))
     if json_out:
         write_json_atomic(Path(json_out), doc)

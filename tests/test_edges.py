@@ -547,3 +547,14 @@ def test_precision_exit_2_after_saved_lengths_writes_nothing(tmp_path: Path) -> 
     o = run(tmp_path, [*args, "--tau", "exp(-n*300000)"], timeout=30)
     assert o.code == 2 and "τ(4)" in o.stderr, (o.code, o.stderr)
     assert not out.exists()
+
+
+def test_single_input_lengths_are_bounded(tmp_path: Path) -> None:
+    """precision --n / search --n of 10^8 ground for minutes; --n-pow2 already stopped at 2^24."""
+    p = write_model(tmp_path, BASE)
+    for args in (
+        ["precision", str(p), "--family", "all", "--n", "100000000", "--dtype", "float32"],
+        ["search", str(p), "--n", "16777217", "--objective", "margin"],
+    ):
+        o = run(tmp_path, args, timeout=5)
+        assert o.code == 2 and "is longer than the limit of 16,777,216" in o.stderr, o.stderr
