@@ -10,6 +10,7 @@ checkpoint directory, every finished shard).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -367,9 +368,11 @@ def estimate(model: Model, min_n: int, max_n: int, hard_only: bool, jobs: int = 
 
     k = len(model.alphabet)
     n = max_n
+    if n * math.log2(max(k, 1)) > 1000:  # 2^1000 inputs (only with --force): no sample needed
+        return math.inf
     total_n = k**n
     run = 1
-    while run * k <= min(64, total_n):
+    while k > 1 and run * k <= min(64, total_n):  # k = 1: one input per length, run 1
         run *= k
     runs = max(1, min(BATCH, total_n) // run)
     starts = sorted({(r * total_n // runs) // run * run for r in range(runs)})
@@ -379,7 +382,8 @@ def estimate(model: Model, min_n: int, max_n: int, hard_only: bool, jobs: int = 
     try:
         from exactattn.errors import ExactAttnError
 
-        check_shard(job, Shard(n, 0, 0, 1), words=words[:1])  # warm-up: compile, caches
+        if size > 1:  # warm-up (compile, caches); a one-input sample includes them instead
+            check_shard(job, Shard(n, 0, 0, 1), words=words[:1])
         spent, done, step = 0.0, 0, run
         best = (0, 0.0)  # (inputs, seconds) of the largest part timed
         while done < size and (done == 0 or spent < ESTIMATE_BUDGET):
@@ -394,7 +398,7 @@ def estimate(model: Model, min_n: int, max_n: int, hard_only: bool, jobs: int = 
     except ExactAttnError:
         return 0.0
     per = best[1] / best[0]
-    total = sum(k**m * per * ((m + 2) / (n + 2)) ** 2 for m in range(min_n, max_n + 1))
+    total = sum(float(k**m) * per * ((m + 2) / (n + 2)) ** 2 for m in range(min_n, max_n + 1))
     return total / max(1, jobs)
 
 

@@ -25,6 +25,8 @@ err_console = Console(stderr=True, soft_wrap=True)
 console = Console()
 
 DEFAULT_MAX_INPUTS = 50_000_000
+FEW_INPUTS = 8
+"""Jobs of at most this many inputs get no timed estimate (the sample would be the job)."""
 
 
 def _fail(exc: Exception) -> None:
@@ -57,6 +59,16 @@ class _Group(click.Group):
             bad_input(exc)
         except KeyboardInterrupt:
             interrupted()
+        except ValueError as exc:
+            if "integer string conversion" not in str(exc):
+                internal_error(exc)
+            from exactattn.numbers import MAX_INT_DIGITS
+
+            bad_input(  # Python's int/str guard, past the raised limit (exactattn/numbers.py)
+                f"an exact value of the computation has more than {MAX_INT_DIGITS:,} digits, "
+                "the limit on numbers exactattn writes (docs/limits.md) (fix: rescale the "
+                "model: smaller weights, fewer layers that multiply, or simpler denominators)"
+            )
         except OSError as exc:  # a path the user gave: unreadable, unwritable, missing
             where = f" {exc.filename}" if exc.filename else ""
             bad_input(
@@ -134,8 +146,9 @@ def check(
     quiet: bool,
 ) -> None:
     """Enumerate every input up to --max-n and compare the hard and soft meanings."""
-    from exactattn.check import count_inputs, estimate, run_check
+    from exactattn.check import estimate, run_check
     from exactattn.executors import Checkpoint, fingerprint, make_executor
+    from exactattn.inputs import count_inputs, count_text, inputs_exceed
     from exactattn.model import load_model
 
     model = load_model(model_path)
@@ -144,12 +157,38 @@ def check(
         raise click.UsageError(f"--max-n {max_n} is below the smallest length {lo}")
     for n in (lo, max_n):  # before the estimate, which already evaluates inputs
         model.check_length(n)
-    total = count_inputs(len(model.alphabet), lo, max_n)
-    if not quiet:  # the estimate runs a sample of inputs: only worth it when it is shown
-        seconds = estimate(model, lo, max_n, hard_only, jobs=jobs)
+    if not hard_only and tau != "theorem":  # a bad or out-of-range τ: one line, no estimate
+        from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
+
+        temps = Temperatures(model, parse_tau(tau))
+        for n in (lo, max_n):  # run_check checks every n in between
+            temps.at(n, BASE_PREC)
+            temps.display(n)
+    k = len(model.alphabet)
+    # counted by arithmetic (--max-n 10**6 has a count of 300,000 digits), refused before the
+    # estimate, which would build inputs of that length
+    too_many = inputs_exceed(k, lo, max_n, max_inputs)
+    total_text = count_text(k, lo, max_n)
+    if too_many and not force:
         err_console.print(
-            f"[bold]{model.name}[/]: {total:,} inputs (n = {lo}..{max_n}, "
-            f"alphabet of {len(model.alphabet)}); estimated {_fmt_secs(seconds)}"
+            f"[bold red]error:[/] --max-inputs: {total_text} inputs (n = {lo}..{max_n}, "
+            f"alphabet of {k}) is more than --max-inputs {max_inputs:,} (fix: lower --max-n, "
+            "raise --max-inputs, or pass --force)",
+            highlight=False,
+        )
+        sys.exit(2)
+    # the progress bar's total (none for a count too large to print: --force on 2^10^6 inputs)
+    total = count_inputs(k, lo, max_n) if total_text[0].isdigit() else None
+    if not quiet:  # the estimate runs a sample of inputs: only worth it when it is shown
+        # a job of a few inputs (one-letter alphabets: one per length) is not timed: the
+        # sample would cost as much as the check itself
+        few = total is not None and total <= FEW_INPUTS
+        seconds = 0.0 if few else estimate(model, lo, max_n, hard_only, jobs=jobs)
+        err_console.print(
+            f"[bold]{model.name}[/]: {total_text} input{'' if total == 1 else 's'} "
+            f"(n = {lo}..{max_n}, alphabet of {k}); "
+            + ("not timed (a sample would be the whole job)" if few else "estimated ")
+            + ("" if few else _fmt_secs(seconds))
             + (
                 " before --find-tau, which evaluates each length again at every grid τ between "
                 "τ(n) and the brackets (often 30–150 more passes)"
@@ -158,21 +197,17 @@ def check(
             ),
             highlight=False,
         )
-    if total > max_inputs and not force:
-        err_console.print(
-            f"[bold red]error:[/] {total:,} inputs is more than --max-inputs {max_inputs:,}; "
-            "lower --max-n, use --hard-only, or pass --force",
-            highlight=False,
-        )
-        sys.exit(2)
     if report:
         suffix = Path(report).suffix
         if suffix not in (".md", ".tex"):
             raise click.UsageError("--report must end in .md or .tex")
 
     def save(result: Any) -> None:
-        if json_out:
-            write_json_atomic(Path(json_out), result.to_json())
+        from exactattn.guard import deferred_interrupt
+
+        if json_out:  # a Ctrl-C waits for the file (and its imports) to be complete
+            with deferred_interrupt():
+                write_json_atomic(Path(json_out), result.to_json())
 
     tau_arg = tau
     if tau == "theorem":
@@ -189,46 +224,55 @@ def check(
     }
     ckpt = None
     executor = make_executor(jobs, dask)  # a bad --dask address: exit 2 before any file
+    # exit 2 writes nothing: a later length can still stop the run (--tau theorem at an n
+    # with a tie, a value past the digit limit) after earlier lengths were saved, and the
+    # file then said "problems" or "undecided" beside exit 2; it gets its old content back
+    before = _snapshot(json_out)
     try:
-        if checkpoint:
-            text = Path(model_path).read_text(encoding="utf-8")
-            ckpt = executor.checkpoint = Checkpoint(checkpoint, fingerprint(text, settings))
         try:
-            result = _run_with_progress(
-                lambda progress: run_check(
-                    model,
-                    max_n=max_n,
-                    min_n=lo,
-                    tau=None if tau == "theorem" else tau_arg,
-                    hard_only=hard_only,
-                    bounds=bounds,
-                    progress=progress,
-                    on_length=save,
-                    tau_theorem=(tau == "theorem"),
-                    find_tau=find_tau,
-                    executor=executor,
-                    float_filter=not arb_only,
-                ),
-                total,
-                quiet,
-            )
+            if checkpoint:
+                text = Path(model_path).read_text(encoding="utf-8")
+                ckpt = executor.checkpoint = Checkpoint(checkpoint, fingerprint(text, settings))
+            try:
+                result = _run_with_progress(
+                    lambda progress: run_check(
+                        model,
+                        max_n=max_n,
+                        min_n=lo,
+                        tau=None if tau == "theorem" else tau_arg,
+                        hard_only=hard_only,
+                        bounds=bounds,
+                        progress=progress,
+                        on_length=save,
+                        tau_theorem=(tau == "theorem"),
+                        find_tau=find_tau,
+                        executor=executor,
+                        float_filter=not arb_only,
+                    ),
+                    total,
+                    quiet,
+                )
+            finally:
+                if ckpt is not None:
+                    ckpt.close()  # the directory's lock: free for the next run (also on errors)
         finally:
-            if ckpt is not None:
-                ckpt.close()  # the directory's lock: free for the next run (also on errors)
-    finally:
-        executor.close()
-    save(result)
-    data = result.to_json()
-    if not quiet:
-        print_table(data, all_layers=all_layers)
-        from exactattn.closedforms import summary_lines
+            executor.close()
+        save(result)
+        data = result.to_json()
+        if not quiet:
+            print_table(data, all_layers=all_layers)
+            from exactattn.closedforms import summary_lines
 
-        for line in summary_lines(data.get("closed_forms") or {}):
-            console.print(line, highlight=False, soft_wrap=True)
-    if report:
-        from exactattn.report import write_report
+            for line in summary_lines(data.get("closed_forms") or {}):
+                console.print(line, highlight=False, soft_wrap=True)
+        if report:
+            from exactattn.report import write_report
 
-        write_report(data, Path(report))
+            write_report(data, Path(report))
+    except (ExactAttnError, click.UsageError, OSError, ValueError) as exc:
+        if not isinstance(exc, ValueError) or "integer string conversion" in str(exc):
+            _restore(json_out, before)  # exit 2 (a ValueError here is the digit limit)
+        raise
     if result.interrupted:
         if result.stopped_by:  # a lost cluster: one line, the run is incomplete and resumable
             from exactattn.guard import _say
@@ -247,7 +291,33 @@ def check(
     sys.exit(result.exit_code())
 
 
+def _snapshot(path: str | None) -> bytes | None:
+    """A result file's bytes before the run (None: no such file)."""
+    if path is None or not Path(path).is_file():
+        return None
+    return Path(path).read_bytes()
+
+
+def _restore(path: str | None, before: bytes | None) -> None:
+    """Put a result file back as it was before the run (removed if it did not exist)."""
+    if path is None:
+        return
+    p = Path(path)
+    try:
+        if before is None:
+            p.unlink(missing_ok=True)
+        else:
+            from exactattn.jsonio import atomic_path
+
+            with atomic_path(p) as tmp:
+                tmp.write_bytes(before)
+    except OSError:  # the error being reported is the one that matters
+        pass
+
+
 def _fmt_secs(s: float) -> str:
+    if not s < 1e9:  # also inf (a count past float range)
+        return "more than 30 years"
     if s < 1:
         return "under a second"
     if s < 120:
@@ -257,8 +327,8 @@ def _fmt_secs(s: float) -> str:
     return f"about {s / 3600:.1f} h"
 
 
-def _run_with_progress(fn: Any, total: int, quiet: bool) -> Any:
-    if quiet or total < 2000:
+def _run_with_progress(fn: Any, total: int | None, quiet: bool) -> Any:
+    if quiet or total is None or total < 2000:
         return fn(None)
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -366,14 +436,14 @@ def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
         row = [
             str(r["n"]),
             f"{r['inputs']:,}",
-            r["gamma"] or "∞",
-            r["x_max"],
+            _exact_cell(r["gamma"]) if r["gamma"] else "∞",
+            _exact_cell(r["x_max"]),
             *errs,
             _INV.get(r["invariant"], "–"),
             _na(r["disagreements"]),
             _na(r["undecided"]),
             _na(ties["positions"]) if ties else "–",
-            r["min_margin"] if r["min_margin"] is not None else "–",
+            _exact_cell(r["min_margin"]) if r["min_margin"] is not None else "–",
             ref,
         ]
         if has_bounds:
@@ -408,6 +478,22 @@ def _tau_star_cell(b: dict[str, Any] | None) -> str:
 
 
 _INV = {"holds": "yes", "fails": "NO", "undecided": "?"}
+
+LONG_EXACT = 40
+"""Exact rationals longer than this are shown as ``≈1.23e-2300`` in the table (JSON: exact)."""
+
+
+def _exact_cell(text: str) -> str:
+    """An exact rational for the table: as written, or (past LONG_EXACT characters, e.g. a γ
+    with a 4,400-digit denominator) ≈ its 3-digit decimal, rounded toward zero."""
+    if len(text) <= LONG_EXACT:
+        return text
+    from fractions import Fraction
+
+    from exactattn.numbers import short_decimal
+
+    q = Fraction(text)
+    return "≈" + short_decimal(q, up=q < 0)
 
 
 def _na(x: Any) -> str:

@@ -19,8 +19,15 @@ console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
 
+MAX_FAMILY_N = 2**24
+"""Longest single input of ``precision --n`` and ``search --n`` (as ``--n-pow2`` allows):
+one word of 10^8 symbols ground for minutes (docs/limits.md)."""
+
+
 def _parse_ns(ns: tuple[int, ...], pow2: str | None) -> list[int]:
     out = list(ns)
+    for n in out:
+        _check_n(n, "--n")
     if pow2:
         try:
             a, b = (int(v) for v in pow2.split(":"))
@@ -127,6 +134,40 @@ def print_precision(runs: list[Any]) -> None:
         )
 
 
+def _check_n(n: int, option: str) -> None:
+    if n > MAX_FAMILY_N:
+        raise click.UsageError(
+            f"{option} {n:,} is longer than the limit of {MAX_FAMILY_N:,} = 2^24 "
+            "(fix: a shorter length; docs/limits.md)"
+        )
+
+
+PRECISION_MAX_INPUTS = 1_000_000
+"""Default input limit of ``precision --max-n`` (every input is kept in memory and run in
+four dtypes: about 100× the cost of ``check`` per input, docs/limits.md)."""
+
+
+def _check_range(model: Any, lo: int, hi: int, max_inputs: int, force: bool) -> None:
+    """Refuse an empty or unsupported range of lengths, and (without --force) one holding
+    more than ``max_inputs`` inputs, counted by arithmetic before any input is built."""
+    from exactattn.inputs import count_text, inputs_exceed
+
+    if hi < lo:
+        raise click.UsageError(
+            f"--max-n {hi} is below the smallest length {lo}: no length to run "
+            "(fix: --max-n at least --min-n)"
+        )
+    for n in (lo, hi):
+        model.check_length(n)
+    k = len(model.alphabet)
+    if not force and inputs_exceed(k, lo, hi, max_inputs):
+        raise click.UsageError(
+            f"--max-inputs: {count_text(k, lo, hi)} inputs (n = {lo}..{hi}, alphabet of {k}) "
+            f"is more than --max-inputs {max_inputs:,} (fix: lower --max-n, raise "
+            "--max-inputs, or pass --force)"
+        )
+
+
 @click.command("precision")
 @click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
 @click.option(
@@ -157,6 +198,14 @@ def print_precision(runs: list[Any]) -> None:
 )
 @click.option("--stop-after-flip", is_flag=True, help="Stop a dtype/τ after its first flip.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
+@click.option(
+    "--max-inputs",
+    type=int,
+    default=PRECISION_MAX_INPUTS,
+    show_default=True,
+    help="Refuse a --max-n enumeration of more inputs unless --force.",
+)
+@click.option("--force", is_flag=True, help="Run even if --max-n gives more than --max-inputs.")
 @click.option("-v", "--verbose", is_flag=True, help="Timing per word (families).")
 def precision_cmd(
     model_path: str,
@@ -173,6 +222,8 @@ def precision_cmd(
     certified: bool,
     stop_after_flip: bool,
     json_out: str | None,
+    max_inputs: int,
+    force: bool,
     verbose: bool,
 ) -> None:
     """The soft meaning as deployed in IEEE dtypes vs the exact hard meaning.
@@ -197,48 +248,61 @@ def precision_cmd(
             write_json_atomic(Path(json_out), precision_json(model, runs, settings))
 
     log = (lambda s: err_console.print(s, highlight=False)) if verbose else None
-    if families:
-        fams = list(families_for(model)) if "all" in families else list(families)
-        nlist = _parse_ns(ns, n_pow2)
-        if not nlist:
-            raise click.UsageError("--family needs --n N (repeatable) or --n-pow2 A:B")
-        settings.update({"families": fams, "ns": nlist, "mode": "family"})
-        settings["certified"] = certified
-        runs = sweep_family(
-            model,
-            fams,
-            nlist,
-            dts,
-            tl,
-            seed,
-            stop_after_flip,
-            on_length=save,
-            log=log,
-            certified=certified,
-        )
-    else:
-        from exactattn.inputs import words_of_length
+    from exactattn.cli import _restore, _snapshot
+    from exactattn.errors import ExactAttnError
 
-        if inputs_file:
-            words_by_n: dict[int, list[tuple[str, ...]]] = {}
-            for ln, line in enumerate(Path(inputs_file).read_text(encoding="utf-8").splitlines()):
-                line = line.strip()
-                if not line:
-                    continue
-                w = tuple(line.split(sep) if sep else line)
-                bad = [t for t in w if t not in model.alphabet]
-                if bad:
-                    raise click.UsageError(f"{inputs_file}:{ln + 1}: unknown symbol '{bad[0]}'")
-                words_by_n.setdefault(len(w), []).append(w)
-            settings["mode"] = "inputs"
+    before = _snapshot(json_out)  # exit 2 writes nothing, even after saved lengths
+    try:
+        if families:
+            fams = list(families_for(model)) if "all" in families else list(families)
+            nlist = _parse_ns(ns, n_pow2)
+            if not nlist:
+                raise click.UsageError("--family needs --n N (repeatable) or --n-pow2 A:B")
+            settings.update({"families": fams, "ns": nlist, "mode": "family"})
+            settings["certified"] = certified
+            runs = sweep_family(
+                model,
+                fams,
+                nlist,
+                dts,
+                tl,
+                seed,
+                stop_after_flip,
+                on_length=save,
+                log=log,
+                certified=certified,
+            )
         else:
-            assert max_n is not None
-            lo = min_n if min_n is not None else model.min_length
-            words_by_n = {n: words_of_length(model.alphabet, n) for n in range(lo, max_n + 1)}
-            settings.update({"mode": "enumerate", "min_n": lo, "max_n": max_n})
-        settings["certified"] = certified
-        runs = sweep_words(model, words_by_n, dts, tl, certified=certified, on_length=save, log=log)
-    save(runs)
+            from exactattn.inputs import words_of_length
+
+            if inputs_file:
+                words_by_n: dict[int, list[tuple[str, ...]]] = {}
+                for ln, line in enumerate(
+                    Path(inputs_file).read_text(encoding="utf-8").splitlines()
+                ):
+                    line = line.strip()
+                    if not line:
+                        continue
+                    w = tuple(line.split(sep) if sep else line)
+                    bad = [t for t in w if t not in model.alphabet]
+                    if bad:
+                        raise click.UsageError(f"{inputs_file}:{ln + 1}: unknown symbol '{bad[0]}'")
+                    words_by_n.setdefault(len(w), []).append(w)
+                settings["mode"] = "inputs"
+            else:
+                assert max_n is not None
+                lo = min_n if min_n is not None else model.min_length
+                _check_range(model, lo, max_n, max_inputs, force)
+                words_by_n = {n: words_of_length(model.alphabet, n) for n in range(lo, max_n + 1)}
+                settings.update({"mode": "enumerate", "min_n": lo, "max_n": max_n})
+            settings["certified"] = certified
+            runs = sweep_words(
+                model, words_by_n, dts, tl, certified=certified, on_length=save, log=log
+            )
+        save(runs)
+    except (ExactAttnError, click.UsageError, OSError):
+        _restore(json_out, before)
+        raise
     print_precision(runs)
     sys.exit(1 if any(r.first_flip_n is not None for r in runs) else 0)
 
@@ -269,6 +333,9 @@ def search_cmd(
     from exactattn.search import run_search
 
     model = load_model(model_path)
+    if beam < 1:
+        raise click.UsageError("--beam must be at least 1 (the number of inputs kept per step)")
+    _check_n(n, "--n")
     doc = run_search(model, n, objective, budget, seed, beam, parse_tau(tau))
     if json_out:
         write_json_atomic(Path(json_out), doc)
@@ -277,7 +344,17 @@ def search_cmd(
     console.print(
         f"{model.name} n = {n}, objective {objective}: {doc['evaluated']} inputs evaluated "
         f"(a search, not an enumeration)\n{doc['meaning']}\n"
-        f"witness {word}\nvalue [{w['value']['lower']}, {w['value']['upper']}] "
+        f"witness {word}\nvalue [{_long(w['value']['lower'])}, {_long(w['value']['upper'])}] "
         f"layer {w['layer']} position {w['position']}",
         highlight=False,
     )
+
+
+def _long(text: str) -> str:
+    """A value for the terminal: exact rationals past 40 characters as ≈ a 3-digit decimal
+    (the --json output keeps every digit; exactattn/cli.py, docs/limits.md)."""
+    from exactattn.cli import _exact_cell
+
+    if len(text) <= 40 or "e" in text or text in ("inf", "-inf"):
+        return text
+    return _exact_cell(text)

@@ -358,6 +358,14 @@ class InProcess(_Base):
             finished(s, check_shard(job, s, tick).to_json(exact=True))
 
 
+def _leave_sigint_to_parent() -> None:
+    """Worker initializer: Ctrl-C reaches the whole process group, but only the parent acts
+    on it (it stops the workers); a worker would print its own KeyboardInterrupt traceback."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class Processes(_Base):
     """Shards in ``jobs`` local worker processes (started once, reused for every length)."""
 
@@ -375,7 +383,9 @@ class Processes(_Base):
             import multiprocessing
 
             self._pool = ProcessPoolExecutor(
-                max_workers=self.jobs, mp_context=multiprocessing.get_context("fork")
+                max_workers=self.jobs,
+                mp_context=multiprocessing.get_context("fork"),
+                initializer=_leave_sigint_to_parent,
             )
         pending = {self._pool.submit(shard_task, job, s): s for s in todo}
         try:
@@ -385,18 +395,25 @@ class Processes(_Base):
                     s = pending.pop(f)
                     finished(s, f.result())
         except BaseException:
-            for f in pending:
-                f.cancel()
             self.close(kill=True)
             raise
 
     def close(self, kill: bool = False) -> None:
+        """Stop the workers: let them finish (``kill=False``) or kill them (Ctrl-C, errors).
+
+        Killing leaves the pending futures uncancelled: the pool's manager thread marks them
+        failed (BrokenProcessPool) and exits. Cancelling them first made that thread print
+        an InvalidStateError traceback (CPython < 3.12 sets an exception on a cancelled
+        future there), before our one-line "interrupted" (issue 27, item 10).
+        """
         if self._pool is not None:
+            pool, self._pool = self._pool, None
             if kill:
-                for p in list(getattr(self._pool, "_processes", {}).values()):
+                for p in list((getattr(pool, "_processes", None) or {}).values()):
                     p.kill()
-            self._pool.shutdown(wait=not kill, cancel_futures=True)
-            self._pool = None
+                pool.shutdown(wait=True)
+            else:
+                pool.shutdown(wait=True, cancel_futures=True)
 
 
 DASK_SCHEMES = ("tcp", "tls", "ws", "wss")

@@ -9,8 +9,12 @@ report it, and the traceback only with ``--debug`` (or ``EXACTATTN_DEBUG=1``).
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NoReturn
 
 from exactattn.limits import cap_message
@@ -62,3 +66,25 @@ def internal_error(exc: BaseException) -> NoReturn:
         + ("." if debug_enabled() else "; rerun with --debug for the traceback.")
     )
     sys.exit(EXIT_INTERNAL)
+
+
+@contextmanager
+def deferred_interrupt() -> Iterator[None]:
+    """Hold Ctrl-C until the block ends, then raise KeyboardInterrupt.
+
+    For work that must not be cut half-way: writing a length's results imports sympy (closed
+    forms) the first time, and an interrupt inside that import left the module half-loaded,
+    so the final save crashed (exit 4 instead of 130). Outside the main thread (where
+    signal handlers cannot be set) the block just runs.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    hit: list[int] = []
+    old = signal.signal(signal.SIGINT, lambda signum, frame: hit.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+    if hit:
+        raise KeyboardInterrupt

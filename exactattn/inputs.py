@@ -10,6 +10,7 @@ from shards are the same however the shards are scheduled.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -33,8 +34,45 @@ def shard_inputs() -> int:
 
 
 def count_inputs(alphabet_size: int, min_n: int, max_n: int) -> int:
-    """How many inputs a check of lengths min_n..max_n evaluates."""
-    return sum(alphabet_size**n for n in range(min_n, max_n + 1))
+    """How many inputs a check of lengths min_n..max_n evaluates (geometric sum, exact).
+
+    Can be a number of millions of digits (``--max-n 10**6``): compare it with
+    :func:`inputs_exceed` and print it with :func:`count_text`, not ``str``.
+    """
+    k = alphabet_size
+    if max_n < min_n:
+        return 0
+    if k <= 1:
+        return (max_n - min_n + 1) * k
+    return (k ** (max_n + 1) - k**min_n) // (k - 1)
+
+
+_EXACT_BITS = 4_000
+"""Counts of at most this many bits are computed (and printed) exactly."""
+
+
+def _log2_lower(alphabet_size: int, n: int) -> float:
+    """A lower bound on log2(k^n), safe against the float rounding of log2 (display only)."""
+    return n * math.log2(alphabet_size) * (1 - 1e-12)
+
+
+def inputs_exceed(alphabet_size: int, min_n: int, max_n: int, limit: int) -> bool:
+    """Whether lengths min_n..max_n hold more than ``limit`` inputs, without building a huge
+    number: k^max_n alone decides it once its size in bits is far past the limit's."""
+    k = alphabet_size
+    if k > 1 and max_n >= min_n and _log2_lower(k, max_n) > max(limit, 1).bit_length() + 2:
+        return True
+    return count_inputs(k, min_n, max_n) > limit
+
+
+def count_text(alphabet_size: int, min_n: int, max_n: int) -> str:
+    """The input count for people: exact with separators, or ``more than 10^E`` (a true lower
+    bound, E from k^max_n) when the exact count has more than about 1,200 digits."""
+    k = alphabet_size
+    if k <= 1 or max_n < min_n or _log2_lower(k, max_n) <= _EXACT_BITS:
+        return f"{count_inputs(k, min_n, max_n):,}"
+    exp10 = math.floor(max_n * math.log10(k) * (1 - 1e-12))
+    return f"more than 10^{exp10:,}"
 
 
 def words_of_length(alphabet: Sequence[str], n: int) -> Iterator[tuple[str, ...]]:

@@ -156,3 +156,11 @@ def cap_message(text: str) -> str:
 
 MAX_LENGTH = 1_000_000
 """Largest d, min_length, max_length or integer position a model may give."""
+
+MAX_LAYERS = 1_024
+"""Most layers a model may have (compiled LTL formulas of 100 operators need about 200)."""
+
+MAX_HEADS = 1_024
+"""Most attention heads in all layers together (bundled models have at most 8, compiled LTL
+formulas about 100). Work grows with heads × n² per input: a 6,000-head model took 31–70
+CPU-s and 1.5 GB for 14 inputs (issue 27)."""

@@ -10,12 +10,37 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from fractions import Fraction
 from typing import Any
 
 from flint import arb, ctx, fmpq
 
 from exactattn.errors import ModelError
+
+MAX_INT_DIGITS = 100_000
+"""Longest integer exactattn writes or reads as decimal text (docs/limits.md).
+
+Python refuses ``str(int)`` past 4,300 digits by default, a guard against quadratic-time
+conversion of untrusted text. Literals in files stay below 4,000 characters
+(:data:`MAX_NUMBER_CHARS`), but exact values computed from them grow: a γ with a
+4,400-digit denominator, FFN activations of 4,800 digits (issue 27). Exact arithmetic must
+not stop at a conversion guard, so importing exactattn raises Python's limit to this many
+digits (never lowers it; worker processes import exactattn too). Conversion is quadratic
+in Python 3.11 (10^5 digits: 0.5 s, 10^6: 46 s), hence 10^5; a value past it stops the
+command with exit 2 and a message saying so (exactattn/cli.py). Result files read back
+rationals of up to this many characters; model literals stay below 4,000.
+"""
+
+
+def allow_long_ints() -> None:
+    """Raise Python's int/str conversion limit to :data:`MAX_INT_DIGITS` (idempotent)."""
+    get = getattr(sys, "get_int_max_str_digits", None)
+    if get is not None and 0 < get() < MAX_INT_DIGITS:
+        sys.set_int_max_str_digits(MAX_INT_DIGITS)
+
+
+allow_long_ints()
 
 MAX_NUMBER_CHARS = 4_000
 """Longest number literal (Python refuses int() of more than 4,300 digits)."""
@@ -97,17 +122,19 @@ def parse_rational(
             'write a JSON number or a string such as "3/4"',
         )
     text = str(value)
-    m = _RATIO.fullmatch(text) if len(text) <= MAX_NUMBER_CHARS else None
+    # results (max_exponent None) hold computed rationals: γ with 4,400-digit denominators
+    max_chars = MAX_NUMBER_CHARS if max_exponent is not None else MAX_INT_DIGITS
+    m = _RATIO.fullmatch(text) if len(text) <= max_chars else None
     if m:
         den = int(m["den"])
         if den == 0:
             raise ModelError(path, f"'{text}' divides by zero", "use a nonzero denominator")
         return Fraction(int(m["num"]), den)
-    if len(text) > MAX_NUMBER_CHARS:
+    if len(text) > max_chars:
         raise ModelError(
             path,
             f"a number of {len(text):,} characters is longer than the limit of "
-            f"{MAX_NUMBER_CHARS:,} (docs/limits.md)",
+            f"{max_chars:,} (docs/limits.md)",
             "rescale the model so its numbers are shorter",
         )
     m = _LITERAL.fullmatch(text) or _DOT_FIRST.fullmatch(text)
@@ -412,6 +439,30 @@ def arb_is_huge(x: arb) -> bool:
         if m and not (-EXACT_BINARY_EXPONENT < e and e + m.bit_length() < EXACT_BINARY_EXPONENT):
             return True
     return False
+
+
+def arb_endpoints_outward(x: arb) -> tuple[Fraction, Fraction]:
+    """Dyadic endpoints of a finite ball, exact unless one is beyond 2^±EXACT_BINARY_EXPONENT
+    in size: a tiny endpoint is then widened outward (a lower end to 0 or −2^-E, an upper end
+    to 2^-E or 0), a huge one raises OverflowError.
+
+    Why: at τ = e^-700 an error is about e^(-e^700), whose exact endpoint has a 10^300-bit
+    denominator: :func:`arb_endpoints` never returns (``search``, ``precision``, issue 27).
+    """
+    if not x.is_finite():
+        raise ValueError("non-finite ball")
+    out = []
+    for point, up in ((x.lower(), False), (x.upper(), True)):
+        man, exp = point.man_exp()
+        m, e = int(man), int(exp)
+        if m == 0 or (-EXACT_BINARY_EXPONENT < e and e + m.bit_length() < EXACT_BINARY_EXPONENT):
+            out.append(_dyadic(m, e))
+        elif e + m.bit_length() >= EXACT_BINARY_EXPONENT:
+            raise OverflowError(f"a ball endpoint beyond 2^{EXACT_BINARY_EXPONENT}")
+        else:  # 0 < |point| < 2^-E: round away from the ball
+            tiny = Fraction(1, 2**EXACT_BINARY_EXPONENT)
+            out.append((tiny if up else Fraction(0)) if m > 0 else (Fraction(0) if up else -tiny))
+    return out[0], out[1]
 
 
 def arb_interval(x: arb, digits: int = 15) -> dict[str, str]:

@@ -72,8 +72,16 @@ def _f64(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     if num_b.dtype != object and den_b.dtype != object:
         if np.abs(num_b).max(initial=0) < 2**53 and np.abs(den_b).max(initial=0) < 2**53:
             return num_b.astype(np.float64) / den_b.astype(np.float64)  # exact operands
-    flat = [int(a) / int(b) for a, b in zip(num_b.reshape(-1), den_b.reshape(-1), strict=True)]
+    flat = [_div(int(a), int(b)) for a, b in zip(num_b.reshape(-1), den_b.reshape(-1), strict=True)]
     return np.array(flat, dtype=np.float64).reshape(num_b.shape)
+
+
+def _div(a: int, b: int) -> float:
+    """a/b correctly rounded; past float64's range that rounding is ±inf (Python raises)."""
+    try:
+        return a / b
+    except OverflowError:  # activations of 4,800 digits (issue 27)
+        return math.inf if (a < 0) == (b < 0) else -math.inf
 
 
 def round_exact(num: np.ndarray, den: np.ndarray, dt: Any) -> np.ndarray:
@@ -980,7 +988,7 @@ def sweep_words(
     from exactattn.engine.soft import WeightCache
     from exactattn.engine.temperature import Temperatures
     from exactattn.inputs import batches
-    from exactattn.numbers import arb_endpoints
+    from exactattn.numbers import arb_endpoints_outward
     from exactattn.reference import Oracle
 
     cm = CompiledModel(model)
@@ -1051,8 +1059,8 @@ def sweep_words(
                             delta, p, bnds, verdict = soft_deltas[b]
                             e = acc.entry(n)
                             lo_s, hi_s, _ = bnds[-1] if bnds else (arb(0), arb(0), 0)
-                            slo, _ = arb_endpoints(lo_s)
-                            _, shi = arb_endpoints(hi_s)
+                            slo, _ = arb_endpoints_outward(lo_s)  # tiny τ: e^(-e^700)
+                            _, shi = arb_endpoints_outward(hi_s)
                             e["softmax_error"] = _max_interval(
                                 e["softmax_error"], max(slo, Fraction(0)), shi
                             )
@@ -1072,7 +1080,7 @@ def _rounding_enclosure(
     """‖dtype − certified soft‖∞ = ‖a − (hard + δ)‖∞ as a certified enclosure."""
     from flint import arb, ctx
 
-    from exactattn.numbers import arb_endpoints
+    from exactattn.numbers import arb_endpoints_outward
 
     a64 = a.astype(np.float64)
     if not np.isfinite(a64).all():
@@ -1090,7 +1098,7 @@ def _rounding_enclosure(
                 )
                 if delta is not None:
                     v = v - delta[i, c]
-                lo, hi = arb_endpoints(abs(v))
+                lo, hi = arb_endpoints_outward(abs(v))
                 best_lo = max(best_lo, lo)
                 best_hi = max(best_hi, hi)
     return best_lo, best_hi

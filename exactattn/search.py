@@ -80,7 +80,7 @@ def score_error(model: Model, cm: CompiledModel, w: tuple[str, ...], tau: Any = 
     from exactattn.engine.measure import LengthAccumulator
     from exactattn.engine.soft import WeightCache
     from exactattn.engine.temperature import Temperatures
-    from exactattn.numbers import arb_endpoints, decimal_down, decimal_up
+    from exactattn.numbers import arb_endpoints_outward, arb_lower_str, arb_upper_str
 
     n = len(w)
     if n > MAX_ERROR_N:
@@ -91,13 +91,12 @@ def score_error(model: Model, cm: CompiledModel, w: tuple[str, ...], tau: Any = 
     sr = certify_word(cm, hb, 0, acc, Temperatures(model, tau), WeightCache(cm))
     assert sr.bounds is not None
     lo, hi, row = sr.bounds[-1]
-    flo, _ = arb_endpoints(lo)
-    _, fhi = arb_endpoints(hi)
-    flo = max(flo, Fraction(0))
+    # an error below 2^-65536 (tiny τ) ranks as 0; its printed ends stay certified
+    flo = max(arb_endpoints_outward(lo)[0], Fraction(0))
     return Scored(
         w,
         -flo,
-        {"lower": decimal_down(flo), "upper": decimal_up(fhi)},
+        {"lower": arb_lower_str(lo) if flo else "0", "upper": arb_upper_str(hi)},
         len(model.layers) - 1,
         _spec_pos(model, int(row)),
         {"prec": sr.prec},

@@ -13,9 +13,15 @@ from flint import arb, ctx
 
 from exactattn.errors import ModelError, UsageError
 from exactattn.model import AttentionLayer, Model
-from exactattn.model.expr import Expr, ExprError, UndecidedError, parse_expression
+from exactattn.model.expr import Expr, ExprError, LimitError, UndecidedError, parse_expression
 
 BASE_PREC = 96
+
+TAU_EXPONENT_LIMIT = 2**21
+"""Every τ(n) lies in [2^-2,097,152, 2^2,097,152] (about 10^±631,306; docs/limits.md): its
+exact dyadic ends stay small enough (a few hundred KB) for the float filter and the bounds,
+which convert them to fractions. Tiny τ inside the range (e^(-10^6) included) take the
+usual cheap path (tests/test_tiny_tau.py)."""
 
 
 def parse_tau(text: str | None) -> Expr | None:
@@ -50,6 +56,13 @@ class Temperatures:
     def value(self, expr: Expr, path: str, n: int, prec: int) -> arb:
         try:
             v = expr.eval_arb({"n": n}, prec)
+        except LimitError as exc:
+            raise ModelError(
+                path,
+                f"τ({n}) = '{expr.text}' is beyond a size limit: {exc}",
+                f"temperatures must lie in [2^-{TAU_EXPONENT_LIMIT:,}, 2^{TAU_EXPONENT_LIMIT:,}] "
+                "(docs/limits.md)",
+            ) from None
         except UndecidedError as exc:
             raise ModelError(path, f"τ({n}) cannot be evaluated: {exc}") from None
         except ExprError as exc:
@@ -60,6 +73,16 @@ class Temperatures:
                 "temperature in the file is checked, even one no head uses",
             ) from None
         if v > 0:
+            limit = arb(2) ** TAU_EXPONENT_LIMIT
+            if v * limit < 1 or v > limit:
+                raise ModelError(
+                    path,
+                    f"τ({n}) = '{expr.text}' ≈ {v.mid().str(3, radius=False)} is outside "
+                    f"[2^-{TAU_EXPONENT_LIMIT:,}, 2^{TAU_EXPONENT_LIMIT:,}], the limit on "
+                    "temperatures (docs/limits.md)",
+                    "use a temperature in that range (errors at τ = 2^-2,097,152 are already "
+                    "about e^(-2^2,097,152))",
+                )
             return v
         if v <= 0:
             raise ModelError(

@@ -111,6 +111,49 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a finite number")
 
 
+MAX_MEMBER_BYTES = 256 * 2**20
+"""Largest uncompressed array in the archive, as its zip entry declares (docs/limits.md).
+tracr's residual streams are at most a few hundred wide: 4096 × 4096 float32 is 64 MiB."""
+
+MAX_ARCHIVE_BYTES = 1024 * 2**20
+"""Largest total of the archive's uncompressed arrays (a zip bomb: 1.45 MB → 1.5 GB)."""
+
+MAX_RATIO = 1000
+"""Largest compression ratio of an array over RATIO_FROM bytes (deflate's ceiling is about
+1,032: only long runs of one byte reach it, which no real weight matrix of that size is)."""
+
+RATIO_FROM = 16 * 2**20
+
+
+class _MetaNumber(ValueError):
+    """A metadata number beyond the limits of model-file numbers."""
+
+
+_META_FLOAT = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE](?P<exp>[+-]?[0-9]+))?")
+
+
+def _meta_float(text: str) -> Fraction:
+    """A metadata float as the exact rational of its text, within model-file limits
+    (``1e999999999`` would build a billion-digit integer: minutes)."""
+    from exactattn.numbers import MAX_DECIMAL_EXPONENT, MAX_NUMBER_CHARS
+
+    m = _META_FLOAT.fullmatch(text)
+    exp = m["exp"] if m else None
+    if len(text) > MAX_NUMBER_CHARS or (
+        exp is not None and (len(exp.lstrip("+-")) > 6 or abs(int(exp)) > MAX_DECIMAL_EXPONENT)
+    ):
+        raise _MetaNumber(text)
+    return Fraction(text)
+
+
+def _meta_int(text: str) -> int:
+    from exactattn.numbers import MAX_NUMBER_CHARS
+
+    if len(text) > MAX_NUMBER_CHARS:
+        raise _MetaNumber(text)
+    return int(text)
+
+
 def _load_meta(meta_path: Path) -> dict[str, Any]:
     """Read the metadata JSON; its floats become exact Fractions of the text as written."""
     where = meta_path.name
@@ -122,7 +165,26 @@ def _load_meta(meta_path: Path) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise ModelError(where, "is not UTF-8 text", "pass the metadata .json file") from None
     try:
-        meta = json.loads(text, parse_float=Fraction, parse_constant=_reject_constant)
+        meta = json.loads(
+            text, parse_float=_meta_float, parse_int=_meta_int, parse_constant=_reject_constant
+        )
+    except _MetaNumber as exc:
+        from exactattn.limits import clip
+
+        raise ModelError(
+            where,
+            f"the number {clip(str(exc), 40)} is beyond the limits of model numbers "
+            "(4,000 characters, decimal exponents within ±300; docs/limits.md)",
+            "pass the metadata tracr wrote (its numbers are small)",
+        ) from None
+    except RecursionError:
+        from exactattn.limits import MAX_DEPTH
+
+        raise ModelError(
+            where,
+            f"the JSON is nested deeper than the limit of {MAX_DEPTH} levels (docs/limits.md)",
+            "pass the metadata tracr wrote (it is nested 4 levels deep)",
+        ) from None
     except json.JSONDecodeError as exc:
         raise ModelError(
             where,
@@ -133,6 +195,9 @@ def _load_meta(meta_path: Path) -> dict[str, Any]:
         raise ModelError(where, f"not valid JSON: {exc}", "write finite numbers only") from None
     if not isinstance(meta, dict):
         raise ModelError(where, "expected a JSON object at the top level")
+    from exactattn.limits import check_tree
+
+    check_tree(meta, where)  # depth ≤ 64, strings and keys within limits (docs/limits.md)
     return meta
 
 
@@ -151,6 +216,7 @@ def _load_npz(npz_path: Path) -> dict[str, np.ndarray]:
         raise ModelError(where, "is a single .npy array, not a .npz archive of named arrays", fix)
     out: dict[str, np.ndarray] = {}
     with z:
+        _check_sizes(z, where, fix)
         for key in z.files:
             try:
                 out[key] = z[key]
@@ -158,6 +224,55 @@ def _load_npz(npz_path: Path) -> dict[str, np.ndarray]:
                 msg = f"cannot read this array ({exc})"
                 raise ModelError(f"{where}: {key}", msg, fix) from None
     return out
+
+
+def _check_sizes(z: Any, where: str, fix: str) -> None:
+    """Refuse oversized arrays before reading any: each entry's declared size and compression
+    ratio, then the shape its .npy header declares (a (100000, 100000) header asked numpy
+    for 37 GiB). Reading cannot exceed the declared size (zipfile stops there)."""
+    total = 0
+    names = set(z.zip.namelist())
+    for key in z.files:
+        name = key if key in names else f"{key}.npy"
+        info = z.zip.getinfo(name)
+        path = f"{where}: {key}"
+        total += info.file_size
+        if info.file_size > MAX_MEMBER_BYTES or total > MAX_ARCHIVE_BYTES:
+            raise ModelError(
+                path,
+                f"expands to {info.file_size:,} bytes (all arrays so far: {total:,}); the "
+                f"limits are {MAX_MEMBER_BYTES:,} per array and {MAX_ARCHIVE_BYTES:,} in all "
+                "(docs/limits.md)",
+                fix,
+            )
+        if info.file_size > RATIO_FROM and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+            raise ModelError(
+                path,
+                f"is compressed {info.file_size // max(info.compress_size, 1):,}-fold, more "
+                f"than the limit of {MAX_RATIO:,} (a zip bomb?)",
+                fix,
+            )
+        try:
+            with z.zip.open(name) as f:
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+                elif version == (2, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+                else:  # 3.0 (UTF-8 field names): numpy's reader has no public name for it
+                    shape, _, dtype = np.lib.format._read_array_header(f, version)
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+            raise ModelError(path, f"cannot read this array's header ({exc})", fix) from None
+        entries = 1
+        for k in shape:
+            entries *= int(k)
+        if entries * dtype.itemsize > info.file_size:
+            raise ModelError(
+                path,
+                f"declares shape {tuple(shape)} of {dtype} ({entries * dtype.itemsize:,} "
+                f"bytes) but its entry holds {info.file_size:,} bytes",
+                fix,
+            )
 
 
 class _Arrays:

@@ -42,6 +42,10 @@ MAX_LITERAL_DIGITS = 1_000
 MAX_LITERAL_EXPONENT = 300
 MAX_POWER_EXPONENT = 1024
 MAX_BITS = 200_000  # refuse rationals whose numerator or denominator is larger
+MAX_EXP_ARGUMENT = 2**20
+"""Largest |x| in exp(x): e^(2^20) is already 2^1,512,775; exp(-exp(20)) = 2^-(7·10^8) made
+the check's exact conversions take minutes and gigabytes (issue 27), and a further exp
+would need an exponent of 7·10^8 bits."""
 
 TRANSCENDENTAL = frozenset({"sqrt", "log", "exp"})
 _ARITY: dict[str, tuple[int, int | None]] = {
@@ -62,6 +66,10 @@ class ExprError(ExactAttnError, ValueError):
 
 class NotRationalError(ExprError):
     """An exact evaluation met an irrational value (``sqrt(2)``, ``log(3)``, ``exp(1)``)."""
+
+
+class LimitError(ExprError):
+    """A value beyond a documented size limit (``exp`` of more than ±2^20; docs/limits.md)."""
 
 
 class UndecidedError(ExprError):
@@ -598,6 +606,13 @@ class _Evaluator:
                 return Fraction(1)
         y = _to_arb(x)
         if fn == "exp":
+            if not abs(y) <= MAX_EXP_ARGUMENT:
+                raise self.fail(
+                    LimitError,
+                    f"exp of a number beyond ±{MAX_EXP_ARGUMENT:,} (= 2^20; here "
+                    f"{y.mid().str(5, radius=False)})",
+                    node,
+                )
             return y.exp()
         if fn == "sqrt":
             if y < 0:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from exactattn.errors import ModelError
-from exactattn.limits import MAX_LENGTH, check_name, clip
+from exactattn.limits import MAX_HEADS, MAX_LAYERS, MAX_LENGTH, check_name, clip
 from exactattn.model.expr import Expr, ExprError, parse_expression
 from exactattn.model.types import (
     DEFAULT_VALUE_TOLERANCE,
@@ -393,7 +393,14 @@ class _Reader:
     def layers(self, x: Any, d: int) -> tuple[Layer, ...]:
         if not isinstance(x, list):
             raise ModelError("layers", f"expected a list of layers, got {_kind(x)}")
+        if len(x) > MAX_LAYERS:
+            raise ModelError(
+                "layers",
+                f"{len(x):,} layers are more than the limit of {MAX_LAYERS:,} (docs/limits.md)",
+                f"use at most {MAX_LAYERS:,} layers",
+            )
         out: list[Layer] = []
+        total_heads = 0
         for li, layer in enumerate(x):
             path = f"layers[{li}]"
             if not isinstance(layer, dict):
@@ -404,6 +411,14 @@ class _Reader:
                 heads = layer["heads"]
                 if not isinstance(heads, list) or not heads:
                     raise ModelError(f"{path}.heads", "expected a non-empty list of heads")
+                total_heads += len(heads)
+                if total_heads > MAX_HEADS:
+                    raise ModelError(
+                        f"{path}.heads",
+                        f"the model has {total_heads:,} or more attention heads, more than the "
+                        f"limit of {MAX_HEADS:,} in all layers (docs/limits.md)",
+                        f"use at most {MAX_HEADS:,} heads (checking costs heads × n² per input)",
+                    )
                 out.append(
                     AttentionLayer(
                         heads=tuple(
@@ -655,6 +670,16 @@ class _Reader:
         if not isinstance(x, dict):
             raise ModelError("reference", f"expected an object, got {_kind(x)}")
         kind = x.get("kind")
+        if kind in ("ltl", "dyck", "regex") and not isinstance(output, AcceptOutput):
+            # a language says accept or reject per input; an argmax or value output has no
+            # such answer to compare (this used to crash the check with a TypeError)
+            raise ModelError(
+                "reference.kind",
+                f"a {kind} reference defines a language (accept or reject), but output.kind "
+                f"is {output.kind!r}",
+                "use a cases reference for argmax and value outputs, or an accept output "
+                f"for a {kind} reference",
+            )
         if kind == "cases":
             o = self.obj(x, "reference", {"kind", "cases"}, required=("cases",))
             cases_raw = o["cases"]
