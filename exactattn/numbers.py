@@ -452,7 +452,8 @@ def arb_endpoints_outward(x: arb) -> tuple[Fraction, Fraction]:
     if not x.is_finite():
         raise ValueError("non-finite ball")
     out = []
-    for point, up in ((x.lower(), False), (x.upper(), True)):
+    # endpoints at the enclosure's own precision, like arb_endpoints (never 53 bits)
+    for point, up in ((point_lower(x), False), (point_upper(x), True)):
         man, exp = point.man_exp()
         m, e = int(man), int(exp)
         if m == 0 or (-EXACT_BINARY_EXPONENT < e and e + m.bit_length() < EXACT_BINARY_EXPONENT):
