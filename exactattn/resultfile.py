@@ -14,11 +14,14 @@ from typing import Any
 
 from exactattn.errors import ModelError
 from exactattn.limits import MAX_NAME, clip
+from exactattn.numbers import MAX_INT_DIGITS
 
 # exponents may be huge: a certified error at τ = 2^-200 is written like 3e-1889…397 (58 digits)
 _DEC = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,100})?")
 _RAT = re.compile(r"-?[0-9]+(?:/[0-9]+)?")
-MAX_NUMBER_TEXT = 4_000
+# a rational p/q with up to MAX_INT_DIGITS digits on each side: check writes such values exactly
+# (a γ with a 4,600-digit denominator), so report must read them (issue 27, item 7)
+MAX_NUMBER_TEXT = 2 * MAX_INT_DIGITS + 2
 
 
 def _fail(path: str, message: str) -> None:

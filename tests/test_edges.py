@@ -389,6 +389,22 @@ def test_long_exact_values_in_the_table_are_abbreviated(tmp_path: Path) -> None:
     assert "≈9e-4600" in text and "3333333333" not in text, text[:2000]
 
 
+@pytest.mark.parametrize("suffix", [".md", ".tex"])
+def test_long_exact_values_go_through_report(tmp_path: Path, suffix: str) -> None:
+    """A result that check writes (a 4,600-digit γ) is one that report reads and renders."""
+    p = write_model(tmp_path, long_gamma())
+    out = tmp_path / "out.json"
+    o = run(tmp_path, ["check", str(p), "--max-n", "2", "--hard-only", "--json", str(out)])
+    assert o.code == 0, o.stderr
+    kept = tmp_path / "result.json"  # the harness clears out* files before each case
+    out.rename(kept)
+    rep = tmp_path / f"out{suffix}"
+    o = run(tmp_path, ["report", str(kept), "-o", str(rep)], timeout=60)
+    assert o.code == 0, o.stderr
+    text = rep.read_text()
+    assert "3333333333" * 10 not in text  # abbreviated in the report, exact in the JSON
+
+
 def test_long_exact_values_in_precision_and_search(tmp_path: Path) -> None:
     for model in (long_gamma(), growing_ffn()):
         p = write_model(tmp_path, model)
