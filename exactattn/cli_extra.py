@@ -158,6 +158,22 @@ def print_precision(runs: list[Any]) -> None:
 @click.option("--stop-after-flip", is_flag=True, help="Stop a dtype/τ after its first flip.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
 @click.option("-v", "--verbose", is_flag=True, help="Timing per word (families).")
+@click.option(
+    "--backend",
+    type=click.Choice(
+        [
+            "numpy",
+            "torch-eager",
+            "torch-sdpa",
+            "torch-sdpa-math",
+            "torch-sdpa-flash",
+            "torch-sdpa-efficient",
+        ]
+    ),
+    default="numpy",
+    show_default=True,
+    help="Who runs the forward pass: the numpy emulation or PyTorch's kernels (extra 'torch').",
+)
 def precision_cmd(
     model_path: str,
     dtypes: tuple[str, ...],
@@ -174,6 +190,7 @@ def precision_cmd(
     stop_after_flip: bool,
     json_out: str | None,
     verbose: bool,
+    backend: str = "numpy",
 ) -> None:
     """The soft meaning as deployed in IEEE dtypes vs the exact hard meaning.
 
@@ -191,6 +208,10 @@ def precision_cmd(
     if modes != 1:
         raise click.UsageError("give exactly one of --max-n, --inputs FILE, --family NAME")
     settings: dict[str, Any] = {"dtypes": dts, "taus": [t[0] for t in tl], "seed": seed}
+    from exactattn.precision import backend_version
+
+    settings["backend"] = backend
+    settings["backend_version"] = backend_version(backend)
 
     def save(runs: list[Any]) -> None:
         if json_out:
@@ -215,6 +236,7 @@ def precision_cmd(
             on_length=save,
             log=log,
             certified=certified,
+            backend=backend,
         )
     else:
         from exactattn.inputs import words_of_length
@@ -237,9 +259,19 @@ def precision_cmd(
             words_by_n = {n: words_of_length(model.alphabet, n) for n in range(lo, max_n + 1)}
             settings.update({"mode": "enumerate", "min_n": lo, "max_n": max_n})
         settings["certified"] = certified
-        runs = sweep_words(model, words_by_n, dts, tl, certified=certified, on_length=save, log=log)
+        runs = sweep_words(
+            model,
+            words_by_n,
+            dts,
+            tl,
+            certified=certified,
+            on_length=save,
+            log=log,
+            backend=backend,
+        )
     save(runs)
     print_precision(runs)
+    console.print(f"forward pass: {backend} ({settings['backend_version']})", highlight=False)
     sys.exit(1 if any(r.first_flip_n is not None for r in runs) else 0)
 
 
