@@ -513,7 +513,7 @@ def _round_check(name: str, ra: RatArray, rounded: np.ndarray, shown: int = 5) -
         "max_abs_error": None if worst is None else f"{float(worst):.6g}",
         "examples": [
             {
-                "index": list(np.unravel_index(i, shape)) if shape else [],
+                "index": [int(j) for j in np.unravel_index(i, shape)] if shape else [],
                 "exact": str(e),
                 "value": repr(v),
             }
