@@ -116,3 +116,43 @@ def export_torch_cmd(
         )
     err_console.print(f"wrote {out} ({model.name}, n = {length}, {dtype})", highlight=False)
     print_rounding(exp.rounding, dtype)
+
+
+@export_group.command("transformer-lens")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Output file (default: MODEL's stem + .transformer-lens.pt in the current directory).",
+)
+@click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True)
+@click.option("--n", "n", type=int, default=None, help="Input length (default 16).")
+@click.option(
+    "--mask-hooks/--no-mask-hooks",
+    default=True,
+    show_default=True,
+    help="Carry masks other than causal/none by a hook on hook_attn_scores (else: refuse).",
+)
+def export_tl_cmd(
+    model_path: str, out: str | None, dtype: str, n: int | None, mask_hooks: bool
+) -> None:
+    """MODEL as a TransformerLens HookedTransformer: config + state dict (load it with
+    exactattn.export.transformer_lens.load_hooked). Exit 2 naming the feature that does not
+    fit (per-head temperatures; with --no-mask-hooks, masks other than causal/none)."""
+    from exactattn.export import require
+    from exactattn.model import load_model
+
+    require("torch", "exactattn export transformer-lens")
+    require("transformer_lens", "exactattn export transformer-lens")
+    from exactattn.export.transformer_lens import describe, export_transformer_lens, save
+
+    model = load_model(model_path)
+    length = _n_for(model, n)
+    doc = export_transformer_lens(model, length, dtype, mask_hooks)
+    path = Path(out) if out else Path(Path(model_path).stem + ".transformer-lens.pt")
+    save(doc, path)
+    err_console.print(f"wrote {path} ({model.name}, n = {length}, {dtype})", highlight=False)
+    console.print(describe(doc), highlight=False)
