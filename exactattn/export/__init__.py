@@ -12,7 +12,11 @@ import importlib.util
 
 from exactattn.errors import UsageError
 
-TORCH_HINT = "install the extra: pip install 'exactattn[torch]' (PyTorch 2.13.0, CPU build)"
+HINTS = {
+    "torch": "install the extra: pip install 'exactattn[torch]' (PyTorch 2.13.0, CPU build)",
+    "transformer_lens": "install the extra: pip install 'exactattn[transformer-lens]' "
+    "(transformer-lens 3.x with PyTorch 2.13.0)",
+}
 
 
 def have(module: str) -> bool:
