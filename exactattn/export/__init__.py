@@ -28,5 +28,6 @@ def require(module: str, what: str) -> None:
     """Refuse, with exit code 2 and the install command, when an extra is absent."""
     if not have(module):
         raise UsageError(
-            f"{what} needs the Python package '{module}', which is not installed; {TORCH_HINT}"
+            f"{what} needs the Python package '{module}', which is not installed; "
+            f"{HINTS.get(module, HINTS['torch'])}"
         )
