@@ -368,3 +368,23 @@ def test_dyck2_4096_float32_flips_with_sdpa_not_numpy() -> None:
         "torch-sdpa": 4096,
         "torch-sdpa-math": 4096,
     }
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the efficient kernel runs on CUDA")
+def test_a_kernel_torch_cannot_run_is_exit_2() -> None:
+    r = CliRunner().invoke(
+        main,
+        [
+            "precision",
+            str(MODELS / "dyck1.json"),
+            "--max-n",
+            "2",
+            "--dtype",
+            "float32",
+            "--backend",
+            "torch-sdpa-efficient",
+            "--no-certified",
+        ],
+    )
+    assert r.exit_code == 2, r.output
+    assert "cannot run the sdpa-efficient kernel" in r.output
