@@ -135,3 +135,21 @@ def test_models_that_do_not_fit_are_named(tmp_path) -> None:
         ],
     )
     assert r.exit_code == 2 and ".mask: 'lt'" in r.output
+
+
+@pytest.mark.parametrize("mask", ["none", "leq", "lt", "gt", "geq"])
+def test_every_mask_and_identity_output(mask: str) -> None:
+    """A one-head model without an output matrix (identity) under each mask, including
+    queries that see no key (lt at the first slot, gt at the last: they add 0)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_export_torch import _tiny
+
+    model = model_from_dict(_tiny(mask))
+    ht, doc = load_hooked(export_transformer_lens(model, 3, "float64"))
+    assert doc["cfg"]["attention_dir"] == ("causal" if mask == "leq" else "bidirectional")
+    words = [list(w) for w in words_of_length(model.alphabet, 3)]
+    mod = export_torch(model, 3, "float64").module
+    y = readout(doc, ht(tokens(doc, words)))
+    assert torch.equal(y, mod(mod.encode(words)))
