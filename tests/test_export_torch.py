@@ -279,6 +279,9 @@ def test_kernels_agree_in_float64_and_save_load_round_trip(tmp_path) -> None:
     exp.module.kernel = "sdpa-math"
     np.testing.assert_allclose(exp.module(ids).numpy(), eager.numpy(), rtol=0, atol=1e-9)
     exp.module.kernel = "eager"
+    from exactattn.export.torch import torch_module
+
+    assert torch.equal(torch_module(MODELS / "induction_k1.json", n)(ids), eager)
     save(exp, tmp_path / "m.pt")
     back = load(tmp_path / "m.pt")
     assert torch.equal(back(ids), eager)

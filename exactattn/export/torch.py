@@ -460,6 +460,18 @@ def export_torch(
     return Export(mod, rounding_report(model, cm, dm, n, tau))
 
 
+def torch_module(
+    model: Model | str | Path, n: int, dtype: str = "float64", **kw: Any
+) -> ExportedModel:
+    """The model (a Model or a model file) at length n as an ``nn.Module``; keyword
+    arguments as :func:`export_torch` (the rounding report is ``export_torch(...).rounding``)."""
+    if not isinstance(model, Model):
+        from exactattn.model import load_model
+
+        model = load_model(model)
+    return export_torch(model, n, dtype, **kw).module
+
+
 def kernel_module(dm: DtypeModel, kernel: str) -> ExportedModel:
     """The layers of a DtypeModel as a module without embeddings (``precision``'s backend)."""
     return ExportedModel(_config(dm.model, None, dm.name, "softmax", kernel), _parts(dm, None))
