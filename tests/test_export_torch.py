@@ -17,6 +17,9 @@ from click.testing import CliRunner
 torch = pytest.importorskip(
     "torch", reason="PyTorch is not installed (optional extra: pip install -e '.[torch]')"
 )
+# one intra-op thread: the tests' tensors are tiny, and on a shared machine torch's thread
+# pool costs more than it saves (10 ms per small matmul measured under load)
+torch.set_num_threads(1)
 
 from exactattn.cli import main  # noqa: E402
 from exactattn.engine.certify import certify_word  # noqa: E402

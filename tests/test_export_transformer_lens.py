@@ -17,6 +17,9 @@ pytest.importorskip(
     reason="transformer-lens is not installed (optional extra: "
     "pip install -e '.[transformer-lens]')",
 )
+# one intra-op thread: the tests' tensors are tiny, and on a shared machine torch's thread
+# pool costs more than it saves (10 ms per small matmul measured under load)
+torch.set_num_threads(1)
 
 from exactattn.cli import main  # noqa: E402
 from exactattn.export.torch import export_torch  # noqa: E402
