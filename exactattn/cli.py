@@ -753,6 +753,9 @@ from exactattn.cli_extra import precision_cmd, search_cmd  # noqa: E402  (past e
 
 main.add_command(precision_cmd)
 main.add_command(search_cmd)
+from exactattn.cli_export import export_group  # noqa: E402  (torch/TransformerLens, issue 26)
+
+main.add_command(export_group)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -207,6 +207,22 @@ def _check_range(model: Any, lo: int, hi: int, max_inputs: int, force: bool) -> 
 )
 @click.option("--force", is_flag=True, help="Run even if --max-n gives more than --max-inputs.")
 @click.option("-v", "--verbose", is_flag=True, help="Timing per word (families).")
+@click.option(
+    "--backend",
+    type=click.Choice(
+        [
+            "numpy",
+            "torch-eager",
+            "torch-sdpa",
+            "torch-sdpa-math",
+            "torch-sdpa-flash",
+            "torch-sdpa-efficient",
+        ]
+    ),
+    default="numpy",
+    show_default=True,
+    help="Who runs the forward pass: the numpy emulation or PyTorch's kernels (extra 'torch').",
+)
 def precision_cmd(
     model_path: str,
     dtypes: tuple[str, ...],
@@ -225,6 +241,7 @@ def precision_cmd(
     max_inputs: int,
     force: bool,
     verbose: bool,
+    backend: str = "numpy",
 ) -> None:
     """The soft meaning as deployed in IEEE dtypes vs the exact hard meaning.
 
@@ -242,6 +259,10 @@ def precision_cmd(
     if modes != 1:
         raise click.UsageError("give exactly one of --max-n, --inputs FILE, --family NAME")
     settings: dict[str, Any] = {"dtypes": dts, "taus": [t[0] for t in tl], "seed": seed}
+    from exactattn.precision import backend_version
+
+    settings["backend"] = backend
+    settings["backend_version"] = backend_version(backend)
 
     def save(runs: list[Any]) -> None:
         if json_out:
@@ -271,6 +292,7 @@ def precision_cmd(
                 on_length=save,
                 log=log,
                 certified=certified,
+                backend=backend,
             )
         else:
             from exactattn.inputs import words_of_length
@@ -297,13 +319,21 @@ def precision_cmd(
                 settings.update({"mode": "enumerate", "min_n": lo, "max_n": max_n})
             settings["certified"] = certified
             runs = sweep_words(
-                model, words_by_n, dts, tl, certified=certified, on_length=save, log=log
+                model,
+                words_by_n,
+                dts,
+                tl,
+                certified=certified,
+                on_length=save,
+                log=log,
+                backend=backend,
             )
         save(runs)
     except (ExactAttnError, click.UsageError, OSError):
         _restore(json_out, before)
         raise
     print_precision(runs)
+    console.print(f"forward pass: {backend} ({settings['backend_version']})", highlight=False)
     sys.exit(1 if any(r.first_flip_n is not None for r in runs) else 0)
 
 

@@ -39,6 +39,29 @@ BLOCK_ENTRIES = 1 << 18
 
 DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64")
 
+# who does the forward pass (issue 26): this module's numpy emulation, or PyTorch's kernels
+# (exactattn/export/torch.py; torch is an optional extra, imported only when asked for)
+BACKENDS = (
+    "numpy",
+    "torch-eager",
+    "torch-sdpa",
+    "torch-sdpa-math",
+    "torch-sdpa-flash",
+    "torch-sdpa-efficient",
+)
+
+
+def backend_version(backend: str) -> str:
+    """The library doing the forward pass, with its version (named in every report)."""
+    if backend == "numpy":
+        return f"numpy {np.__version__}"
+    from exactattn.export import require
+
+    require("torch", f"--backend {backend}")
+    import torch  # optional extra, only for the torch backends
+
+    return f"torch {torch.__version__}"
+
 
 def dtype_of(name: str) -> Any:
     """The numpy scalar type for a dtype name (bfloat16 from ml_dtypes)."""
@@ -165,7 +188,10 @@ class DFFN:
 class DtypeModel:
     """The model's weights rounded to one dtype."""
 
-    def __init__(self, cm: CompiledModel, dtype: str) -> None:
+    def __init__(self, cm: CompiledModel, dtype: str, backend: str = "numpy") -> None:
+        if backend not in BACKENDS:
+            raise UsageError(f"unknown backend '{backend}'; use one of {', '.join(BACKENDS)}")
+        self.backend = backend
         self.cm = cm
         self.model = cm.model
         self.name = dtype
@@ -308,6 +334,11 @@ def run_dtype(
 ) -> DtypeRun:
     """The deployed soft meaning of a batch of words of length n."""
     taus = dm.taus(n, tau_override)
+    if dm.backend != "numpy":  # PyTorch's kernels do the forward pass, same rounded weights
+        from exactattn.export.torch import run_torch
+
+        kernel = dm.backend.removeprefix("torch-")
+        return DtypeRun(run_torch(dm, x0, n, kernel, tau_override), taus)
     acts = [x0]
     x = x0
     run = DtypeRun(acts, taus)
@@ -610,6 +641,7 @@ def evaluate_long(
     cm: CompiledModel | None = None,
     lh: LongHard | None = None,
     diagnose_flips: bool = True,
+    backend: str = "numpy",
 ) -> list[SingleResult]:
     """One input of any length: exact hard meaning (streaming) and each dtype's soft meaning."""
     from exactattn.engine.longinput import hard_output
@@ -625,7 +657,7 @@ def evaluate_long(
     hard, margin = hard_output(model, lh)
     res = []
     for name in dtypes:
-        dm = DtypeModel(cm, name)
+        dm = DtypeModel(cm, name, backend)
         x0 = embed_dtype(dm, lh.acts[0])
         run = run_dtype(dm, x0, n, tau_override)
         out = dtype_decisions(dm, run.acts[-1], n)[0]
@@ -943,13 +975,14 @@ def sweep_family(
     on_length: Any = None,
     log: Any = None,
     certified: bool = True,
+    backend: str = "numpy",
 ) -> list[RunAcc]:
     """Family inputs at each n: the exact hard meaning once per word, the certified soft
     meaning once per (word, τ) (``certified``), every (dtype, τ) run."""
     from exactattn.families import family_word
 
     cm = CompiledModel(model)
-    dms = {d: DtypeModel(cm, d) for d in dtypes}
+    dms = {d: DtypeModel(cm, d, backend) for d in dtypes}
     runs = {(d, t[0]): RunAcc(d, t[0]) for t in taus for d in dtypes}
     for n in ns:
         model.check_length(n)
@@ -975,6 +1008,7 @@ def sweep_words(
     on_length: Any = None,
     batch: int = 2048,
     log: Any = None,
+    backend: str = "numpy",
 ) -> list[RunAcc]:
     """Enumerated (or listed) inputs, batched: exact hard via run_hard, certified soft via
     the check's certify_word (error split), each dtype batched. Lengths past
@@ -994,7 +1028,7 @@ def sweep_words(
     cm = CompiledModel(model)
     weights = WeightCache(cm)
     oracle = Oracle(model.reference, model.alphabet) if model.reference else None
-    dms = {d: DtypeModel(cm, d) for d in dtypes}
+    dms = {d: DtypeModel(cm, d, backend) for d in dtypes}
     runs = {(d, t[0]): RunAcc(d, t[0]) for t in taus for d in dtypes}
     out_spec = model.output
     for n, words in sorted(words_by_n.items()):

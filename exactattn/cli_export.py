@@ -1,0 +1,158 @@
+"""``exactattn export torch|transformer-lens`` (issue 26), apart from :mod:`exactattn.cli` so
+that module only needs one ``add_command`` line. torch and transformer-lens are optional
+extras: they are imported inside the commands, and a missing extra is exit 2 with the install
+command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+console = Console()
+err_console = Console(stderr=True, soft_wrap=True)
+
+DTYPES = ["float64", "float32", "float16", "bfloat16"]
+
+
+def _n_for(model: Any, n: int | None) -> int:
+    """The length to evaluate position embeddings at: --n, else 16 (or the model's limit)."""
+    if n is not None:
+        return n
+    return min(16, model.max_length) if model.max_length is not None else 16
+
+
+def print_rounding(rounding: list[dict[str, Any]], dtype: str, shown: int = 20) -> None:
+    from rich.markup import escape
+
+    if not rounding:
+        console.print(f"every exported value is exact in {dtype}", highlight=False)
+        return
+    total = sum(r["rounded"] for r in rounding)
+    console.print(
+        f"{total} value(s) in {len(rounding)} tensor(s) round in {dtype} "
+        "(compared exactly with the model's rationals):",
+        highlight=False,
+    )
+    for r in rounding[:shown]:
+        ex = r["examples"][0]
+        err = f", max |error| {r['max_abs_error']}" if r["max_abs_error"] else ""
+        console.print(
+            f"  {escape(r['tensor'])}: {r['rounded']}/{r['entries']}{err}; e.g. "
+            f"{ex['index']} {escape(ex['exact'])} → {ex['value']}",
+            highlight=False,
+        )
+    if len(rounding) > shown:
+        console.print(f"  … and {len(rounding) - shown} more tensors", highlight=False)
+
+
+@click.group("export")
+def export_group() -> None:
+    """Export a model into PyTorch or TransformerLens (optional extra 'torch')."""
+
+
+@export_group.command("torch")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), required=True)
+@click.option("--dtype", type=click.Choice(DTYPES), default="float64", show_default=True)
+@click.option("--n", "n", type=int, default=None, help="Input length (default 16).")
+@click.option(
+    "--attention",
+    type=click.Choice(["softmax", "hard", "average", "leftmost", "rightmost"]),
+    default="softmax",
+    show_default=True,
+    help="softmax (deployed) or a hard rule (reference; 'hard' = each head's own).",
+)
+@click.option(
+    "--kernel",
+    type=click.Choice(["eager", "sdpa", "sdpa-math", "sdpa-flash", "sdpa-efficient"]),
+    default="eager",
+    show_default=True,
+)
+@click.option("--tau", default=None, help="Temperature override (an expression in n).")
+@click.option(
+    "--json",
+    "json_out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the rounding report as JSON.",
+)
+def export_torch_cmd(
+    model_path: str,
+    out: str,
+    dtype: str,
+    n: int | None,
+    attention: str,
+    kernel: str,
+    tau: str | None,
+    json_out: str | None,
+) -> None:
+    """MODEL at one length n as a PyTorch module file (config + state dict; load it with
+    exactattn.export.torch.load). Lists every weight that rounds in the dtype."""
+    from exactattn.export import require
+    from exactattn.jsonio import write_json_atomic
+    from exactattn.model import load_model
+
+    require("torch", "exactattn export torch")
+    from exactattn.engine.temperature import parse_tau
+    from exactattn.export.torch import export_torch, save
+
+    model = load_model(model_path)
+    length = _n_for(model, n)
+    exp = export_torch(model, length, dtype, attention, kernel, parse_tau(tau) if tau else None)
+    save(exp, Path(out))
+    if json_out:
+        write_json_atomic(
+            Path(json_out),
+            {
+                "format": "exactattn-torch-rounding/1",
+                "model": model.name,
+                "n": length,
+                "dtype": dtype,
+                "rounding": exp.rounding,
+            },
+        )
+    err_console.print(f"wrote {out} ({model.name}, n = {length}, {dtype})", highlight=False)
+    print_rounding(exp.rounding, dtype)
+
+
+@export_group.command("transformer-lens")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Output file (default: MODEL's stem + .transformer-lens.pt in the current directory).",
+)
+@click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True)
+@click.option("--n", "n", type=int, default=None, help="Input length (default 16).")
+@click.option(
+    "--mask-hooks/--no-mask-hooks",
+    default=True,
+    show_default=True,
+    help="Carry masks other than causal/none by a hook on hook_attn_scores (else: refuse).",
+)
+def export_tl_cmd(
+    model_path: str, out: str | None, dtype: str, n: int | None, mask_hooks: bool
+) -> None:
+    """MODEL as a TransformerLens HookedTransformer: config + state dict (load it with
+    exactattn.export.transformer_lens.load_hooked). Exit 2 naming the feature that does not
+    fit (per-head temperatures; with --no-mask-hooks, masks other than causal/none)."""
+    from exactattn.export import require
+    from exactattn.model import load_model
+
+    require("torch", "exactattn export transformer-lens")
+    require("transformer_lens", "exactattn export transformer-lens")
+    from exactattn.export.transformer_lens import describe, export_transformer_lens, save
+
+    model = load_model(model_path)
+    length = _n_for(model, n)
+    doc = export_transformer_lens(model, length, dtype, mask_hooks)
+    path = Path(out) if out else Path(Path(model_path).stem + ".transformer-lens.pt")
+    save(doc, path)
+    err_console.print(f"wrote {path} ({model.name}, n = {length}, {dtype})", highlight=False)
+    console.print(describe(doc), highlight=False)
