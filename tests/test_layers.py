@@ -1,0 +1,207 @@
+"""The package's import graph: no cycle, no import upward across stages, no hidden import.
+
+Built statically (ast over every module of exactattn/, top-level and function-level imports,
+relative imports resolved), so it needs no optional dependency and sees imports that only run
+in one branch. Three rules (issue 21):
+
+* no import cycle between modules;
+* a module imports only from its own stage folder or a lower one (``LAYERS``);
+* an import inside a function carries a ``# lazy: <why>`` comment (same line or the line above):
+  allowed only where it breaks a real cost, e.g. an optional or heavy dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parent.parent / "exactattn"
+
+# stage folder → rank; a module may import only from stages of equal or lower rank.
+# "" is the package root (__init__, __main__, testing): the public API, on top.
+LAYERS = {
+    "core": 0,  # numbers, errors, limits, JSON I/O, exit codes
+    "logic": 1,  # LTL formulas
+    "model": 2,  # the validated Model, expressions, reference oracles
+    "importers": 2,  # tracr → model dict
+    "constructions": 2,  # model dicts from formulas and programs
+    "inputs": 3,  # enumeration, shards, long-input families
+    "results": 4,  # the records and the result schema
+    "engine": 5,  # hard and soft meanings, measurements, dtype emulation
+    "export": 6,  # torch / TransformerLens
+    "bounds": 7,  # theorems, bounds vs measurements, τ*, closed forms
+    "run": 8,  # check, shards, executors, evaluate, precision and search sweeps
+    "report": 9,  # Markdown, LaTeX, figures, claims
+    "cli": 10,  # the command-line shell
+    "": 11,  # public API
+}
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str
+    dst: str
+    line: int
+    lazy: bool  # inside a function
+    why: bool  # carries a "# lazy:" comment
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PKG.rglob("*.py")) if ".venv" not in p.parts}
+
+
+def stage(mod: str) -> str:
+    parts = mod.split(".")
+    if len(parts) == 2 and (PKG / f"{parts[1]}.py").exists():
+        return ""  # a root module
+    return parts[1] if len(parts) > 1 else ""
+
+
+def edges() -> list[Edge]:
+    mods = modules()
+    out: list[Edge] = []
+    for mod, path in mods.items():
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        is_pkg = path.name == "__init__.py"
+        tree = ast.parse(text)
+        in_func: set[int] = set()
+        for f in ast.walk(tree):
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                in_func.update(id(n) for n in ast.walk(f) if n is not f)
+
+        def why(node: ast.stmt, lines: list[str] = lines) -> bool:
+            spots = lines[node.lineno - 1 : node.end_lineno]
+            if node.lineno >= 2 and lines[node.lineno - 2].strip().startswith("#"):
+                spots.append(lines[node.lineno - 2])
+            return any("# lazy:" in s for s in spots)
+
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = mod.split(".")
+                    drop = node.level - (1 if is_pkg else 0)
+                    base = base[: len(base) - drop] if drop else base
+                    src = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    src = node.module or ""
+                targets = [
+                    f"{src}.{a.name}" if f"{src}.{a.name}" in mods else src for a in node.names
+                ]
+            else:
+                continue
+            lazy = id(node) in in_func
+            seen = set()
+            for t in targets:
+                # the longest known module that t names (exactattn.model.Model → exactattn.model)
+                while t and t not in mods and "." in t:
+                    t = t.rsplit(".", 1)[0]
+                if t in seen:
+                    continue
+                seen.add(t)
+                if t in mods or lazy:
+                    out.append(Edge(mod, t if t in mods else "", node.lineno, lazy, why(node)))
+    return out
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), each as a cycle path."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    comps: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in graph.get(v, ()):
+                comps.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return comps
+
+
+def cycle_path(graph: dict[str, set[str]], comp: list[str]) -> list[str]:
+    """One concrete cycle through comp[0] inside the component (breadth-first)."""
+    start, members = comp[0], set(comp)
+    prev: dict[str, str] = {}
+    todo = [start]
+    while todo:
+        v = todo.pop(0)
+        for w in sorted(graph.get(v, ())):
+            if w == start:
+                path = [v]
+                while path[-1] != start:
+                    path.append(prev[path[-1]])
+                return [*reversed(path), start]
+            if w in members and w not in prev:
+                prev[w] = v
+                todo.append(w)
+    return comp
+
+
+def test_graph_is_seen() -> None:
+    """The walker finds the imports it must (a walker that sees nothing passes everything)."""
+    es = edges()
+    assert len(modules()) > 60
+    assert any(e.src == "exactattn.cli" or e.src.startswith("exactattn.cli.") for e in es)
+    assert any(e.dst == "exactattn.model" for e in es)
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_cycle() -> None:
+    graph: dict[str, set[str]] = {}
+    for e in edges():
+        if e.dst and e.dst != e.src:
+            graph.setdefault(e.src, set()).add(e.dst)
+    cycles = [" → ".join(cycle_path(graph, c)) for c in find_cycles(graph)]
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_stages_import_only_downward() -> None:
+    unknown = sorted({stage(m) for m in modules()} - set(LAYERS))
+    assert not unknown, f"declare the rank of stage folder(s) {unknown} in LAYERS"
+    bad = [
+        f"{e.src}:{e.line} imports {e.dst} ({stage(e.src) or 'root'} {LAYERS[stage(e.src)]}"
+        f" < {stage(e.dst) or 'root'} {LAYERS[stage(e.dst)]})"
+        for e in edges()
+        if e.dst and LAYERS[stage(e.src)] < LAYERS[stage(e.dst)]
+    ]
+    assert not bad, "imports upward across stages:\n" + "\n".join(bad)
+
+
+def test_function_level_imports_say_why() -> None:
+    bad = sorted({f"{e.src}:{e.line}" for e in edges() if e.lazy and not e.why})
+    assert not bad, (
+        "imports inside functions without a '# lazy: <why>' comment (move them to the top, or"
+        " say which cost they avoid):\n" + "\n".join(bad)
+    )
