@@ -28,8 +28,8 @@ def one(n: int, dtype: str, model_path: str, soft: bool, dtype_run: bool) -> dic
     from exactattn import load_model
     from exactattn.engine.hard import CompiledModel
     from exactattn.engine.longinput import hard_output, run_hard_long
-    from exactattn.families import family_word
-    from exactattn.precision import DtypeModel, dtype_decisions, embed_dtype, run_dtype
+    from exactattn.inputs.families import family_word
+    from exactattn.run.precision import DtypeModel, dtype_decisions, embed_dtype, run_dtype
 
     model = load_model(model_path)
     cm = CompiledModel(model)

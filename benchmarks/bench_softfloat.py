@@ -31,7 +31,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from float_baseline import FloatModel  # noqa: E402
 
 from exactattn import load_model, model_from_dict  # noqa: E402
-from exactattn.check import BATCH, settle_dominated  # noqa: E402
 from exactattn.engine.certify import certify_word  # noqa: E402
 from exactattn.engine.hard import CompiledModel, run_hard  # noqa: E402
 from exactattn.engine.measure import LengthAccumulator  # noqa: E402
@@ -39,6 +38,7 @@ from exactattn.engine.soft import WeightCache  # noqa: E402
 from exactattn.engine.softfloat import certify_float, tau_enclosures  # noqa: E402
 from exactattn.engine.temperature import BASE_PREC, Temperatures  # noqa: E402
 from exactattn.inputs import batches, words_of_length  # noqa: E402
+from exactattn.run.check import BATCH, settle_dominated  # noqa: E402
 from models import random_model  # noqa: E402
 
 

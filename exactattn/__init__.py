@@ -8,11 +8,11 @@ The Python API that the CLI wraps::
     result.to_json()
 """
 
-from exactattn.check import CheckResult, estimate, run_check
-from exactattn.errors import ExactAttnError, ModelError, UsageError
-from exactattn.evaluate import Evaluation, evaluate
+from exactattn.core.errors import ExactAttnError, ModelError, UsageError
 from exactattn.model import Model, load_model, model_from_dict
 from exactattn.results import LengthRecord, Verdict, merge_lengths
+from exactattn.run.check import CheckResult, estimate, run_check
+from exactattn.run.evaluate import Evaluation, evaluate
 
 __all__ = [
     "CheckResult",
@@ -30,4 +30,4 @@ __all__ = [
     "model_from_dict",
     "run_check",
 ]
-__version__ = "0.2.0"
+from exactattn.core.version import __version__  # noqa: E402,F401

@@ -13,7 +13,7 @@
 Each assertion runs the same exhaustive, exact check as ``exactattn check`` and raises
 :class:`AssertionError` with a message that names the length, the input and the numbers, so a
 failing test says what broke without rerunning anything. Bad models or arguments raise
-:class:`~exactattn.errors.ExactAttnError` (a broken test setup, not a failed property).
+:class:`~exactattn.core.errors.ExactAttnError` (a broken test setup, not a failed property).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from exactattn.check import CheckResult, run_check
-from exactattn.errors import UsageError
+from exactattn.core.errors import UsageError
+from exactattn.core.numbers import frac_str
 from exactattn.model import Model, load_model, model_from_dict
-from exactattn.numbers import frac_str
+from exactattn.run.check import CheckResult, run_check
 
 __all__ = ["assert_bounds_hold", "assert_faithful", "assert_gap"]
 

@@ -1,10 +1,11 @@
-"""The code's bound formulas (exactattn/bounds.py) against the truth on the extremal witnesses.
+"""The code's bound formulas (exactattn/bounds/__init__.py) against the truth on the extremal
+witnesses.
 
 The other check_*.py scripts verify the *theorems* with their own copies of the formulas; this
 one feeds the witnesses of proofs/witnesses.py (whose true errors are computed by a direct
 simulator or a closed form cross-checked against it) to the functions the engine uses, so a
-wrong constant in exactattn/bounds.py fails here. EXACTATTN_BOUNDS_PY=<path> loads a copy of
-bounds.py instead (the mutation tests in tests/test_proofs.py do that).
+wrong constant in exactattn/bounds/__init__.py fails here. EXACTATTN_BOUNDS_PY=<path> loads a
+copy of bounds/__init__.py instead (the mutation tests in tests/test_proofs.py do that).
 
 Run: python3 proofs/check_bounds_code.py   (exit status 0 iff every check passes)
 """
@@ -33,7 +34,7 @@ from witnesses import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from exactattn.numbers import arb_endpoints  # noqa: E402
+from exactattn.core.numbers import arb_endpoints  # noqa: E402
 
 _path = os.environ.get("EXACTATTN_BOUNDS_PY")
 if _path:

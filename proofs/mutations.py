@@ -1,5 +1,5 @@
 """Mutation table for the proofs' checks: each entry replaces one constant or term of a bound
-formula (in a check script, or in exactattn/bounds.py, bounds_check.py or tau_search.py) by a
+formula (in a check script, or in exactattn/bounds/: __init__.py, compare.py or tau_search.py) by a
 wrong one, in a temporary copy, and runs the checks that should notice: for a check script,
 that script; for bounds.py, proofs/check_bounds_code.py and then the default-suite tests named
 in ``tests`` (pytest in a temporary copy of the repository); for the other engine files, those
@@ -22,9 +22,9 @@ from pathlib import Path
 
 PROOFS = Path(__file__).resolve().parent
 ROOT = PROOFS.parent
-BOUNDS = "exactattn/bounds.py"
-BCHECK = "exactattn/bounds_check.py"
-TSEARCH = "exactattn/tau_search.py"
+BOUNDS = "exactattn/bounds/__init__.py"
+BCHECK = "exactattn/bounds/compare.py"
+TSEARCH = "exactattn/bounds/tau_search.py"
 # the default-suite tests that hold bounds.py's formulas against certified witnesses
 WITNESS_TESTS = ("tests/test_bound_witnesses.py", "tests/test_bounds.py")
 ENGINE_TESTS = ("tests/test_bound_witnesses.py", "tests/test_bounds_engine.py")
@@ -230,7 +230,7 @@ MUTATIONS: list[Mutation] = [
         "per * qv / (1 + per * qv) + TOL",
         "Thm 6: kq/(1−q+kq) → kq/(1+kq)",
     ),
-    # ---- exactattn/bounds.py (checked by check_bounds_code.py)
+    # ---- exactattn/bounds/__init__.py (checked by check_bounds_code.py)
     Mutation("C1", BOUNDS, "w = max(w, Fraction(2))", "w = w", "K′ without max{2,·}"),
     Mutation(
         "C2",
@@ -422,7 +422,7 @@ MUTATIONS: list[Mutation] = [
         "read-out constant (value): ‖W‖_∞ → max abs(W_ij)",
         note=PIN_NOTE,
     ),
-    # ---- exactattn/bounds_check.py: how check --bounds composes the layers
+    # ---- exactattn/bounds/compare.py: how check --bounds composes the layers
     Mutation(
         "B1",
         BCHECK,
@@ -457,7 +457,7 @@ MUTATIONS: list[Mutation] = [
         tests=ENGINE_TESTS,
         note=CONST_NOTE,
     ),
-    # ---- exactattn/tau_search.py: the invariant of τ*_inv
+    # ---- exactattn/bounds/tau_search.py: the invariant of τ*_inv
     Mutation(
         "TS1",
         TSEARCH,

@@ -1,7 +1,7 @@
 """The *truth side* of the layer checks: a direct simulator of hard and soft attention layers
 and FFNs, the extremal (witness) instances, and the adversarial search used by the check
 scripts. Nothing here evaluates a bound formula: the formulas under test live in the
-check_*.py scripts (and in exactattn/bounds.py), so that a mutated formula meets an
+check_*.py scripts (and in exactattn/bounds/__init__.py), so that a mutated formula meets an
 unmutated truth.
 """
 

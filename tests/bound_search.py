@@ -26,8 +26,8 @@ from typing import Any
 
 from exactattn import bounds as B
 from exactattn import model_from_dict, run_check
-from exactattn.errors import ModelError
-from exactattn.numbers import arb_endpoints, decimal_up, parse_decimal
+from exactattn.core.errors import ModelError
+from exactattn.core.numbers import arb_endpoints, decimal_up, parse_decimal
 
 DATA = Path(__file__).resolve().parent / "data" / "bound_search_witnesses.json"
 TAUS = ("1", "1/2", "1/4")

@@ -46,7 +46,7 @@ DYCK1 = json.loads((ROOT / "models" / "dyck1.json").read_text())
 
 
 def _with_closed_forms(result: Any) -> Any:
-    from exactattn.closedforms import closed_forms
+    from exactattn.bounds.closedforms import closed_forms
 
     return {**result, "closed_forms": closed_forms(result["lengths"])}
 
@@ -535,7 +535,7 @@ def run_case(kind: str, args: list[str], workdir: Path, timeout: float = 20.0) -
     case = json.loads((workdir / CASE_FILE).read_text()) if (workdir / CASE_FILE).exists() else {}
     held = None
     if case.get("hold"):  # another run holds the checkpoint directory
-        from exactattn.executors import DirectoryLock
+        from exactattn.run.executors import DirectoryLock
 
         with contextlib.suppress(Exception):
             held = DirectoryLock(Path(case["hold"]))

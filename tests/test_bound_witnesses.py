@@ -19,7 +19,7 @@ from flint import arb, ctx
 
 from exactattn import bounds as B
 from exactattn import model_from_dict, run_check
-from exactattn.numbers import arb_endpoints, parse_decimal
+from exactattn.core.numbers import arb_endpoints, parse_decimal
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "proofs"))
@@ -202,7 +202,7 @@ def test_chain_bound_is_attained(name: str) -> None:
 def test_tau_theorem_constants(name: str) -> None:
     """τ_thm's constants (Theorem 5 needs them for every layer): K is the largest paper_K over
     the layers, X bounds the hard input of every attention layer (not only the embedding's)."""
-    from exactattn.bounds_check import layer_constants
+    from exactattn.bounds.compare import layer_constants
 
     model = model_from_dict(NETWORKS[name])
     res = run_check(model, max_n=3, bounds=True).to_json()

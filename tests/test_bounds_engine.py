@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from strategies import models, to_json_text
 
 from exactattn import load_model, model_from_dict, run_check
+from exactattn.core.numbers import load_json_text, parse_decimal
 from exactattn.model import model_from_raw
-from exactattn.numbers import load_json_text, parse_decimal
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = sorted((ROOT / "models").glob("*.json"))

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from exactattn.check import run_check
-from exactattn.errors import UsageError
-from exactattn.executors import Checkpoint, InProcess, fingerprint
-from exactattn.jsonio import dumps
+from exactattn.core.errors import UsageError
+from exactattn.core.jsonio import dumps
 from exactattn.model import load_model
+from exactattn.run.check import run_check
+from exactattn.run.executors import Checkpoint, InProcess, fingerprint
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "models" / "dyck2.json"
@@ -164,7 +164,7 @@ def test_second_run_on_a_held_directory_exits_2(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import sys, time; from exactattn.executors import Checkpoint, fingerprint;"
+            "import sys, time; from exactattn.run.executors import Checkpoint, fingerprint;"
             f"c = Checkpoint({str(ck)!r}, fingerprint('x', {{}}));"
             "print('held', flush=True); time.sleep(60)",
         ],

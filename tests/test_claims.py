@@ -1,5 +1,5 @@
-"""The claims ledger docs/claims.md is what `python -m exactattn.claims` renders from the stored
-results in reports/claims/, and those results are what the configured runs produce."""
+"""The claims ledger docs/claims.md is what `python -m exactattn.report.claims` renders from the
+stored results in reports/claims/, and those results are what the configured runs produce."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from exactattn import claims
-from exactattn.closedforms import closed_forms
-from exactattn.numbers import parse_decimal
+from exactattn.bounds.closedforms import closed_forms
+from exactattn.core.numbers import parse_decimal
+from exactattn.report import claims
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_ledger_is_current() -> None:
     """Fails when docs/claims.md differs from a fresh rendering (run the command it names)."""
     assert claims.build(ROOT, verify=True), (
-        "docs/claims.md is stale: run `python -m exactattn.claims` (or `exactattn build claims`)"
+        "docs/claims.md is stale: run `python -m exactattn.report.claims`"
+        " (or `exactattn build claims`)"
     )
 
 

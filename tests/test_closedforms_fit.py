@@ -1,4 +1,4 @@
-"""Closed forms conjectured from exact data (exactattn/closedforms.py).
+"""Closed forms conjectured from exact data (exactattn/bounds/closedforms.py).
 
 The bundled models' closed forms are asserted exactly (Dyck-k: γ = 1/(n+1), x_max = (n+1)²;
 the LTL and induction models' γ and x_max, derived in docs/constructions.md); every reported
@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from exactattn import load_model, model_from_dict, run_check
-from exactattn.closedforms import closed_forms, evaluate_form, fit_sequence
+from exactattn.bounds.closedforms import closed_forms, evaluate_form, fit_sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 N = sympy.Symbol("n")
@@ -246,7 +246,7 @@ def test_random_models_never_get_a_contradicted_form(d: dict) -> None:
         model = model_from_dict(_hard_runnable(d))
         res = run_check(model, max_n=5, hard_only=True).to_json()
     except Exception as exc:  # a random model may be undefined at some n: not our concern here
-        from exactattn.errors import ExactAttnError
+        from exactattn.core.errors import ExactAttnError
 
         if isinstance(exc, ExactAttnError):
             return
@@ -302,7 +302,7 @@ def test_tau_star_in_both_shapes() -> None:
         r["tau_star"] = {"lower": inv["lower"], "upper": inv["upper"]}
     cf_old = closed_forms(old)
     assert cf_old["tau_star"]["shape"] is not None and "tau_star_decisions" not in cf_old
-    from exactattn.claims import tau_star
+    from exactattn.report.claims import tau_star
 
     dec, inv = split[0]["tau_star"]["decisions"], split[0]["tau_star"]["invariant"]
     # the combined τ*: the smaller lower end, the smaller finite upper end (None = ∞)

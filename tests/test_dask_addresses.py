@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from exactattn.check import run_check
 from exactattn.cli import main
-from exactattn.executors import Dask
 from exactattn.model import load_model
+from exactattn.run.check import run_check
+from exactattn.run.executors import Dask
 
 pytest.importorskip("dask.distributed")
 

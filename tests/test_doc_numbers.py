@@ -11,7 +11,7 @@ from pathlib import Path
 
 from flint import arb, ctx
 
-from exactattn.numbers import arb_endpoints, decimal_up, parse_decimal
+from exactattn.core.numbers import arb_endpoints, decimal_up, parse_decimal
 
 ROOT = Path(__file__).resolve().parent.parent
 PREC = ROOT / "reports" / "precision"

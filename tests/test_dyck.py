@@ -24,7 +24,7 @@ from exactattn.constructions.dyck import (
 )
 from exactattn.constructions.rasp import ProgramError
 from exactattn.engine.hard import CompiledModel, run_hard
-from exactattn.reference import dyck_accepts
+from exactattn.model.reference import dyck_accepts
 
 DYCK1 = ["()"]
 DYCK2 = ["()", "[]"]

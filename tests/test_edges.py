@@ -62,8 +62,8 @@ def test_one_letter_estimate_is_timed_when_the_job_is_larger(tmp_path: Path) -> 
 
 
 def test_estimate_terminates_for_every_alphabet_size() -> None:
-    from exactattn.check import estimate
     from exactattn.model import model_from_dict
+    from exactattn.run.check import estimate
 
     for k in (1, 2, 3, 7, 64, 65):
         m = copy.deepcopy(BASE)
@@ -306,7 +306,7 @@ def test_arb_endpoints_outward() -> None:
 
     from flint import arb
 
-    from exactattn.numbers import EXACT_BINARY_EXPONENT, arb_endpoints, arb_endpoints_outward
+    from exactattn.core.numbers import EXACT_BINARY_EXPONENT, arb_endpoints, arb_endpoints_outward
 
     tiny = Fraction(1, 2**EXACT_BINARY_EXPONENT)
     x = arb("0.3")
@@ -422,7 +422,7 @@ def test_precision_rounds_values_past_float64_to_inf() -> None:
 
     import numpy as np
 
-    from exactattn.precision import round_exact
+    from exactattn.run.precision import round_exact
 
     num = np.array([10**4800, -(10**4800), 3], dtype=object)
     got = round_exact(num, np.array(7, dtype=object), np.float32)

@@ -15,9 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exactattn import evaluate, load_model, model_from_dict, run_check
-from exactattn.engine.ratarray import RatArray, int_matmul
-from exactattn.errors import ModelError
-from exactattn.numbers import (
+from exactattn.core.errors import ModelError
+from exactattn.core.numbers import (
     JsonNumber,
     arb_interval,
     decimal_down,
@@ -25,6 +24,7 @@ from exactattn.numbers import (
     parse_decimal,
     parse_rational,
 )
+from exactattn.engine.ratarray import RatArray, int_matmul
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "exactattn" / "examples" / "mean_a_position.json"

@@ -17,7 +17,7 @@ What must agree, for every n:
   exact where that is provable, and so may decide inputs that certified balls cannot);
 * the invariant, whenever the reference's errors are not within 1e-30 of 1.
 
-``exactattn.evaluate`` is compared with the reference's per-layer activations: hard
+``exactattn.run.evaluate`` is compared with the reference's per-layer activations: hard
 activations equal, every soft ball contains the reference's soft value.
 
 The runs are reproducible: ``derandomize=True``, no example database.

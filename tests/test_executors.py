@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from strategies import models, to_json_text
 
-from exactattn.check import run_check
-from exactattn.errors import ExactAttnError, UsageError
-from exactattn.executors import Checkpoint, Processes, fingerprint, make_executor
-from exactattn.jsonio import dumps
+from exactattn.core.errors import ExactAttnError, UsageError
+from exactattn.core.jsonio import dumps
+from exactattn.core.numbers import load_json_text
 from exactattn.model import load_model, model_from_raw
-from exactattn.numbers import load_json_text
+from exactattn.run.check import run_check
+from exactattn.run.executors import Checkpoint, Processes, fingerprint, make_executor
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ["dyck2", "ltl_counting_temperature", "induction_k1"]

@@ -19,8 +19,8 @@ MODELS = Path(__file__).resolve().parent.parent / "models"
 
 def test_core_never_imports_torch() -> None:
     code = (
-        "import sys, exactattn, exactattn.cli, exactattn.precision, exactattn.export, "
-        "exactattn.cli_export, exactattn.check\n"
+        "import sys, exactattn, exactattn.cli, exactattn.run.precision, exactattn.export, "
+        "exactattn.cli.export, exactattn.run.check\n"
         "print(sorted(m for m in ('torch', 'transformer_lens') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

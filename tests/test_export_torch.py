@@ -30,7 +30,7 @@ from exactattn.engine.temperature import Temperatures  # noqa: E402
 from exactattn.export.torch import export_torch, load, save  # noqa: E402
 from exactattn.inputs import words_of_length  # noqa: E402
 from exactattn.model import load_model, model_from_dict  # noqa: E402
-from exactattn.precision import (  # noqa: E402
+from exactattn.run.precision import (  # noqa: E402
     DtypeModel,
     dtype_decisions,
     flipped,
@@ -353,7 +353,7 @@ def test_precision_reports_backend_and_version(tmp_path) -> None:
 def test_dyck2_4096_float32_flips_with_sdpa_not_numpy() -> None:
     """The issue's observation: at n = 4,096 in float32 the bundled Dyck-2 `nested` word
     flips with PyTorch's SDPA (math kernel) and not with the numpy emulation or eager."""
-    from exactattn.precision import sweep_family
+    from exactattn.run.precision import sweep_family
 
     model = load_model(MODELS / "dyck2.json")
     first = {}

@@ -10,7 +10,7 @@ from flint import arb, ctx, fmpq
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from exactattn.errors import ExactAttnError
+from exactattn.core.errors import ExactAttnError
 from exactattn.model.expr import (
     Expr,
     ExprError,

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from strategies import models, to_json_text
 
 from exactattn import load_model, run_check
-from exactattn.errors import ExactAttnError
+from exactattn.core.errors import ExactAttnError
+from exactattn.core.numbers import load_json_text, parse_decimal
 from exactattn.model import model_from_raw
-from exactattn.numbers import load_json_text, parse_decimal
 
 ROOT = Path(__file__).resolve().parent.parent
 MAY_DIFFER = {"error", "error_witness", "precision_bits", "float_settled", "measured_over_bound"}
@@ -74,9 +74,9 @@ def test_random_models_agree_with_arb_only(d) -> None:
 
 def test_loose_words_no_one_reports_skip_arb(monkeypatch) -> None:
     """A badly conditioned model (the random-model benchmark): words whose loose float
-    enclosure sits below a reported lower end are settled without arb (check.settle_dominated),
+    enclosure sits below a reported lower end are settled without arb (shard.settle_dominated),
     and the result still agrees with the arb-only path, every reported error to 1e-6."""
-    import exactattn.check as check
+    import exactattn.run.shard as shard
     from exactattn import model_from_dict
 
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
@@ -85,7 +85,7 @@ def test_loose_words_no_one_reports_skip_arb(monkeypatch) -> None:
     model = model_from_dict(random_model())
     with_dom = run_check(model, max_n=6, min_n=6).to_json()
     with monkeypatch.context() as mp:
-        mp.setattr(check, "settle_dominated", lambda fb, settled, under, lower: settled)
+        mp.setattr(shard, "settle_dominated", lambda fb, settled, under, lower: settled)
         without = run_check(model, max_n=6, min_n=6).to_json()
     assert with_dom["lengths"][0]["float_settled"] > without["lengths"][0]["float_settled"]
     _check(model, 6, min_n=6)
@@ -95,12 +95,12 @@ def test_loose_words_no_one_reports_skip_arb(monkeypatch) -> None:
 
 
 def test_dominated_rule() -> None:
-    """check.settle_dominated settles exactly the decided, non-underflowed words whose every layer
+    """shard.settle_dominated settles exactly the decided, non-underflowed words whose every layer
     is tight or has its upper end strictly below a reported lower end."""
     import numpy as np
 
-    from exactattn.check import settle_dominated
     from exactattn.engine.softfloat import FloatBatch
+    from exactattn.run.check import settle_dominated
 
     # words: A settled (lo 1.0 in layer 0); B loose, hi 0.9 < 1.0; C loose, hi 1.0 (not
     # strictly below); D loose below but undecided; E loose below but underflowed; F loose in

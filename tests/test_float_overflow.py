@@ -40,7 +40,7 @@ from test_float_filter_vs_arb import _compare, _overlap
 
 import exactattn.engine.softfloat as sf
 from exactattn import model_from_dict, run_check
-from exactattn.errors import ExactAttnError
+from exactattn.core.errors import ExactAttnError
 
 X, Y, Z = 10**308, 15 * 10**307, 17 * 10**307
 
@@ -171,7 +171,7 @@ def test_precision_of_endpoints() -> None:
     """point_lower/arb_endpoints keep the enclosure's bits (arb.lower() rounds to 53)."""
     from flint import arb, ctx
 
-    from exactattn.numbers import arb_endpoints, point_lower
+    from exactattn.core.numbers import arb_endpoints, point_lower
 
     with ctx.workprec(96):
         x = (arb(1) + arb(10) ** -16) * (1 + arb(2) ** -90)
@@ -323,8 +323,8 @@ def _witness_within_accuracy(model: Any, max_n: int) -> None:
     """On both paths, every error witness's own certified error is within the reporting
     accuracy (relative 1e-6, and the decimals' rounding; below 1e-40 anything from 0) of the
     reported maximum."""
-    from exactattn.evaluate import evaluate
-    from exactattn.numbers import arb_endpoints, parse_decimal
+    from exactattn.core.numbers import arb_endpoints, parse_decimal
+    from exactattn.run.evaluate import evaluate
 
     for ff in (True, False):
         data = run_check(model, max_n=max_n, float_filter=ff).to_json()
@@ -355,8 +355,8 @@ def test_error_witness_rule_bundled() -> None:
 def test_error_witness_rule_random(d) -> None:
     from strategies import models, to_json_text
 
+    from exactattn.core.numbers import load_json_text
     from exactattn.model import model_from_raw
-    from exactattn.numbers import load_json_text
 
     raw = d.draw(models())
     try:

@@ -150,8 +150,8 @@ def test_unused_temperature_leaves_no_result_file(tmp_path: Path) -> None:
 
 def test_partial_run_is_never_clean(tmp_path: Path) -> None:
     """The file written after each length says 'incomplete' until the last length is done."""
-    from exactattn.check import run_check
     from exactattn.model import model_from_dict
+    from exactattn.run.check import run_check
 
     seen = []
     model = model_from_dict(json.loads(json.dumps(BASE)))
@@ -162,7 +162,7 @@ def test_partial_run_is_never_clean(tmp_path: Path) -> None:
 
 
 def test_interrupt_keeps_finished_lengths_marked_incomplete(tmp_path: Path, monkeypatch) -> None:
-    import exactattn.check as C
+    import exactattn.run.check as C
 
     real = C.check_length
     calls = {"n": 0}
@@ -184,7 +184,7 @@ def test_interrupt_keeps_finished_lengths_marked_incomplete(tmp_path: Path, monk
 
 
 def test_internal_error_exits_4_without_traceback(tmp_path: Path, monkeypatch) -> None:
-    import exactattn.check as C
+    import exactattn.run.check as C
 
     def boom(*a, **k):
         raise ZeroDivisionError("simulated bug")
@@ -238,7 +238,7 @@ def test_report_on_non_utf8(tmp_path: Path) -> None:
 
 
 def test_atomic_write_leaves_no_partial_file(tmp_path: Path) -> None:
-    from exactattn.jsonio import write_text_atomic
+    from exactattn.core.jsonio import write_text_atomic
 
     target = tmp_path / "r.md"
     write_text_atomic(target, "old\n")
@@ -250,7 +250,7 @@ def test_atomic_write_leaves_no_partial_file(tmp_path: Path) -> None:
         tmp.write_text("half")
         raise Boom
 
-    from exactattn.jsonio import write_with
+    from exactattn.core.jsonio import write_with
 
     with pytest.raises(Boom):
         write_with(target, bad_writer)
@@ -259,7 +259,7 @@ def test_atomic_write_leaves_no_partial_file(tmp_path: Path) -> None:
 
 
 def test_error_messages_are_capped() -> None:
-    from exactattn.errors import ModelError
+    from exactattn.core.errors import ModelError
 
     e = ModelError("x" * 100_000, "y" * 100_000, "z\nw")
     assert len(str(e)) <= 600 and "\n" not in str(e)
@@ -274,7 +274,7 @@ def test_click_usage_errors_are_capped(tmp_path: Path) -> None:
 
 def test_closed_forms_skip_infinite_and_clamp_negative_enclosures() -> None:
     """Fuzz finds: an ``inf`` end or a negative lower end used to crash ``report`` (exit 4)."""
-    from exactattn.closedforms import closed_forms
+    from exactattn.bounds.closedforms import closed_forms
 
     rows = copy.deepcopy(F.BASE_RESULT["lengths"])
     rows[4]["bounds"]["tau_theorem"]["upper"] = "inf"  # n = 5 bounds nothing above
@@ -312,7 +312,7 @@ def test_report_with_odd_but_valid_enclosures(tmp_path: Path, change) -> None:
 
 def test_fit_sequence_with_far_apart_lengths() -> None:
     """n = 1, 2, 10^12 (a hand-made file): no list of the range (it crashed or ate memory)."""
-    from exactattn.closedforms import fit_sequence
+    from exactattn.bounds.closedforms import fit_sequence
 
     rec = fit_sequence({1: Fraction(1), 2: Fraction(1), 3: Fraction(1), 10**12: Fraction(1)})
     assert rec["expression"] == "1"

@@ -116,7 +116,7 @@ def test_figures_with_hostile_layer_kind(tmp_path: Path) -> None:
 
 
 def test_unsafe_tex_file_name_is_refused(tmp_path: Path) -> None:
-    from exactattn.errors import UsageError
+    from exactattn.core.errors import UsageError
 
     with pytest.raises(UsageError, match="letters, digits"):
         render(hostile_result(), tmp_path / "a%b.tex")

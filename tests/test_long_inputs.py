@@ -31,9 +31,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exactattn import model_from_dict, run_check
+from exactattn.core.numbers import parse_decimal
 from exactattn.engine.hard import CompiledModel, _divide_rows, run_hard
 from exactattn.engine.ratarray import RatArray, _scale, int_matmul
-from exactattn.numbers import parse_decimal
 
 ROOT = Path(__file__).resolve().parents[1]
 

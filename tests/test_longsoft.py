@@ -2,8 +2,8 @@
 
 References: the check's arb path (certify_word, rising precision) on the same words —
 the float64 enclosures must contain its values and agree on every decision; the proved
-per-layer bound of Theorem 3 (exactattn/bounds.py) at n = 256; the independent float64
-deployment (exactattn/precision.py) at n = 512.
+per-layer bound of Theorem 3 (exactattn/bounds/__init__.py) at n = 256; the independent float64
+deployment (exactattn/run/precision.py) at n = 512.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from flint import arb
 
 from exactattn import load_model, model_from_dict
 from exactattn.bounds import attention_layer_bound, ffn_layer_bound
-from exactattn.bounds_check import layer_constants
+from exactattn.bounds.compare import layer_constants
+from exactattn.core.numbers import arb_endpoints
 from exactattn.engine import longsoft as ls
 from exactattn.engine import softfloat as sf
 from exactattn.engine.certify import certify_word
@@ -26,9 +27,8 @@ from exactattn.engine.longinput import hard_output, run_hard_long
 from exactattn.engine.measure import LengthAccumulator
 from exactattn.engine.soft import WeightCache
 from exactattn.engine.temperature import BASE_PREC, Temperatures
-from exactattn.families import families_for, family_word
+from exactattn.inputs.families import families_for, family_word
 from exactattn.model import AttentionLayer
-from exactattn.numbers import arb_endpoints
 
 BUNDLED = {
     "dyck1": 7,
@@ -248,7 +248,7 @@ def test_dyck2_nested_256_below_the_proved_bound():
 def test_dyck2_nested_512_matches_float64_deployment():
     """The float64 deployment differs from the certified soft meaning by rounding only:
     ‖float64 − certified soft‖ is far below ‖certified soft − hard‖'s scale of the embedding."""
-    from exactattn.precision import DtypeModel, embed_dtype, error_enclosure, run_dtype
+    from exactattn.run.precision import DtypeModel, embed_dtype, error_enclosure, run_dtype
 
     model = load_model("models/dyck2.json")
     cm = CompiledModel(model)
@@ -269,7 +269,7 @@ def test_dyck2_nested_512_matches_float64_deployment():
 
 
 def test_precision_family_reports_the_error_split():
-    from exactattn.precision import sweep_family
+    from exactattn.run.precision import sweep_family
 
     model = load_model("models/dyck2.json")
     (run,) = sweep_family(model, ["nested", "far-error"], [64], ["float64"], [("model", None)])
@@ -316,7 +316,7 @@ def test_precision_cli_inputs_past_the_batched_bound(tmp_path):
 
 def test_search_error_past_the_batched_bound():
     """`search --objective error` at n = 64: the witness's value is its certified error."""
-    from exactattn.search import run_search
+    from exactattn.run.search import run_search
 
     model = load_model("models/dyck2.json")
     doc = run_search(model, 64, "error", budget=6, seed=1)

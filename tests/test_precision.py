@@ -1,6 +1,6 @@
-"""Deployed-dtype evaluation (exactattn.precision) and the streaming exact evaluator.
+"""Deployed-dtype evaluation (exactattn.run.precision) and the streaming exact evaluator.
 
-The reference below is written independently of exactattn.precision: one word at a time,
+The reference below is written independently of exactattn.run.precision: one word at a time,
 full T × T matrices, weights read straight from the Model's Fractions, no skipping of zero
 terms, no blocking. The operation order is the documented one (left-to-right inner sums,
 s/τ, max-subtracted exp, numpy.sum over keys), so the results must agree bit for bit.
@@ -22,9 +22,10 @@ from exactattn import load_model
 from exactattn.cli import main
 from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.longinput import hard_output, run_hard_long
-from exactattn.families import families_for, family_word
+from exactattn.inputs.families import families_for, family_word
 from exactattn.model import AttentionLayer
-from exactattn.precision import (
+from exactattn.model.reference import dyck_accepts
+from exactattn.run.precision import (
     DtypeModel,
     dtype_decisions,
     dtype_of,
@@ -34,7 +35,6 @@ from exactattn.precision import (
     round_exact,
     run_dtype,
 )
-from exactattn.reference import dyck_accepts
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"
@@ -332,8 +332,8 @@ def test_families_shapes():
 
 def test_search_reaches_exhaustive_gamma_and_margin():
     """At enumerable n the search finds run_check's exhaustive γ(n) and smallest margin."""
-    from exactattn.check import run_check
-    from exactattn.search import run_search
+    from exactattn.run.check import run_check
+    from exactattn.run.search import run_search
 
     for name, n in (("dyck2", 4), ("ltl_counting_temperature", 5)):
         model = load_model(MODELS / f"{name}.json")
@@ -347,15 +347,15 @@ def test_search_reaches_exhaustive_gamma_and_margin():
 
 def test_search_error_matches_single_evaluation():
     """The certified error of the witness equals a fresh exact/certified evaluation."""
-    from exactattn.evaluate import evaluate
-    from exactattn.numbers import parse_decimal
-    from exactattn.search import run_search
+    from exactattn.core.numbers import parse_decimal
+    from exactattn.run.evaluate import evaluate
+    from exactattn.run.search import run_search
 
     model = load_model(MODELS / "dyck2.json")
     doc = run_search(model, 5, "error", budget=30, seed=2)
     ev = evaluate(model, doc["witness"]["input"])
     lo, hi = ev.errors[-1]
-    from exactattn.numbers import arb_endpoints
+    from exactattn.core.numbers import arb_endpoints
 
     assert parse_decimal(doc["witness"]["value"]["lower"]) <= arb_endpoints(hi)[1]
     assert parse_decimal(doc["witness"]["value"]["upper"]) >= arb_endpoints(lo)[0]
@@ -363,7 +363,7 @@ def test_search_error_matches_single_evaluation():
 
 def test_search_gamma_at_n_64_is_confirmed_exactly():
     """At n = 64 the witness's gap is recomputed exactly; Dyck-2's γ(64) is 1/65."""
-    from exactattn.search import run_search
+    from exactattn.run.search import run_search
 
     model = load_model(MODELS / "dyck2.json")
     doc = run_search(model, 64, "gamma", budget=12, seed=0)
@@ -405,7 +405,7 @@ def test_precision_inputs_file_batch_replay_and_error_split(tmp_path):
 
 
 def test_error_split_triangle_inequality(tmp_path):
-    from exactattn.numbers import parse_decimal
+    from exactattn.core.numbers import parse_decimal
 
     out = tmp_path / "p.json"
     r = CliRunner().invoke(
@@ -437,7 +437,7 @@ def test_error_split_triangle_inequality(tmp_path):
 @pytest.mark.slow
 def test_search_at_n_1024_confirmed_exactly():
     """n = 1,024: the gamma and margin witnesses are recomputed by a fresh exact evaluation."""
-    from exactattn.search import run_search
+    from exactattn.run.search import run_search
 
     model = load_model(MODELS / "dyck2.json")
     cm = CompiledModel(model)
@@ -459,7 +459,7 @@ def test_flipped_ignores_hard_ties_and_compares_values_exactly() -> None:
     import numpy as np
 
     from exactattn.model import model_from_dict
-    from exactattn.precision import flipped
+    from exactattn.run.precision import flipped
 
     dyck = load_model(ROOT / "models" / "dyck2.json")
     assert flipped(dyck, False, True)

@@ -22,12 +22,12 @@ from strategies import models, to_json_text
 
 import exactattn.engine.softfloat as sf
 from exactattn import load_model
+from exactattn.core.errors import ExactAttnError
+from exactattn.core.numbers import load_json_text, parse_decimal
 from exactattn.engine.hard import CompiledModel, Sharing, causal_depth, prefix_sharing, run_hard
 from exactattn.engine.temperature import BASE_PREC, Temperatures
-from exactattn.errors import ExactAttnError
 from exactattn.inputs import words_of_length
 from exactattn.model import model_from_raw
-from exactattn.numbers import load_json_text, parse_decimal
 
 ROOT = Path(__file__).resolve().parent.parent
 

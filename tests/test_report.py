@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from exactattn.errors import UsageError
+from exactattn.core.errors import UsageError
 from exactattn.report import fmt as F
 from exactattn.report import render, write_report
 from exactattn.report.data import load

@@ -23,10 +23,10 @@ from click.testing import CliRunner
 from markdown_it import MarkdownIt
 from test_hostile_names import live_part
 
+from exactattn.bounds.closedforms import closed_forms
 from exactattn.cli import main
-from exactattn.closedforms import closed_forms
 from exactattn.report import render, write_report
-from exactattn.resultfile import validate_result
+from exactattn.results.resultfile import validate_result
 
 DATA = Path(__file__).parent / "data" / "result_small.json"
 PAYLOADS = [
@@ -245,7 +245,7 @@ def _leaves(x: Any, path: tuple = ()) -> Any:
 def test_every_string_and_key_of_a_result_is_escaped_or_refused() -> None:
     """Each string field and each key of a full result (with closed forms and τ* scans), in
     turn replaced by a payload: validation refuses it, or both formats show it inertly."""
-    from exactattn.errors import ExactAttnError
+    from exactattn.core.errors import ExactAttnError
 
     r = base()
     accepted = 0

@@ -10,12 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import models, to_json_text
 
-from exactattn.check import LengthJob, check_shard
-from exactattn.errors import ExactAttnError
+from exactattn.core.errors import ExactAttnError
+from exactattn.core.numbers import load_json_text
 from exactattn.inputs import Shard, shards_of_length, word_of_rank, words_in
 from exactattn.model import load_model, model_from_raw
-from exactattn.numbers import load_json_text
 from exactattn.results import LengthRecord, input_rank, merge_lengths, parse_point
+from exactattn.run.check import LengthJob, check_shard
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 

@@ -22,15 +22,15 @@ from flint import arb, ctx
 from hypothesis import HealthCheck, assume, given, settings
 
 from exactattn import load_model, model_from_dict
+from exactattn.core.errors import ExactAttnError
+from exactattn.core.numbers import arb_endpoints, load_json_text
 from exactattn.engine import softfloat as sf
 from exactattn.engine.certify import certify_word
 from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.measure import LengthAccumulator
 from exactattn.engine.soft import WeightCache
 from exactattn.engine.temperature import BASE_PREC, Temperatures
-from exactattn.errors import ExactAttnError
 from exactattn.model import AcceptOutput, ArgmaxOutput, model_from_raw
-from exactattn.numbers import arb_endpoints, load_json_text
 
 SETTINGS = dict(
     deadline=None,

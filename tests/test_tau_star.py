@@ -19,9 +19,9 @@ import pytest
 import reference_evaluator as R
 
 from exactattn import evaluate, load_model, run_check
-from exactattn.numbers import parse_decimal
+from exactattn.bounds.tau_search import HI_EXP, LO_EXP, _bracket, grid_floor, grid_tau
+from exactattn.core.numbers import parse_decimal
 from exactattn.report.data import non_monotone_lines, tau_star_brackets
-from exactattn.tau_search import HI_EXP, LO_EXP, _bracket, grid_floor, grid_tau
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = sorted(p.stem for p in (ROOT / "models").glob("*.json"))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from exactattn.errors import UsageError
+from exactattn.core.errors import UsageError
 from exactattn.testing import assert_bounds_hold, assert_faithful, assert_gap
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -31,7 +31,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exactattn import model_from_dict, run_check
-from exactattn.numbers import (
+from exactattn.core.numbers import (
     arb_endpoints,
     arb_lower_str,
     arb_upper_str,

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from exactattn.errors import ModelError
+from exactattn.core.errors import ModelError
 from exactattn.importers.tracr import _rasp_number, import_tracr, write_model
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "tracr"  # see README.md there

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from exactattn import model_from_dict, run_check
+from exactattn.core.errors import ModelError
 from exactattn.engine.ratarray import RatArray
-from exactattn.errors import ModelError
 from exactattn.model.load import load_model
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from exactattn.constructions import dyck, induction, ltl
+
 
 def catalog() -> dict[str, dict[str, Any]]:
     """Collect the builders' catalogs; a builder that is missing contributes nothing."""
     out: dict[str, dict[str, Any]] = {}
-    from exactattn.constructions import dyck, induction, ltl
 
     for mod in (ltl, induction, dyck):
         for name, model in mod.catalog().items():

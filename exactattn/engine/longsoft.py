@@ -39,9 +39,14 @@ from typing import Any
 
 import numpy as np
 
+from exactattn.core.numbers import arb_endpoints, interval_json
 from exactattn.engine import softfloat as sf
-from exactattn.engine.hard import CompiledFFN, CompiledHead, CompiledModel, visible_block
-from exactattn.engine.longinput import LongHard, RowRat, affine, exact_scores
+from exactattn.engine.certify import certify_word
+from exactattn.engine.hard import CompiledFFN, CompiledHead, CompiledModel, run_hard, visible_block
+from exactattn.engine.longinput import LongHard, RowRat, affine, exact_scores, run_hard_long
+from exactattn.engine.measure import LengthAccumulator
+from exactattn.engine.soft import WeightCache
+from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model
 
 MR = sf.MR
@@ -502,7 +507,6 @@ class LongSoft:
     arb_prec: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        from exactattn.precision import interval_json
 
         out: Any = self.output
         return {
@@ -633,7 +637,6 @@ def certify_long(
 
     δ is enclosed after every layer; the read-out is decided from hard + δ, else (short
     words) by the arb path, else reported undecided."""
-    from exactattn.engine.temperature import BASE_PREC, Temperatures
 
     model = cm.model
     n = lh.n
@@ -678,12 +681,6 @@ def certify_long(
 
 def _arb(cm: CompiledModel, lh: LongHard, tau_override: Any, fl: LongSoft) -> LongSoft:
     """The check's arb path on this one word (short words only)."""
-    from exactattn.engine.certify import certify_word
-    from exactattn.engine.hard import run_hard
-    from exactattn.engine.measure import LengthAccumulator
-    from exactattn.engine.soft import WeightCache
-    from exactattn.engine.temperature import Temperatures
-    from exactattn.numbers import arb_endpoints
 
     model = cm.model
     n = lh.n
@@ -755,7 +752,6 @@ def certify_word_long(
     model: Model, word: Sequence[str], tau_override: Any = None, block: int | None = None
 ) -> tuple[LongHard, LongSoft]:
     """Convenience: the exact hard and the certified soft meaning of one word."""
-    from exactattn.engine.longinput import run_hard_long
 
     cm = CompiledModel(model)
     lh = run_hard_long(cm, word, block)

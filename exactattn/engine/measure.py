@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 from flint import arb, arb_mat
 
+from exactattn.core.numbers import frac_str, point_lower, point_upper, to_arb
 from exactattn.engine.hard import HardBatch, argmax_labels, read_output, rows_alike
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model, ValueOutput
-from exactattn.numbers import frac_str, point_lower, point_upper, to_arb
-from exactattn.reference import Oracle
+from exactattn.model.reference import Oracle
 from exactattn.results import (
     ErrorRecord,
     HardTies,

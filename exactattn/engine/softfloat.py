@@ -86,6 +86,7 @@ from typing import Any
 import numpy as np
 from flint import arb, ctx
 
+from exactattn.core.numbers import arb_endpoints
 from exactattn.engine.hard import (
     CompiledFFN,
     CompiledModel,
@@ -99,7 +100,6 @@ from exactattn.engine.hard import (
 )
 from exactattn.engine.ratarray import RatArray
 from exactattn.model import AcceptOutput, ArgmaxOutput, ValueOutput
-from exactattn.numbers import arb_endpoints
 
 WIDEN = 2.0**-50  # relative slack per basic operation (≥ 8u; monkeypatched to 0 by a test)
 SUM_U = 2.0**-52  # per-term relative slack of a K-term sum: (K + 2)·SUM_U ≥ (K + 1)·u

@@ -11,7 +11,7 @@ from fractions import Fraction
 
 from flint import arb, ctx
 
-from exactattn.errors import ModelError, UsageError
+from exactattn.core.errors import ModelError, UsageError
 from exactattn.model import AttentionLayer, Model
 from exactattn.model.expr import Expr, ExprError, LimitError, UndecidedError, parse_expression
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from exactattn.errors import UsageError
+from exactattn.core.errors import UsageError
 
 HINTS = {
     "torch": "install the extra: pip install 'exactattn[torch]' (PyTorch 2.13.0, CPU build)",

@@ -34,11 +34,11 @@ import torch  # optional extra: this module is only ever imported lazily (see do
 import torch.nn.functional as F
 from torch import nn
 
+from exactattn.core.errors import UsageError
+from exactattn.engine.dtypes import DtypeModel, _frac_vec, dtype_of, rat_to_dtype
 from exactattn.engine.hard import CompiledModel
 from exactattn.engine.ratarray import RatArray
-from exactattn.errors import UsageError
-from exactattn.model import AcceptOutput, ArgmaxOutput, Model
-from exactattn.precision import DtypeModel, _frac_vec, dtype_of, rat_to_dtype
+from exactattn.model import AcceptOutput, ArgmaxOutput, Model, load_model
 
 TORCH_FORMAT = "exactattn-torch/1"
 KERNELS = ("eager", "sdpa", "sdpa-math", "sdpa-flash", "sdpa-efficient")
@@ -78,6 +78,7 @@ def visible(mask: str, T: int) -> torch.Tensor:
 
 
 def _sdpa_backends(kernel: str) -> Any:
+    # lazy: torch, an optional extra
     from torch.nn.attention import SDPBackend
 
     return {
@@ -188,6 +189,7 @@ def _sdpa(
     args = (q[:, None], k[:, None], v[:, None])
     if kernel == "sdpa":
         return F.scaled_dot_product_attention(*args, attn_mask=vis, scale=scale)[:, 0, :, :m]
+    # lazy: torch, an optional extra
     from torch.nn.attention import sdpa_kernel
 
     with warnings.catch_warnings(record=True) as caught:
@@ -466,8 +468,6 @@ def torch_module(
     """The model (a Model or a model file) at length n as an ``nn.Module``; keyword
     arguments as :func:`export_torch` (the rounding report is ``export_torch(...).rounding``)."""
     if not isinstance(model, Model):
-        from exactattn.model import load_model
-
         model = load_model(model)
     return export_torch(model, n, dtype, **kw).module
 

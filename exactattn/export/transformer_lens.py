@@ -32,11 +32,11 @@ from typing import Any
 import numpy as np
 import torch  # optional extra: imported only by the export command / its tests
 
+from exactattn.core.errors import ModelError, UsageError
+from exactattn.engine.dtypes import DtypeModel, _frac_vec, rat_to_dtype
 from exactattn.engine.hard import CompiledModel
-from exactattn.errors import ModelError, UsageError
 from exactattn.export.torch import TORCH_DTYPES, to_torch, visible
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model
-from exactattn.precision import DtypeModel, _frac_vec, rat_to_dtype
 
 TL_FORMAT = "exactattn-transformer-lens/1"
 
@@ -294,6 +294,7 @@ def _mask_hook(masks: list[str]) -> Any:
 
 def load_hooked(source: str | Path | dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """A HookedTransformer from an export (file or dict), mask hooks installed; and the doc."""
+    # lazy: transformer_lens, an optional extra
     from transformer_lens import HookedTransformer, HookedTransformerConfig
 
     doc = torch.load(source, weights_only=True) if not isinstance(source, dict) else source

@@ -32,7 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from exactattn.errors import ModelError
+from exactattn.core.errors import ModelError
+from exactattn.core.jsonio import write_text_atomic
+from exactattn.core.limits import MAX_DEPTH, check_tree, clip
+from exactattn.core.numbers import MAX_DECIMAL_EXPONENT, MAX_NUMBER_CHARS
 
 Number = int | str
 """A JSON number of the imported model: an int, or a ``"p/q"`` string (never a float)."""
@@ -135,7 +138,6 @@ _META_FLOAT = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE](?P<exp>[+-]?[0-9]+))?")
 def _meta_float(text: str) -> Fraction:
     """A metadata float as the exact rational of its text, within model-file limits
     (``1e999999999`` would build a billion-digit integer: minutes)."""
-    from exactattn.numbers import MAX_DECIMAL_EXPONENT, MAX_NUMBER_CHARS
 
     m = _META_FLOAT.fullmatch(text)
     exp = m["exp"] if m else None
@@ -147,7 +149,6 @@ def _meta_float(text: str) -> Fraction:
 
 
 def _meta_int(text: str) -> int:
-    from exactattn.numbers import MAX_NUMBER_CHARS
 
     if len(text) > MAX_NUMBER_CHARS:
         raise _MetaNumber(text)
@@ -169,8 +170,6 @@ def _load_meta(meta_path: Path) -> dict[str, Any]:
             text, parse_float=_meta_float, parse_int=_meta_int, parse_constant=_reject_constant
         )
     except _MetaNumber as exc:
-        from exactattn.limits import clip
-
         raise ModelError(
             where,
             f"the number {clip(str(exc), 40)} is beyond the limits of model numbers "
@@ -178,8 +177,6 @@ def _load_meta(meta_path: Path) -> dict[str, Any]:
             "pass the metadata tracr wrote (its numbers are small)",
         ) from None
     except RecursionError:
-        from exactattn.limits import MAX_DEPTH
-
         raise ModelError(
             where,
             f"the JSON is nested deeper than the limit of {MAX_DEPTH} levels (docs/limits.md)",
@@ -195,7 +192,6 @@ def _load_meta(meta_path: Path) -> dict[str, Any]:
         raise ModelError(where, f"not valid JSON: {exc}", "write finite numbers only") from None
     if not isinstance(meta, dict):
         raise ModelError(where, "expected a JSON object at the top level")
-    from exactattn.limits import check_tree
 
     check_tree(meta, where)  # depth ≤ 64, strings and keys within limits (docs/limits.md)
     return meta
@@ -955,7 +951,6 @@ def _describe(
 def write_model(model: dict[str, Any], out_path: str | Path) -> None:
     """Write an imported model as JSON (numbers are ints and "p/q" strings already)."""
     text = json.dumps(model, indent=1, ensure_ascii=False)
-    from exactattn.jsonio import write_text_atomic
 
     write_text_atomic(Path(out_path), text + "\n")
 

@@ -26,7 +26,7 @@ from fractions import Fraction
 
 from flint import arb, ctx, fmpq
 
-from exactattn.errors import ExactAttnError
+from exactattn.core.errors import ExactAttnError
 
 __all__ = [
     "Expr",

@@ -13,8 +13,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from exactattn.errors import ModelError
-from exactattn.limits import MAX_HEADS, MAX_LAYERS, MAX_LENGTH, check_name, clip
+from exactattn.core.errors import ModelError
+from exactattn.core.limits import MAX_HEADS, MAX_LAYERS, MAX_LENGTH, check_name, clip
+from exactattn.core.numbers import JsonConstant, JsonNumber, load_json_text, parse_rational
+from exactattn.logic.ltl import parse_ltl
 from exactattn.model.expr import Expr, ExprError, parse_expression
 from exactattn.model.types import (
     DEFAULT_VALUE_TOLERANCE,
@@ -34,7 +36,6 @@ from exactattn.model.types import (
     ValueOutput,
     Vec,
 )
-from exactattn.numbers import JsonConstant, JsonNumber, load_json_text, parse_rational
 
 TOP_KEYS = {
     "format",
@@ -103,7 +104,7 @@ def _to_raw(x: Any, path: str) -> Any:
 
 
 def model_from_raw(raw: Any) -> Model:
-    """Validate the output of :func:`exactattn.numbers.load_json_text`."""
+    """Validate the output of :func:`exactattn.core.numbers.load_json_text`."""
     r = _Reader()
     return r.model(raw)
 
@@ -706,16 +707,11 @@ class _Reader:
             o = self.obj(x, "reference", {"kind", "formula"}, required=("formula",))
             formula = self.string(o["formula"], "reference.formula")
             try:
-                from exactattn.logic.ltl import parse_ltl
-            except ImportError:  # pragma: no cover - the LTL module ships with the package
-                parse_ltl = None
-            if parse_ltl is not None:
-                try:
-                    parse_ltl(formula, alphabet)
-                except ValueError as exc:
-                    raise ModelError(
-                        "reference.formula", str(exc), "see docs/constructions.md"
-                    ) from None
+                parse_ltl(formula, alphabet)
+            except ValueError as exc:
+                raise ModelError(
+                    "reference.formula", str(exc), "see docs/constructions.md"
+                ) from None
             return Reference("ltl", formula=formula)
         if kind == "dyck":
             o = self.obj(x, "reference", {"kind", "pairs"}, required=("pairs",))

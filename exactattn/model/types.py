@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from exactattn.errors import ModelError
+from exactattn.core.errors import ModelError
 from exactattn.model.expr import Expr, ExprError, NotRationalError
 
 Vec = tuple[Fraction, ...]

@@ -16,8 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from exactattn.errors import UsageError
-from exactattn.jsonio import write_text_atomic
+from exactattn.core.errors import UsageError
+from exactattn.core.jsonio import write_text_atomic
 from exactattn.report import latex, markdown
 from exactattn.report.data import ReportData, load
 from exactattn.report.figures import figure_names, write_figures
@@ -72,7 +72,7 @@ def write_report(result: dict[str, Any], path: Path, fmt: str | None = None) -> 
 
     ``fmt`` is ``"md"`` or ``"tex"``; None takes it from the suffix of ``path``. The main file
     comes first, then the LaTeX fragment (tex), then the figures. Raises
-    :class:`~exactattn.errors.UsageError` for an unknown format or a malformed result.
+    :class:`~exactattn.core.errors.UsageError` for an unknown format or a malformed result.
     """
     path = Path(path)
     kind = _format_of(path, fmt)

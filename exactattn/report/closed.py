@@ -11,8 +11,9 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from exactattn.closedforms import evaluate_form, form_expr
+from exactattn.bounds.closedforms import evaluate_form, form_expr
 from exactattn.report import fmt
+from exactattn.report.escape import plain, text
 
 _LABELS = {
     "gamma": ("γ(n)", r"\gamma(n)"),
@@ -41,9 +42,6 @@ def label(key: str) -> tuple[str, str]:
     if m:
         i = int(m[1])
         return f"ε_{i}(n)", rf"\varepsilon_{{{i}}}(n)"
-    from exactattn.report.latex import text
-    from exactattn.report.markdown import plain
-
     return plain(key), r"\text{" + text(key) + "}"
 
 
@@ -59,6 +57,7 @@ def verified(record: dict[str, Any] | None) -> bool:
 
 def form_latex(record: dict[str, Any]) -> str | None:
     """sympy's LaTeX of the record's structured form (None when the form is unusable)."""
+    # lazy: sympy costs ≈ 0.5 s to import; only closed-form typesetting and checks need it
     import sympy
 
     try:
@@ -122,7 +121,7 @@ _SCI = re.compile(r"(-?[0-9]+(?:\.[0-9]*)?)(?:[eE]([+-]?[0-9]{1,6}))?")
 def _sci_tex(x: str) -> str:
     """A decimal string as LaTeX, digits unchanged: ``2.4e-57`` -> ``2.4\\times10^{-57}``.
 
-    Anything else (resultfile.py refuses it; this is the second line) is shown as ``?``."""
+    Anything else (results/resultfile.py refuses it; this is the second line) is shown as ``?``."""
     m = _SCI.fullmatch(str(x))
     if m is None:
         return r"\text{?}"
@@ -139,8 +138,6 @@ def _frac_tex(x: str) -> str:
 
 def markdown(cf: dict[str, Any], code: Any) -> list[str]:
     """Markdown lines: exact closed forms, then brackets of the certified quantities."""
-    from exactattn.report.markdown import plain
-
     exact_rows, bracket_rows = [], []
     for key, rec in cf.items():
         name = label(key)[0]

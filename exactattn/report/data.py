@@ -11,8 +11,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from exactattn.errors import UsageError
-from exactattn.report.fmt import parse_decimal, parse_rational
+from exactattn.bounds.closedforms import closed_forms
+from exactattn.core.errors import UsageError
+from exactattn.report.closed import values, verified
+from exactattn.report.fmt import PowerFit, parse_decimal, parse_rational
 
 RESULT_FORMAT = "exactattn-result/1"
 
@@ -29,15 +31,6 @@ class LayerInfo:
         if self.heads is None:
             return self.kind
         return f"{self.kind}, {self.heads} head{'s' if self.heads != 1 else ''}"
-
-
-@dataclass(frozen=True)
-class PowerFit:
-    """Least-squares fit of log γ = log c − k log n (floating point, display only)."""
-
-    log10_c: float
-    k: float
-    ns: tuple[int, ...]
 
 
 @dataclass
@@ -156,15 +149,12 @@ class ReportData:
         """The result's ``closed_forms``; computed from the rows for results without one."""
         cf = self.result.get("closed_forms")
         if cf is None:
-            from exactattn.closedforms import closed_forms
-
             cf = closed_forms(self.rows)
             self.result = {**self.result, "closed_forms": cf}
         return cf
 
     def gamma_closed_form(self) -> dict[str, Any] | None:
         """γ's verified closed form (it replaces the float power fit), or None."""
-        from exactattn.report.closed import values, verified
 
         rec = self.closed_forms.get("gamma")
         if not verified(rec):

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from exactattn.core.jsonio import write_with
 from exactattn.report.closed import form_latex
 from exactattn.report.closed import values as closed_values
 from exactattn.report.data import PowerFit, ReportData, tau_star_brackets
@@ -49,6 +50,7 @@ class _LogAxis:
     plotted linearly with 10^k tick labels."""
 
     def __init__(self, ax: Any, logs: Sequence[float]) -> None:
+        # lazy: matplotlib costs ≈ 0.5 s to import; only figures need it
         from matplotlib.ticker import FuncFormatter, MaxNLocator
 
         self.ax = ax
@@ -84,6 +86,7 @@ class _LogAxis:
 
 def _n_ticks(ax: Any, ns: list[int], log: bool) -> None:
     """Tick at the checked n (a log-spaced subset when there are many)."""
+    # lazy: matplotlib costs ≈ 0.5 s to import; only figures need it
     from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
     ticks = sorted(set(ns))
@@ -272,7 +275,10 @@ def tau_figure(data: ReportData, path: Path) -> Path:
 
 
 def _new_figure() -> tuple[Any, Any]:
+    # lazy: matplotlib costs ≈ 0.5 s to import; only figures need it
     import matplotlib
+
+    # lazy: matplotlib costs ≈ 0.5 s to import; only figures need it
     from matplotlib.figure import Figure
 
     with matplotlib.rc_context(RC):
@@ -283,7 +289,10 @@ def _new_figure() -> tuple[Any, Any]:
 
 def _save(fig: Any, ax: Any, path: Path) -> Path:
     """Save with the legend inside when short, below the axes when it would hide data."""
+    # lazy: matplotlib costs ≈ 0.5 s to import; only figures need it
     import matplotlib
+
+    # lazy: matplotlib costs ≈ 0.5 s to import; only figures need it
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     with matplotlib.rc_context(RC):
@@ -295,7 +304,6 @@ def _save(fig: Any, ax: Any, path: Path) -> Path:
         FigureCanvasAgg(fig)
         fig.tight_layout()
         suffix = path.suffix.lstrip(".")
-        from exactattn.jsonio import write_with
 
         write_with(path, lambda tmp: fig.savefig(tmp, format=suffix, metadata=METADATA.get(suffix)))
     return path

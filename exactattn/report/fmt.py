@@ -17,10 +17,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from exactattn.report.data import PowerFit
+
+@dataclass(frozen=True)
+class PowerFit:
+    """Least-squares fit of log γ = log c − k log n (floating point, display only)."""
+
+    log10_c: float
+    k: float
+    ns: tuple[int, ...]
+
 
 #: Significant digits shown for certified enclosures in tables.
 DIGITS = 5

@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from exactattn.errors import UsageError
+from exactattn.core.errors import UsageError
 from exactattn.report import closed, fmt
 from exactattn.report.data import ReportData, non_monotone_lines, tau_star_brackets
+from exactattn.report.escape import _TEXT_ESCAPES, text  # noqa: F401  (re-exported)
 from exactattn.report.fmt import Bracket, Frac, Interval, Num, Shown, Special
 
 PACKAGES = ["amsmath", "booktabs", "graphicx"]
@@ -30,58 +31,6 @@ NOTATION = (
 
 SAFE_FILE = re.compile(r"[A-Za-z0-9._-]+")
 """Figure file names that \\includegraphics reads literally."""
-
-_TEXT_ESCAPES = {
-    "\\": r"\textbackslash{}",
-    "{": r"\{",
-    "}": r"\}",
-    "$": r"\$",
-    "&": r"\&",
-    "#": r"\#",
-    "_": r"\_",
-    "%": r"\%",
-    "^": r"\^{}",
-    "~": r"\~{}",
-    "<": r"\textless{}",
-    ">": r"\textgreater{}",
-    "|": r"\textbar{}",
-    "γ": r"$\gamma$",
-    "ε": r"$\varepsilon$",
-    "τ": r"$\tau$",
-    "≤": r"$\le$",
-    "≥": r"$\ge$",
-    "≠": r"$\ne$",
-    "∞": r"$\infty$",
-    "…": r"\dots{}",
-    "—": "---",
-    "–": "--",
-    "−": "$-$",
-    "×": r"$\times$",
-    "·": r"$\cdot$",
-    "‖": r"$\|$",
-    "∈": r"$\in$",
-    "→": r"$\to$",
-    "’": "'",
-    "‘": "`",
-    "“": "``",
-    "”": "''",
-}
-
-
-def text(s: str) -> str:
-    """Escape free text for LaTeX text mode; unknown non-ASCII is spelled as its code point."""
-    out = []
-    for ch in s:
-        if ch in _TEXT_ESCAPES:
-            out.append(_TEXT_ESCAPES[ch])
-        elif ord(ch) < 32 or ord(ch) == 127:  # a newline in a name must not start a line
-            out.append(f"[U+{ord(ch):04X}]")
-        elif ord(ch) < 128:
-            out.append(ch)
-        else:
-            out.append(f"[U+{ord(ch):04X}]")
-    return "".join(out)
-
 
 _TT_CHARS = set("\\{}$&#^_%~")
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 from urllib.parse import quote
 
 from exactattn.report import closed, fmt
 from exactattn.report.data import ReportData, non_monotone_lines, tau_star_brackets
+from exactattn.report.escape import _MD_SPECIAL, _visible, plain  # noqa: F401  (re-exported)
 from exactattn.report.fmt import Bracket, Frac, Interval, Num, Shown, Special
 
 NOTATION = (
@@ -41,21 +41,6 @@ def value(shown: Shown) -> str:
         assert isinstance(v, Special)
         text = {"inf": "∞", "-inf": "-∞", "none": "—"}[v.kind]
     return text + ("†" if shown.dagger else "")
-
-
-def _visible(text: str) -> str:
-    """Control characters (a newline in a name) as escapes, so user text stays on its line."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
-
-
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#!&])")
-
-
-def plain(text: str) -> str:
-    """User text as literal Markdown: no emphasis, links, images, HTML or table breaks."""
-    return _MD_SPECIAL.sub(r"\\\1", _visible(text))
 
 
 def link_target(file: str) -> str:

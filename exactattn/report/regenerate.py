@@ -10,6 +10,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from exactattn.core.jsonio import write_text_atomic
+from exactattn.model import load_model
+from exactattn.report import render, write_report
+from exactattn.run.check import run_check
+
 # model stem -> run_check keyword arguments
 REPORTS: dict[str, dict[str, Any]] = {
     "dyck2": {"max_n": 5, "bounds": True, "find_tau": True},
@@ -25,9 +30,6 @@ def regenerate(
 
     Returns the names whose committed files differ from the fresh run (empty when all match).
     """
-    from exactattn.check import run_check
-    from exactattn.model import load_model
-    from exactattn.report import render, write_report
 
     stale = []
     for stem, kwargs in REPORTS.items():
@@ -47,7 +49,6 @@ def regenerate(
                 stale.append(stem)
             continue
         out_dir.mkdir(parents=True, exist_ok=True)
-        from exactattn.jsonio import write_text_atomic
 
         write_text_atomic(json_path, json_text)
         write_report(data, md_path)

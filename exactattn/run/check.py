@@ -11,42 +11,42 @@ checkpoint directory, every finished shard).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-from flint import arb
-
-from exactattn.closedforms import closed_forms
-from exactattn.engine.certify import MAX_PREC, certify_word
-from exactattn.engine.hard import CompiledModel, run_hard
-from exactattn.engine.measure import LengthAccumulator
-from exactattn.engine.soft import WeightCache
+from exactattn.bounds.closedforms import closed_forms
+from exactattn.bounds.compare import bounds_for_length, dyadic_lower, tau_theorem_value
+from exactattn.bounds.tau_search import search_tau
+from exactattn.core.errors import ClusterLost, ExactAttnError, UsageError
+from exactattn.core.numbers import frac_str
+from exactattn.engine.certify import MAX_PREC
 from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
-from exactattn.errors import ClusterLost, UsageError
 from exactattn.inputs import (
     Shard,
-    batches,
     count_inputs,
     shards_of_length,
-    words_in,
+    word_of_rank,
 )
 from exactattn.model import AttentionLayer, Model
 from exactattn.model.expr import Expr, parse_expression
-from exactattn.numbers import frac_str
-from exactattn.reference import Oracle
 from exactattn.results import (
     RESULT_FORMAT,
-    Interval,
     LengthRecord,
     Verdict,
     merge_lengths,
     verdict_of,
     with_extras,
 )
-
-BATCH = 2048
+from exactattn.run.executors import InProcess
+from exactattn.run.shard import (  # noqa: F401  (re-exported: the check's API)
+    BATCH,
+    LengthJob,
+    _compiled,
+    check_shard,
+    settle_dominated,
+)
 
 ProgressFn = Callable[[str, int, int], None]
 
@@ -107,19 +107,6 @@ class CheckResult:
         }
 
 
-@dataclass(frozen=True)
-class LengthJob:
-    """Everything a worker needs to check shards of one length (picklable)."""
-
-    model: Model
-    n: int
-    tau: str | None  # override expression text, None: the model's temperatures
-    hard_only: bool
-    batch: int = BATCH
-    max_prec: int = MAX_PREC
-    float_filter: bool = True  # settle what float64 enclosures can; arb for the rest
-
-
 def run_check(
     model: Model,
     max_n: int,
@@ -141,12 +128,10 @@ def run_check(
 
     ``progress(stage, done, total)`` is called as inputs finish; ``on_length`` after
     each finished length (the CLI writes the JSON there, so an interrupt keeps it).
-    ``executor`` (see :mod:`exactattn.executors`) runs the shards; default: this process.
+    ``executor`` (see :mod:`exactattn.run.executors`) runs the shards; default: this process.
     ``float_filter=False`` certifies every input with arb balls (slower; the float filter's
     enclosures are certified too, only their last printed digits differ).
     """
-    from exactattn.executors import InProcess
-
     lo = model.min_length if min_n is None else min_n
     if max_n < lo:
         raise UsageError(f"--max-n {max_n} is below --min-n {lo}")
@@ -183,8 +168,6 @@ def run_check(
             temps = Temperatures(model, override)
             job_tau = tau_text
             if tau_theorem and not hard_only:
-                from exactattn.bounds_check import dyadic_lower, tau_theorem_value
-
                 pre = check_length(
                     LengthJob(model, n, tau_text, True, batch, max_prec, float_filter), run
                 )
@@ -199,12 +182,8 @@ def run_check(
             job = LengthJob(model, n, job_tau, hard_only, batch, max_prec, float_filter)
             rec = check_length(job, run, progress)
             if (bounds or tau_theorem) and not hard_only:
-                from exactattn.bounds_check import bounds_for_length
-
                 rec = with_extras(rec, bounds=bounds_for_length(model, rec, temps.at(n, BASE_PREC)))
             if find_tau and not hard_only:
-                from exactattn.tau_search import search_tau
-
                 rec = with_extras(
                     rec, tau_star=search_tau(model, _compiled(model), n, None, batch, max_prec)
                 )
@@ -230,117 +209,6 @@ def check_length(job: LengthJob, run: Any, progress: ProgressFn | None = None) -
 
 
 # ---------------------------------------------------------------------------
-# one shard
-# ---------------------------------------------------------------------------
-
-
-_COMPILED: dict[int, tuple[Model, CompiledModel]] = {}
-
-
-def _compiled(model: Model) -> CompiledModel:
-    """One compiled model per model object and process (workers check many shards)."""
-    hit = _COMPILED.get(id(model))
-    if hit is None or hit[0] is not model:
-        _COMPILED.clear()
-        hit = (model, CompiledModel(model))
-        _COMPILED[id(model)] = hit
-    return hit[1]
-
-
-def check_shard(
-    job: LengthJob,
-    shard: Shard,
-    progress: Callable[[int], None] | None = None,
-    words: Sequence[tuple[str, ...]] | None = None,
-) -> LengthRecord:
-    """Both meanings of every input of one shard: its mergeable record.
-
-    ``words`` replaces the shard's own inputs (a sample, for :func:`estimate`; its witnesses'
-    ranks are then meaningless).
-    """
-    model, n = job.model, job.n
-    cm = _compiled(model)
-    override = parse_tau(job.tau) if job.tau is not None else None
-    temps = Temperatures(model, override)
-    oracle = Oracle(model.reference, model.alphabet) if model.reference else None
-    weights = WeightCache(cm)
-    layer_kinds = [layer.kind for layer in model.layers]
-    tau_n = None if job.hard_only else temps.display(n)
-    head_taus: dict[tuple[int, int], Interval] = {}
-    if not job.hard_only:
-        for li, row in enumerate(temps.at(n, BASE_PREC)):
-            for hi, t in enumerate(row or []):
-                head_taus[(li, hi)] = Interval(arb(t.lower()), arb(t.upper()))
-    acc = LengthAccumulator(model, n, oracle, len(model.layers))
-    start_prec = BASE_PREC  # inputs of one shard need similar precision
-    rank = shard.start
-    # the float filter: value outputs compared with a reference need δy as balls (arb path)
-    use_float = (
-        job.float_filter
-        and not job.hard_only
-        and not (model.output.kind == "value" and oracle is not None)
-    )
-    if use_float:
-        from exactattn.engine.softfloat import certify_float, tau_enclosures
-
-        ftaus = tau_enclosures(temps.at(n, BASE_PREC))
-    source = iter(words) if words is not None else words_in(model.alphabet, shard)
-    for chunk in batches(source, job.batch):
-        hb = run_hard(cm, chunk, n)
-        acc.add_hard(hb, first_rank=rank)
-        if not job.hard_only:
-            settled = None
-            if use_float:
-                try:
-                    fb = certify_float(cm, hb, ftaus)
-                except OverflowError:  # numerators beyond float range: arb for the batch
-                    fb = None
-                if fb is not None:
-                    # an error that underflowed to [0, 2^-500] (softfloat.TINY) says little
-                    # (tiny τ): arb gives it a real size at no extra cost
-                    under = fb.underflowed()
-                    settled = fb.settled & ~under
-                    if not settled.all():
-                        settled = settle_dominated(fb, settled, under, acc.error_lower_floats())
-                    acc.add_soft_float(hb, fb, settled)
-                    acc.float_settled += int(settled.sum())
-            for b in range(len(chunk)):
-                if settled is not None and settled[b]:
-                    continue
-                sr = certify_word(
-                    cm, hb, b, acc, temps, weights, base_prec=start_prec, max_prec=job.max_prec
-                )
-                start_prec = max(BASE_PREC, sr.prec)
-                acc.add_soft(hb, b, sr.bounds, sr.verdict, sr.prec)
-        rank += len(chunk)
-        if progress:
-            progress(len(chunk))
-    return acc.to_record(tau_n, layer_kinds, head_taus)
-
-
-def settle_dominated(
-    fb: Any, settled: np.ndarray, under: np.ndarray, lower: list[float]
-) -> np.ndarray:
-    """Also settle the words whose loose error enclosures are reported by no one.
-
-    Only a layer's largest error is reported, with a witness, to 1e-6 relative accuracy; a
-    word whose enclosure's upper end is below a lower end already reported (earlier in the
-    shard, ``lower``, or by a word settled in this batch) can change neither end of the
-    layer's interval nor its witness, whatever its true error. Such a word needs no arb
-    run, as long as its decisions are certain.
-    """
-    thr = np.array(lower, dtype=np.float64)
-    if settled.any():
-        thr = np.maximum(thr, fb.err_lo[settled].max(axis=0))
-    covered = fb.tight | (fb.err_hi < thr[None, :])
-    return settled | (fb.decided & ~under & covered.all(axis=1))
-
-
-# ---------------------------------------------------------------------------
-# one input, for people debugging a construction
-
-
-# ---------------------------------------------------------------------------
 # the size of a job, before it starts
 # ---------------------------------------------------------------------------
 
@@ -362,9 +230,6 @@ def estimate(model: Model, min_n: int, max_n: int, hard_only: bool, jobs: int = 
     check's batches). Smaller lengths are scaled by their inputs and (length/largest
     length)², and the total is divided among the processes.
     """
-    import time
-
-    from exactattn.inputs import word_of_rank
 
     k = len(model.alphabet)
     n = max_n
@@ -380,8 +245,6 @@ def estimate(model: Model, min_n: int, max_n: int, hard_only: bool, jobs: int = 
     size = len(words)
     job = LengthJob(model, n, None, hard_only)
     try:
-        from exactattn.errors import ExactAttnError
-
         if size > 1:  # warm-up (compile, caches); a one-input sample includes them instead
             check_shard(job, Shard(n, 0, 0, 1), words=words[:1])
         spent, done, step = 0.0, 0, run

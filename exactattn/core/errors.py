@@ -2,6 +2,23 @@
 
 from __future__ import annotations
 
+import re
+
+MAX_MESSAGE = 600
+"""Longest error message the tool prints (user text inside it is clipped)."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def cap_message(text: str) -> str:
+    """One error message: one line (control characters escaped), at most MAX_MESSAGE long."""
+    text = _SURROGATE.sub("\ufffd", text)
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+    if len(text) > MAX_MESSAGE:
+        text = text[: MAX_MESSAGE - 40] + f"… (message cut, {len(text):,} characters)"
+    return text
+
 
 class ExactAttnError(Exception):
     """Base class for errors the CLI reports with exit code 2."""
@@ -17,8 +34,6 @@ class ModelError(ExactAttnError):
         text = f"{path}: {message}" if path else message
         if fix:
             text += f" (fix: {fix})"
-        from exactattn.limits import cap_message
-
         super().__init__(cap_message(text))  # one short line whatever the user text holds
 
 

@@ -9,6 +9,7 @@ tool as decimal strings rounded *outward*.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from fractions import Fraction
@@ -16,7 +17,8 @@ from typing import Any
 
 from flint import arb, ctx, fmpq
 
-from exactattn.errors import ModelError
+from exactattn.core.errors import ModelError
+from exactattn.core.limits import MAX_DEPTH, check_tree, dedup_pairs
 
 MAX_INT_DIGITS = 100_000
 """Longest integer exactattn writes or reads as decimal text (docs/limits.md).
@@ -28,7 +30,7 @@ conversion of untrusted text. Literals in files stay below 4,000 characters
 not stop at a conversion guard, so importing exactattn raises Python's limit to this many
 digits (never lowers it; worker processes import exactattn too). Conversion is quadratic
 in Python 3.11 (10^5 digits: 0.5 s, 10^6: 46 s), hence 10^5; a value past it stops the
-command with exit 2 and a message saying so (exactattn/cli.py). Result files read back
+command with exit 2 and a message saying so (exactattn/cli/__init__.py). Result files read back
 rationals of up to this many characters; model literals stay below 4,000.
 """
 
@@ -73,7 +75,6 @@ def load_json_text(text: str, source: str = "model") -> Any:
     The limits of docs/limits.md are enforced here, so every later stage may assume them:
     nesting depth, string and number lengths, no duplicate keys, no lone surrogates.
     """
-    from exactattn.limits import check_tree, dedup_pairs
 
     try:
         tree = json.loads(
@@ -84,8 +85,6 @@ def load_json_text(text: str, source: str = "model") -> Any:
             object_pairs_hook=dedup_pairs,
         )
     except RecursionError:
-        from exactattn.limits import MAX_DEPTH
-
         raise ModelError(
             source,
             f"the JSON is nested deeper than the limit of {MAX_DEPTH} levels (docs/limits.md)",
@@ -474,3 +473,15 @@ def arb_interval(x: arb, digits: int = 15) -> dict[str, str]:
 def parse_decimal(text: str) -> Fraction:
     """Read back a decimal string written by :func:`decimal_down`/:func:`decimal_up`."""
     return parse_rational(JsonNumber(text), "decimal", max_exponent=None)
+
+
+def interval_json(lo: float | Fraction, hi: float | Fraction) -> dict[str, str]:
+    """An enclosure as outward-rounded decimal strings ("inf" when not finite)."""
+
+    def conv(x: float | Fraction, up: bool) -> str:
+        if isinstance(x, float) and not math.isfinite(x):
+            return "inf" if x > 0 else "-inf"
+        f = Fraction(x)
+        return decimal_up(f, 6) if up else decimal_down(f, 6)
+
+    return {"lower": conv(lo, False), "upper": conv(hi, True)}

@@ -25,7 +25,7 @@ from fractions import Fraction
 
 from flint import arb, fmpq
 
-from exactattn.numbers import point_upper
+from exactattn.core.numbers import point_upper
 
 Matrix = Sequence[Sequence[Fraction]]
 Vector = Sequence[Fraction]

@@ -22,396 +22,84 @@ independent full-matrix implementation and get the same bits):
 from __future__ import annotations
 
 import math
+import time as _t
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
+from flint import arb, ctx
 
-from exactattn.engine.hard import CompiledModel, visible_block
-from exactattn.engine.longinput import LongHard, RowRat, run_hard_long
-from exactattn.engine.ratarray import RatArray
-from exactattn.errors import UsageError
-from exactattn.model import AcceptOutput, ArgmaxOutput, AttentionLayer, Model
-
-BLOCK_ENTRIES = 1 << 18
-
-DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64")
-
-# who does the forward pass (issue 26): this module's numpy emulation, or PyTorch's kernels
-# (exactattn/export/torch.py; torch is an optional extra, imported only when asked for)
-BACKENDS = (
-    "numpy",
-    "torch-eager",
-    "torch-sdpa",
-    "torch-sdpa-math",
-    "torch-sdpa-flash",
-    "torch-sdpa-efficient",
+from exactattn.core.errors import UsageError
+from exactattn.core.numbers import arb_endpoints_outward, interval_json, parse_decimal
+from exactattn.engine.certify import certify_word
+from exactattn.engine.dtypes import (  # noqa: E402,F401  (re-exported: precision's API)
+    BACKENDS,
+    BLOCK_ENTRIES,
+    DFFN,
+    DTYPE_NAMES,
+    DHead,
+    DtypeModel,
+    DtypeRun,
+    HeadBlock,
+    _f64,
+    _frac_vec,
+    _skippable,
+    dtype_decisions,
+    dtype_of,
+    embed_dtype,
+    finfo,
+    head_block,
+    proj,
+    rat_to_dtype,
+    round_exact,
+    rows_to_dtype,
+    run_head_dtype,
+    run_numpy,
 )
+from exactattn.engine.hard import (
+    CompiledModel,
+    accept_decisions,
+    argmax_labels,
+    read_output,
+    run_hard,
+)
+from exactattn.engine.longinput import LongHard, RowRat, hard_output, run_hard_long
+from exactattn.engine.longsoft import certify_long, labels_differ, rounding_enclosure, soft_differs
+from exactattn.engine.measure import LengthAccumulator
+from exactattn.engine.ratarray import RatArray, int_matmul
+from exactattn.engine.soft import WeightCache
+from exactattn.engine.temperature import Temperatures
+from exactattn.export import require
+from exactattn.inputs import batches
+from exactattn.inputs.families import family_word
+from exactattn.model import AcceptOutput, ArgmaxOutput, Model
+from exactattn.model.reference import Oracle
 
 
 def backend_version(backend: str) -> str:
     """The library doing the forward pass, with its version (named in every report)."""
     if backend == "numpy":
         return f"numpy {np.__version__}"
-    from exactattn.export import require
 
     require("torch", f"--backend {backend}")
+    # lazy: torch, an optional extra
     import torch  # optional extra, only for the torch backends
 
     return f"torch {torch.__version__}"
 
 
-def dtype_of(name: str) -> Any:
-    """The numpy scalar type for a dtype name (bfloat16 from ml_dtypes)."""
-    if name == "float16":
-        return np.float16
-    if name == "float32":
-        return np.float32
-    if name == "float64":
-        return np.float64
-    if name == "bfloat16":
-        import ml_dtypes
-
-        return ml_dtypes.bfloat16
-    raise UsageError(f"unknown dtype '{name}'; use one of {', '.join(DTYPE_NAMES)}")
-
-
-def finfo(dt: Any) -> Any:
-    import ml_dtypes
-
-    return ml_dtypes.finfo(dt)
-
-
-# ---------------------------------------------------------------------------
-# exact → dtype, correctly rounded
-# ---------------------------------------------------------------------------
-
-
-def _f64(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """num/den correctly rounded to float64 (broadcasting)."""
-    num_b, den_b = np.broadcast_arrays(num, den)
-    if num_b.dtype != object and den_b.dtype != object:
-        if np.abs(num_b).max(initial=0) < 2**53 and np.abs(den_b).max(initial=0) < 2**53:
-            return num_b.astype(np.float64) / den_b.astype(np.float64)  # exact operands
-    flat = [_div(int(a), int(b)) for a, b in zip(num_b.reshape(-1), den_b.reshape(-1), strict=True)]
-    return np.array(flat, dtype=np.float64).reshape(num_b.shape)
-
-
-def _div(a: int, b: int) -> float:
-    """a/b correctly rounded; past float64's range that rounding is ±inf (Python raises)."""
-    try:
-        return a / b
-    except OverflowError:  # activations of 4,800 digits (issue 27)
-        return math.inf if (a < 0) == (b < 0) else -math.inf
-
-
-def round_exact(num: np.ndarray, den: np.ndarray, dt: Any) -> np.ndarray:
-    """The rationals num/den rounded to nearest (ties to even) in dtype ``dt``.
-
-    float64 first (Python/IEEE division of exact values is correctly rounded); a second
-    rounding to a narrower dtype can only err when the float64 value is inexact AND exactly
-    halfway between two dtype values: those few entries are redone with Fractions.
-    """
-    x = _f64(num, den)
-    if dt is np.float64:
-        return x
-    with np.errstate(over="ignore"):
-        y = x.astype(dt)
-    back = y.astype(np.float64)
-    cand = np.flatnonzero((back != x) & np.isfinite(back))
-    if cand.size:
-        num_b, den_b = np.broadcast_arrays(num, den)
-        fy = y.reshape(-1)
-        fx = x.reshape(-1)
-        for idx in cand:
-            a = fy[idx]
-            up = _next(a, dt, fx[idx] > float(a))
-            mid = (float(a) + float(up)) / 2
-            if mid != fx[idx]:
-                continue
-            exact = Fraction(int(num_b.reshape(-1)[idx]), int(den_b.reshape(-1)[idx]))
-            if exact == Fraction(float(fx[idx])):
-                continue  # exactly halfway: float64's own tie rule is the dtype's rule
-            pick = up if abs(Fraction(float(up)) - exact) < abs(Fraction(float(a)) - exact) else a
-            fy[idx] = pick
-    return y
-
-
-def _next(a: Any, dt: Any, upward: bool) -> Any:
-    """The neighbour of dtype value a (one ulp), via float64 and re-rounding checks."""
-    fi = finfo(dt)
-    target = np.array(np.inf if upward else -np.inf).astype(dt)
-    if dt in (np.float16, np.float32):
-        return np.nextafter(np.array(a, dtype=dt), target)
-    # bfloat16: step through the bit pattern
-    bits = np.array(a, dtype=dt).view(np.uint16).astype(np.int64)
-    if float(a) == 0:
-        return np.array(fi.smallest_subnormal if upward else -fi.smallest_subnormal).astype(dt)
-    positive = float(a) > 0
-    step = 1 if (upward == positive) else -1
-    return np.array(bits + step, dtype=np.uint16).view(dt)[()]
-
-
-def rat_to_dtype(ra: RatArray, dt: Any) -> np.ndarray:
-    return round_exact(ra.num, np.array(ra.den, dtype=object if ra.den >= 2**62 else np.int64), dt)
-
-
-def rows_to_dtype(rr: RowRat, dt: Any) -> np.ndarray:
-    return round_exact(rr.num, rr.den[:, None], dt)
-
-
-# ---------------------------------------------------------------------------
-# the model in a dtype
-# ---------------------------------------------------------------------------
-
-
-@dataclass
-class DHead:
-    Q: np.ndarray
-    bq: np.ndarray
-    K: np.ndarray
-    bk: np.ndarray
-    V: np.ndarray
-    bv: np.ndarray
-    O: np.ndarray | None
-    mask: str
-
-
-@dataclass
-class DFFN:
-    hidden: list[tuple[np.ndarray, np.ndarray]]
-    out: tuple[np.ndarray, np.ndarray]
-
-
-class DtypeModel:
-    """The model's weights rounded to one dtype."""
-
-    def __init__(self, cm: CompiledModel, dtype: str, backend: str = "numpy") -> None:
-        if backend not in BACKENDS:
-            raise UsageError(f"unknown backend '{backend}'; use one of {', '.join(BACKENDS)}")
-        self.backend = backend
-        self.cm = cm
-        self.model = cm.model
-        self.name = dtype
-        self.dt = dtype_of(dtype)
-        dt = self.dt
-        self.layers: list[list[DHead] | DFFN] = []
-        for layer in cm.layers:
-            if isinstance(layer, list):
-                self.layers.append(
-                    [
-                        DHead(
-                            rat_to_dtype(h.Q, dt),
-                            rat_to_dtype(h.bq, dt),
-                            rat_to_dtype(h.K, dt),
-                            rat_to_dtype(h.bk, dt),
-                            rat_to_dtype(h.V, dt),
-                            rat_to_dtype(h.bv, dt),
-                            rat_to_dtype(h.O, dt) if h.O is not None else None,
-                            h.head.mask,
-                        )
-                        for h in layer
-                    ]
-                )
-            else:
-                self.layers.append(
-                    DFFN(
-                        [(rat_to_dtype(w, dt), rat_to_dtype(b, dt)) for w, b in layer.hidden],
-                        (rat_to_dtype(layer.out[0], dt), rat_to_dtype(layer.out[1], dt)),
-                    )
-                )
-
-    def taus(self, n: int, override: Any = None) -> list[list[Any] | None]:
-        """τ(n) per head: float64 nearest to the certified value, then rounded to the dtype."""
-        out: list[list[Any] | None] = []
-        m = self.model
-        for li, layer in enumerate(m.layers):
-            if isinstance(layer, AttentionLayer):
-                row = []
-                for hi in range(len(layer.heads)):
-                    e = m.head_temperature(li, hi, override)
-                    v = e.eval_arb({"n": n}, 256)
-                    f = float(v.mid())
-                    with np.errstate(under="ignore", over="ignore"):
-                        row.append(np.array(f).astype(self.dt)[()])
-                out.append(row)
-            else:
-                out.append(None)
-        return out
-
-
-def proj(x: np.ndarray, W: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-    """x @ W.T (+ b), summed left to right over the inner index, in x's dtype."""
-    acc = x[..., 0:1] * W[:, 0]
-    for c in range(1, W.shape[1]):
-        acc = acc + x[..., c : c + 1] * W[:, c]
-    if b is not None:
-        acc = acc + b
-    return acc
-
-
-def _skippable(a: np.ndarray, b: np.ndarray) -> bool:
-    """a·b contributes exactly ±0 to every sum (so skipping it changes no value)."""
-    return bool((not a.any() and np.isfinite(b).all()) or (not b.any() and np.isfinite(a).all()))
-
-
-@dataclass
-class HeadBlock:
-    """One query block of one head in the dtype: logits, weights (for diagnosis)."""
-
-    logits: np.ndarray  # (N, b, T)
-    alpha: np.ndarray  # (N, b, T)
-    vis: np.ndarray  # (b, T)
-
-
-def head_block(
-    h: DHead,
-    q: np.ndarray,
-    k: np.ndarray,
-    rows: np.ndarray,
-    tau: Any,
-    cols: list[int],
-) -> HeadBlock:
-    """Logits and softmax weights of query rows ``rows`` against every key."""
-    N, T, _ = k.shape
-    vis = visible_block(h.mask, rows, T)
-    dt = q.dtype
-    if cols:
-        c0 = cols[0]
-        S = q[:, rows, c0, None] * k[:, None, :, c0]
-        for c in cols[1:]:
-            S = S + q[:, rows, c, None] * k[:, None, :, c]
-    else:
-        S = np.zeros((N, len(rows), T), dtype=dt)
-    L = S / tau
-    neg = np.array(-np.inf).astype(dt)
-    mx = np.where(vis, L, neg).max(axis=2, keepdims=True)
-    e = np.where(vis, np.exp(L - mx), np.zeros((), dtype=dt))
-    Z = e.sum(axis=2, keepdims=True)
-    has = vis.any(axis=1)
-    alpha = e / Z
-    if not has.all():
-        alpha[:, ~has, :] = 0
-    return HeadBlock(L, alpha, vis)
-
-
-def run_head_dtype(
-    h: DHead, x: np.ndarray, tau: Any, block: int | None = None
-) -> tuple[np.ndarray, list[int], np.ndarray, np.ndarray]:
-    """One head on a batch (N, T, d) in its dtype: contribution, active score columns, q, k."""
-    N, T, _ = x.shape
-    q = proj(x, h.Q, h.bq)
-    k = proj(x, h.K, h.bk)
-    v = proj(x, h.V, h.bv)
-    cols = [c for c in range(q.shape[2]) if not _skippable(q[..., c], k[..., c])]
-    B = block or max(1, BLOCK_ENTRIES // max(1, N * T))
-    m = v.shape[2]
-    out = np.zeros((N, T, m), dtype=x.dtype)
-    vzero = [not v[..., c].any() for c in range(m)]
-    for start in range(0, T, B):
-        rows = np.arange(start, min(T, start + B))
-        hb = head_block(h, q, k, rows, tau, cols)
-        finite = bool(np.isfinite(hb.alpha).all())
-        for c in range(m):
-            if vzero[c] and finite:
-                continue
-            out[:, rows, c] = (hb.alpha * v[:, None, :, c]).sum(axis=2)
-    contrib = proj(out, h.O, None) if h.O is not None else out
-    return contrib, cols, q, k
-
-
-@dataclass
-class DtypeRun:
-    acts: list[np.ndarray]  # (N, T, d) per layer, index 0 = embedding
-    taus: list[list[Any] | None]
-    scols: dict[tuple[int, int], list[int]] = field(default_factory=dict)
-
-
 def run_dtype(
     dm: DtypeModel, x0: np.ndarray, n: int, tau_override: Any = None, block: int | None = None
 ) -> DtypeRun:
-    """The deployed soft meaning of a batch of words of length n."""
-    taus = dm.taus(n, tau_override)
+    """The deployed soft meaning of a batch of words of length n (numpy or PyTorch)."""
     if dm.backend != "numpy":  # PyTorch's kernels do the forward pass, same rounded weights
-        from exactattn.export.torch import run_torch
+        from exactattn.export.torch import run_torch  # lazy: torch, an optional extra
 
         kernel = dm.backend.removeprefix("torch-")
-        return DtypeRun(run_torch(dm, x0, n, kernel, tau_override), taus)
-    acts = [x0]
-    x = x0
-    run = DtypeRun(acts, taus)
-    with np.errstate(all="ignore"):
-        for li, layer in enumerate(dm.layers):
-            if isinstance(layer, list):
-                out = x
-                lt = taus[li]
-                assert lt is not None
-                for hi, h in enumerate(layer):
-                    c, cols, _, _ = run_head_dtype(h, x, lt[hi], block)
-                    run.scols[(li, hi)] = cols
-                    out = out + c
-                x = out
-            else:
-                hdd = x
-                for W, b in layer.hidden:
-                    hdd = np.maximum(proj(hdd, W, b), np.zeros((), dtype=x.dtype))
-                W, b = layer.out
-                x = x + proj(hdd, W, b)
-            acts.append(x)
-    return run
-
-
-def embed_dtype(dm: DtypeModel, hard_x0: RowRat | RatArray) -> np.ndarray:
-    """Round the exact embedding to the dtype: (1, T, d) or (N, T, d)."""
-    if isinstance(hard_x0, RowRat):
-        return rows_to_dtype(hard_x0, dm.dt)[None]
-    return rat_to_dtype(hard_x0, dm.dt)
-
-
-# ---------------------------------------------------------------------------
-# read-out and decisions
-# ---------------------------------------------------------------------------
-
-
-def dtype_decisions(dm: DtypeModel, x: np.ndarray, n: int) -> list[Any]:
-    """Per word: accept → True/False/None (NaN); argmax → labels (None on tie/NaN); value → rows."""
-    m = dm.model
-    out = m.output
-    dt = dm.dt
-    with np.errstate(all="ignore"):
-        if isinstance(out, AcceptOutput):
-            slot = m.accept_slot(n)
-            w = _frac_vec(out.weight, dt)[None, :]
-            b = _frac_vec([out.bias], dt)
-            thr = _frac_vec([out.threshold], dt)[0]
-            y = proj(x[:, slot, :], w, b)[:, 0]
-            return [None if np.isnan(v) else bool(v > thr) for v in y]
-        slots = m.output_positions(n)
-        W = np.array([_frac_vec(r, dt) for r in out.weight])
-        b = _frac_vec(out.bias, dt)
-        y = proj(x[:, slots, :], W, b)
-        if isinstance(out, ArgmaxOutput):
-            res = []
-            for wi in range(y.shape[0]):
-                labels: list[str | None] = []
-                for p in range(y.shape[1]):
-                    row = y[wi, p].astype(np.float64)
-                    if np.isnan(row).any():
-                        labels.append(None)
-                        continue
-                    best = row.max()
-                    win = np.flatnonzero(row == best)
-                    labels.append(out.labels[int(win[0])] if len(win) == 1 else None)
-                res.append(labels)
-            return res
-        return [y[wi].astype(np.float64) for wi in range(y.shape[0])]
-
-
-def _frac_vec(vals: Sequence[Fraction], dt: Any) -> np.ndarray:
-    ra = RatArray.from_fractions(list(vals))
-    return rat_to_dtype(ra, dt)
+        return DtypeRun(run_torch(dm, x0, n, kernel, tau_override), dm.taus(n, tau_override))
+    return run_numpy(dm, x0, n, tau_override, block)
 
 
 def flipped(model: Model, hard: Any, dtype_out: Any, hard_tie: bool = False) -> bool:
@@ -546,7 +234,6 @@ def _head_event(
     k = proj(x, h.K, h.bk)
     cols = [c for c in range(q.shape[2]) if not _skippable(q[..., c], k[..., c])]
     B = max(1, BLOCK_ENTRIES // max(1, T))
-    from exactattn.engine.ratarray import int_matmul
 
     for start in range(0, T, B):
         rows = np.arange(start, min(T, start + B))
@@ -644,7 +331,6 @@ def evaluate_long(
     backend: str = "numpy",
 ) -> list[SingleResult]:
     """One input of any length: exact hard meaning (streaming) and each dtype's soft meaning."""
-    from exactattn.engine.longinput import hard_output
 
     word = tuple(word)
     n = len(word)
@@ -675,19 +361,6 @@ def evaluate_long(
 
 PRECISION_FORMAT = "exactattn-precision/1"
 LONG_N = 40  # listed inputs longer than this use the streaming evaluators (longsoft.ARB_MAX_N)
-
-
-def interval_json(lo: float | Fraction, hi: float | Fraction) -> dict[str, str]:
-    """An enclosure as outward-rounded decimal strings ("inf" when not finite)."""
-    from exactattn.numbers import decimal_down, decimal_up
-
-    def conv(x: float | Fraction, up: bool) -> str:
-        if isinstance(x, float) and not math.isfinite(x):
-            return "inf" if x > 0 else "-inf"
-        f = Fraction(x)
-        return decimal_up(f, 6) if up else decimal_down(f, 6)
-
-    return {"lower": conv(lo, False), "upper": conv(hi, True)}
 
 
 def _plain_output(x: Any) -> Any:
@@ -761,7 +434,6 @@ def _max_interval(cur: dict[str, str] | None, lo: float, hi: float) -> dict[str,
     new = interval_json(lo, hi)
     if cur is None:
         return new
-    from exactattn.numbers import parse_decimal
 
     def val(s: str) -> Fraction | float:
         return math.inf if s == "inf" else parse_decimal(s)
@@ -842,7 +514,6 @@ def _record_soft(
     """Fold the certified soft meaning of one long word into the run's entry for n:
     softmax_error (certified soft − hard), rounding_error (dtype − certified soft) and the
     certified soft decision."""
-    from exactattn.engine.longsoft import rounding_enclosure, soft_differs
 
     e = acc.entry(n)
     lo, hi, _ = ls.layer_error[-1] if ls.layer_error else (0.0, 0.0, 0)
@@ -881,8 +552,6 @@ def _record_verdict(
         if isinstance(out, AcceptOutput):
             diff = verdict.value != hard
         elif isinstance(out, ArgmaxOutput):
-            from exactattn.engine.longsoft import labels_differ
-
             diff = bool(labels_differ(hard, verdict.value, None))
         else:
             diff = verdict.within_tol is False
@@ -905,10 +574,6 @@ def _long_word(
 ) -> None:
     """One word of any length: the exact hard meaning once (streaming), the certified soft
     meaning once per τ, every (dtype, τ) run."""
-    import time as _t
-
-    from exactattn.engine.longinput import hard_output
-    from exactattn.engine.longsoft import certify_long
 
     n = len(word)
     t0 = _t.time()
@@ -979,7 +644,6 @@ def sweep_family(
 ) -> list[RunAcc]:
     """Family inputs at each n: the exact hard meaning once per word, the certified soft
     meaning once per (word, τ) (``certified``), every (dtype, τ) run."""
-    from exactattn.families import family_word
 
     cm = CompiledModel(model)
     dms = {d: DtypeModel(cm, d, backend) for d in dtypes}
@@ -1014,16 +678,6 @@ def sweep_words(
     the check's certify_word (error split), each dtype batched. Lengths past
     ``LONG_N`` (the batched engine's bound) go one word at a time through the streaming
     exact and certified evaluators instead."""
-    from flint import arb
-
-    from exactattn.engine.certify import certify_word
-    from exactattn.engine.hard import accept_decisions, argmax_labels, read_output, run_hard
-    from exactattn.engine.measure import LengthAccumulator
-    from exactattn.engine.soft import WeightCache
-    from exactattn.engine.temperature import Temperatures
-    from exactattn.inputs import batches
-    from exactattn.numbers import arb_endpoints_outward
-    from exactattn.reference import Oracle
 
     cm = CompiledModel(model)
     weights = WeightCache(cm)
@@ -1112,9 +766,6 @@ def _rounding_enclosure(
     a: np.ndarray, hnum: np.ndarray, hden: int, delta: Any, prec: int
 ) -> tuple[Fraction | float, Fraction | float]:
     """‖dtype − certified soft‖∞ = ‖a − (hard + δ)‖∞ as a certified enclosure."""
-    from flint import arb, ctx
-
-    from exactattn.numbers import arb_endpoints_outward
 
     a64 = a.astype(np.float64)
     if not np.isfinite(a64).all():

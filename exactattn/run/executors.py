@@ -9,20 +9,28 @@ shards are stored atomically as they arrive and skipped when the same job runs a
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import logging
+import multiprocessing
 import os
+import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, CancelledError, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-from exactattn.check import LengthJob, check_shard
-from exactattn.errors import ClusterLost, ExactAttnError, UsageError
-from exactattn.inputs import Shard
-from exactattn.jsonio import read_json, write_json_atomic
+from exactattn.core.errors import ClusterLost, ExactAttnError, UsageError
+from exactattn.core.jsonio import read_json, write_json_atomic
+from exactattn.core.limits import clip
+from exactattn.core.version import __version__
+from exactattn.inputs import Shard, shard_inputs
 from exactattn.results import LengthRecord
+from exactattn.run.shard import LengthJob, check_shard
 
 CHECKPOINT_FORMAT = "exactattn-checkpoint/1"
 
@@ -247,6 +255,7 @@ class DirectoryLock:
             raise UsageError(busy + fix)
         fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
         try:
+            # lazy: POSIX only (no fcntl on Windows)
             import fcntl
 
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -272,15 +281,12 @@ def _short(exc: BaseException) -> str:
 
 
 def _stderr_line(text: str) -> None:
-    import sys
 
     print(text, file=sys.stderr, flush=True)
 
 
 def fingerprint(model_text: str, settings: dict[str, Any]) -> dict[str, Any]:
     """What a checkpoint must match: the model file, the check's settings, our version."""
-    from exactattn import __version__
-    from exactattn.inputs import shard_inputs
 
     return {
         "model_sha256": hashlib.sha256(model_text.encode("utf-8")).hexdigest(),
@@ -361,7 +367,6 @@ class InProcess(_Base):
 def _leave_sigint_to_parent() -> None:
     """Worker initializer: Ctrl-C reaches the whole process group, but only the parent acts
     on it (it stops the workers); a worker would print its own KeyboardInterrupt traceback."""
-    import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -375,13 +380,10 @@ class Processes(_Base):
         self._pool: Any = None
 
     def _run(self, job, todo, finished, progress, stage, total, done_now) -> None:  # type: ignore[no-untyped-def]
-        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
         if not todo:
             return
         if self._pool is None:
-            import multiprocessing
-
             self._pool = ProcessPoolExecutor(
                 max_workers=self.jobs,
                 mp_context=multiprocessing.get_context("fork"),
@@ -435,7 +437,6 @@ def dask_timeout() -> float:
 
 def parse_dask_address(address: str) -> str:
     """A scheduler address ``[tcp://]HOST:PORT`` (or tls/ws/wss), checked before connecting."""
-    from exactattn.limits import clip
 
     shown = clip(address or "''", 80)
     fix = "give the scheduler's address as tcp://HOST:PORT, e.g. tcp://127.0.0.1:8786"
@@ -450,6 +451,7 @@ def parse_dask_address(address: str) -> str:
         )
         raise UsageError(f"--dask {shown}: {why}; {fix}")
     try:
+        # lazy: dask.distributed, an optional extra (≈ 1 s to import)
         from distributed.comm.addressing import parse_address, parse_host_port
 
         _, loc = parse_address(text if "://" in text else f"tcp://{text}")
@@ -481,6 +483,7 @@ class Dask(_Base):
             self.address = str(getattr(getattr(address, "scheduler", None), "address", "client"))
             return
         try:
+            # lazy: dask.distributed, an optional extra (≈ 1 s to import)
             from dask.distributed import Client
         except ImportError:
             raise UsageError(
@@ -498,7 +501,6 @@ class Dask(_Base):
             self.client = Client(self.address, timeout=timeout, set_as_default=False)
         except Exception as exc:  # noqa: BLE001 - whatever answered there is not a scheduler
             self._restore_logs()
-            from exactattn.limits import clip
 
             raise UsageError(
                 f"--dask {clip(address, 80)}: cannot connect to a dask scheduler there "
@@ -551,7 +553,6 @@ class Dask(_Base):
     @staticmethod
     def _lost(exc: BaseException) -> bool:
         """Whether an exception from the cluster means it went away (not a bug in a shard)."""
-        from concurrent.futures import CancelledError
 
         name = type(exc).__name__
         return isinstance(exc, (OSError, CancelledError, TimeoutError)) or name in (
@@ -575,9 +576,11 @@ class Dask(_Base):
 
 def _probe_scheduler(address: str, timeout: float) -> None:
     """Connect, ask for the peer's identity, and raise unless it is a dask scheduler."""
-    import asyncio
 
+    # lazy: dask.distributed, an optional extra (≈ 1 s to import)
     from distributed.comm import connect
+
+    # lazy: dask.distributed, an optional extra (≈ 1 s to import)
     from distributed.security import Security
 
     async def ask() -> Any:
@@ -597,8 +600,8 @@ def _probe_scheduler(address: str, timeout: float) -> None:
 def _quiet_logs() -> Callable[[], None]:
     """Silence distributed's loggers (they print tracebacks of lost connections to stderr
     from a background thread; the CLI says what happened in one line). Returns the undo."""
-    import logging
 
+    # lazy: dask.distributed, an optional extra (≈ 1 s to import)
     import distributed  # noqa: F401 - its loggers exist once it is imported
 
     loggers = [

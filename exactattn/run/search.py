@@ -17,12 +17,24 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from exactattn.engine.hard import CompiledModel
+from exactattn.core.errors import UsageError
+from exactattn.core.numbers import (
+    arb_endpoints_outward,
+    arb_lower_str,
+    arb_upper_str,
+    decimal_down,
+    decimal_up,
+    frac_str,
+)
+from exactattn.engine.certify import certify_word
+from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.longinput import hard_output, run_hard_long
-from exactattn.errors import UsageError
-from exactattn.families import families_for
+from exactattn.engine.longsoft import certify_long
+from exactattn.engine.measure import LengthAccumulator
+from exactattn.engine.soft import WeightCache
+from exactattn.engine.temperature import Temperatures
+from exactattn.inputs.families import families_for
 from exactattn.model import Model
-from exactattn.numbers import frac_str
 
 SEARCH_FORMAT = "exactattn-search/1"
 OBJECTIVES = ("margin", "error", "gamma")
@@ -75,12 +87,6 @@ def score_gamma(model: Model, cm: CompiledModel, w: tuple[str, ...]) -> Scored:
 
 
 def score_error(model: Model, cm: CompiledModel, w: tuple[str, ...], tau: Any = None) -> Scored:
-    from exactattn.engine.certify import certify_word
-    from exactattn.engine.hard import run_hard
-    from exactattn.engine.measure import LengthAccumulator
-    from exactattn.engine.soft import WeightCache
-    from exactattn.engine.temperature import Temperatures
-    from exactattn.numbers import arb_endpoints_outward, arb_lower_str, arb_upper_str
 
     n = len(w)
     if n > MAX_ERROR_N:
@@ -105,8 +111,6 @@ def score_error(model: Model, cm: CompiledModel, w: tuple[str, ...], tau: Any = 
 
 def _score_error_long(model: Model, cm: CompiledModel, w: tuple[str, ...], tau: Any) -> Scored:
     """The certified error of a long word by the streaming float64 enclosures."""
-    from exactattn.engine.longsoft import certify_long
-    from exactattn.numbers import decimal_down, decimal_up
 
     ls = certify_long(cm, run_hard_long(cm, w), tau)
     lo, hi, row = ls.layer_error[-1]

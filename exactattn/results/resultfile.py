@@ -12,9 +12,9 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from exactattn.errors import ModelError
-from exactattn.limits import MAX_NAME, clip
-from exactattn.numbers import MAX_INT_DIGITS
+from exactattn.core.errors import ModelError
+from exactattn.core.limits import MAX_NAME, clip
+from exactattn.core.numbers import MAX_INT_DIGITS, decimal_is_huge, decimal_to_arb
 
 # exponents may be huge: a certified error at τ = 2^-200 is written like 3e-1889…397 (58 digits)
 _DEC = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,100})?")
@@ -72,7 +72,6 @@ def _interval(x: Any, path: str, nullable_ends: bool = False, rational: bool = F
 
 def _above(lo: str, hi: str) -> bool:
     """Whether the number ``lo`` is certainly above ``hi`` (huge exponents compared as balls)."""
-    from exactattn.numbers import decimal_is_huge, decimal_to_arb
 
     if any("/" not in t and t not in ("inf", "-inf") and decimal_is_huge(t) for t in (lo, hi)):
         if "inf" in (lo, hi) or "-inf" in (lo, hi) or "/" in lo + hi:

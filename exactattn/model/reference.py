@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from exactattn.logic.ltl import accepts, parse_ltl
 from exactattn.model import Reference
 
 
@@ -33,7 +34,6 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 
 @lru_cache(maxsize=64)
 def _ltl(formula: str, alphabet: tuple[str, ...]) -> Any:
-    from exactattn.logic.ltl import parse_ltl
 
     return parse_ltl(formula, alphabet)
 
@@ -61,8 +61,6 @@ class Oracle:
             assert r.pattern is not None
             return _compiled(r.pattern).fullmatch("".join(word)) is not None
         if r.kind == "ltl":
-            from exactattn.logic.ltl import accepts
-
             assert r.formula is not None
             return bool(accepts(_ltl(r.formula, self.alphabet), word))
         raise ValueError(r.kind)

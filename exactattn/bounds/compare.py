@@ -16,8 +16,7 @@ from typing import Any
 from flint import arb
 
 from exactattn import bounds as B
-from exactattn.model import AcceptOutput, ArgmaxOutput, AttentionLayer, Model
-from exactattn.numbers import (
+from exactattn.core.numbers import (
     arb_endpoints,
     arb_interval,
     arb_is_huge,
@@ -26,6 +25,7 @@ from exactattn.numbers import (
     frac_str,
     to_arb,
 )
+from exactattn.model import AcceptOutput, ArgmaxOutput, AttentionLayer, Model
 from exactattn.results import LengthRecord
 
 

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from exactattn.numbers import JsonNumber, load_json_text
+from exactattn.core.numbers import JsonNumber, load_json_text
 
 
 @contextmanager

@@ -3,7 +3,7 @@
 Exit codes: 0 clean; 1 a disagreement, invariant failure, reference mismatch or
 bound violation was found; 2 bad input or usage; 3 something could not be
 certified (undecided); 4 internal error (a bug: short message, traceback with
---debug); 130 interrupted (finished lengths are kept). See exactattn/guard.py.
+--debug); 130 interrupted (finished lengths are kept). See exactattn/core/guard.py.
 """
 
 from __future__ import annotations
@@ -16,10 +16,40 @@ from typing import Any
 import click
 from rich import box
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from exactattn.errors import ExactAttnError
-from exactattn.jsonio import read_json, write_json_atomic
+from exactattn.bounds.closedforms import summary_lines
+from exactattn.cli.common import (  # noqa: F401  (re-exported: tests and extra commands)
+    LONG_EXACT,
+    _exact_cell,
+    _restore,
+    _snapshot,
+)
+from exactattn.cli.export import export_group
+from exactattn.cli.extra import precision_cmd, search_cmd
+from exactattn.cli.show import show_evaluation
+from exactattn.constructions.catalog import catalog
+from exactattn.constructions.dyck import build_dyck
+from exactattn.constructions.induction import build_induction
+from exactattn.constructions.ltl import compile_ltl
+from exactattn.core.errors import ExactAttnError
+from exactattn.core.guard import _say, bad_input, deferred_interrupt, internal_error, interrupted
+from exactattn.core.jsonio import read_json, write_json_atomic, write_text_atomic
+from exactattn.core.limits import cap_message
+from exactattn.core.numbers import MAX_INT_DIGITS, parse_decimal, short_decimal, short_sci_huge
+from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
+from exactattn.importers.tracr import import_tracr as _imp
+from exactattn.inputs import count_inputs, count_text, inputs_exceed
+from exactattn.model import load_model, model_from_dict
+from exactattn.report import write_report
+from exactattn.report.claims import main as claims_main
+from exactattn.report.data import non_monotone_lines, tau_star_brackets
+from exactattn.report.regenerate import regenerate
+from exactattn.results.resultfile import validate_result
+from exactattn.run.check import estimate, run_check
+from exactattn.run.evaluate import evaluate
+from exactattn.run.executors import Checkpoint, fingerprint, make_executor
 
 err_console = Console(stderr=True, soft_wrap=True)
 console = Console()
@@ -30,26 +60,22 @@ FEW_INPUTS = 8
 
 
 def _fail(exc: Exception) -> None:
-    from exactattn.guard import bad_input
 
     bad_input(exc)
 
 
 class _Group(click.Group):
-    """Every outcome becomes its documented exit code (exactattn/guard.py).
+    """Every outcome becomes its documented exit code (exactattn/core/guard.py).
 
     Our errors are one clear message and exit 2; Ctrl-C is 130; an unexpected exception is
     an internal error, exit 4 (never 1, which means "problem found").
     """
 
     def invoke(self, ctx: click.Context) -> Any:
-        from exactattn.guard import bad_input, internal_error, interrupted
 
         try:
             return super().invoke(ctx)
         except click.ClickException as exc:  # click's usage errors: exit 2, message capped
-            from exactattn.limits import cap_message
-
             fmt = exc.format_message
             exc.format_message = lambda: cap_message(fmt())  # type: ignore[method-assign]
             raise
@@ -62,9 +88,8 @@ class _Group(click.Group):
         except ValueError as exc:
             if "integer string conversion" not in str(exc):
                 internal_error(exc)
-            from exactattn.numbers import MAX_INT_DIGITS
 
-            bad_input(  # Python's int/str guard, past the raised limit (exactattn/numbers.py)
+            bad_input(  # Python's int/str guard, past the raised limit (exactattn/core/numbers.py)
                 f"an exact value of the computation has more than {MAX_INT_DIGITS:,} digits, "
                 "the limit on numbers exactattn writes (docs/limits.md) (fix: rescale the "
                 "model: smaller weights, fewer layers that multiply, or simpler denominators)"
@@ -146,10 +171,6 @@ def check(
     quiet: bool,
 ) -> None:
     """Enumerate every input up to --max-n and compare the hard and soft meanings."""
-    from exactattn.check import estimate, run_check
-    from exactattn.executors import Checkpoint, fingerprint, make_executor
-    from exactattn.inputs import count_inputs, count_text, inputs_exceed
-    from exactattn.model import load_model
 
     model = load_model(model_path)
     lo = model.min_length if min_n is None else min_n
@@ -158,8 +179,6 @@ def check(
     for n in (lo, max_n):  # before the estimate, which already evaluates inputs
         model.check_length(n)
     if not hard_only and tau != "theorem":  # a bad or out-of-range τ: one line, no estimate
-        from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
-
         temps = Temperatures(model, parse_tau(tau))
         for n in (lo, max_n):  # run_check checks every n in between
             temps.at(n, BASE_PREC)
@@ -203,7 +222,6 @@ def check(
             raise click.UsageError("--report must end in .md or .tex")
 
     def save(result: Any) -> None:
-        from exactattn.guard import deferred_interrupt
 
         if json_out:  # a Ctrl-C waits for the file (and its imports) to be complete
             with deferred_interrupt():
@@ -261,13 +279,10 @@ def check(
         data = result.to_json()
         if not quiet:
             print_table(data, all_layers=all_layers)
-            from exactattn.closedforms import summary_lines
 
             for line in summary_lines(data.get("closed_forms") or {}):
                 console.print(line, highlight=False, soft_wrap=True)
         if report:
-            from exactattn.report import write_report
-
             write_report(data, Path(report))
     except (ExactAttnError, click.UsageError, OSError, ValueError) as exc:
         if not isinstance(exc, ValueError) or "integer string conversion" in str(exc):
@@ -275,8 +290,6 @@ def check(
         raise
     if result.interrupted:
         if result.stopped_by:  # a lost cluster: one line, the run is incomplete and resumable
-            from exactattn.guard import _say
-
             _say(
                 f"stopped: {result.stopped_by}; finished lengths were kept"
                 + (" and finished shards are in --checkpoint: rerun to resume" if ckpt else "")
@@ -289,30 +302,6 @@ def check(
     if not quiet:
         console.print(f"[bold {style}]{v['status']}[/]: {v['summary']}", highlight=False)
     sys.exit(result.exit_code())
-
-
-def _snapshot(path: str | None) -> bytes | None:
-    """A result file's bytes before the run (None: no such file)."""
-    if path is None or not Path(path).is_file():
-        return None
-    return Path(path).read_bytes()
-
-
-def _restore(path: str | None, before: bytes | None) -> None:
-    """Put a result file back as it was before the run (removed if it did not exist)."""
-    if path is None:
-        return
-    p = Path(path)
-    try:
-        if before is None:
-            p.unlink(missing_ok=True)
-        else:
-            from exactattn.jsonio import atomic_path
-
-            with atomic_path(p) as tmp:
-                tmp.write_bytes(before)
-    except OSError:  # the error being reported is the one that matters
-        pass
 
 
 def _fmt_secs(s: float) -> str:
@@ -330,7 +319,6 @@ def _fmt_secs(s: float) -> str:
 def _run_with_progress(fn: Any, total: int | None, quiet: bool) -> Any:
     if quiet or total is None or total < 2000:
         return fn(None)
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     with Progress(
         TextColumn("{task.description}"),
@@ -366,7 +354,6 @@ def _table_console() -> Console:
 
 def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
     """One row per n: the numbers a researcher reads first (errors are certified upper ends)."""
-    from exactattn.numbers import parse_decimal
 
     lengths = data["lengths"]
     if not lengths:
@@ -453,14 +440,10 @@ def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
             tt = b.get("tau_theorem")
             row.append(_sci(tt["lower"], up=False) if tt else "none")
         if has_tau_star:
-            from exactattn.report.data import tau_star_brackets
-
             row += [_tau_star_cell(b) for b in tau_star_brackets(r.get("tau_star"))]
         t.add_row(*row)
     _table_console().print(t)
     if has_tau_star:
-        from exactattn.report.data import non_monotone_lines
-
         for line in non_monotone_lines(lengths):
             console.print(line, highlight=False)
 
@@ -479,22 +462,6 @@ def _tau_star_cell(b: dict[str, Any] | None) -> str:
 
 _INV = {"holds": "yes", "fails": "NO", "undecided": "?"}
 
-LONG_EXACT = 40
-"""Exact rationals longer than this are shown as ``≈1.23e-2300`` in the table (JSON: exact)."""
-
-
-def _exact_cell(text: str) -> str:
-    """An exact rational for the table: as written, or (past LONG_EXACT characters, e.g. a γ
-    with a 4,400-digit denominator) ≈ its 3-digit decimal, rounded toward zero."""
-    if len(text) <= LONG_EXACT:
-        return text
-    from fractions import Fraction
-
-    from exactattn.numbers import short_decimal
-
-    q = Fraction(text)
-    return "≈" + short_decimal(q, up=q < 0)
-
 
 def _na(x: Any) -> str:
     return "–" if x is None else f"{x:,}"
@@ -506,7 +473,6 @@ def _sci(s: str | None, up: bool = True) -> str:
         return "–"
     if s == "inf":
         return "∞"
-    from exactattn.numbers import parse_decimal, short_decimal, short_sci_huge
 
     huge = short_sci_huge(s, 3, up)
     if huge is not None:
@@ -530,9 +496,6 @@ def _sci(s: str | None, up: bool = True) -> str:
 )
 def eval_cmd(model_path: str, word: str, tau: str | None, sep: str | None) -> None:
     """Show one input: activations, attention weights and output, hard and soft."""
-    from exactattn.evaluate import evaluate
-    from exactattn.model import load_model
-    from exactattn.show import show_evaluation
 
     model = load_model(model_path)
     if sep == "":
@@ -579,7 +542,6 @@ def model_text(model: dict[str, Any]) -> str:
 
 
 def _emit(model: dict[str, Any], out: str | None) -> None:
-    from exactattn.model import model_from_dict
 
     model_from_dict(model)  # never write a model we would reject
     if out:
@@ -602,7 +564,6 @@ def _emit(model: dict[str, Any], out: str | None) -> None:
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
 def build_ltl(formula: str, alphabet: str, scheme: str, out: str | None) -> None:
     """Compile an LTL formula (with counting) into a softmax-friendly transformer."""
-    from exactattn.constructions.ltl import compile_ltl
 
     _emit(_build(compile_ltl, formula, _split(alphabet), scheme), out)
 
@@ -614,7 +575,6 @@ def build_ltl(formula: str, alphabet: str, scheme: str, out: str | None) -> None
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
 def build_induction_cmd(alphabet: str, hops: int, max_n: int, out: str | None) -> None:
     """Induction head: the token after the most recent earlier occurrence (k hops)."""
-    from exactattn.constructions.induction import build_induction
 
     _emit(_build(build_induction, _split(alphabet), hops=hops, max_n=max_n), out)
 
@@ -634,7 +594,6 @@ def build_dyck_cmd(
     pairs: tuple[str, ...], more_pairs: tuple[str, ...], out: str | None, scale: str
 ) -> None:
     """Dyck-k recognizer as an average-hard attention transformer."""
-    from exactattn.constructions.dyck import build_dyck
 
     allp = [*pairs, *more_pairs]
     if not allp:
@@ -649,7 +608,6 @@ def build_dyck_cmd(
 @click.option("--check", "verify", is_flag=True, help="Only verify the directory is up to date.")
 def build_models(directory: str, verify: bool) -> None:
     """Regenerate every bundled model in models/ (or verify it is current)."""
-    from exactattn.constructions.catalog import catalog
 
     d = Path(directory)
     stale = []
@@ -660,7 +618,6 @@ def build_models(directory: str, verify: bool) -> None:
             if not path.exists() or path.read_text(encoding="utf-8") != text:
                 stale.append(name)
             continue
-        from exactattn.jsonio import write_text_atomic
 
         write_text_atomic(path, text)
         err_console.print(f"wrote {path}", highlight=False)
@@ -683,7 +640,6 @@ def build_models(directory: str, verify: bool) -> None:
 @click.option("--only", multiple=True, help="Just these model stems.")
 def build_reports(models_dir: str, out_dir: str, verify: bool, only: tuple[str, ...]) -> None:
     """Rerun the checks behind reports/ and rewrite (or verify) the reports."""
-    from exactattn.report.regenerate import regenerate
 
     stale = regenerate(Path(models_dir), Path(out_dir), verify=verify, only=list(only) or None)
     if stale:
@@ -699,7 +655,6 @@ def build_reports(models_dir: str, out_dir: str, verify: bool, only: tuple[str, 
 @click.option("--check", "verify", is_flag=True, help="Only verify docs/claims.md is current.")
 def build_claims(rerun: bool, verify: bool) -> None:
     """Regenerate (or verify) the claims ledger docs/claims.md from reports/claims/."""
-    from exactattn.claims import main as claims_main
 
     args = (["--rerun"] if rerun else []) + (["--check"] if verify else [])
     code = claims_main([*args, "--root", "."])
@@ -722,7 +677,6 @@ def import_() -> None:
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
 def import_tracr(params: str, meta: str, out: str | None) -> None:
     """A tracr-compiled program (PARAMS.npz, META.json) as an exactattn model."""
-    from exactattn.importers.tracr import import_tracr as _imp
 
     _emit(_imp(Path(params), Path(meta)), out)
 
@@ -733,8 +687,6 @@ def import_tracr(params: str, meta: str, out: str | None) -> None:
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), required=True)
 def report(result_path: str, fmt: str | None, out: str) -> None:
     """Write a Markdown or LaTeX report of a result file."""
-    from exactattn.report import write_report
-    from exactattn.resultfile import validate_result
 
     try:
         data = read_json(result_path)
@@ -749,13 +701,9 @@ def report(result_path: str, fmt: str | None, out: str) -> None:
         err_console.print(f"wrote {p}", highlight=False)
 
 
-from exactattn.cli_extra import precision_cmd, search_cmd  # noqa: E402  (past enumeration, issue 14)
-
-main.add_command(precision_cmd)
+main.add_command(precision_cmd)  # past enumeration, issue 14
 main.add_command(search_cmd)
-from exactattn.cli_export import export_group  # noqa: E402  (torch/TransformerLens, issue 26)
-
-main.add_command(export_group)
+main.add_command(export_group)  # torch/TransformerLens, issue 26
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,9 +9,15 @@ from flint import arb
 from rich.console import Console
 from rich.table import Table
 
-from exactattn.evaluate import Evaluation
+from exactattn.core.numbers import (
+    arb_exact_value,
+    arb_lower_str,
+    arb_upper_str,
+    decimal_up,
+    frac_str,
+)
 from exactattn.model import AttentionLayer
-from exactattn.numbers import arb_exact_value, arb_lower_str, arb_upper_str, decimal_up, frac_str
+from exactattn.run.evaluate import Evaluation
 
 
 def ball(x: arb, digits: int = 6) -> str:

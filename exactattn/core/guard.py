@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NoReturn
 
-from exactattn.limits import cap_message
+from exactattn.core.limits import cap_message
 
 EXIT_CLEAN = 0
 EXIT_PROBLEM = 1

@@ -21,7 +21,13 @@ from typing import Any
 
 from flint import arb
 
-from exactattn.numbers import arb_lower_str, arb_upper_str, decimal_to_arb, frac_str, parse_rational
+from exactattn.core.numbers import (
+    arb_lower_str,
+    arb_upper_str,
+    decimal_to_arb,
+    frac_str,
+    parse_rational,
+)
 
 RESULT_FORMAT = "exactattn-result/1"
 

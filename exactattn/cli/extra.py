@@ -15,6 +15,16 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from exactattn.cli.common import _exact_cell, _restore, _snapshot
+from exactattn.core.errors import ExactAttnError
+from exactattn.core.jsonio import write_json_atomic
+from exactattn.engine.temperature import parse_tau
+from exactattn.inputs import count_text, inputs_exceed, words_of_length
+from exactattn.inputs.families import families_for
+from exactattn.model import load_model
+from exactattn.run.precision import PRECISION_FORMAT, backend_version, sweep_family, sweep_words
+from exactattn.run.search import run_search
+
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
@@ -40,7 +50,6 @@ def _parse_ns(ns: tuple[int, ...], pow2: str | None) -> list[int]:
 
 
 def _taus(taus: tuple[str, ...]) -> list[tuple[str, Any]]:
-    from exactattn.engine.temperature import parse_tau
 
     if not taus:
         return [("model", None)]
@@ -49,7 +58,6 @@ def _taus(taus: tuple[str, ...]) -> list[tuple[str, Any]]:
 
 def precision_json(model: Any, runs: list[Any], settings: dict[str, Any]) -> dict[str, Any]:
     """The exactattn-precision/1 document (one run: also the flat dtype/lengths keys)."""
-    from exactattn.precision import PRECISION_FORMAT
 
     doc: dict[str, Any] = {
         "format": PRECISION_FORMAT,
@@ -150,7 +158,6 @@ four dtypes: about 100× the cost of ``check`` per input, docs/limits.md)."""
 def _check_range(model: Any, lo: int, hi: int, max_inputs: int, force: bool) -> None:
     """Refuse an empty or unsupported range of lengths, and (without --force) one holding
     more than ``max_inputs`` inputs, counted by arithmetic before any input is built."""
-    from exactattn.inputs import count_text, inputs_exceed
 
     if hi < lo:
         raise click.UsageError(
@@ -247,10 +254,6 @@ def precision_cmd(
 
     Exit 0: no decision flips; 1: some decision flips.
     """
-    from exactattn.cli import write_json_atomic
-    from exactattn.families import families_for
-    from exactattn.model import load_model
-    from exactattn.precision import sweep_family, sweep_words
 
     model = load_model(model_path)
     dts = list(dtypes) or ["float16", "bfloat16", "float32", "float64"]
@@ -259,7 +262,6 @@ def precision_cmd(
     if modes != 1:
         raise click.UsageError("give exactly one of --max-n, --inputs FILE, --family NAME")
     settings: dict[str, Any] = {"dtypes": dts, "taus": [t[0] for t in tl], "seed": seed}
-    from exactattn.precision import backend_version
 
     settings["backend"] = backend
     settings["backend_version"] = backend_version(backend)
@@ -269,8 +271,6 @@ def precision_cmd(
             write_json_atomic(Path(json_out), precision_json(model, runs, settings))
 
     log = (lambda s: err_console.print(s, highlight=False)) if verbose else None
-    from exactattn.cli import _restore, _snapshot
-    from exactattn.errors import ExactAttnError
 
     before = _snapshot(json_out)  # exit 2 writes nothing, even after saved lengths
     try:
@@ -295,8 +295,6 @@ def precision_cmd(
                 backend=backend,
             )
         else:
-            from exactattn.inputs import words_of_length
-
             if inputs_file:
                 words_by_n: dict[int, list[tuple[str, ...]]] = {}
                 for ln, line in enumerate(
@@ -357,10 +355,6 @@ def search_cmd(
     json_out: str | None,
 ) -> None:
     """Local/beam search for certified witnesses at one length (bounds, not exhaustive)."""
-    from exactattn.cli import write_json_atomic
-    from exactattn.engine.temperature import parse_tau
-    from exactattn.model import load_model
-    from exactattn.search import run_search
 
     model = load_model(model_path)
     if beam < 1:
@@ -382,8 +376,7 @@ def search_cmd(
 
 def _long(text: str) -> str:
     """A value for the terminal: exact rationals past 40 characters as ≈ a 3-digit decimal
-    (the --json output keeps every digit; exactattn/cli.py, docs/limits.md)."""
-    from exactattn.cli import _exact_cell
+    (the --json output keeps every digit; exactattn/cli/common.py, docs/limits.md)."""
 
     if len(text) <= 40 or "e" in text or text in ("inf", "-inf"):
         return text

@@ -9,15 +9,15 @@ from typing import Any
 
 from flint import arb, ctx
 
+from exactattn.core.errors import UsageError
 from exactattn.engine.certify import certify_word
 from exactattn.engine.hard import CompiledModel, read_output, run_hard
 from exactattn.engine.measure import LengthAccumulator, delta_bounds
 from exactattn.engine.soft import WeightCache
 from exactattn.engine.temperature import Temperatures, parse_tau
-from exactattn.errors import UsageError
 from exactattn.model import Model
 from exactattn.model.expr import Expr
-from exactattn.reference import Oracle
+from exactattn.model.reference import Oracle
 
 
 @dataclass

@@ -37,6 +37,10 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from flint import arb, ctx, fmpz
+
+from exactattn.core.numbers import arb_endpoints, decimal_down, decimal_is_huge, decimal_up
+
 #: The exact per-length quantities that get a closed form (result keys, kept as closed-form keys).
 EXACT_QUANTITIES = ("gamma", "x_max", "min_margin", "accepted")
 #: Largest number of free parameters of a conjectured form (degree (p, q) with p + q ≤ 4).
@@ -287,6 +291,7 @@ def _found(
     form: dict[str, Any], fit: Sequence[Point], held: Sequence[Point], used: Sequence[Point]
 ) -> dict[str, Any] | None:
     """The record of a verified form; its sympy expression is re-checked at every length."""
+    # lazy: sympy costs ≈ 0.5 s to import; only closed-form typesetting and checks need it
     import sympy
 
     n = sympy.Symbol("n")
@@ -310,6 +315,7 @@ def _found(
 
 def form_expr(form: dict[str, Any], n: Any = None) -> Any:
     """The sympy expression of a structured form (built from numbers, never parsed)."""
+    # lazy: sympy costs ≈ 0.5 s to import; only closed-form typesetting and checks need it
     import sympy
 
     n = sympy.Symbol("n") if n is None else n
@@ -374,7 +380,6 @@ _LOG2_SCALED = 6931471805599453 * 8 * 2**64 // 10**16  # log 2, for choosing a s
 
 def _decimal_arb(text: str) -> Any:
     """A result-file decimal as an arb ball containing it (no float, no giant Fraction)."""
-    from flint import arb, fmpz
 
     if "/" in text:
         q = Fraction(text)
@@ -414,9 +419,6 @@ def bracket_sequence(
 ) -> dict[str, Any]:
     """The bracket c1·n^b·e^(−a n) ≤ v(n) ≤ c2·n^b·e^(−a n) over the n with two-sided
     positive enclosures; ``rests_on`` lists those enclosures (the bracket's only evidence)."""
-    from flint import arb, ctx
-
-    from exactattn.numbers import arb_endpoints, decimal_down, decimal_up
 
     # an infinite endpoint (an error that is not finite, "inf" in a result file) bounds nothing;
     # every quantity bracketed here is ≥ 0, so a negative lower end says no more than 0
@@ -436,7 +438,6 @@ def bracket_sequence(
             "shape": None,
             "reason": "fewer than two lengths with a positive enclosure",
         }
-    from exactattn.numbers import decimal_is_huge
 
     if any(decimal_is_huge(t) for e in usable.values() for t in e):
         # e.g. e^(-2^40) at a tiny τ: exact endpoints would need 10^12-bit rationals
@@ -505,7 +506,6 @@ def bracket_sequence(
 
 def _scaled(x: Any) -> int:
     """floor(mid(x)·8·2^64): a logarithm as an integer, for choosing a shape."""
-    from exactattn.numbers import arb_endpoints
 
     m = arb_endpoints(x.mid())[0] * 8 * 2**64
     return m.numerator // m.denominator
@@ -598,7 +598,6 @@ def closed_forms(lengths: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def _certified(encl: dict[int, tuple[str, str]]) -> dict[str, Any]:
     """Point enclosures (lower = upper, e.g. an exact 0) are exact data: fit them; else bracket."""
-    from exactattn.numbers import decimal_is_huge
 
     if not all(_finite(e) for e in encl.values()):
         return bracket_sequence(encl)  # an infinite endpoint: no exact fit

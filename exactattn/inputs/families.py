@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from exactattn.errors import UsageError
+from exactattn.core.errors import UsageError
 from exactattn.model import Model
 
 Word = tuple[str, ...]

@@ -10,6 +10,12 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
+
+from exactattn.core.jsonio import write_json_atomic
+from exactattn.engine.temperature import parse_tau
+from exactattn.export import require
+from exactattn.model import load_model
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
@@ -25,7 +31,6 @@ def _n_for(model: Any, n: int | None) -> int:
 
 
 def print_rounding(rounding: list[dict[str, Any]], dtype: str, shown: int = 20) -> None:
-    from rich.markup import escape
 
     if not rounding:
         console.print(f"every exported value is exact in {dtype}", highlight=False)
@@ -91,13 +96,9 @@ def export_torch_cmd(
 ) -> None:
     """MODEL at one length n as a PyTorch module file (config + state dict; load it with
     exactattn.export.torch.load). Lists every weight that rounds in the dtype."""
-    from exactattn.export import require
-    from exactattn.jsonio import write_json_atomic
-    from exactattn.model import load_model
 
     require("torch", "exactattn export torch")
-    from exactattn.engine.temperature import parse_tau
-    from exactattn.export.torch import export_torch, save
+    from exactattn.export.torch import export_torch, save  # lazy: torch, an optional extra
 
     model = load_model(model_path)
     length = _n_for(model, n)
@@ -142,11 +143,9 @@ def export_tl_cmd(
     """MODEL as a TransformerLens HookedTransformer: config + state dict (load it with
     exactattn.export.transformer_lens.load_hooked). Exit 2 naming the feature that does not
     fit (per-head temperatures; with --no-mask-hooks, masks other than causal/none)."""
-    from exactattn.export import require
-    from exactattn.model import load_model
-
     require("torch", "exactattn export transformer-lens")
     require("transformer_lens", "exactattn export transformer-lens")
+    # lazy: torch and transformer_lens, optional extras
     from exactattn.export.transformer_lens import describe, export_transformer_lens, save
 
     model = load_model(model_path)

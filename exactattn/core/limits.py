@@ -7,10 +7,14 @@ calls :func:`check_tree` on every parsed file; the model reader adds the per-fie
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from exactattn.errors import ModelError
+from exactattn.core.errors import (  # noqa: F401  (cap_message, MAX_MESSAGE: re-exported)
+    _SURROGATE,
+    MAX_MESSAGE,
+    ModelError,
+    cap_message,
+)
 
 MAX_DEPTH = 64
 """Deepest nesting of JSON arrays/objects (models need about 7, result files about 8)."""
@@ -23,11 +27,6 @@ MAX_KEY = 256
 
 MAX_NAME = 256
 """Longest name, token, label, coordinate name or BOS/EOS token."""
-
-MAX_MESSAGE = 600
-"""Longest error message the tool prints (user text inside it is clipped)."""
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _DuplicateKey(dict):
@@ -142,16 +141,6 @@ def check_name(s: str, path: str, what: str = "name") -> str:
             f"use printable characters only in a {what}",
         )
     return s
-
-
-def cap_message(text: str) -> str:
-    """One error message: one line (control characters escaped), at most MAX_MESSAGE long."""
-    text = _SURROGATE.sub("\ufffd", text)
-    if not text.isprintable():
-        text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
-    if len(text) > MAX_MESSAGE:
-        text = text[: MAX_MESSAGE - 40] + f"… (message cut, {len(text):,} characters)"
-    return text
 
 
 MAX_LENGTH = 1_000_000

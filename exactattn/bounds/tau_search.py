@@ -32,13 +32,16 @@ from typing import Any
 
 from flint import arb, ctx
 
+from exactattn.core.numbers import arb_endpoints, decimal_down, decimal_up, parse_decimal
+from exactattn.engine.certify import zero_test
 from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.measure import LengthAccumulator, delta_bounds, jsonable
 from exactattn.engine.soft import WeightCache, run_soft
+from exactattn.engine.temperature import BASE_PREC, Temperatures
+from exactattn.inputs import batches, words_of_length
 from exactattn.model import Model
 from exactattn.model.expr import parse_expression
-from exactattn.numbers import arb_endpoints, decimal_down, decimal_up, parse_decimal
-from exactattn.reference import Oracle
+from exactattn.model.reference import Oracle
 
 TAU_GRID = 8  # τ* is searched on the grid 2^(k/8)
 GRID = "2^(k/8)"
@@ -118,7 +121,6 @@ class Prober:
     # -- one probe ------------------------------------------------------------------------
     def _words(self) -> Iterator[list[tuple[str, ...]]]:
         """Every input of length n, recent failures first (a bad τ is then found fast)."""
-        from exactattn.inputs import batches, words_of_length
 
         hot = [w for w in self.hot if len(w) == self.n]
         if hot:
@@ -144,7 +146,6 @@ class Prober:
         comparisons ε vs 1 only with ``want_inv`` (without it, an error > 1 found on the way
         still counts, but an open comparison leaves the invariant unknown, not failed).
         """
-        from exactattn.engine.temperature import BASE_PREC, Temperatures
 
         fact = self.facts.setdefault(k, Fact())
         want_inv = want_inv and fact.inv is None
@@ -219,7 +220,6 @@ class Prober:
         Unlike ``check.certify_word`` it does not insist on the report's 1e-6 accuracy of
         every error: the search only needs the comparisons.
         """
-        from exactattn.engine.certify import zero_test
 
         while True:
             taus = temps.at(self.n, prec)
@@ -285,7 +285,6 @@ def search_tau(
     ``oracle`` is unused: τ* compares the soft meaning with the hard one, not with a reference.
     """
     del oracle
-    from exactattn.engine.temperature import BASE_PREC, Temperatures
 
     pr = Prober(model, cm, n, batch, max_prec)
     with ctx.workprec(BASE_PREC):

@@ -1,0 +1,45 @@
+"""Helpers shared by the commands of :mod:`exactattn.cli` and :mod:`exactattn.cli.extra`
+(below both, so neither imports the other)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+from exactattn.core.jsonio import atomic_path
+from exactattn.core.numbers import short_decimal
+
+
+def _snapshot(path: str | None) -> bytes | None:
+    """A result file's bytes before the run (None: no such file)."""
+    if path is None or not Path(path).is_file():
+        return None
+    return Path(path).read_bytes()
+
+
+def _restore(path: str | None, before: bytes | None) -> None:
+    """Put a result file back as it was before the run (removed if it did not exist)."""
+    if path is None:
+        return
+    p = Path(path)
+    try:
+        if before is None:
+            p.unlink(missing_ok=True)
+        else:
+            with atomic_path(p) as tmp:
+                tmp.write_bytes(before)
+    except OSError:  # the error being reported is the one that matters
+        pass
+
+
+LONG_EXACT = 40
+"""Exact rationals longer than this are shown as ``≈1.23e-2300`` in the table (JSON: exact)."""
+
+
+def _exact_cell(text: str) -> str:
+    """An exact rational for the table: as written, or (past LONG_EXACT characters, e.g. a γ
+    with a 4,400-digit denominator) ≈ its 3-digit decimal, rounded toward zero."""
+    if len(text) <= LONG_EXACT:
+        return text
+    q = Fraction(text)
+    return "≈" + short_decimal(q, up=q < 0)

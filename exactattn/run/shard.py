@@ -1,0 +1,145 @@
+"""One shard of one length: both meanings of its inputs, measured into a mergeable record.
+
+Below :mod:`exactattn.run.check` (which chains the lengths) and :mod:`exactattn.run.executors`
+(which decides where shards run), so both import it and neither imports the other's caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from flint import arb
+
+from exactattn.engine.certify import MAX_PREC, certify_word
+from exactattn.engine.hard import CompiledModel, run_hard
+from exactattn.engine.measure import LengthAccumulator
+from exactattn.engine.soft import WeightCache
+from exactattn.engine.softfloat import certify_float, tau_enclosures
+from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
+from exactattn.inputs import Shard, batches, words_in
+from exactattn.model import Model
+from exactattn.model.reference import Oracle
+from exactattn.results import Interval, LengthRecord
+
+BATCH = 2048
+
+
+@dataclass(frozen=True)
+class LengthJob:
+    """Everything a worker needs to check shards of one length (picklable)."""
+
+    model: Model
+    n: int
+    tau: str | None  # override expression text, None: the model's temperatures
+    hard_only: bool
+    batch: int = BATCH
+    max_prec: int = MAX_PREC
+    float_filter: bool = True  # settle what float64 enclosures can; arb for the rest
+
+
+# ---------------------------------------------------------------------------
+# one shard
+# ---------------------------------------------------------------------------
+
+
+_COMPILED: dict[int, tuple[Model, CompiledModel]] = {}
+
+
+def _compiled(model: Model) -> CompiledModel:
+    """One compiled model per model object and process (workers check many shards)."""
+    hit = _COMPILED.get(id(model))
+    if hit is None or hit[0] is not model:
+        _COMPILED.clear()
+        hit = (model, CompiledModel(model))
+        _COMPILED[id(model)] = hit
+    return hit[1]
+
+
+def check_shard(
+    job: LengthJob,
+    shard: Shard,
+    progress: Callable[[int], None] | None = None,
+    words: Sequence[tuple[str, ...]] | None = None,
+) -> LengthRecord:
+    """Both meanings of every input of one shard: its mergeable record.
+
+    ``words`` replaces the shard's own inputs (a sample, for :func:`estimate`; its witnesses'
+    ranks are then meaningless).
+    """
+    model, n = job.model, job.n
+    cm = _compiled(model)
+    override = parse_tau(job.tau) if job.tau is not None else None
+    temps = Temperatures(model, override)
+    oracle = Oracle(model.reference, model.alphabet) if model.reference else None
+    weights = WeightCache(cm)
+    layer_kinds = [layer.kind for layer in model.layers]
+    tau_n = None if job.hard_only else temps.display(n)
+    head_taus: dict[tuple[int, int], Interval] = {}
+    if not job.hard_only:
+        for li, row in enumerate(temps.at(n, BASE_PREC)):
+            for hi, t in enumerate(row or []):
+                head_taus[(li, hi)] = Interval(arb(t.lower()), arb(t.upper()))
+    acc = LengthAccumulator(model, n, oracle, len(model.layers))
+    start_prec = BASE_PREC  # inputs of one shard need similar precision
+    rank = shard.start
+    # the float filter: value outputs compared with a reference need δy as balls (arb path)
+    use_float = (
+        job.float_filter
+        and not job.hard_only
+        and not (model.output.kind == "value" and oracle is not None)
+    )
+    if use_float:
+        ftaus = tau_enclosures(temps.at(n, BASE_PREC))
+    source = iter(words) if words is not None else words_in(model.alphabet, shard)
+    for chunk in batches(source, job.batch):
+        hb = run_hard(cm, chunk, n)
+        acc.add_hard(hb, first_rank=rank)
+        if not job.hard_only:
+            settled = None
+            if use_float:
+                try:
+                    fb = certify_float(cm, hb, ftaus)
+                except OverflowError:  # numerators beyond float range: arb for the batch
+                    fb = None
+                if fb is not None:
+                    # an error that underflowed to [0, 2^-500] (softfloat.TINY) says little
+                    # (tiny τ): arb gives it a real size at no extra cost
+                    under = fb.underflowed()
+                    settled = fb.settled & ~under
+                    if not settled.all():
+                        settled = settle_dominated(fb, settled, under, acc.error_lower_floats())
+                    acc.add_soft_float(hb, fb, settled)
+                    acc.float_settled += int(settled.sum())
+            for b in range(len(chunk)):
+                if settled is not None and settled[b]:
+                    continue
+                sr = certify_word(
+                    cm, hb, b, acc, temps, weights, base_prec=start_prec, max_prec=job.max_prec
+                )
+                start_prec = max(BASE_PREC, sr.prec)
+                acc.add_soft(hb, b, sr.bounds, sr.verdict, sr.prec)
+        rank += len(chunk)
+        if progress:
+            progress(len(chunk))
+    return acc.to_record(tau_n, layer_kinds, head_taus)
+
+
+def settle_dominated(
+    fb: Any, settled: np.ndarray, under: np.ndarray, lower: list[float]
+) -> np.ndarray:
+    """Also settle the words whose loose error enclosures are reported by no one.
+
+    Only a layer's largest error is reported, with a witness, to 1e-6 relative accuracy; a
+    word whose enclosure's upper end is below a lower end already reported (earlier in the
+    shard, ``lower``, or by a word settled in this batch) can change neither end of the
+    layer's interval nor its witness, whatever its true error. Such a word needs no arb
+    run, as long as its decisions are certain.
+    """
+    thr = np.array(lower, dtype=np.float64)
+    if settled.any():
+        thr = np.maximum(thr, fb.err_lo[settled].max(axis=0))
+    covered = fb.tight | (fb.err_hi < thr[None, :])
+    return settled | (fb.decided & ~under & covered.all(axis=1))
