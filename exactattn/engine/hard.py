@@ -330,12 +330,29 @@ def _join(first: np.ndarray, rest: np.ndarray, group: int) -> np.ndarray:
     return np.concatenate([np.repeat(first, group, axis=0), rest], axis=1)
 
 
+def tie_support(top: np.ndarray, rule: str) -> np.ndarray:
+    """The positions hard attention averages over, given ``top`` (..., T): the maximal visible
+    positions of each query row. ``average`` keeps them all; ``leftmost``/``rightmost`` keep
+    the first/last of them. The one tie rule of every engine (batch, long input, certified
+    long input)."""
+    if rule == "average":
+        return top
+    support = np.zeros_like(top)
+    pick = (
+        np.argmax(top, axis=-1)
+        if rule == "leftmost"
+        else top.shape[-1] - 1 - np.argmax(top[..., ::-1], axis=-1)
+    )
+    idx = np.nonzero(top.any(axis=-1))
+    support[(*idx, pick[idx])] = True
+    return support
+
+
 def _attend(
     s: np.ndarray, vis: np.ndarray, rule: str, v: RatArray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, RatArray]:
     """Hard attention of query rows with scores ``s`` (N, R, T) and visibility ``vis``
     (R, T): the argmax sets, the supports, their sizes and the averaged values (N, R, m)."""
-    T = s.shape[2]
     if s.dtype == object:
         floor = -(max(abs(int(s.max())), abs(int(s.min()))) + 1) if s.size else -1
         masked = np.where(vis[None], s, floor)
@@ -344,18 +361,7 @@ def _attend(
         lowest = np.iinfo(np.int64).min
         rowmax = np.max(s, axis=2, keepdims=True, where=vis[None], initial=lowest)
     top = vis[None] & (s == rowmax)
-    if rule == "average":
-        support = top
-    else:
-        support = np.zeros_like(top)
-        has = top.any(axis=2)
-        pick = (
-            np.argmax(top, axis=2)
-            if rule == "leftmost"
-            else T - 1 - np.argmax(top[:, :, ::-1], axis=2)
-        )
-        nn, tt = np.nonzero(has)
-        support[nn, tt, pick[nn, tt]] = True
+    support = tie_support(top, rule)
     count = support.sum(axis=2)
     ones = RatArray(support.astype(np.int64), 1, bound=1 if support.any() else 0)
     summed = ones.bmm(v)  # (N, R, m) = Σ_{j∈H} v_j

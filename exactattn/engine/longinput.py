@@ -24,7 +24,13 @@ from fractions import Fraction
 
 import numpy as np
 
-from exactattn.engine.hard import CompiledFFN, CompiledHead, CompiledModel, visible_block
+from exactattn.engine.hard import (
+    CompiledFFN,
+    CompiledHead,
+    CompiledModel,
+    tie_support,
+    visible_block,
+)
 from exactattn.engine.ratarray import INT64_SAFE, RatArray, int_matmul
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model
 
@@ -262,17 +268,7 @@ def run_head_long(
         has = vis.any(axis=1)
         top = vis & (S == rmax)
         top_count[rows] = top.sum(axis=1)
-        if rule == "average":
-            support = top
-        else:
-            support = np.zeros_like(top)
-            pick = (
-                np.argmax(top, axis=1)
-                if rule == "leftmost"
-                else top.shape[1] - 1 - np.argmax(top[:, ::-1], axis=1)
-            )
-            idx = np.nonzero(has)[0]
-            support[idx, pick[idx]] = True
+        support = tie_support(top, rule)
         count[rows] = support.sum(axis=1)
         summed = int_matmul(support.astype(np.int64), vc[k0:k1])  # (b, m)
         mixed_num[rows] = _obj(summed)

@@ -42,7 +42,14 @@ import numpy as np
 from exactattn.core.numbers import arb_endpoints, interval_json
 from exactattn.engine import softfloat as sf
 from exactattn.engine.certify import certify_word
-from exactattn.engine.hard import CompiledFFN, CompiledHead, CompiledModel, run_hard, visible_block
+from exactattn.engine.hard import (
+    CompiledFFN,
+    CompiledHead,
+    CompiledModel,
+    run_hard,
+    tie_support,
+    visible_block,
+)
 from exactattn.engine.longinput import LongHard, RowRat, affine, exact_scores, run_hard_long
 from exactattn.engine.measure import LengthAccumulator
 from exactattn.engine.soft import WeightCache
@@ -279,19 +286,8 @@ def _head_block(
     else:
         masked = np.where(vis_q, S, np.iinfo(np.int64).min)
     rmax = masked.max(axis=1, keepdims=True)
-    has = vis_q.any(axis=1)
     top_q = vis_q & (S == rmax)
-    if rule == "average":
-        sup_q = top_q
-    else:
-        sup_q = np.zeros_like(top_q)
-        pick = (
-            np.argmax(top_q, axis=1)
-            if rule == "leftmost"
-            else top_q.shape[1] - 1 - np.argmax(top_q[:, ::-1], axis=1)
-        )
-        idx = np.nonzero(has)[0]
-        sup_q[idx, pick[idx]] = True
+    sup_q = tie_support(top_q, rule)
     cnt = sup_q.sum(axis=1).astype(np.float64)
     nA = top_q.sum(axis=1).astype(np.float64)
     vis = np.ascontiguousarray(vis_q.T)  # (K, b)
