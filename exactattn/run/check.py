@@ -162,14 +162,13 @@ def run_check(
         if not hard_only:
             Temperatures(model, override).at(n, BASE_PREC)
             Temperatures(model, override).display(n)
-    tau_text = override.text if override is not None else None
     try:
         for n in range(lo, max_n + 1):
             temps = Temperatures(model, override)
-            job_tau = tau_text
+            job_tau = override
             if tau_theorem and not hard_only:
                 pre = check_length(
-                    LengthJob(model, n, tau_text, True, batch, max_prec, float_filter), run
+                    LengthJob(model, n, override, True, batch, max_prec, float_filter), run
                 )
                 t_thm, _ = tau_theorem_value(model, pre)
                 if t_thm is None:
@@ -177,8 +176,10 @@ def run_check(
                         f"--tau theorem: at n = {n} a leftmost/rightmost head has a tie at the "
                         "top, so no temperature makes softmax reproduce it (proofs/, Thm 3(c))"
                     )
-                job_tau = frac_str(dyadic_lower(t_thm))
-                temps = Temperatures(model, parse_expression(job_tau, ("n",), transcendental=True))
+                # the theorem's τ as an exact constant expression, written as it is recorded
+                text = frac_str(dyadic_lower(t_thm))
+                job_tau = parse_expression(text, ("n",), transcendental=True)
+                temps = Temperatures(model, job_tau)
             job = LengthJob(model, n, job_tau, hard_only, batch, max_prec, float_filter)
             rec = check_length(job, run, progress)
             if (bounds or tau_theorem) and not hard_only:

@@ -149,7 +149,7 @@ class Checkpoint:
 
     # -- shards ---------------------------------------------------------------------
     def _path(self, job: LengthJob, shard: Shard) -> Path:
-        tag = "hard" if job.hard_only else f"soft-{job.tau or 'model'}"
+        tag = "hard" if job.hard_only else f"soft-{job.tau_text or 'model'}"
         h = hashlib.sha256(tag.encode()).hexdigest()[:12]
         return self.dir / f"{h}-n{shard.n}" / f"s{shard.index}.json"
 
@@ -159,7 +159,7 @@ class Checkpoint:
             "checkpoint": self.fingerprint_sha256,
             "model_sha256": self.fingerprint.get("model_sha256"),
             "n": shard.n,
-            "tau": job.tau,
+            "tau": job.tau_text,
             "hard_only": job.hard_only,
             "max_prec": job.max_prec,
             "float_filter": job.float_filter,

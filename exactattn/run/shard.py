@@ -18,9 +18,10 @@ from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.measure import LengthAccumulator
 from exactattn.engine.soft import WeightCache
 from exactattn.engine.softfloat import certify_float, tau_enclosures
-from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
+from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import Shard, batches, words_in
 from exactattn.model import Model
+from exactattn.model.expr import Expr
 from exactattn.model.reference import Oracle
 from exactattn.results import Interval, LengthRecord
 
@@ -33,11 +34,16 @@ class LengthJob:
 
     model: Model
     n: int
-    tau: str | None  # override expression text, None: the model's temperatures
+    tau: Expr | None  # the τ override, parsed once (None: the model's temperatures)
     hard_only: bool
     batch: int = BATCH
     max_prec: int = MAX_PREC
     float_filter: bool = True  # settle what float64 enclosures can; arb for the rest
+
+    @property
+    def tau_text(self) -> str | None:
+        """The override as written (checkpoint identities and file names use the text)."""
+        return self.tau.text if self.tau is not None else None
 
 
 # ---------------------------------------------------------------------------
@@ -71,7 +77,7 @@ def check_shard(
     """
     model, n = job.model, job.n
     cm = _compiled(model)
-    override = parse_tau(job.tau) if job.tau is not None else None
+    override = job.tau
     temps = Temperatures(model, override)
     oracle = Oracle(model.reference, model.alphabet) if model.reference else None
     weights = WeightCache(cm)
