@@ -226,3 +226,14 @@ def claim_exact(c: Claim, n: int) -> Fraction | None:
         raise ModelError(
             f"claims.{c.key}.expr", f"undefined at n = {n}: {exc}", "make it defined for every n"
         ) from None
+
+
+def claims_object(
+    gamma: str, x_max: str, margin: str | None, file: str, statements: tuple[str, str, str]
+) -> dict[str, Any]:
+    """The ``claims`` object a builder writes (every claim proved in ``file``)."""
+    out: dict[str, Any] = {}
+    for key, expr, st in zip(CLAIM_KEYS, (gamma, x_max, margin), statements, strict=True):
+        if expr is not None:
+            out[key] = {"expr": expr, "justification": {"file": file, "statement": st}}
+    return out
