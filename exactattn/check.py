@@ -200,6 +200,10 @@ def run_check(
                 from exactattn.bounds_check import bounds_for_length
 
                 rec = with_extras(rec, bounds=bounds_for_length(model, rec, temps.at(n, BASE_PREC)))
+            if model.claims is not None:  # claimed bounds vs the measured values (issue 23)
+                from exactattn.certificate.verify import verify_claims
+
+                rec = with_extras(rec, extra={**rec.extra, "claims": verify_claims(model, rec)})
             if find_tau and not hard_only:
                 from exactattn.tau_search import search_tau
 
