@@ -655,6 +655,10 @@ from exactattn.cli_extra import precision_cmd, search_cmd  # noqa: E402  (past e
 main.add_command(precision_cmd)
 main.add_command(search_cmd)
 
+from exactattn.certificate.cli import certify_cmd  # noqa: E402  (issue 23)
+
+main.add_command(certify_cmd)
+
 
 if __name__ == "__main__":  # pragma: no cover
     main()
