@@ -643,6 +643,11 @@ def report(result_path: str, fmt: str | None, out: str) -> None:
         raise click.UsageError(
             f"{result_path} is not UTF-8 text (result files are UTF-8 JSON)"
         ) from None
+    if isinstance(data, dict) and data.get("format") == "exactattn-certificate/1":  # issue 23
+        from exactattn.certificate.render import write_certificate_report
+
+        err_console.print(f"wrote {write_certificate_report(data, Path(out), fmt)}")
+        return
     if not isinstance(data, dict) or data.get("format") != "exactattn-result/1":
         raise click.UsageError(f"{result_path} is not an exactattn-result/1 file")
     validate_result(data, result_path)
