@@ -220,6 +220,7 @@ def certify_length(
         res.update(
             {
                 "tau": tau_text,
+                "tau_exact": frac_str(t_low) if tau == "theorem" else tau,
                 "tau_values": [
                     None if row is None else [arb_interval(t) for t in row] for row in taus
                 ],

@@ -1,0 +1,279 @@
+"""Claims in model files, their verification by `check`, and `exactattn certify` (issue 23).
+
+Hand-derived values: Dyck-2 has γ(n) = 1/(n+1), x_max(n) = (n+1)², μ(n) = 1/2 (proofs/claims.md,
+Proposition D); every certified error bound must be ≥ the measured error after every layer.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from exactattn.certificate.certify import Prepared, certificate, certify_length, certify_range
+from exactattn.check import run_check
+from exactattn.errors import ExactAttnError, ModelError
+from exactattn.model import load_model, model_from_dict
+from exactattn.numbers import arb_endpoints
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = sorted((ROOT / "models").glob("*.json"))
+IDS = [p.stem for p in MODELS]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "exactattn", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+
+
+def dyck1() -> dict:
+    return json.loads((ROOT / "models" / "dyck1.json").read_text())
+
+
+# ---------------------------------------------------------------- the format
+
+
+@pytest.mark.parametrize(
+    ("edit", "path"),
+    [
+        (lambda c: c.pop("margin_lower"), "claims: missing required key 'margin_lower'"),
+        (lambda c: c["gamma_lower"].update(expr="1/(n+"), "claims.gamma_lower.expr"),
+        (lambda c: c["gamma_lower"].update(expr="__import__('os')"), "claims.gamma_lower.expr"),
+        (
+            lambda c: c["x_max_upper"].update(justification={"file": "../etc", "statement": "x"}),
+            "claims.x_max_upper.justification.file",
+        ),
+        (lambda c: c["x_max_upper"].update(justification="trust me"), "claims.x_max_upper"),
+        (lambda c: c.update(gamma_low={}), "claims.gamma_low: unknown key"),
+        (lambda c: c["margin_lower"].pop("expr"), "claims.margin_lower: missing required key"),
+    ],
+)
+def test_malformed_claims_name_the_json_path(edit, path: str) -> None:
+    d = dyck1()
+    edit(d["claims"])
+    with pytest.raises(ModelError) as exc:
+        model_from_dict(d)
+    assert path in str(exc.value)
+
+
+def test_bad_claims_exit_2_and_write_nothing(tmp_path: Path) -> None:
+    d = dyck1()
+    d["claims"]["gamma_lower"]["expr"] = "1/(n+"
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps(d))
+    out = tmp_path / "c.json"
+    p = cli("certify", str(f), "--n", "5", "--json", str(out))
+    assert p.returncode == 2, p.stderr
+    assert "claims.gamma_lower.expr" in p.stderr
+    assert not out.exists()
+
+
+def test_missing_claims_exit_2_with_the_fix(tmp_path: Path) -> None:
+    d = dyck1()
+    del d["claims"]
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps(d))
+    p = cli("certify", str(f), "--n", "5")
+    assert p.returncode == 2
+    assert "claims" in p.stderr and "fix:" in p.stderr
+
+
+def test_leftmost_head_gets_no_certificate(tmp_path: Path) -> None:
+    d = dyck1()
+    d["layers"][0]["heads"][0]["hard"] = "leftmost"
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps(d))
+    p = cli("certify", str(f), "--n", "5", "--tau", "theorem")
+    assert p.returncode == 2
+    assert "H3" in p.stderr and "leftmost" in p.stderr
+
+
+# ---------------------------------------------------------------- check verifies the claims
+
+
+@pytest.mark.parametrize("path", MODELS, ids=IDS)
+def test_bundled_claims_hold_on_every_enumerated_length(path: Path) -> None:
+    model = load_model(path)
+    assert model.claims is not None
+    assert not model.claims.conditional  # the builders prove every claim
+    res = run_check(model, max_n=6 if "induction" not in path.stem else 5, hard_only=True)
+    for rec in res.lengths:
+        cl = rec.extra["claims"]
+        assert cl["violations"] == 0 and cl["undecided"] == 0, (rec.n, cl)
+        assert all(v["status"] == "holds" for v in cl["claims"].values())
+    assert res.exit_code() == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", MODELS, ids=IDS)
+def test_bundled_claims_hold_slow(path: Path) -> None:
+    model = load_model(path)
+    res = run_check(model, max_n=8 if len(model.alphabet) <= 3 else 7, hard_only=True)
+    assert all(r.extra["claims"]["violations"] == 0 for r in res.lengths)
+
+
+def test_dyck2_claims_are_tight() -> None:
+    """The measured values equal the claims exactly (γ = 1/(n+1), x_max = (n+1)², μ = 1/2)."""
+    res = run_check(load_model(ROOT / "models" / "dyck2.json"), max_n=4, hard_only=True)
+    for rec in res.lengths:
+        n = rec.n
+        c = rec.extra["claims"]["claims"]
+        assert c["gamma_lower"] == {
+            "claim": f"1/{n + 1}",
+            "measured": f"1/{n + 1}",
+            "status": "holds",
+        }
+        assert c["x_max_upper"]["measured"] == str((n + 1) ** 2) == c["x_max_upper"]["claim"]
+        assert c["margin_lower"]["measured"] == "1/2"
+
+
+def test_false_claims_are_findings(tmp_path: Path) -> None:
+    d = dyck1()
+    d["claims"]["gamma_lower"]["expr"] = "1/(n+1) + 1/1000"  # false by 1/1000
+    d["claims"]["x_max_upper"]["expr"] = "n^2"  # false: x_max = (n+1)^2
+    d["claims"]["margin_lower"] = {"expr": "2/3", "justification": "user"}  # μ = 1/2
+    f = tmp_path / "false.json"
+    f.write_text(json.dumps(d))
+    out = tmp_path / "r.json"
+    p = cli("check", str(f), "--max-n", "3", "--hard-only", "-q", "--json", str(out))
+    assert p.returncode == 1, p.stderr
+    data = json.loads(out.read_text())
+    det = {x["claim"]: x for x in data["lengths"][2]["claims"]["violation_details"]}
+    assert det["gamma_lower"]["measured"] == "1/4" and det["gamma_lower"]["n"] == 3
+    assert det["gamma_lower"]["claimed"] == "γ(n) ≥ 251/1000"
+    assert det["gamma_lower"]["witness"] == ["(", "(", "("]
+    assert det["x_max_upper"]["measured"] == "16" and det["x_max_upper"]["claimed"].endswith("9")
+    w = det["x_max_upper"]["witness"]
+    assert len(w) == 3  # an input of length 3 attaining x_max: check it
+    assert det["margin_lower"]["measured"] == "1/2" and len(det["margin_lower"]["witness"]) == 3
+    assert (
+        "n=3: claim gamma_lower (γ(n) ≥ 251/1000) fails: measured 1/4" in data["verdict"]["summary"]
+    )
+
+
+def test_an_almost_true_claim_passes() -> None:
+    d = dyck1()
+    d["claims"]["gamma_lower"]["expr"] = "1/(n+1) - 1/10^9"
+    res = run_check(model_from_dict(d), max_n=3, hard_only=True)
+    assert res.exit_code() == 0
+
+
+# ---------------------------------------------------------------- certify
+
+
+def test_dyck2_at_65536_theorem_tau_is_certified_with_the_chain() -> None:
+    p = cli("certify", "models/dyck2.json", "--n", "65536", "--tau", "theorem")
+    assert p.returncode == 0, p.stderr
+    assert "certified" in p.stdout.splitlines()[0] and "NOT" not in p.stdout
+    for step in ("Proposition D(a)", "Lemma G", "Theorem 4(iii)", "Corollary 5", "Theorem 5"):
+        assert step in p.stdout, step
+    assert "every claim used is proved" in p.stdout
+
+
+def test_dyck2_own_tau_is_the_honest_answer() -> None:
+    p = cli("certify", "models/dyck2.json", "--n", "65536")
+    assert p.returncode == 1
+    assert "NOT certified" in p.stdout and "not certified below the claimed margin 1/2" in p.stdout
+
+
+def test_certificate_values_dyck2() -> None:
+    m = load_model(ROOT / "models" / "dyck2.json")
+    c = certificate(m, 65536, "theorem")
+    assert c["format"] == "exactattn-certificate/1"
+    assert c["claims_at_n"] == {
+        "gamma_lower": "1/65537",
+        "x_max_upper": str(65537**2),
+        "margin_lower": "1/2",
+    }
+    assert c["constants"]["T"] == 65538 and c["constants"]["m"] == 65537
+    assert c["constants"]["eps_star"] == "1/4"
+    assert c["layers"][0]["error_bound"] == "0"  # constant scores: no lower score, exact
+    assert c["eps_le_1"]["theorem_4ii_invariant"] is True
+    # Theorem 5: at τ ≤ τ_thm the paper chain gives ε_L ≤ ε* = 1/4
+    assert Fraction(c["paper_chain"]["layers"][-1]) <= Fraction(1, 4)
+    assert c["conditional_on"] == []
+
+
+def test_user_claims_make_the_answer_conditional(tmp_path: Path) -> None:
+    d = dyck1()
+    d["claims"]["margin_lower"]["justification"] = "user"
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps(d))
+    p = cli("certify", str(f), "--n", "1000000000", "--tau", "theorem")
+    assert p.returncode == 0, p.stderr
+    assert "CONDITIONAL" in p.stdout and "margin_lower" in p.stdout
+
+
+def test_range_own_tau_and_theorem_tau() -> None:
+    p = cli("certify", "models/dyck2.json", "--range", "1..100000")
+    assert p.returncode == 1
+    assert "not certified already at n = 1" in p.stdout
+    m = load_model(ROOT / "models" / "dyck2.json")
+    r = certify_range(m, 1, 300, "theorem")
+    assert r["first_failure"] is None and r["certified_through"] == 300 and r["evaluated"] == 300
+
+
+@pytest.mark.slow
+def test_range_dyck2_theorem_to_100000() -> None:
+    p = cli("certify", "models/dyck2.json", "--range", "1..100000", "--tau", "theorem")
+    assert p.returncode == 0 and "certified for every n = 1..100000" in p.stdout
+
+
+def test_range_rejects_bad_text() -> None:
+    for bad in ("5..1", "0..3", "a..b", "1-5"):
+        p = cli("certify", "models/dyck2.json", "--range", bad)
+        assert p.returncode == 2, bad
+
+
+def _agrees(path: Path, max_n: int, theorem: bool) -> None:
+    """Certified error bound ≥ the measured maximum after every layer, every n ≤ max_n, at
+    the same τ (the model's own, or the exact lower end of τ_thm(n))."""
+    model = load_model(path)
+    prep = Prepared.of(model)
+    for n in range(model.claims.from_n, max_n + 1):
+        tau = certify_length(prep, n, "theorem")["tau_exact"] if theorem else None
+        c = certify_length(prep, n, tau)
+        rec = run_check(model, max_n=n, min_n=n, tau=tau).lengths[0]
+        for li, layer in enumerate(rec.layers):
+            bound = Fraction(c["layers"][li]["error_bound"])
+            err = layer.error
+            assert err is not None and err.lower is not None
+            assert arb_endpoints(err.lower)[0] <= bound, (path.stem, n, li, err.lower, bound)
+
+
+@pytest.mark.parametrize("path", MODELS, ids=IDS)
+def test_certificate_is_above_the_measured_error(path: Path) -> None:
+    _agrees(path, 4 if "induction" in path.stem or "counting" in path.stem else 6, False)
+    _agrees(path, 3, True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", MODELS, ids=IDS)
+def test_certificate_is_above_the_measured_error_slow(path: Path) -> None:
+    _agrees(path, 8 if "dyck" in path.stem else 7, False)
+    _agrees(path, 6, True)
+
+
+def test_certificate_report_md_and_tex(tmp_path: Path) -> None:
+    cj = tmp_path / "c.json"
+    p = cli("certify", "models/dyck2.json", "--n", "100", "--tau", "theorem", "--json", str(cj))
+    assert p.returncode == 0
+    for suffix in ("md", "tex"):
+        out = tmp_path / f"c.{suffix}"
+        q = cli("report", str(cj), "-o", str(out))
+        assert q.returncode == 0, q.stderr
+        text = out.read_text()
+        assert "Proposition D(a)" in text and "Lemma G" in text
+
+
+def test_exactattn_error_is_usage() -> None:
+    assert issubclass(ModelError, ExactAttnError)
