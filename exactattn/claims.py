@@ -192,9 +192,16 @@ def load_runs(root: Path = ROOT) -> dict[str, dict[str, dict[str, Any]]]:
             if path.exists():
                 text = path.read_text("utf-8")
                 out.setdefault(stem, {})[kind] = json.loads(text, parse_float=str)
-        cert = data_path(root, stem, "certify")
-        if cert.exists():
-            out.setdefault(stem, {})["certify"] = json.loads(cert.read_text("utf-8"))
+    return out
+
+
+def load_certify(root: Path = ROOT) -> dict[str, dict[str, Any]]:
+    """The stored `certify --range` results, by stem (a missing file is simply absent)."""
+    out = {}
+    for stem in RUNS:
+        path = data_path(root, stem, "certify")
+        if path.exists():
+            out[stem] = json.loads(path.read_text("utf-8"))
     return out
 
 
@@ -612,8 +619,10 @@ def short_ratio(rows: list[TauRow]) -> str:
     return f"{short(lo, False)}–{short(hi, True)} (n = {_runs(ns)})"
 
 
-def render(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
-    """The Markdown of docs/claims.md from the stored results."""
+def render(
+    runs: dict[str, dict[str, dict[str, Any]]], certs: dict[str, dict[str, Any]] | None = None
+) -> str:
+    """The Markdown of docs/claims.md from the stored results (and `certify --range` ones)."""
     lines = [
         "# Claims ledger",
         "",
@@ -703,7 +712,7 @@ def render(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
                     ratio_text(tau_rows(soft)),
                     ("—" if mob is None else f"≤ {short(mob, True)}") + f", {viol} violation(s)",
                     invariant_everywhere(soft),
-                    certify_text(r.get("certify")),
+                    certify_text((certs or {}).get(stem)),
                 ]
             )
             + " |"
@@ -731,7 +740,7 @@ def build(root: Path = ROOT, verify: bool = False, rerun_first: bool = False) ->
     if rerun_first:
         rerun(root)
         rerun_certify(root)
-    text = render(load_runs(root))
+    text = render(load_runs(root), load_certify(root))
     path = root / LEDGER
     if verify:
         return path.exists() and path.read_text("utf-8") == text
