@@ -277,3 +277,24 @@ def test_certificate_report_md_and_tex(tmp_path: Path) -> None:
 
 def test_exactattn_error_is_usage() -> None:
     assert issubclass(ModelError, ExactAttnError)
+
+
+def test_checked_result_file_says_up_to_which_n(tmp_path: Path) -> None:
+    r = tmp_path / "r.json"
+    p = cli("check", "models/dyck2.json", "--max-n", "3", "--hard-only", "-q", "--json", str(r))
+    assert p.returncode == 0, p.stderr
+    q = cli("certify", "models/dyck2.json", "--n", "1000", "--tau", "theorem", "--checked", str(r))
+    assert q.returncode == 0, q.stderr
+    assert q.stdout.count("also checked by enumeration for n ≤ 3") == 3
+    other = cli("certify", "models/dyck1.json", "--n", "10", "--checked", str(r))
+    assert other.returncode == 2 and "another model" in other.stderr
+
+
+def test_range_json_and_first_failure(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    p = cli("certify", "models/dyck1.json", "--range", "1..50", "--json", str(out))
+    assert p.returncode == 1
+    data = json.loads(out.read_text())
+    assert data["format"] == "exactattn-certificate/1"
+    assert data["first_failure"]["n"] == 1 and data["certified_through"] == 0
+    assert data["evaluated"] == 1

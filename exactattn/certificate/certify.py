@@ -23,7 +23,7 @@ from typing import Any
 from flint import arb, ctx
 
 from exactattn import bounds as B
-from exactattn.bounds_check import eps_star, layer_constants, readout_constant
+from exactattn.bounds_check import layer_constants, readout_constant
 from exactattn.certificate.claimed import CLAIM_MEANING, Claim, claim_exact, claim_value
 from exactattn.errors import ModelError, UsageError
 from exactattn.model import AttentionLayer, Model, ValueOutput
@@ -140,9 +140,14 @@ def certify_length(
         att = [li for li, layer in enumerate(model.layers) if isinstance(layer, AttentionLayer)]
         X = max([x_in[li] for li in att] + [Fraction(1)])
         L = len(model.layers)
-        es = eps_star(model, mu)
-        tau_thm = B.tau_theorem(L, prep.K, X, gamma, m, es)
+        # ε* as in bounds_check.eps_star (C is computed once, in Prepared)
+        C = prep.C
+        es = Fraction(1, 2) if mu is None or mu <= 0 or C == 0 else min(mu / C, Fraction(1)) / 2
+        tau_thm = (
+            B.tau_theorem(L, prep.K, X, gamma, m, es) if tau == "theorem" or not brief else None
+        )
         if tau == "theorem":
+            assert tau_thm is not None
             t_low = arb_endpoints(tau_thm)[0]
             taus = _taus(model, parse_tau(frac_str(t_low)), n)
             tau_text = f"theorem (τ_thm({n}) lower end, {arb_upper_str(to_arb(t_low))})"
@@ -181,13 +186,8 @@ def certify_length(
             a_, b_ = B._ab(prep.K, X, gamma, m, t)  # noqa: SLF001 - the same a, b as theorem_bound
             bl = [B.recursion_bound(a_, b_, ell) for ell in range(1, L + 1)]
             inv = L == 1 or bool(bl[L - 2] <= 1)
-            paper = {
-                "applies": True,
-                "a": _u(a_),
-                "b": _u(b_),
-                "layers": [_u(x) for x in bl],
-                "invariant_B_L_minus_1_le_1": inv,
-            }
+            paper = {"applies": True, "a": a_, "b": b_, "layers": bl}
+            paper["invariant_B_L_minus_1_le_1"] = inv
             if inv:
                 b_final = bl[-1]
         final = chain[-1] if chain else arb(0)
@@ -216,6 +216,10 @@ def certify_length(
         res: dict[str, Any] = {"n": n, "status": status, "reason": reason}
         if brief:
             return res
+        assert tau_thm is not None
+        if paper["applies"]:
+            paper["a"], paper["b"] = _u(paper["a"]), _u(paper["b"])
+            paper["layers"] = [_u(x) for x in paper["layers"]]
         t_lo = arb_endpoints(tau_thm)[0]
         res.update(
             {

@@ -7,9 +7,9 @@ claims, a leftmost/rightmost head, a bad range), 4 internal error.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import click
@@ -132,7 +132,7 @@ def certify_cmd(
     if n is not None:
         c = certificate(model, n, tau, checked_to=k, model_path=model_path)
         if json_out:
-            write_json_atomic(__import__("pathlib").Path(json_out), c)
+            write_json_atomic(Path(json_out), c)
         print_certificate(c)
         sys.exit(0 if c["status"] == "certified" else 1)
     lo, hi = _range(rng or "")
@@ -141,7 +141,7 @@ def certify_cmd(
     r["seconds"] = round(time.monotonic() - t0, 1)
     r["checked_by_enumeration_to"] = k
     if json_out:
-        write_json_atomic(__import__("pathlib").Path(json_out), r)
+        write_json_atomic(Path(json_out), r)
     f = r["first_failure"]
     if f is None:
         console.print(
@@ -156,6 +156,4 @@ def certify_cmd(
             else f"{model.name}, τ = {r['tau']}: not certified already at n = {lo} ({f['reason']})"
         )
     _conditional(r)
-    if json_out is None and "--json" in sys.argv:
-        console.print(json.dumps(r))
     sys.exit(0 if f is None else 1)
