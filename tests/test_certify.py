@@ -242,12 +242,24 @@ def _agrees(path: Path, max_n: int, theorem: bool) -> None:
     for n in range(model.claims.from_n, max_n + 1):
         tau = certify_length(prep, n, "theorem")["tau_exact"] if theorem else None
         c = certify_length(prep, n, tau)
-        rec = run_check(model, max_n=n, min_n=n, tau=tau).lengths[0]
+        rec = run_check(model, max_n=n, min_n=n, tau=tau, bounds=True).lengths[0]
+        assert rec.bounds is not None
         for li, layer in enumerate(rec.layers):
             bound = Fraction(c["layers"][li]["error_bound"])
             err = layer.error
             assert err is not None and err.lower is not None
             assert arb_endpoints(err.lower)[0] <= bound, (path.stem, n, li, err.lower, bound)
+            # the same Theorem 3(b) chain fed the measured x_in, gaps and counts (check
+            # --bounds) can only be smaller: the claims bound what check measures
+            measured_chain = rec.bounds["layers"][li]["bound"]
+            if measured_chain is not None:
+                assert Fraction(measured_chain) <= bound * (1 + Fraction(1, 10**9)), (
+                    path.stem,
+                    n,
+                    li,
+                    measured_chain,
+                    bound,
+                )
 
 
 @pytest.mark.parametrize("path", MODELS, ids=IDS)
@@ -298,3 +310,28 @@ def test_range_json_and_first_failure(tmp_path: Path) -> None:
     assert data["format"] == "exactattn-certificate/1"
     assert data["first_failure"]["n"] == 1 and data["certified_through"] == 0
     assert data["evaluated"] == 1
+
+
+def test_bundled_models_know_their_enumerated_lengths() -> None:
+    """reports/claims/dyck1.hard.json verified the claims for n = 1..14 (the ledger's run)."""
+    p = cli("certify", "models/dyck1.json", "--n", "100", "--tau", "theorem")
+    assert p.returncode == 0
+    assert "also checked by enumeration for n ≤ 14" in p.stdout
+    assert "reports/claims/dyck1.hard.json" in p.stdout
+
+
+def test_a_result_for_another_claim_does_not_count(tmp_path: Path) -> None:
+    r = tmp_path / "r.json"
+    assert (
+        cli(
+            "check", "models/dyck1.json", "--max-n", "3", "--hard-only", "-q", "--json", str(r)
+        ).returncode
+        == 0
+    )
+    d = dyck1()
+    d["claims"]["gamma_lower"]["expr"] = "1/(2*n+2)"  # weaker, true, but not what was checked
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps(d))
+    q = cli("certify", str(f), "--n", "10", "--tau", "theorem", "--checked", str(r))
+    assert q.returncode == 0
+    assert "also checked by enumeration" not in q.stdout

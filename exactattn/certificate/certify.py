@@ -335,7 +335,9 @@ def certificate(
     }
 
 
-def certify_range(model: Model, lo: int, hi: int, tau: str | None = None) -> dict[str, Any]:
+def certify_range(
+    model: Model, lo: int, hi: int, tau: str | None = None, checked_to: int | None = None
+) -> dict[str, Any]:
     """Every n in [lo, hi], each evaluated (no monotonicity is assumed): the first failure."""
     prep = Prepared.of(model)
     first_fail = None
@@ -356,5 +358,5 @@ def certify_range(model: Model, lo: int, hi: int, tau: str | None = None) -> dic
         "certified_through": (first_fail["n"] - 1) if first_fail else hi,
         "claims": prep.claims.to_json(),
         "conditional_on": prep.claims.conditional,
-        "proof_chain": proof_chain(prep, None),
+        "proof_chain": proof_chain(prep, checked_to),
     }

@@ -31,25 +31,65 @@ def _range(text: str) -> tuple[int, int]:
     return a, b
 
 
-def checked_to(result_path: str, model_name: str, from_n: int) -> int | None:
-    """The largest K such that a result file verified every claim at every n = from_n..K."""
+def checked_to(result_path: str | Path, model: Any) -> int | None:
+    """The largest K such that the result file verified, at every n = from_n..K, every claim
+    *with the value the model claims now* (a result for an older claim does not count)."""
+    from exactattn.certificate.verify import _claim_text
     from exactattn.jsonio import read_json
 
-    data = read_json(result_path)
+    data = read_json(str(result_path))
     if not isinstance(data, dict) or data.get("format") != "exactattn-result/1":
         raise UsageError(f"--checked: {result_path} is not an exactattn-result/1 file")
-    if data.get("model") != model_name:
+    if data.get("model") != model.name:
         raise UsageError(f"--checked: {result_path} is a result for another model")
-    good = set()
-    for row in data.get("lengths", []):
-        cl = row.get("claims") if isinstance(row, dict) else None
-        if isinstance(cl, dict) and cl.get("violations") == 0 and cl.get("undecided") == 0:
-            good.add(row.get("n"))
+    cl = model.claims
+    rows = {r.get("n"): r for r in data.get("lengths", []) if isinstance(r, dict)}
+
+    def held(n: int) -> bool:
+        entry = (rows.get(n) or {}).get("claims")
+        if not isinstance(entry, dict) or entry.get("violations") != 0 or entry.get("undecided"):
+            return False
+        items = entry.get("claims") or {}
+        for c in cl.items():
+            it = items.get(c.key)
+            if not isinstance(it, dict) or it.get("status") != "holds":
+                return False
+            if it.get("claim") != _claim_text(c, n):
+                return False
+        return True
+
     k = None
-    n = from_n
-    while n in good:
+    n = cl.from_n
+    while n in rows and held(n):
         k, n = n, n + 1
     return k
+
+
+def _rel(p: Path) -> str:
+    """A path as the user would type it (relative to the working directory when inside it)."""
+    import os
+
+    try:
+        return os.path.relpath(p)
+    except ValueError:  # another drive (Windows)
+        return str(p)
+
+
+def known_result(model_path: str, model: Any) -> Path | None:
+    """A stored check of a bundled model (reports/claims/<stem>.hard.json next to models/)."""
+    p = Path(model_path).resolve()
+    if p.parent.name != "models":
+        return None
+    cand = p.parent.parent / "reports" / "claims" / f"{p.stem}.hard.json"
+    if not cand.exists():
+        return None
+    try:
+        from exactattn.jsonio import read_json
+
+        data = read_json(str(cand))
+    except (OSError, ValueError):
+        return None
+    return cand if isinstance(data, dict) and data.get("model") == model.name else None
 
 
 def print_certificate(c: dict[str, Any]) -> None:
@@ -78,6 +118,8 @@ def print_certificate(c: dict[str, Any]) -> None:
         f"  constants: L = {k['L']}, T = {k['T']}, m ≤ {k['m']}, K = {k['K']}, X = {k['X']}, "
         f"C = {k['readout_lipschitz']}, ε* = {k['eps_star']}"
     )
+    if c.get("checked_in"):
+        console.print(f"  claims also verified by enumeration in {c['checked_in']}")
     console.print("proof chain:")
     for s in c["proof_chain"]:
         console.print(f"  {s['step']}: {s['statement']} [{s['proved_in']}]")
@@ -127,19 +169,22 @@ def certify_cmd(
     model = load_model(model_path)
     from exactattn.certificate.certify import _need_claims
 
-    cl = _need_claims(model)
-    k = checked_to(checked, model.name, cl.from_n) if checked else None
+    _need_claims(model)
+    source = Path(checked) if checked else known_result(model_path, model)
+    k = checked_to(source, model) if source is not None else None
     if n is not None:
         c = certificate(model, n, tau, checked_to=k, model_path=model_path)
+        c["checked_in"] = _rel(source) if source is not None and k is not None else None
         if json_out:
             write_json_atomic(Path(json_out), c)
         print_certificate(c)
         sys.exit(0 if c["status"] == "certified" else 1)
     lo, hi = _range(rng or "")
     t0 = time.monotonic()
-    r = certify_range(model, lo, hi, tau)
+    r = certify_range(model, lo, hi, tau, checked_to=k)
     r["seconds"] = round(time.monotonic() - t0, 1)
     r["checked_by_enumeration_to"] = k
+    r["checked_in"] = _rel(source) if source is not None and k is not None else None
     if json_out:
         write_json_atomic(Path(json_out), r)
     f = r["first_failure"]
