@@ -13,6 +13,8 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from exactattn.certificate.certify import Prepared, certificate, certify_length, certify_range
 from exactattn.check import run_check
@@ -335,3 +337,19 @@ def test_a_result_for_another_claim_does_not_count(tmp_path: Path) -> None:
     q = cli("certify", str(f), "--n", "10", "--tau", "theorem", "--checked", str(r))
     assert q.returncode == 0
     assert "also checked by enumeration" not in q.stdout
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.one_of(st.text(max_size=40), st.integers(), st.none(), st.lists(st.integers(), max_size=3))
+)
+def test_any_claim_text_is_accepted_or_refused_with_its_path(text: object) -> None:
+    """Whatever a file holds in a claim, loading either succeeds or names the JSON path."""
+    d = dyck1()
+    d["claims"]["gamma_lower"]["expr"] = text
+    try:
+        m = model_from_dict(d)
+    except ModelError as exc:
+        assert str(exc).startswith("claims.gamma_lower")
+    else:
+        assert m.claims.gamma_lower.expr.text == str(text)

@@ -106,7 +106,10 @@ def print_certificate(c: dict[str, Any]) -> None:
     console.print(
         "  ε ≤ 1: not needed by Theorem 4(iii); certified after every feeding layer: "
         f"{'yes' if e['certified_after_every_feeding_layer'] else 'no'}; "
-        f"Theorem 4(ii)'s invariant B_(L−1) ≤ 1: {e['theorem_4ii_invariant']}"
+        "Theorem 4(ii)'s invariant B_(L−1) ≤ 1: "
+        + {True: "holds", False: "not certified", None: "n/a (Theorem 4(ii) does not apply)"}[
+            e["theorem_4ii_invariant"]
+        ]
     )
     t = c["tau_theorem"]
     console.print(
