@@ -170,6 +170,10 @@ def run_check(
     # refuse a model that breaks at some checked n before any work (and any file) is done
     # (every temperature in the file, used by a head or not, so no expression is skipped)
     # (every temperature in the file, used by a head or not, so no expression is skipped)
+    if model.claims is not None:  # claims usable at every checked n (issue 23)
+        from exactattn.certificate.claimed import precheck
+
+        precheck(model.claims, lo, max_n)
     for n in range(lo, max_n + 1):
         model.position_vectors(n)
         if not hard_only:

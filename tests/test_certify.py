@@ -354,3 +354,48 @@ def test_any_claim_text_is_accepted_or_refused_with_its_path(text: object) -> No
         assert str(exc).startswith("claims.gamma_lower")
     else:
         assert m.claims.gamma_lower.expr.text == str(text)
+
+
+def test_fuzz_claims_and_certify_never_crash(tmp_path: Path) -> None:
+    """Random claims, lengths, ranges and τ through the CLI in-process: exit 0, 1 or 2, never a
+    traceback or exit 4; exit 2 is one `error: …` line and writes no file."""
+    import random
+
+    from fuzzing import run_case
+
+    rng = random.Random(23)
+    exprs = [
+        "1/(n+1)", "n", "0", "-1", "1/0", "log(n-1)", "exp(-n)", "sqrt(n)", "2^(10^6)",
+        "1/(n+1)^3", "floor(log(n))", "10^300", "1/10^300", "max(n, 1/2)", "3/n", "", "n^n",
+    ]  # fmt: skip
+    taus = [None, "theorem", "1/n", "0", "-1", "1/(n^2*log(n+1))", "exp(-n)", "n", "bad("]
+    for case in range(40):
+        d = dyck1()
+        key = rng.choice(["gamma_lower", "x_max_upper", "margin_lower"])
+        d["claims"][key]["expr"] = rng.choice(exprs)
+        if rng.random() < 0.2:
+            d["claims"][key]["justification"] = rng.choice(
+                ["user", "", {"file": "proofs/x.md"}, {"file": "/abs", "statement": "s"}, 3]
+            )
+        if rng.random() < 0.1:
+            d["claims"]["from_n"] = rng.choice([0, 2, "x", 10**20])
+        wd = tmp_path / f"c{case}"
+        wd.mkdir()
+        (wd / "m.json").write_text(json.dumps(d))
+        args = ["certify", str(wd / "m.json"), "--json", str(wd / "out.json")]
+        if rng.random() < 0.3:
+            lo = rng.choice([1, 2, 5])
+            args += ["--range", f"{lo}..{lo + rng.choice([0, 3, 30])}"]
+        else:
+            args += ["--n", str(rng.choice([1, 2, 7, 1000, 10**9, 0]))]
+        t = rng.choice(taus)
+        if t is not None:
+            args += ["--tau", t]
+        o = run_case("certify", args, wd, timeout=60)
+        assert o.traceback is None and not o.timed_out, (args, o.traceback)
+        assert o.code in (0, 1, 2), (args, o.code, o.stderr)
+        if o.code == 2:
+            assert o.stderr.startswith("error: ") and o.stderr.count("\n") <= 1, o.stderr
+            assert not o.out_exists, args
+        else:
+            assert json.loads(o.out_text or "{}")["format"] == "exactattn-certificate/1"

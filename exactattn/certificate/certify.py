@@ -24,7 +24,7 @@ from flint import arb, ctx
 
 from exactattn import bounds as B
 from exactattn.bounds_check import layer_constants, readout_constant
-from exactattn.certificate.claimed import CLAIM_MEANING, Claim, claim_exact, claim_value
+from exactattn.certificate.claimed import CLAIM_MEANING, Claim, claim_exact, claim_value, q_text
 from exactattn.errors import ModelError, UsageError
 from exactattn.model import AttentionLayer, Model, ValueOutput
 from exactattn.model.expr import Expr
@@ -125,7 +125,7 @@ def certify_length(
         if gamma <= 0:
             raise ModelError(
                 "claims.gamma_lower.expr",
-                f"the claimed lower bound on γ({n}) is {frac_str(gamma)}, not > 0",
+                f"the claimed lower bound on γ({n}) is {q_text(gamma, False)}, not > 0",
                 "a gap bound must be positive where a certificate is asked for",
             )
         x0 = max(_upper(cl.x_max_upper, n), Fraction(0))
@@ -149,7 +149,12 @@ def certify_length(
         if tau == "theorem":
             assert tau_thm is not None
             t_low = arb_endpoints(tau_thm)[0]
-            taus = _taus(model, parse_tau(frac_str(t_low)), n)
+            taus = [  # the exact lower end for every head (no detour through text)
+                None
+                if not isinstance(layer, AttentionLayer)
+                else [to_arb(t_low)] * len(layer.heads)
+                for layer in model.layers
+            ]
             tau_text = f"theorem (τ_thm({n}) lower end, {arb_upper_str(to_arb(t_low))})"
         else:
             taus = _taus(model, parse_tau(tau), n)
@@ -201,16 +206,18 @@ def certify_length(
             reason = (
                 "every output entry moves by at most the tolerance"
                 if decided
-                else f"‖W‖∞·ε_L ≤ {_u(moved)} is not below the tolerance {frac_str(out.tolerance)}"
+                else f"‖W‖∞·ε_L ≤ {_u(moved)} is not below the tolerance "
+                f"{q_text(out.tolerance, False)}"
             )
         else:
             assert mu is not None
             decided = B.decision_certified(best, prep.C, mu)
             moved = to_arb(prep.C) * best
             reason = (
-                f"C·ε_L ≤ {_u(moved)} < μ ≥ {frac_str(mu)}: every decision is preserved"
+                f"C·ε_L ≤ {_u(moved)} < μ ≥ {q_text(mu, False)}: every decision is preserved"
                 if decided
-                else f"C·ε_L ≤ {_u(moved)} is not certified below the claimed margin {frac_str(mu)}"
+                else f"C·ε_L ≤ {_u(moved)} is not certified below the claimed margin "
+                f"{q_text(mu, False)}"
             )
         status = "certified" if decided else "not certified"
         res: dict[str, Any] = {"n": n, "status": status, "reason": reason}
@@ -224,24 +231,24 @@ def certify_length(
         res.update(
             {
                 "tau": tau_text,
-                "tau_exact": frac_str(t_low) if tau == "theorem" else tau,
+                "tau_exact": q_text(t_low, False) if tau == "theorem" else tau,
                 "tau_values": [
                     None if row is None else [arb_interval(t) for t in row] for row in taus
                 ],
                 "claims_at_n": {
-                    "gamma_lower": frac_str(gamma),
-                    "x_max_upper": frac_str(x0),
-                    "margin_lower": None if mu is None else frac_str(mu),
+                    "gamma_lower": q_text(gamma, False),
+                    "x_max_upper": q_text(x0, True),
+                    "margin_lower": None if mu is None else q_text(mu, False),
                 },
                 "constants": {
                     "L": L,
                     "T": T,
                     "m": m,
                     "K": frac_str(prep.K),
-                    "X": frac_str(X),
+                    "X": q_text(X, True),
                     "readout_lipschitz": frac_str(prep.C),
-                    "eps_star": frac_str(es),
-                    "layer_input_bounds": [frac_str(x) for x in x_in[:-1]],
+                    "eps_star": q_text(es, False),
+                    "layer_input_bounds": [q_text(x, True) for x in x_in[:-1]],
                 },
                 "layers": [
                     {"index": li, "kind": c.kind, "error_bound": _u(e)}
@@ -255,7 +262,7 @@ def certify_length(
                 "paper_chain": paper,
                 "final_error_bound": _u(best),
                 "tau_theorem": arb_interval(tau_thm),
-                "tau_theorem_lower": frac_str(t_lo),
+                "tau_theorem_lower": q_text(t_lo, False),
                 "tau_theorem_note": "Theorem 5: every τ ≤ τ_thm(n) certifies length n",
             }
         )

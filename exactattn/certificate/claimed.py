@@ -204,16 +204,32 @@ def parse_claims(raw: Any, output_kind: str, min_length: int, path: str = "claim
 
 def claim_value(c: Claim, n: int, prec: int = 128) -> arb:
     """The claim at length n as a ball: exact (radius 0) when the expression is rational."""
-    from exactattn.numbers import to_arb
+    from exactattn.numbers import EXACT_BINARY_EXPONENT, arb_is_huge, to_arb
 
     try:
         if c.expr.is_rational_valued():
             return to_arb(c.expr.eval_exact({"n": n}))
-        return c.expr.eval_arb({"n": n}, prec)
+        v = c.expr.eval_arb({"n": n}, prec)
     except ExprError as exc:
         raise ModelError(
             f"claims.{c.key}.expr", f"undefined at n = {n}: {exc}", "make it defined for every n"
         ) from None
+    if arb_is_huge(v):  # its ends would be Fractions with ~2^16+ bit exponents: refuse
+        raise ModelError(
+            f"claims.{c.key}.expr",
+            f"its value at n = {n} lies beyond 2^±{EXACT_BINARY_EXPONENT}, too large or too small "
+            "to use as an exact bound",
+            "use a bound within that range (a smaller upper or larger lower bound is still true)",
+        )
+    return v
+
+
+def precheck(claims: Claims, lo: int, hi: int) -> None:
+    """Evaluate every claim at every n in [lo, hi] (n ≥ from_n) before any work is done, so a
+    claim undefined or unusable at some length is refused up front (exit 2, nothing written)."""
+    for n in range(max(lo, claims.from_n), hi + 1):
+        for c in claims.items():
+            claim_value(c, n, prec=256)
 
 
 def claim_exact(c: Claim, n: int) -> Fraction | None:
@@ -237,3 +253,14 @@ def claims_object(
         if expr is not None:
             out[key] = {"expr": expr, "justification": {"file": file, "statement": st}}
     return out
+
+
+def q_text(x: Fraction, up: bool) -> str:
+    """An exact "p/q" when it is short, else a decimal rounded the safe way (``up`` for upper
+    bounds): a claim such as n^1000 at n = 10^9 has no printable exact value (Python refuses
+    str() of integers over 4300 digits)."""
+    from exactattn.numbers import decimal_down, decimal_up, frac_str
+
+    if x.numerator.bit_length() + x.denominator.bit_length() <= 4000:
+        return frac_str(x)
+    return (decimal_up if up else decimal_down)(x)

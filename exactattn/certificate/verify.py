@@ -13,7 +13,7 @@ from typing import Any
 
 from flint import arb
 
-from exactattn.certificate.claimed import CLAIM_MEANING, Claim, claim_exact, claim_value
+from exactattn.certificate.claimed import CLAIM_MEANING, Claim, claim_exact, claim_value, q_text
 from exactattn.model import Model
 from exactattn.numbers import arb_endpoints, frac_str
 from exactattn.results import LengthRecord
@@ -38,7 +38,7 @@ def _compare(c: Claim, n: int, measured: Fraction, lower: bool) -> str:
 def _claim_text(c: Claim, n: int) -> str:
     ex = claim_exact(c, n)
     if ex is not None:
-        return frac_str(ex)
+        return q_text(ex, up=c.key == "x_max_upper")
     v: arb = claim_value(c, n, prec=256)
     return v.str(10, radius=False)
 
