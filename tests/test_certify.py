@@ -28,13 +28,32 @@ IDS = [p.stem for p in MODELS]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "exactattn", *args],
+    """``exactattn ARGS`` in this process (a subprocess costs a second of imports per call)."""
+    import os
+
+    from click.testing import CliRunner
+
+    from exactattn.cli import main
+
+    old = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        r = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    return subprocess.CompletedProcess(list(args), r.exit_code, r.stdout, r.stderr)
+
+
+def test_cli_as_a_subprocess() -> None:
+    """The command as users run it (module entry point, exit code, stdout)."""
+    p = subprocess.run(
+        [sys.executable, "-m", "exactattn", "certify", "models/dyck1.json", "--n", "7"],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=600,
     )
+    assert p.returncode == 1 and "NOT certified" in p.stdout
 
 
 def dyck1() -> dict:
