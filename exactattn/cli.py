@@ -220,6 +220,10 @@ def check(
 
         for line in summary_lines(data.get("closed_forms") or {}):
             console.print(line, highlight=False, soft_wrap=True)
+        if result.model.claims is not None:  # issue 23
+            from exactattn.certificate.verify import summary_line
+
+            console.print(summary_line(result.model, data), highlight=False, markup=False)
     if report:
         from exactattn.report import write_report
 

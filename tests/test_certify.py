@@ -418,3 +418,9 @@ def test_fuzz_claims_and_certify_never_crash(tmp_path: Path) -> None:
             assert not o.out_exists, args
         else:
             assert json.loads(o.out_text or "{}")["format"] == "exactattn-certificate/1"
+
+
+def test_check_prints_where_the_claims_held() -> None:
+    p = cli("check", "models/dyck1.json", "--max-n", "3", "--hard-only")
+    assert p.returncode == 0
+    assert "claims (γ(n) ≥ 1/(n+1), x_max(n) ≤ (n+1)^2, μ(n) ≥ 1/2): hold at n = 1..3" in p.stdout

@@ -151,3 +151,21 @@ def claim_problems(n: int, entry: dict[str, Any]) -> list[str]:
             f"n={n}: claim {d['claim']} ({d['claimed']}) fails: measured {d['measured']}{where}"
         )
     return lines
+
+
+def summary_line(model: Model, data: dict[str, Any]) -> str:
+    """One line under the check table: the claims and where they held (or failed)."""
+    cl = model.claims
+    assert cl is not None
+    text = ", ".join(f"{SYMBOL[c.key]} {c.expr.text}" for c in cl.items())
+    rows = [r for r in data.get("lengths", []) if isinstance(r.get("claims"), dict)]
+    applied = [r["n"] for r in rows if r["claims"].get("applies")]
+    bad = [r["n"] for r in rows if r["claims"].get("violations")]
+    und = [r["n"] for r in rows if r["claims"].get("undecided")]
+    if not applied:
+        return f"claims ({text}): not applicable below n = {cl.from_n}"
+    if bad:
+        return f"claims ({text}): FAIL at n = {', '.join(map(str, bad))}"
+    if und:
+        return f"claims ({text}): undecided at n = {', '.join(map(str, und))}"
+    return f"claims ({text}): hold at n = {min(applied)}..{max(applied)}"
