@@ -424,3 +424,24 @@ def test_check_prints_where_the_claims_held() -> None:
     p = cli("check", "models/dyck1.json", "--max-n", "3", "--hard-only")
     assert p.returncode == 0
     assert "claims (γ(n) ≥ 1/(n+1), x_max(n) ≤ (n+1)^2, μ(n) ≥ 1/2): hold at n = 1..3" in p.stdout
+
+
+def test_tau_grid_above_tau_thm() -> None:
+    """The grid search warms up from τ_thm(n): every listed grid τ certified, the next not."""
+    from flint import arb
+
+    m = load_model(ROOT / "models" / "dyck2.json")
+    prep = Prepared.of(m)
+    c = certify_length(prep, 65536, "theorem")
+    g = c["tau_grid"]
+    last, fail = g["last_certified"]["k"], g["first_not_certified"]["k"]
+    assert fail == last + 1
+    t_thm = Fraction(c["tau_theorem_lower"])
+    for k in range(last - 3, last + 1):
+        t = (arb(k) / 8 * arb(2).log()).exp()
+        assert t > arb(t_thm.numerator) / t_thm.denominator
+        assert certify_length(prep, 65536, brief=True, tau_ball=t)["status"] == "certified"
+    t = (arb(fail) / 8 * arb(2).log()).exp()
+    assert certify_length(prep, 65536, brief=True, tau_ball=t)["status"] == "not certified"
+    # at n = 65536 the chain reaches 8.43e-8, between τ_thm = 2.35e-8 and the own τ = 2.75e-7
+    assert Fraction(g["last_certified"]["tau"]["upper"]) < Fraction(275, 10**9)

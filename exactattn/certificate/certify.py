@@ -107,12 +107,17 @@ def _u(x: arb) -> str:
 
 
 def certify_length(
-    prep: Prepared, n: int, tau: str | None = None, brief: bool = False
+    prep: Prepared,
+    n: int,
+    tau: str | None = None,
+    brief: bool = False,
+    tau_ball: arb | None = None,
 ) -> dict[str, Any]:
     """The certificate for every input of length n (a JSON-ready dict, CERT_FORMAT).
 
     ``tau``: None (the model's temperatures), "theorem" (the lower end of τ_thm(n)) or an
-    expression in n. ``brief``: only what ``--range`` needs (the verdict and its reason).
+    expression in n; ``tau_ball`` (internal): one ball for every head, overriding ``tau``.
+    ``brief``: only what ``--range`` and the τ grid need (the verdict and its reason).
     """
     from exactattn.engine.temperature import parse_tau
 
@@ -146,7 +151,13 @@ def certify_length(
         tau_thm = (
             B.tau_theorem(L, prep.K, X, gamma, m, es) if tau == "theorem" or not brief else None
         )
-        if tau == "theorem":
+        if tau_ball is not None:
+            taus = [
+                None if not isinstance(layer, AttentionLayer) else [tau_ball] * len(layer.heads)
+                for layer in model.layers
+            ]
+            tau_text = arb_upper_str(tau_ball)
+        elif tau == "theorem":
             assert tau_thm is not None
             t_low = arb_endpoints(tau_thm)[0]
             taus = [  # the exact lower end for every head (no detour through text)
@@ -228,6 +239,7 @@ def certify_length(
             paper["a"], paper["b"] = _u(paper["a"]), _u(paper["b"])
             paper["layers"] = [_u(x) for x in paper["layers"]]
         t_lo = arb_endpoints(tau_thm)[0]
+        res["tau_grid"] = grid_tau(prep, n, t_lo) if not isinstance(out, ValueOutput) else None
         res.update(
             {
                 "tau": tau_text,
@@ -267,6 +279,52 @@ def certify_length(
             }
         )
         return res
+
+
+GRID_STEPS = 8  # τ = 2^(k/8), as in check --find-tau
+GRID_MAX_STEPS = 400  # 2^50 above τ_thm at most
+
+
+def grid_tau(prep: Prepared, n: int, tau_thm_low: Fraction) -> dict[str, Any]:
+    """Warm up from τ_thm(n) on the grid τ = 2^(k/8) while the Theorem 3(b) chain still
+    certifies length n at each grid τ: the last such τ and the first that fails.
+
+    Nothing between grid points is certified (the chain is not proved monotone in τ); below
+    τ_thm(n) Theorem 5 certifies every τ. Capped at τ = 1 and at GRID_MAX_STEPS steps.
+    """
+    import math
+
+    with ctx.workprec(PREC):
+        lo = to_arb(tau_thm_low)
+        # the grid index just below τ_thm: floor of an exact lower end (no float)
+        k = math.floor(GRID_STEPS * arb_endpoints(lo.log() / arb(2).log())[0]) - 1
+        last: int | None = None
+        fail: tuple[int, str] | None = None
+        for _ in range(GRID_MAX_STEPS):
+            k += 1
+            if k > 0:
+                break
+            t = (arb(k) / GRID_STEPS * arb(2).log()).exp()
+            if not t > lo:
+                continue
+            r = certify_length(prep, n, brief=True, tau_ball=t)
+            if r["status"] != "certified":
+                fail = (k, r["reason"])
+                break
+            last = k
+
+        def ball(kk: int) -> dict[str, str]:
+            return arb_interval((arb(kk) / GRID_STEPS * arb(2).log()).exp())
+
+    return {
+        "grid": f"2^(k/{GRID_STEPS})",
+        "last_certified": None if last is None else {"k": last, "tau": ball(last)},
+        "first_not_certified": None
+        if fail is None
+        else {"k": fail[0], "tau": ball(fail[0]), "reason": fail[1]},
+        "note": "each listed grid τ from τ_thm(n) up to last_certified was evaluated and "
+        "certified; nothing between grid points is claimed",
+    }
 
 
 def proof_chain(prep: Prepared, checked_to: int | None) -> list[dict[str, str]]:

@@ -116,6 +116,19 @@ def print_certificate(c: dict[str, Any]) -> None:
         f"  largest τ from Theorem 5: τ_thm(n) ∈ [{t['lower']}, {t['upper']}] "
         "(every τ ≤ its lower end certifies this length)"
     )
+    g = c.get("tau_grid")
+    if g:
+        last, fail = g["last_certified"], g["first_not_certified"]
+        if last:
+            console.print(
+                f"  on the grid τ = {g['grid']} the chain still certifies at τ = "
+                f"{last['tau']['upper']} (every grid τ from τ_thm(n) up to it evaluated)"
+                + (f"; first grid τ not certified: {fail['tau']['upper']}" if fail else "")
+            )
+        elif fail:
+            console.print(
+                f"  the first grid τ above τ_thm(n), {fail['tau']['upper']}, is not certified"
+            )
     k = c["constants"]
     console.print(
         f"  constants: L = {k['L']}, T = {k['T']}, m ≤ {k['m']}, K = {k['K']}, X = {k['X']}, "
