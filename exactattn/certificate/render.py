@@ -42,6 +42,11 @@ def _lines(c: dict[str, Any], esc: Any) -> list[tuple[str, str]]:
             )
         t = c["tau_theorem"]
         out.append(("τ_thm(n) (Theorem 5)", f"[{t['lower']}, {t['upper']}]"))
+        g = c.get("tau_grid") or {}
+        if g.get("last_certified"):
+            out.append(("last grid τ certified (2^(k/8))", g["last_certified"]["tau"]["upper"]))
+        if g.get("first_not_certified"):
+            out.append(("first grid τ not certified", g["first_not_certified"]["tau"]["upper"]))
     return out
 
 
