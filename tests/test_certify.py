@@ -445,3 +445,22 @@ def test_tau_grid_above_tau_thm() -> None:
     assert certify_length(prep, 65536, brief=True, tau_ball=t)["status"] == "not certified"
     # at n = 65536 the chain reaches 8.43e-8, between τ_thm = 2.35e-8 and the own τ = 2.75e-7
     assert Fraction(g["last_certified"]["tau"]["upper"]) < Fraction(275, 10**9)
+
+
+def test_certificate_report_escapes_user_strings(tmp_path: Path) -> None:
+    d = dyck1()
+    d["name"] = "x|*_$&#{}<b>"
+    d["claims"]["margin_lower"]["justification"] = {"file": "proofs/a_b.md", "statement": "L|$<i>"}
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps(d))
+    cj = tmp_path / "c.json"
+    assert (
+        cli("certify", str(f), "--n", "10", "--tau", "theorem", "--json", str(cj)).returncode == 0
+    )
+    assert cli("report", str(cj), "-o", str(tmp_path / "c.md")).returncode == 0
+    assert cli("report", str(cj), "-o", str(tmp_path / "c.tex")).returncode == 0
+    md = (tmp_path / "c.md").read_text()
+    assert "<b>" not in md and "<i>" not in md and "x\\|" in md
+    tex = (tmp_path / "c.tex").read_text()
+    assert "x\\textbar{}" in tex and "\\$" in tex and "L\\textbar{}\\$" in tex
+    assert "$<" not in tex
