@@ -172,6 +172,10 @@ def run_check(
     # refuse a model that breaks at some checked n before any work (and any file) is done
     # (every temperature in the file, used by a head or not, so no expression is skipped)
     # (every temperature in the file, used by a head or not, so no expression is skipped)
+    if model.claims is not None:  # claims usable at every checked n (issue 23)
+        from exactattn.certificate.claimed import precheck
+
+        precheck(model.claims, lo, max_n)
     for n in range(lo, max_n + 1):
         model.position_vectors(n)
         if not hard_only:
@@ -202,6 +206,10 @@ def run_check(
                 from exactattn.bounds_check import bounds_for_length
 
                 rec = with_extras(rec, bounds=bounds_for_length(model, rec, temps.at(n, BASE_PREC)))
+            if model.claims is not None:  # claimed bounds vs the measured values (issue 23)
+                from exactattn.certificate.verify import verify_claims
+
+                rec = with_extras(rec, extra={**rec.extra, "claims": verify_claims(model, rec)})
             if find_tau and not hard_only:
                 from exactattn.tau_search import search_tau
 

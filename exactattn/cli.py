@@ -265,6 +265,10 @@ def check(
 
             for line in summary_lines(data.get("closed_forms") or {}):
                 console.print(line, highlight=False, soft_wrap=True)
+            if result.model.claims is not None:  # issue 23
+                from exactattn.certificate.verify import summary_line
+
+                console.print(summary_line(result.model, data), highlight=False, markup=False)
         if report:
             from exactattn.report import write_report
 
@@ -742,6 +746,11 @@ def report(result_path: str, fmt: str | None, out: str) -> None:
         raise click.UsageError(
             f"{result_path} is not UTF-8 text (result files are UTF-8 JSON)"
         ) from None
+    if isinstance(data, dict) and data.get("format") == "exactattn-certificate/1":  # issue 23
+        from exactattn.certificate.render import write_certificate_report
+
+        err_console.print(f"wrote {write_certificate_report(data, Path(out), fmt)}")
+        return
     if not isinstance(data, dict) or data.get("format") != "exactattn-result/1":
         raise click.UsageError(f"{result_path} is not an exactattn-result/1 file")
     validate_result(data, result_path)
@@ -756,6 +765,10 @@ main.add_command(search_cmd)
 from exactattn.cli_export import export_group  # noqa: E402  (torch/TransformerLens, issue 26)
 
 main.add_command(export_group)
+
+from exactattn.certificate.cli import certify_cmd  # noqa: E402  (issue 23)
+
+main.add_command(certify_cmd)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -630,6 +630,12 @@ def verdict_of(
             problems.append(f"n={r.n}: reference mismatches hard {ref.hard}, soft {ref.soft}")
         if r.bounds and r.bounds.get("violations"):
             problems.append(f"n={r.n}: {r.bounds['violations']} bound violation(s)")
+        cl = r.extra.get("claims")
+        if isinstance(cl, dict):  # claimed bounds checked at this length (issue 23)
+            from exactattn.certificate.verify import claim_problems
+
+            problems.extend(claim_problems(r.n, cl))
+            undecided += cl.get("undecided") or 0
         undecided += r.undecided or 0
         if inv == "undecided":
             undecided += 1

@@ -230,6 +230,13 @@ MUTATIONS: list[Mutation] = [
         "per * qv / (1 + per * qv) + TOL",
         "Thm 6: kq/(1−q+kq) → kq/(1+kq)",
     ),
+    Mutation(
+        "P1",
+        "check_claims.py",
+        '("L(b) (i+1)/n <= 2", 2 - (i + 1) / n,',
+        '("L(b) (i+1)/n <= 2", 1 - (i + 1) / n,',
+        "Prop. L(b): (i+1)/n ≤ 2 → ≤ 1",
+    ),
     # ---- exactattn/bounds.py (checked by check_bounds_code.py)
     Mutation("C1", BOUNDS, "w = max(w, Fraction(2))", "w = w", "K′ without max{2,·}"),
     Mutation(

@@ -54,6 +54,7 @@ TOP_KEYS = {
     # extensions (docs/model-format.md)
     "coordinates",
     "meta",
+    "claims",
 }
 
 
@@ -265,6 +266,11 @@ class _Reader:
             if "reference" in top and top["reference"] is not None
             else None
         )
+        claims = None
+        if "claims" in top:
+            from exactattn.certificate.claimed import parse_claims
+
+            claims = parse_claims(top["claims"], output.kind, min_length)
         model = Model(
             name=name,
             description=description,
@@ -282,6 +288,7 @@ class _Reader:
             max_length=max_length,
             coordinates=coordinates,
             source=raw,
+            claims=claims,
         )
         return model
 
