@@ -208,16 +208,18 @@ def test_thread_count_does_not_change_bits() -> None:
 
 def test_check_json_identical_across_blas_threads(tmp_path: Path) -> None:
     """Whole checks (float filter with BLAS score products, arb for the rest) write the same
-    bytes with one and two BLAS threads."""
+    bytes with one and two BLAS threads; and without BLAS products only the last bits of
+    float enclosures may differ (here: the same verdicts and decisions)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from models import random_model
 
     model = tmp_path / "random.json"
     model.write_text(json.dumps(random_model(d=8, blocks=2, heads=2, seed=3)))
     outs = []
-    for n in ("1", "2"):
-        env = dict(os.environ, OPENBLAS_NUM_THREADS=n, OMP_NUM_THREADS=n)
-        out = tmp_path / f"r{n}.json"
+    verdicts = []
+    for n, blas in (("1", "1"), ("2", "1"), ("2", "0")):
+        env = dict(os.environ, OPENBLAS_NUM_THREADS=n, OMP_NUM_THREADS=n, EXACTATTN_BLAS=blas)
+        out = tmp_path / f"r{n}{blas}.json"
         subprocess.run(
             [
                 sys.executable,
@@ -239,4 +241,69 @@ def test_check_json_identical_across_blas_threads(tmp_path: Path) -> None:
             cwd=tmp_path,
         )
         outs.append(hashlib.sha256(out.read_bytes()).hexdigest())
+        verdicts.append(json.loads(out.read_text())["verdict"])
     assert outs[0] == outs[1]
+    assert verdicts[0] == verdicts[2]
+
+
+# ----------------------------------------------------------------------------------------
+# the float filter with BLAS score products (EXACTATTN_BLAS=1) against arb
+
+
+@pytest.mark.parametrize("name", ["dyck2", "ltl_since_until_temperature", "induction_k2"])
+def test_filter_with_blas_contains_arb(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    import test_softfloat as tsf
+
+    from exactattn import load_model
+    from exactattn.engine import softfloat as sf
+
+    monkeypatch.setattr(sf, "USE_BLAS", True)
+    model = load_model(ROOT / "models" / f"{name}.json")
+    settled, total = tsf.compare(model, tsf.BUNDLED[name])
+    assert settled == total
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@given(st.data())
+def test_filter_with_blas_random_models(data: st.DataObject) -> None:
+    import strategies as S
+    import test_softfloat as tsf
+    from hypothesis import assume
+
+    from exactattn.engine import softfloat as sf
+    from exactattn.engine.temperature import BASE_PREC, Temperatures
+    from exactattn.errors import ExactAttnError
+
+    model = tsf._random_model(data.draw(S.models()))
+    assume(model is not None)
+    saved = sf.USE_BLAS
+    sf.USE_BLAS = True
+    try:
+        for n in range(max(1, model.min_length), S.MAX_N + 1):
+            try:
+                model.check_length(n)
+                Temperatures(model, None).at(n, BASE_PREC)
+            except ExactAttnError:
+                return
+            tsf.compare(model, n)
+    finally:
+        sf.USE_BLAS = saved
+
+
+def test_blas_scores_are_enclosed_in_fixed_order_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both δs enclosures contain the true δs, so they intersect; the BLAS radius (γ_n) is
+    never wider than the fixed-order one ((n + 2)·2u per term) by more than the floor."""
+    from exactattn.engine import softfloat as sf
+
+    rng = np.random.default_rng(7)
+    B, R, T, n = 6, 5, 7, 9
+    pairs = []
+    for _ in range(n):
+        x = (rng.standard_normal((B, R)), np.abs(rng.standard_normal((B, R))) * 1e-12)
+        y = (rng.standard_normal((B, T)), np.abs(rng.standard_normal((B, T))) * 1e-12)
+        pairs.append((x, y))
+    m1, r1 = sf._outer_sum_fixed(pairs)
+    m2, r2 = sf._outer_sum_blas(pairs)
+    assert m1.shape == m2.shape == (B, T, R)
+    assert (np.abs(m1 - m2) <= r1 + r2).all()
+    assert (r2 <= r1 * (1 + 2.0**-20)).all()

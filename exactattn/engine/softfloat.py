@@ -78,6 +78,7 @@ batching (tests/test_softfloat.py), and tests/test_results_merge.py allows the d
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -111,6 +112,7 @@ EXP_ERR = 2.0**-42  # exp/expm1 relative error bound: constant part
 EXP_ERR_X = 2.0**-46  # ... and per unit |x|
 WEIGHT_MIN = 2.0**-100
 WEIGHT_MAX = 2.0**100
+USE_BLAS = os.environ.get("EXACTATTN_BLAS", "") == "1"  # BLAS score products (docs/scale.md)
 TIGHT_REL_F = float(np.nextafter(1e-6, 0))  # < 1e-6 exactly
 ZERO_UPPER_F = float(np.nextafter(1e-40, 0))  # < 1e-40 exactly
 assert Fraction(TIGHT_REL_F) < Fraction(1, 10**6) and Fraction(ZERO_UPPER_F) < Fraction(1, 10**40)
@@ -253,6 +255,42 @@ def floor_rad(r: np.ndarray) -> np.ndarray:
 
 
 def outer_sum(pairs: list[tuple[MR, MR]]) -> MR:
+    """Σ_t x_t[b, i]·y_t[b, j] as a key-major (B, j, i) array (the score perturbations δs).
+
+    Fixed-order elementwise sums by default (bit-identical on every machine); with
+    ``EXACTATTN_BLAS=1`` one BLAS product per word with Rump's a priori bound (sound for any
+    summation order, but its last bits depend on the BLAS kernel: docs/scale.md)."""
+    return _outer_sum_blas(pairs) if USE_BLAS else _outer_sum_fixed(pairs)
+
+
+def _outer_sum_fixed(pairs: list[tuple[MR, MR]]) -> MR:
+    """Σ_t x_t[b, i]·y_t[b, j] as a key-major (B, j, i) array, fixed order, one radius bound.
+
+    Rounding: each product and the running sum lose ≤ n·u·Σ|x_m y_m| (n terms), covered
+    by ρ|y_m| in the radius; the radius arithmetic loses ≤ 4n·u relative, covered by (1 + ρ')."""
+    n = len(pairs)
+    rho = (n + 2) * SUM_U
+    m = r = None
+    for x, y in pairs:
+        xm, xr = x[0][:, None, :], x[1][:, None, :]
+        aym = np.abs(y[0])
+        ym = y[0][:, :, None]
+        y1 = (y[1] + rho * aym)[:, :, None]
+        y2 = (aym + y[1])[:, :, None]
+        tm = xm * ym
+        tr = np.abs(xm) * y1
+        tr += xr * y2
+        if m is None:
+            m, r = tm, tr
+        else:
+            m += tm
+            r += tr
+    assert m is not None and r is not None
+    r *= 1 + (4 * n + 4) * SUM_U
+    return m, guard(m, floor_rad(r))
+
+
+def _outer_sum_blas(pairs: list[tuple[MR, MR]]) -> MR:
     """Σ_t x_t[b, i]·y_t[b, j] as a key-major (B, j, i) array: one BLAS product per word.
 
     The midpoint is numpy's matmul in whatever order BLAS sums; the radius is the a priori
