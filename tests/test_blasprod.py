@@ -290,6 +290,14 @@ def test_filter_with_blas_random_models(data: st.DataObject) -> None:
         sf.USE_BLAS = saved
 
 
+@pytest.mark.slow
+@settings(max_examples=1000, deadline=None, derandomize=True, database=None)
+@given(st.data())
+def test_filter_with_blas_random_models_many(data: st.DataObject) -> None:
+    """The issue's soundness sweep: 1,000 random models with BLAS score products vs arb."""
+    test_filter_with_blas_random_models.hypothesis.inner_test(data)
+
+
 def test_blas_scores_are_enclosed_in_fixed_order_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     """Both δs enclosures contain the true δs, so they intersect; the BLAS radius (γ_n) is
     never wider than the fixed-order one ((n + 2)·2u per term) by more than the floor."""
