@@ -18,10 +18,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+import strategies as S
+import test_softfloat as tsf
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from exactattn import load_model
 from exactattn.engine import blasprod as bp
+from exactattn.engine import softfloat as sf
+from exactattn.engine.temperature import BASE_PREC, Temperatures
+from exactattn.errors import ExactAttnError
 
 ROOT = Path(__file__).resolve().parent.parent
 U = 2.0**-53
@@ -252,29 +258,15 @@ def test_check_json_identical_across_blas_threads(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["dyck2", "ltl_since_until_temperature", "induction_k2"])
 def test_filter_with_blas_contains_arb(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    import test_softfloat as tsf
-
-    from exactattn import load_model
-    from exactattn.engine import softfloat as sf
-
     monkeypatch.setattr(sf, "USE_BLAS", True)
     model = load_model(ROOT / "models" / f"{name}.json")
     settled, total = tsf.compare(model, tsf.BUNDLED[name])
     assert settled == total
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, database=None)
-@given(st.data())
-def test_filter_with_blas_random_models(data: st.DataObject) -> None:
-    import strategies as S
-    import test_softfloat as tsf
-    from hypothesis import assume
-
-    from exactattn.engine import softfloat as sf
-    from exactattn.engine.temperature import BASE_PREC, Temperatures
-    from exactattn.errors import ExactAttnError
-
-    model = tsf._random_model(data.draw(S.models()))
+def _blas_sweep(d: dict) -> None:
+    """One random model (tests/strategies.py) at every length, BLAS score products, vs arb."""
+    model = tsf._random_model(d)
     assume(model is not None)
     saved = sf.USE_BLAS
     sf.USE_BLAS = True
@@ -290,19 +282,23 @@ def test_filter_with_blas_random_models(data: st.DataObject) -> None:
         sf.USE_BLAS = saved
 
 
+@settings(max_examples=40, **tsf.SETTINGS)
+@given(S.models())
+def test_filter_with_blas_random_models(d: dict) -> None:
+    _blas_sweep(d)
+
+
 @pytest.mark.slow
-@settings(max_examples=1000, deadline=None, derandomize=True, database=None)
-@given(st.data())
-def test_filter_with_blas_random_models_many(data: st.DataObject) -> None:
+@settings(max_examples=1000, **tsf.SETTINGS)
+@given(S.models())
+def test_filter_with_blas_random_models_many(d: dict) -> None:
     """The issue's soundness sweep: 1,000 random models with BLAS score products vs arb."""
-    test_filter_with_blas_random_models.hypothesis.inner_test(data)
+    _blas_sweep(d)
 
 
 def test_blas_scores_are_enclosed_in_fixed_order_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     """Both δs enclosures contain the true δs, so they intersect; the BLAS radius (γ_n) is
     never wider than the fixed-order one ((n + 2)·2u per term) by more than the floor."""
-    from exactattn.engine import softfloat as sf
-
     rng = np.random.default_rng(7)
     B, R, T, n = 6, 5, 7, 9
     pairs = []
