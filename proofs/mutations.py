@@ -464,6 +464,23 @@ MUTATIONS: list[Mutation] = [
         tests=ENGINE_TESTS,
         note=CONST_NOTE,
     ),
+    # ---- exactattn/engine/blasprod.py: the a priori bound of BLAS products (issue 25)
+    Mutation(
+        "BL1",
+        "exactattn/engine/blasprod.py",
+        "g = _up(gamma(k) * GAMMA_SCALE)",
+        "g = _up(gamma(max(k // 2, 1)) * GAMMA_SCALE)",
+        "BLAS product radius: γ_k → γ_{k/2} (proofs/blas_bound.md, Lemma 1)",
+        tests=("tests/test_blasprod.py",),
+    ),
+    Mutation(
+        "BL2",
+        "exactattn/engine/blasprod.py",
+        "GAMMA_SCALE = Fraction(1)",
+        "GAMMA_SCALE = Fraction(9, 10)",
+        "BLAS product radius: γ_k → 0.9·γ_k",
+        tests=("tests/test_blasprod.py",),
+    ),
     # ---- exactattn/tau_search.py: the invariant of τ*_inv
     Mutation(
         "TS1",
