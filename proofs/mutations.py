@@ -230,6 +230,13 @@ MUTATIONS: list[Mutation] = [
         "per * qv / (1 + per * qv) + TOL",
         "Thm 6: kq/(1−q+kq) → kq/(1+kq)",
     ),
+    Mutation(
+        "P1",
+        "check_claims.py",
+        '("L(b) (i+1)/n <= 2", 2 - (i + 1) / n,',
+        '("L(b) (i+1)/n <= 2", 1 - (i + 1) / n,',
+        "Prop. L(b): (i+1)/n ≤ 2 → ≤ 1",
+    ),
     # ---- exactattn/bounds/__init__.py (checked by check_bounds_code.py)
     Mutation("C1", BOUNDS, "w = max(w, Fraction(2))", "w = w", "K′ without max{2,·}"),
     Mutation(
@@ -456,6 +463,23 @@ MUTATIONS: list[Mutation] = [
         "τ_thm: K of the first layer, not the max over layers",
         tests=ENGINE_TESTS,
         note=CONST_NOTE,
+    ),
+    # ---- exactattn/engine/blasprod.py: the a priori bound of BLAS products (issue 25)
+    Mutation(
+        "BL1",
+        "exactattn/engine/blasprod.py",
+        "g = _up(gamma(k) * GAMMA_SCALE)",
+        "g = _up(gamma(max(k // 2, 1)) * GAMMA_SCALE)",
+        "BLAS product radius: γ_k → γ_{k/2} (proofs/blas_bound.md, Lemma 1)",
+        tests=("tests/test_blasprod.py",),
+    ),
+    Mutation(
+        "BL2",
+        "exactattn/engine/blasprod.py",
+        "GAMMA_SCALE = Fraction(1)",
+        "GAMMA_SCALE = Fraction(9, 10)",
+        "BLAS product radius: γ_k → 0.9·γ_k",
+        tests=("tests/test_blasprod.py",),
     ),
     # ---- exactattn/bounds/tau_search.py: the invariant of τ*_inv
     Mutation(

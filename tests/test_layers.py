@@ -31,6 +31,7 @@ LAYERS = {
     "engine": 5,  # hard and soft meanings, measurements, dtype emulation
     "export": 6,  # torch / TransformerLens
     "bounds": 7,  # theorems, bounds vs measurements, τ*, closed forms
+    "certificate": 7,  # claimed bounds: parsing, verification, certificates from claims
     "run": 8,  # check, shards, executors, evaluate, precision and search sweeps
     "report": 9,  # Markdown, LaTeX, figures, claims
     "cli": 10,  # the command-line shell

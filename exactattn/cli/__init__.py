@@ -20,6 +20,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from exactattn.bounds.closedforms import summary_lines
+from exactattn.certificate.verify import summary_line
+from exactattn.cli.certify import certify_cmd
 from exactattn.cli.common import (  # noqa: F401  (re-exported: tests and extra commands)
     LONG_EXACT,
     _exact_cell,
@@ -43,6 +45,7 @@ from exactattn.importers.tracr import import_tracr as _imp
 from exactattn.inputs import count_inputs, count_text, inputs_exceed
 from exactattn.model import load_model, model_from_dict
 from exactattn.report import write_report
+from exactattn.report.certificate import write_certificate_report
 from exactattn.report.claims import main as claims_main
 from exactattn.report.data import non_monotone_lines, tau_star_brackets
 from exactattn.report.regenerate import regenerate
@@ -282,6 +285,8 @@ def check(
 
             for line in summary_lines(data.get("closed_forms") or {}):
                 console.print(line, highlight=False, soft_wrap=True)
+            if result.model.claims is not None:  # issue 23
+                console.print(summary_line(result.model, data), highlight=False, markup=False)
         if report:
             write_report(data, Path(report))
     except (ExactAttnError, click.UsageError, OSError, ValueError) as exc:
@@ -694,6 +699,9 @@ def report(result_path: str, fmt: str | None, out: str) -> None:
         raise click.UsageError(
             f"{result_path} is not UTF-8 text (result files are UTF-8 JSON)"
         ) from None
+    if isinstance(data, dict) and data.get("format") == "exactattn-certificate/1":  # issue 23
+        err_console.print(f"wrote {write_certificate_report(data, Path(out), fmt)}")
+        return
     if not isinstance(data, dict) or data.get("format") != "exactattn-result/1":
         raise click.UsageError(f"{result_path} is not an exactattn-result/1 file")
     validate_result(data, result_path)
@@ -704,6 +712,9 @@ def report(result_path: str, fmt: str | None, out: str) -> None:
 main.add_command(precision_cmd)  # past enumeration, issue 14
 main.add_command(search_cmd)
 main.add_command(export_group)  # torch/TransformerLens, issue 26
+
+
+main.add_command(certify_cmd)
 
 
 if __name__ == "__main__":  # pragma: no cover

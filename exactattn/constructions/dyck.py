@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from exactattn.constructions.rasp import Program, ProgramError
+from exactattn.model.claimed import claims_object
 
 __all__ = ["BOS", "EOS", "SCHEDULE_C", "build_dyck", "catalog", "gamma", "temperature"]
 
@@ -133,11 +134,26 @@ def build_dyck(pairs: Sequence[str], *, scale: str = "integer", name: str | None
     # 5. any_bad = 1 iff some position is bad.
     p.exists("any_bad", "bad", one)
     output = p.accept({"any_bad": -1}, bias=1, threshold="1/2", position="eos")
-    return p.to_model(
+    model = p.to_model(
         output,
         temperature=temperature(scale),
         reference={"kind": "dyck", "pairs": list(pairs)},
         min_length=1,
+    )
+    model["claims"] = claims(scale)
+    return model
+
+
+def claims(scale: str = "integer") -> dict[str, Any]:
+    """Bounds for every n, proved in proofs/claims.md (Proposition D)."""
+
+    unit = scale == "unit"
+    return claims_object(
+        "1/(n+1)^3" if unit else "1/(n+1)",
+        "1" if unit else "(n+1)^2",
+        "1/2",
+        "proofs/claims.md",
+        ("Proposition D(a)", "Proposition D(b)", "Proposition D(c)"),
     )
 
 

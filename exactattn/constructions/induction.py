@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from exactattn.constructions.ltl import SCHEMES, compile_formulas
+from exactattn.constructions.ltl import claims as ltl_claims
 from exactattn.logic.ltl import And, Atom, Formula, Not, Or, Prev, Since, format_ltl
 
 
@@ -150,6 +151,7 @@ def build_induction(
             "labels": [*alphabet, none],
         },
         "reference": {"kind": "cases", "cases": cases},
+        "claims": ltl_claims(scheme, "1"),
         "meta": {
             "construction": "exactattn.constructions.induction",
             "scheme": scheme,

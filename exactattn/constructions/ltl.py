@@ -44,6 +44,7 @@ from exactattn.logic.ltl import (
     normalize,
     parse_ltl,
 )
+from exactattn.model.claimed import claims_object
 
 SCHEMES = ("temperature", "positions")
 #: effective score spacing (score/τ) of the Y, X, S, U heads: off-target mass ≤ e^{-3}
@@ -703,6 +704,7 @@ def compile_ltl(formula: str, alphabet: Sequence[str], scheme: str = "temperatur
             "threshold": "1/2",
         },
         "reference": {"kind": "ltl", "formula": formula},
+        "claims": claims(scheme, "1/2"),
         "meta": {
             "construction": "exactattn.constructions.ltl",
             "scheme": scheme,
@@ -710,6 +712,19 @@ def compile_ltl(formula: str, alphabet: Sequence[str], scheme: str = "temperatur
             "soft_error_bound_before_rounding": "e^-3 per head (proofs/constructions.md)",
         },
     }
+
+
+def claims(scheme: str, margin: str) -> dict[str, Any]:
+    """Bounds for every n, proved in proofs/claims.md (Proposition L, from Theorem C)."""
+
+    temp = scheme == "temperature"
+    return claims_object(
+        "3/n" if temp else "3",
+        "2" if temp else "2*n",
+        margin,
+        "proofs/claims.md",
+        ("Proposition L(a)", "Proposition L(b)", "Proposition L(c)"),
+    )
 
 
 CATALOG_FORMULAS: dict[str, tuple[str, tuple[str, ...]]] = {

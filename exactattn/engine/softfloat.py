@@ -65,7 +65,11 @@ Tightness (so that words settle, not for soundness):
 * Rows whose scores move by ≥ τ use softmax − hard directly, as soft.py does.
 
 Determinism: only elementwise operations; every sum is a Python loop over the small
-inner dimension (weights, keys) in a fixed order — no BLAS, no numpy float sums. A word's
+inner dimension (weights, keys) in a fixed order — no BLAS, no numpy float sums. (The one
+exception is opt-in: ``EXACTATTN_BLAS=1`` computes the score perturbations in
+:func:`outer_sum` with BLAS and Rump's order-independent bound, proofs/blas_bound.md — sound
+in any order, bit-identical for any thread count, but its last bits depend on the BLAS kernel
+of the machine; docs/scale.md, "BLAS products".) A word's
 numbers do not depend on the order of the batch, but the *last bits* of its enclosures can
 depend on which other words share its batch: work is skipped for δ columns that are exactly
 zero for the whole batch (a head where nothing moves, an FFN coefficient that vanishes),
@@ -78,6 +82,7 @@ batching (tests/test_softfloat.py), and tests/test_results_merge.py allows the d
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -87,6 +92,7 @@ import numpy as np
 from flint import arb, ctx
 
 from exactattn.core.numbers import arb_endpoints
+from exactattn.engine.blasprod import mr_matmul, one_thread
 from exactattn.engine.hard import (
     CompiledFFN,
     CompiledModel,
@@ -110,6 +116,7 @@ EXP_ERR = 2.0**-42  # exp/expm1 relative error bound: constant part
 EXP_ERR_X = 2.0**-46  # ... and per unit |x|
 WEIGHT_MIN = 2.0**-100
 WEIGHT_MAX = 2.0**100
+USE_BLAS = os.environ.get("EXACTATTN_BLAS", "") == "1"  # BLAS score products (docs/scale.md)
 TIGHT_REL_F = float(np.nextafter(1e-6, 0))  # < 1e-6 exactly
 ZERO_UPPER_F = float(np.nextafter(1e-40, 0))  # < 1e-40 exactly
 assert Fraction(TIGHT_REL_F) < Fraction(1, 10**6) and Fraction(ZERO_UPPER_F) < Fraction(1, 10**40)
@@ -252,6 +259,15 @@ def floor_rad(r: np.ndarray) -> np.ndarray:
 
 
 def outer_sum(pairs: list[tuple[MR, MR]]) -> MR:
+    """Σ_t x_t[b, i]·y_t[b, j] as a key-major (B, j, i) array (the score perturbations δs).
+
+    Fixed-order elementwise sums by default (bit-identical on every machine); with
+    ``EXACTATTN_BLAS=1`` one BLAS product per word with Rump's a priori bound (sound for any
+    summation order, but its last bits depend on the BLAS kernel: docs/scale.md)."""
+    return _outer_sum_blas(pairs) if USE_BLAS else _outer_sum_fixed(pairs)
+
+
+def _outer_sum_fixed(pairs: list[tuple[MR, MR]]) -> MR:
     """Σ_t x_t[b, i]·y_t[b, j] as a key-major (B, j, i) array, fixed order, one radius bound.
 
     Rounding: each product and the running sum lose ≤ n·u·Σ|x_m y_m| (n terms), covered
@@ -275,6 +291,22 @@ def outer_sum(pairs: list[tuple[MR, MR]]) -> MR:
             r += tr
     assert m is not None and r is not None
     r *= 1 + (4 * n + 4) * SUM_U
+    return m, guard(m, floor_rad(r))
+
+
+def _outer_sum_blas(pairs: list[tuple[MR, MR]]) -> MR:
+    """Σ_t x_t[b, i]·y_t[b, j] as a key-major (B, j, i) array: one BLAS product per word.
+
+    The midpoint is numpy's matmul in whatever order BLAS sums; the radius is the a priori
+    bound of :func:`exactattn.engine.blasprod.mr_matmul` (proofs/blas_bound.md): γ_n for the
+    midpoint (n terms, any order), the propagated radii, all rounded up. Tighter than the
+    fixed-order bound it replaced ((n + 2)·2u per term), and ~ one pass instead of n."""
+    ym = np.stack([y[0] for _, y in pairs], axis=2)  # (B, j, t)
+    yr = np.stack([y[1] for _, y in pairs], axis=2)
+    xm = np.stack([x[0] for x, _ in pairs], axis=1)  # (B, t, i)
+    xr = np.stack([x[1] for x, _ in pairs], axis=1)
+    with one_thread():  # midpoint bits independent of the BLAS thread count
+        m, r = mr_matmul((ym, yr), (xm, xr))
     return m, guard(m, floor_rad(r))
 
 

@@ -17,6 +17,7 @@ from exactattn.core.errors import ModelError
 from exactattn.core.limits import MAX_HEADS, MAX_LAYERS, MAX_LENGTH, check_name, clip
 from exactattn.core.numbers import JsonConstant, JsonNumber, load_json_text, parse_rational
 from exactattn.logic.ltl import parse_ltl
+from exactattn.model.claimed import parse_claims
 from exactattn.model.expr import Expr, ExprError, parse_expression
 from exactattn.model.types import (
     DEFAULT_VALUE_TOLERANCE,
@@ -55,6 +56,7 @@ TOP_KEYS = {
     # extensions (docs/model-format.md)
     "coordinates",
     "meta",
+    "claims",
 }
 
 
@@ -266,6 +268,9 @@ class _Reader:
             if "reference" in top and top["reference"] is not None
             else None
         )
+        claims = None
+        if "claims" in top:
+            claims = parse_claims(top["claims"], output.kind, min_length)
         model = Model(
             name=name,
             description=description,
@@ -283,6 +288,7 @@ class _Reader:
             max_length=max_length,
             coordinates=coordinates,
             source=raw,
+            claims=claims,
         )
         return model
 

@@ -128,6 +128,7 @@ class Model:
     max_length: int | None
     coordinates: tuple[str, ...] | None = None
     source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    claims: Any = None  # exactattn.model.claimed.Claims | None (docs/model-format.md)
 
     # -- sequence layout --------------------------------------------------------
     def length(self, n: int) -> int:

@@ -25,6 +25,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from exactattn.certificate.certify import certify_range
 from exactattn.constructions.dyck import build_dyck
 from exactattn.core.numbers import decimal_down, decimal_up, parse_decimal, short_decimal
 from exactattn.model import load_model, model_from_dict
@@ -142,6 +143,48 @@ def rerun(root: Path = ROOT, only: list[str] | None = None, log: Any = None) -> 
                 log(f"wrote {path.relative_to(root)}: {data['verdict']['summary']}")
 
 
+#: `exactattn certify --range 1..CERTIFY_TO` at the model's own τ and at τ_thm(n) (issue 23)
+CERTIFY_TO = 10_000
+
+
+def rerun_certify(root: Path = ROOT, only: list[str] | None = None, log: Any = None) -> None:
+    """Store `certify --range 1..CERTIFY_TO` at the own τ and at τ_thm(n) as
+    reports/claims/<stem>.certify.json."""
+
+    for stem in RUNS:
+        if only and stem not in only:
+            continue
+        model = LOADERS[stem](root)
+        data = {
+            "own": certify_range(model, 1, CERTIFY_TO),
+            "theorem": certify_range(model, 1, CERTIFY_TO, "theorem"),
+        }
+        path = data_path(root, stem, "certify")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", "utf-8")
+        if log:
+            log(f"wrote {path.relative_to(root)}")
+
+
+def certify_text(data: dict[str, Any] | None) -> str:
+    """'τ_thm: every n ≤ 10000; own τ: none (n = 1 fails)' from a stored certify file."""
+    if not data:
+        return "—"
+    parts = []
+    for key, label in (("theorem", "τ_thm"), ("own", "own τ")):
+        r = data.get(key) or {}
+        through, hi = r.get("certified_through"), (r.get("range") or [None, None])[1]
+        if through is None:
+            parts.append(f"{label}: —")
+        elif through == hi:
+            parts.append(f"{label}: every n ≤ {through} (range end)")
+        elif through == 0:
+            parts.append(f"{label}: none (n = 1 not certified)")
+        else:
+            parts.append(f"{label}: every n ≤ {through}")
+    return "; ".join(parts)
+
+
 def load_runs(root: Path = ROOT) -> dict[str, dict[str, dict[str, Any]]]:
     """The stored results, by stem and run kind (a missing file is simply absent)."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -151,6 +194,16 @@ def load_runs(root: Path = ROOT) -> dict[str, dict[str, dict[str, Any]]]:
             if path.exists():
                 text = path.read_text("utf-8")
                 out.setdefault(stem, {})[kind] = json.loads(text, parse_float=str)
+    return out
+
+
+def load_certify(root: Path = ROOT) -> dict[str, dict[str, Any]]:
+    """The stored `certify --range` results, by stem (a missing file is simply absent)."""
+    out = {}
+    for stem in RUNS:
+        path = data_path(root, stem, "certify")
+        if path.exists():
+            out[stem] = json.loads(path.read_text("utf-8"))
     return out
 
 
@@ -664,8 +717,10 @@ def short_ratio(rows: list[TauRow]) -> str:
     return f"{short(lo, False)}–{short(hi, True)} (n = {_runs(ns)})"
 
 
-def render(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
-    """The Markdown of docs/claims.md from the stored results."""
+def render(
+    runs: dict[str, dict[str, dict[str, Any]]], certs: dict[str, dict[str, Any]] | None = None
+) -> str:
+    """The Markdown of docs/claims.md from the stored results (and `certify --range` ones)."""
     lines = [
         "# Claims ledger",
         "",
@@ -731,8 +786,8 @@ def render(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
         "",
         "| model | lengths certified, verdict | γ(n) | x_max(n) | τ_thm(n) bracket | "
         "τ*_inv(n)/τ_thm(n) per n | τ*_dec(n)/τ_thm(n) per n | measured/bound (own τ) | "
-        "ε ≤ 1 (own τ) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "ε ≤ 1 (own τ) | certified for all n ≤ … |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for stem in RUNS:
         r = runs.get(stem, {})
@@ -759,6 +814,7 @@ def render(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
                     ratio_text(tau_rows(soft, "decisions")),
                     ("—" if mob is None else f"≤ {short(mob, True)}") + f", {viol} violation(s)",
                     invariant_everywhere(soft),
+                    certify_text((certs or {}).get(stem)),
                 ]
             )
             + " |"
@@ -774,6 +830,11 @@ def render(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
         "step from the certified brackets (a step whose brackets overlap is named as such), "
         "never from the end points alone.",
         "",
+        f"Certified for all n ≤ …: `exactattn certify --range 1..{CERTIFY_TO}` "
+        "(`docs/certify.md`): Theorems 3–5 evaluated at every length from the model's proved "
+        "claims (`proofs/claims.md`), no enumeration; every n in the range is evaluated, and "
+        "the entry is the last length before the first one not certified.",
+        "",
     ]
     return "\n".join(lines)
 
@@ -782,7 +843,8 @@ def build(root: Path = ROOT, verify: bool = False, rerun_first: bool = False) ->
     """Write (or, with ``verify``, compare) docs/claims.md; True when it is current."""
     if rerun_first:
         rerun(root)
-    text = render(load_runs(root))
+        rerun_certify(root)
+    text = render(load_runs(root), load_certify(root))
     path = root / LEDGER
     if verify:
         return path.exists() and path.read_text("utf-8") == text

@@ -636,6 +636,10 @@ def verdict_of(
             problems.append(f"n={r.n}: reference mismatches hard {ref.hard}, soft {ref.soft}")
         if r.bounds and r.bounds.get("violations"):
             problems.append(f"n={r.n}: {r.bounds['violations']} bound violation(s)")
+        cl = r.extra.get("claims")
+        if isinstance(cl, dict):  # claimed bounds checked at this length (issue 23)
+            problems.extend(claim_problems(r.n, cl))
+            undecided += cl.get("undecided") or 0
         undecided += r.undecided or 0
         if inv == "undecided":
             undecided += 1
@@ -662,3 +666,15 @@ def verdict_of(
             f"for and the run was {why}",
         )
     return Verdict("clean", f"no problem found for {rng}")
+
+
+def claim_problems(n: int, entry: dict[str, Any]) -> list[str]:
+    """One line per failed claim, for the verdict: n, the claim, the measured value, the input."""
+    lines = []
+    for d in entry.get("violation_details", []):
+        w = d.get("witness")
+        where = f" on input '{' '.join(w)}'" if isinstance(w, list) else ""
+        lines.append(
+            f"n={n}: claim {d['claim']} ({d['claimed']}) fails: measured {d['measured']}{where}"
+        )
+    return lines

@@ -19,6 +19,7 @@ from typing import Any
 from exactattn.bounds.closedforms import closed_forms
 from exactattn.bounds.compare import bounds_for_length, dyadic_lower, tau_theorem_value
 from exactattn.bounds.tau_search import search_tau
+from exactattn.certificate.verify import verify_claims
 from exactattn.core.errors import ClusterLost, ExactAttnError, UsageError
 from exactattn.core.numbers import frac_str
 from exactattn.engine.certify import MAX_PREC
@@ -30,6 +31,7 @@ from exactattn.inputs import (
     word_of_rank,
 )
 from exactattn.model import AttentionLayer, Model
+from exactattn.model.claimed import precheck
 from exactattn.model.expr import Expr, parse_expression
 from exactattn.results import (
     RESULT_FORMAT,
@@ -157,6 +159,8 @@ def run_check(
     # refuse a model that breaks at some checked n before any work (and any file) is done
     # (every temperature in the file, used by a head or not, so no expression is skipped)
     # (every temperature in the file, used by a head or not, so no expression is skipped)
+    if model.claims is not None:  # claims usable at every checked n (issue 23)
+        precheck(model.claims, lo, max_n)
     for n in range(lo, max_n + 1):
         model.position_vectors(n)
         if not hard_only:
@@ -184,6 +188,8 @@ def run_check(
             rec = check_length(job, run, progress)
             if (bounds or tau_theorem) and not hard_only:
                 rec = with_extras(rec, bounds=bounds_for_length(model, rec, temps.at(n, BASE_PREC)))
+            if model.claims is not None:  # claimed bounds vs the measured values (issue 23)
+                rec = with_extras(rec, extra={**rec.extra, "claims": verify_claims(model, rec)})
             if find_tau and not hard_only:
                 rec = with_extras(
                     rec, tau_star=search_tau(model, _compiled(model), n, None, batch, max_prec)

@@ -1,0 +1,426 @@
+"""``exactattn certify``: Theorems 3–5 of ``proofs/`` at one length N, from the claims alone.
+
+No input is enumerated. The claims of the model file give, for length N, a lower bound γ on
+every head's gap, an upper bound X₀ on the embedding and a lower bound μ on the read-out margin.
+Lemma G carries X₀ through the layers (a bound on every layer's hard input); Theorem 3(b),
+valid for every ε ≥ 0, gives each layer's error bound with at most T − 1 keys below the top
+(Theorem 4(iii): ε_ℓ ≤ E_ℓ for *every* input of length N); Theorem 4(ii) gives the paper-shaped
+B_ℓ and its ε ≤ 1 invariant; Corollary 5 turns C·ε_L < μ into "every decision is preserved";
+Theorem 5 gives τ_thm(N), below which every τ is certified. All numbers are exact rationals or
+arb balls rounded outward; nothing is a float.
+
+(H3) is not provable from the claims: a model with a leftmost/rightmost head gets no
+certificate (Theorem 3(c): with a tie at the top no temperature works), as ``check --tau
+theorem`` refuses at a length where such a head ties.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from flint import arb, ctx
+
+from exactattn import bounds as B
+from exactattn.bounds.compare import layer_constants, readout_constant
+from exactattn.core.errors import ModelError, UsageError
+from exactattn.core.numbers import arb_endpoints, arb_interval, arb_upper_str, frac_str, to_arb
+from exactattn.engine.temperature import Temperatures, parse_tau
+from exactattn.model import AttentionLayer, Model, ValueOutput
+from exactattn.model.claimed import CLAIM_MEANING, Claim, claim_exact, claim_value, q_text
+from exactattn.model.expr import Expr
+
+CERT_FORMAT = "exactattn-certificate/1"
+PREC = 128  # bits of the balls; every reported bound is an outward-rounded upper end
+
+PROOF_FILES = {
+    "lemma_g": "proofs/03-layer-perturbation.md",
+    "thm3b": "proofs/03-layer-perturbation.md",
+    "thm4": "proofs/04-multilayer.md",
+    "thm5": "proofs/05-temperature.md",
+}
+
+
+def _need_claims(model: Model) -> Any:
+    cl = model.claims
+    if cl is None:
+        raise ModelError(
+            "claims",
+            "the model has no claimed bounds, so no length can be certified without enumeration",
+            'add "claims": {"gamma_lower": {"expr": …, "justification": …}, "x_max_upper": {…}'
+            + (', "margin_lower": {…}' if model.output.kind != "value" else "")
+            + "} (docs/model-format.md), or rebuild it with `exactattn build`",
+        )
+    return cl
+
+
+def refuse_unless_h3(model: Model) -> None:
+    """No certificate for leftmost/rightmost heads: (H3) cannot be shown without enumeration."""
+    for li, layer in enumerate(model.layers):
+        if isinstance(layer, AttentionLayer):
+            for hi, h in enumerate(layer.heads):
+                if h.hard != "average":
+                    raise UsageError(
+                        f"no certificate: layers[{li}].heads[{hi}] is '{h.hard}'; without "
+                        "enumeration nothing shows that its top score is unique (H3), and with a "
+                        "tie at the top no temperature makes softmax reproduce it (proofs/, "
+                        "Thm 3(c)), as `check --tau theorem` refuses"
+                    )
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What does not depend on n: constants, read-out constant, H3 checked, claims present."""
+
+    model: Model
+    consts: list[B.LayerConstants]
+    K: Fraction
+    C: Fraction
+    claims: Any
+
+    @staticmethod
+    def of(model: Model) -> Prepared:
+        cl = _need_claims(model)
+        refuse_unless_h3(model)
+        cs = layer_constants(model)
+        return Prepared(model, cs, max(B.paper_K(c) for c in cs), readout_constant(model), cl)
+
+
+def _lower(c: Claim, n: int) -> Fraction:
+    ex = claim_exact(c, n)
+    return ex if ex is not None else arb_endpoints(claim_value(c, n, PREC))[0]
+
+
+def _upper(c: Claim, n: int) -> Fraction:
+    ex = claim_exact(c, n)
+    return ex if ex is not None else arb_endpoints(claim_value(c, n, PREC))[1]
+
+
+def _taus(model: Model, override: Expr | None, n: int) -> list[list[arb] | None]:
+
+    return Temperatures(model, override).at(n, PREC)
+
+
+def _u(x: arb) -> str:
+    return arb_upper_str(x)
+
+
+def certify_length(
+    prep: Prepared,
+    n: int,
+    tau: str | None = None,
+    brief: bool = False,
+    tau_ball: arb | None = None,
+) -> dict[str, Any]:
+    """The certificate for every input of length n (a JSON-ready dict, CERT_FORMAT).
+
+    ``tau``: None (the model's temperatures), "theorem" (the lower end of τ_thm(n)) or an
+    expression in n; ``tau_ball`` (internal): one ball for every head, overriding ``tau``.
+    ``brief``: only what ``--range`` and the τ grid need (the verdict and its reason).
+    """
+
+    model, cl = prep.model, prep.claims
+    if n < cl.from_n:
+        raise UsageError(f"the claims hold for n >= {cl.from_n} (claims.from_n), not n = {n}")
+    model.check_length(n)
+    with ctx.workprec(PREC):
+        gamma = _lower(cl.gamma_lower, n)
+        if gamma <= 0:
+            raise ModelError(
+                "claims.gamma_lower.expr",
+                f"the claimed lower bound on γ({n}) is {q_text(gamma, False)}, not > 0",
+                "a gap bound must be positive where a certificate is asked for",
+            )
+        x0 = max(_upper(cl.x_max_upper, n), Fraction(0))
+        mu = _lower(cl.margin_lower, n) if cl.margin_lower is not None else None
+        T = model.length(n)
+        m = T - 1
+        # Lemma G: a bound on the hard input of every layer
+        x_in = [x0]
+        for c in prep.consts:
+            a, cc = c.growth
+            x_in.append(a * x_in[-1] + cc)
+        att = [li for li, layer in enumerate(model.layers) if isinstance(layer, AttentionLayer)]
+        X = max([x_in[li] for li in att] + [Fraction(1)])
+        L = len(model.layers)
+        # ε* as in bounds_check.eps_star (C is computed once, in Prepared)
+        C = prep.C
+        es = Fraction(1, 2) if mu is None or mu <= 0 or C == 0 else min(mu / C, Fraction(1)) / 2
+        tau_thm = (
+            B.tau_theorem(L, prep.K, X, gamma, m, es) if tau == "theorem" or not brief else None
+        )
+        if tau_ball is not None:
+            taus = [
+                None if not isinstance(layer, AttentionLayer) else [tau_ball] * len(layer.heads)
+                for layer in model.layers
+            ]
+            tau_text = arb_upper_str(tau_ball)
+        elif tau == "theorem":
+            assert tau_thm is not None
+            t_low = arb_endpoints(tau_thm)[0]
+            taus = [  # the exact lower end for every head (no detour through text)
+                None
+                if not isinstance(layer, AttentionLayer)
+                else [to_arb(t_low)] * len(layer.heads)
+                for layer in model.layers
+            ]
+            tau_text = f"theorem (τ_thm({n}) lower end, {arb_upper_str(to_arb(t_low))})"
+        else:
+            taus = _taus(model, parse_tau(tau), n)
+            tau_text = tau if tau is not None else model.temperature.text
+        # Theorem 3(b) per layer, Theorem 4(iii): ε_ℓ ≤ E_ℓ for every input of length n
+        eps: arb = arb(0)
+        chain = []
+        for li, c in enumerate(prep.consts):
+            if c.kind == "attention":
+                hs = c.heads or ()
+                row = taus[li]
+                assert row is not None
+                # a head with QᵀK = 0 and Kᵀb_q = 0 scores every key alike: no lower score
+                flat_h = [h.beta == 0 and h.beta_bias_q == 0 for h in hs]
+                gaps = [None if f else gamma for f in flat_h]
+                nonmax = [0 if f else m for f in flat_h]
+                bnd = B.attention_layer_bound(c, x_in[li], eps, row, gaps, nonmax, [True] * len(hs))
+                assert bnd is not None  # average heads only (refuse_unless_h3)
+            else:
+                bnd = B.ffn_layer_bound(c, eps)
+            eps = bnd
+            chain.append(bnd)
+        # Theorem 4(ii): one τ for every head, B_ℓ = b Σ_{k<ℓ} a^k, invariant B_{L−1} ≤ 1
+        flat = [t for row in taus if row is not None for t in row]
+        same = all(t.mid() == flat[0].mid() and t.rad() == flat[0].rad() for t in flat)
+        paper: dict[str, Any]
+        b_final: arb | None = None
+        if not flat or not same:
+            paper = {"applies": False, "why": "heads have different temperatures"}
+        elif not flat[0] <= 1:
+            paper = {"applies": False, "why": "τ ≤ 1 is not certified"}
+        else:
+            t = flat[0]
+            a_, b_ = B._ab(prep.K, X, gamma, m, t)  # noqa: SLF001 - the same a, b as theorem_bound
+            bl = [B.recursion_bound(a_, b_, ell) for ell in range(1, L + 1)]
+            inv = L == 1 or bool(bl[L - 2] <= 1)
+            paper = {"applies": True, "a": a_, "b": b_, "layers": bl}
+            paper["invariant_B_L_minus_1_le_1"] = inv
+            if inv:
+                b_final = bl[-1]
+        final = chain[-1] if chain else arb(0)
+        best = final if b_final is None or not b_final < final else b_final
+        feeding_ok = all(bool(e <= 1) for e in chain[:-1])
+        # Corollary 5: decisions preserved iff C·ε_L < μ
+        out = model.output
+        if isinstance(out, ValueOutput):
+            moved = to_arb(prep.C) * best
+            decided = bool(moved <= to_arb(out.tolerance))
+            reason = (
+                "every output entry moves by at most the tolerance"
+                if decided
+                else f"‖W‖∞·ε_L ≤ {_u(moved)} is not below the tolerance "
+                f"{q_text(out.tolerance, False)}"
+            )
+        else:
+            assert mu is not None
+            decided = B.decision_certified(best, prep.C, mu)
+            moved = to_arb(prep.C) * best
+            reason = (
+                f"C·ε_L ≤ {_u(moved)} < μ ≥ {q_text(mu, False)}: every decision is preserved"
+                if decided
+                else f"C·ε_L ≤ {_u(moved)} is not certified below the claimed margin "
+                f"{q_text(mu, False)}"
+            )
+        status = "certified" if decided else "not certified"
+        res: dict[str, Any] = {"n": n, "status": status, "reason": reason}
+        if brief:
+            return res
+        assert tau_thm is not None
+        if paper["applies"]:
+            paper["a"], paper["b"] = _u(paper["a"]), _u(paper["b"])
+            paper["layers"] = [_u(x) for x in paper["layers"]]
+        t_lo = arb_endpoints(tau_thm)[0]
+        res["tau_grid"] = grid_tau(prep, n, t_lo) if not isinstance(out, ValueOutput) else None
+        res.update(
+            {
+                "tau": tau_text,
+                "tau_exact": q_text(t_low, False) if tau == "theorem" else tau,
+                "tau_values": [
+                    None if row is None else [arb_interval(t) for t in row] for row in taus
+                ],
+                "claims_at_n": {
+                    "gamma_lower": q_text(gamma, False),
+                    "x_max_upper": q_text(x0, True),
+                    "margin_lower": None if mu is None else q_text(mu, False),
+                },
+                "constants": {
+                    "L": L,
+                    "T": T,
+                    "m": m,
+                    "K": frac_str(prep.K),
+                    "X": q_text(X, True),
+                    "readout_lipschitz": frac_str(prep.C),
+                    "eps_star": q_text(es, False),
+                    "layer_input_bounds": [q_text(x, True) for x in x_in[:-1]],
+                },
+                "layers": [
+                    {"index": li, "kind": c.kind, "error_bound": _u(e)}
+                    for li, (c, e) in enumerate(zip(prep.consts, chain, strict=True))
+                ],
+                "eps_le_1": {
+                    "theorem_4iii_needs_it": False,
+                    "certified_after_every_feeding_layer": feeding_ok,
+                    "theorem_4ii_invariant": paper.get("invariant_B_L_minus_1_le_1"),
+                },
+                "paper_chain": paper,
+                "final_error_bound": _u(best),
+                "tau_theorem": arb_interval(tau_thm),
+                "tau_theorem_lower": q_text(t_lo, False),
+                "tau_theorem_note": "Theorem 5: every τ ≤ τ_thm(n) certifies length n",
+            }
+        )
+        return res
+
+
+GRID_STEPS = 8  # τ = 2^(k/8), as in check --find-tau
+GRID_MAX_STEPS = 400  # 2^50 above τ_thm at most
+
+
+def grid_tau(prep: Prepared, n: int, tau_thm_low: Fraction) -> dict[str, Any]:
+    """Warm up from τ_thm(n) on the grid τ = 2^(k/8) while the Theorem 3(b) chain still
+    certifies length n at each grid τ: the last such τ and the first that fails.
+
+    Nothing between grid points is certified (the chain is not proved monotone in τ); below
+    τ_thm(n) Theorem 5 certifies every τ. Capped at τ = 1 and at GRID_MAX_STEPS steps.
+    """
+
+    with ctx.workprec(PREC):
+        lo = to_arb(tau_thm_low)
+        # the grid index just below τ_thm: floor of an exact lower end (no float)
+        k = math.floor(GRID_STEPS * arb_endpoints(lo.log() / arb(2).log())[0]) - 1
+        last: int | None = None
+        fail: tuple[int, str] | None = None
+        for _ in range(GRID_MAX_STEPS):
+            k += 1
+            if k > 0:
+                break
+            t = (arb(k) / GRID_STEPS * arb(2).log()).exp()
+            if not t > lo:
+                continue
+            r = certify_length(prep, n, brief=True, tau_ball=t)
+            if r["status"] != "certified":
+                fail = (k, r["reason"])
+                break
+            last = k
+
+        def ball(kk: int) -> dict[str, str]:
+            return arb_interval((arb(kk) / GRID_STEPS * arb(2).log()).exp())
+
+    return {
+        "grid": f"2^(k/{GRID_STEPS})",
+        "last_certified": None if last is None else {"k": last, "tau": ball(last)},
+        "first_not_certified": None
+        if fail is None
+        else {"k": fail[0], "tau": ball(fail[0]), "reason": fail[1]},
+        "note": "each listed grid τ from τ_thm(n) up to last_certified was evaluated and "
+        "certified; nothing between grid points is claimed",
+    }
+
+
+def proof_chain(prep: Prepared, checked_to: int | None) -> list[dict[str, str]]:
+    """The steps of the argument, each with where it is proved."""
+    cl = prep.claims
+    steps = []
+    for c in cl.items():
+        j = c.justification
+        text = f"{CLAIM_MEANING[c.key]}: {c.expr.text} for n ≥ {cl.from_n}"
+        if checked_to is not None:
+            text += f"; also checked by enumeration for n ≤ {checked_to}"
+        steps.append(
+            {
+                "step": f"claim {c.key}",
+                "statement": text,
+                "proved_in": "asserted by the user (unproved)"
+                if j.user
+                else f"{j.file}, {j.statement}",
+            }
+        )
+    steps += [
+        {
+            "step": "Lemma G",
+            "statement": "hard input of layer ℓ ≤ α_ℓ·(bound of layer ℓ−1) + c_ℓ, from x_max",
+            "proved_in": PROOF_FILES["lemma_g"],
+        },
+        {
+            "step": "Theorem 3(b) + Theorem 4(iii)",
+            "statement": "ε_ℓ ≤ E_ℓ = F_ℓ(E_{ℓ−1}), E_0 = 0, for every input of length n and "
+            "every ε (no ε ≤ 1 needed), at most T − 1 keys below the top",
+            "proved_in": f"{PROOF_FILES['thm3b']}, {PROOF_FILES['thm4']}",
+        },
+        {
+            "step": "Theorem 4(ii)",
+            "statement": "ε_L ≤ B_L = b(a^L − 1)/(a − 1), a = K X²/τ, b = K X m e^{−γ/τ}, "
+            "if B_{L−1} ≤ 1",
+            "proved_in": PROOF_FILES["thm4"],
+        },
+        {
+            "step": "Corollary 5",
+            "statement": "C·ε_L < μ(n) ⇒ every soft decision equals the hard one",
+            "proved_in": PROOF_FILES["thm5"],
+        },
+        {
+            "step": "Theorem 5",
+            "statement": "every τ ≤ τ_thm(n; ε*) gives ε_L ≤ ε* = min(μ/C, 1)/2",
+            "proved_in": PROOF_FILES["thm5"],
+        },
+    ]
+    return steps
+
+
+def certificate(
+    model: Model,
+    n: int,
+    tau: str | None = None,
+    checked_to: int | None = None,
+    model_path: str | None = None,
+) -> dict[str, Any]:
+    """The whole ``exactattn-certificate/1`` document for one length."""
+    prep = Prepared.of(model)
+    body = certify_length(prep, n, tau)
+    cl = prep.claims
+    return {
+        "format": CERT_FORMAT,
+        "model": model.name,
+        "model_path": model_path,
+        "claims": cl.to_json(),
+        "conditional_on": cl.conditional,
+        "checked_by_enumeration_to": checked_to,
+        "proof_chain": proof_chain(prep, checked_to),
+        **body,
+    }
+
+
+def certify_range(
+    model: Model, lo: int, hi: int, tau: str | None = None, checked_to: int | None = None
+) -> dict[str, Any]:
+    """Every n in [lo, hi], each evaluated (no monotonicity is assumed): the first failure."""
+    prep = Prepared.of(model)
+    first_fail = None
+    count = 0
+    for n in range(lo, hi + 1):
+        r = certify_length(prep, n, tau, brief=True)
+        count += 1
+        if r["status"] != "certified":
+            first_fail = r
+            break
+    return {
+        "format": CERT_FORMAT,
+        "model": model.name,
+        "range": [lo, hi],
+        "tau": tau if tau is not None else model.temperature.text,
+        "evaluated": count,
+        "first_failure": first_fail,
+        "certified_through": (first_fail["n"] - 1) if first_fail else hi,
+        "claims": prep.claims.to_json(),
+        "conditional_on": prep.claims.conditional,
+        "proof_chain": proof_chain(prep, checked_to),
+    }

@@ -1,0 +1,159 @@
+"""``check`` holds a model's claims against what it measured at each enumerated length.
+
+A claim that fails at an enumerated n is a finding (exit 1): the record names n, the witness
+input and both numbers. A claim given by a transcendental expression whose ball cannot be
+compared with the exact measured value is reported as undecided (exit 3), never guessed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+from typing import Any
+
+from flint import arb
+
+from exactattn.core.numbers import arb_endpoints, frac_str
+from exactattn.engine.hard import CompiledModel
+from exactattn.engine.longinput import hard_output, run_hard_long
+from exactattn.model import Model
+from exactattn.model.claimed import CLAIM_MEANING, Claim, claim_exact, claim_value, q_text
+from exactattn.results import LengthRecord, claim_problems  # noqa: F401  (re-exported)
+
+MARGIN_WITNESS_SEARCH = 200_000  # inputs tried to exhibit a margin below a false claim
+
+SYMBOL = {"gamma_lower": "γ(n) ≥", "x_max_upper": "x_max(n) ≤", "margin_lower": "μ(n) ≥"}
+
+
+def _compare(c: Claim, n: int, measured: Fraction, lower: bool) -> str:
+    """'holds', 'fails' or 'undecided': measured ≥ claim (``lower``) or measured ≤ claim."""
+    ex = claim_exact(c, n)
+    if ex is not None:
+        good = measured >= ex if lower else measured <= ex
+        return "holds" if good else "fails"
+    lo, hi = arb_endpoints(claim_value(c, n, prec=256))
+    if lower:
+        return "holds" if measured >= hi else "fails" if measured < lo else "undecided"
+    return "holds" if measured <= lo else "fails" if measured > hi else "undecided"
+
+
+def _claim_text(c: Claim, n: int) -> str:
+    ex = claim_exact(c, n)
+    if ex is not None:
+        return q_text(ex, up=c.key == "x_max_upper")
+    v: arb = claim_value(c, n, prec=256)
+    return v.str(10, radius=False)
+
+
+def x_max_witness(model: Model, n: int) -> list[str]:
+    """An input of length n whose embedding has the largest |entry| (built, not searched)."""
+    pos = model.position_vectors(n)
+    first = model.first_input_position()
+    best: tuple[Fraction, int, str] | None = None
+    for p, vec in enumerate(pos):
+        if model.bos is not None and p == 0:
+            toks = [model.bos]
+        elif model.eos is not None and p == len(pos) - 1:
+            toks = [model.eos]
+        else:
+            toks = list(model.alphabet)
+        for t in toks:
+            v = max(abs(a + b) for a, b in zip(model.token_embedding[t], vec, strict=True))
+            if best is None or v > best[0]:
+                best = (v, p, t)
+    word = [model.alphabet[0]] * n
+    assert best is not None
+    _, p, t = best
+    if t in model.alphabet and first <= p < first + n:
+        word[p - first] = t
+    return word
+
+
+def margin_witness(model: Model, n: int, below: Fraction) -> tuple[list[str], Fraction] | None:
+    """The first input (enumeration order) whose hard margin is < ``below``, if one is found
+    among the first MARGIN_WITNESS_SEARCH inputs (only run when a claim already failed)."""
+
+    cm = CompiledModel(model)  # only after a claim failed: compiling once more is cheap
+    for k, word in enumerate(itertools.product(model.alphabet, repeat=n)):
+        if k >= MARGIN_WITNESS_SEARCH:
+            return None
+        _, mg = hard_output(model, run_hard_long(cm, word))
+        if mg < below:
+            return list(word), mg
+    return None
+
+
+def verify_claims(model: Model, rec: LengthRecord) -> dict[str, Any]:
+    """The ``claims`` entry of one length of a result file (docs/model-format.md)."""
+    cl = model.claims
+    assert cl is not None
+    n = rec.n
+    out: dict[str, Any] = {"applies": n >= cl.from_n, "violations": 0, "undecided": 0}
+    if n < cl.from_n:
+        return out
+    details: list[dict[str, Any]] = []
+    items: dict[str, Any] = {}
+
+    def record(c: Claim, measured: Fraction | None, lower: bool, witness: Any) -> None:
+        if measured is None:  # γ = ∞ (no lower score) or no margin measured: nothing to hold
+            items[c.key] = {"claim": _claim_text(c, n), "measured": None, "status": "holds"}
+            return
+        status = _compare(c, n, measured, lower)
+        items[c.key] = {
+            "claim": _claim_text(c, n),
+            "measured": frac_str(measured),
+            "status": status,
+        }
+        if status == "fails":
+            w = witness() if callable(witness) else witness
+            details.append(
+                {
+                    "claim": c.key,
+                    "n": n,
+                    "claimed": f"{SYMBOL[c.key]} {_claim_text(c, n)}",
+                    "measured": frac_str(
+                        measured if w is None or not isinstance(w, tuple) else w[1]
+                    ),
+                    "witness": w[0] if isinstance(w, tuple) else w,
+                    "meaning": CLAIM_MEANING[c.key],
+                }
+            )
+        elif status == "undecided":
+            out["undecided"] += 1
+
+    gw = rec.gamma_witness.data if rec.gamma_witness is not None else None
+    record(cl.gamma_lower, rec.gamma, True, gw.get("input") if isinstance(gw, dict) else gw)
+    record(cl.x_max_upper, rec.x_max, False, lambda: x_max_witness(model, n))
+    if cl.margin_lower is not None:
+        claimed = claim_exact(cl.margin_lower, n)
+        below = (
+            claimed if claimed is not None else arb_endpoints(claim_value(cl.margin_lower, n))[1]
+        )
+
+        def mw() -> Any:
+            hit = margin_witness(model, n, below)
+            return hit if hit is not None else None
+
+        record(cl.margin_lower, rec.min_margin, True, mw)
+    out["claims"] = items
+    out["violations"] = len(details)
+    out["violation_details"] = details
+    return out
+
+
+def summary_line(model: Model, data: dict[str, Any]) -> str:
+    """One line under the check table: the claims and where they held (or failed)."""
+    cl = model.claims
+    assert cl is not None
+    text = ", ".join(f"{SYMBOL[c.key]} {c.expr.text}" for c in cl.items())
+    rows = [r for r in data.get("lengths", []) if isinstance(r.get("claims"), dict)]
+    applied = [r["n"] for r in rows if r["claims"].get("applies")]
+    bad = [r["n"] for r in rows if r["claims"].get("violations")]
+    und = [r["n"] for r in rows if r["claims"].get("undecided")]
+    if not applied:
+        return f"claims ({text}): not applicable below n = {cl.from_n}"
+    if bad:
+        return f"claims ({text}): FAIL at n = {', '.join(map(str, bad))}"
+    if und:
+        return f"claims ({text}): undecided at n = {', '.join(map(str, und))}"
+    return f"claims ({text}): hold at n = {min(applied)}..{max(applied)}"

@@ -1,0 +1,216 @@
+"""``exactattn certify MODEL (--n N | --range A..B) [--tau EXPR]``: a certificate, no enumeration.
+
+Exit codes: 0 certified (every requested length), 1 not certified (the bound does not reach
+below the margin at some length: the answer, not a crash), 2 bad input (missing or malformed
+claims, a leftmost/rightmost head, a bad range), 4 internal error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from exactattn.certificate.certify import _need_claims, certificate, certify_range
+from exactattn.certificate.verify import _claim_text
+from exactattn.core.errors import UsageError
+from exactattn.core.jsonio import read_json, write_json_atomic
+from exactattn.model import load_model
+
+console = Console(soft_wrap=True, highlight=False, markup=False)  # user text: no markup
+MAX_N = 10**12
+
+
+def _range(text: str) -> tuple[int, int]:
+    parts = text.split("..")
+    if len(parts) != 2 or not all(p.strip().isdigit() and len(p.strip()) <= 13 for p in parts):
+        raise UsageError(f"--range: expected A..B with integers 1 <= A <= B, got '{text[:40]}'")
+    a, b = int(parts[0]), int(parts[1])
+    if not 1 <= a <= b <= MAX_N:
+        raise UsageError(f"--range: expected 1 <= A <= B <= {MAX_N}, got {a}..{b}")
+    return a, b
+
+
+def checked_to(result_path: str | Path, model: Any) -> int | None:
+    """The largest K such that the result file verified, at every n = from_n..K, every claim
+    *with the value the model claims now* (a result for an older claim does not count)."""
+
+    data = read_json(str(result_path))
+    if not isinstance(data, dict) or data.get("format") != "exactattn-result/1":
+        raise UsageError(f"--checked: {result_path} is not an exactattn-result/1 file")
+    if data.get("model") != model.name:
+        raise UsageError(f"--checked: {result_path} is a result for another model")
+    cl = model.claims
+    rows = {r.get("n"): r for r in data.get("lengths", []) if isinstance(r, dict)}
+
+    def held(n: int) -> bool:
+        entry = (rows.get(n) or {}).get("claims")
+        if not isinstance(entry, dict) or entry.get("violations") != 0 or entry.get("undecided"):
+            return False
+        items = entry.get("claims") or {}
+        for c in cl.items():
+            it = items.get(c.key)
+            if not isinstance(it, dict) or it.get("status") != "holds":
+                return False
+            if it.get("claim") != _claim_text(c, n):
+                return False
+        return True
+
+    k = None
+    n = cl.from_n
+    while n in rows and held(n):
+        k, n = n, n + 1
+    return k
+
+
+def _rel(p: Path) -> str:
+    """A path as the user would type it (relative to the working directory when inside it)."""
+
+    try:
+        return os.path.relpath(p)
+    except ValueError:  # another drive (Windows)
+        return str(p)
+
+
+def known_result(model_path: str, model: Any) -> Path | None:
+    """A stored check of a bundled model (reports/claims/<stem>.hard.json next to models/)."""
+    p = Path(model_path).resolve()
+    if p.parent.name != "models":
+        return None
+    cand = p.parent.parent / "reports" / "claims" / f"{p.stem}.hard.json"
+    if not cand.exists():
+        return None
+    try:
+        data = read_json(str(cand))
+    except (OSError, ValueError):
+        return None
+    return cand if isinstance(data, dict) and data.get("model") == model.name else None
+
+
+def print_certificate(c: dict[str, Any]) -> None:
+    """The human-readable answer: the verdict first, then the chain and the numbers."""
+    head = "certified" if c["status"] == "certified" else "NOT certified"
+    console.print(f"{c['model']}, n = {c['n']}, τ = {c['tau']}: {head}")
+    console.print(f"  {c['reason']}")
+    for layer in c["layers"]:
+        console.print(
+            f"  layer {layer['index']} ({layer['kind']}): ε ≤ {layer['error_bound']} "
+            "for every input of this length"
+        )
+    e = c["eps_le_1"]
+    console.print(
+        "  ε ≤ 1: not needed by Theorem 4(iii); certified after every feeding layer: "
+        f"{'yes' if e['certified_after_every_feeding_layer'] else 'no'}; "
+        "Theorem 4(ii)'s invariant B_(L−1) ≤ 1: "
+        + {True: "holds", False: "not certified", None: "n/a (Theorem 4(ii) does not apply)"}[
+            e["theorem_4ii_invariant"]
+        ]
+    )
+    t = c["tau_theorem"]
+    console.print(
+        f"  largest τ from Theorem 5: τ_thm(n) ∈ [{t['lower']}, {t['upper']}] "
+        "(every τ ≤ its lower end certifies this length)"
+    )
+    g = c.get("tau_grid")
+    if g:
+        last, fail = g["last_certified"], g["first_not_certified"]
+        if last:
+            console.print(
+                f"  on the grid τ = {g['grid']} the chain still certifies at τ = "
+                f"{last['tau']['upper']} (every grid τ from τ_thm(n) up to it evaluated)"
+                + (f"; first grid τ not certified: {fail['tau']['upper']}" if fail else "")
+            )
+        elif fail:
+            console.print(
+                f"  the first grid τ above τ_thm(n), {fail['tau']['upper']}, is not certified"
+            )
+    k = c["constants"]
+    console.print(
+        f"  constants: L = {k['L']}, T = {k['T']}, m ≤ {k['m']}, K = {k['K']}, X = {k['X']}, "
+        f"C = {k['readout_lipschitz']}, ε* = {k['eps_star']}"
+    )
+    if c.get("checked_in"):
+        console.print(f"  claims also verified by enumeration in {c['checked_in']}")
+    console.print("proof chain:")
+    for s in c["proof_chain"]:
+        console.print(f"  {s['step']}: {s['statement']} [{s['proved_in']}]")
+    _conditional(c)
+
+
+def _conditional(c: dict[str, Any]) -> None:
+    if c["conditional_on"]:
+        console.print(
+            "CONDITIONAL: this answer assumes the claims "
+            + ", ".join(c["conditional_on"])
+            + ", asserted by the user and not proved"
+        )
+    else:
+        console.print("every claim used is proved (see the proof chain)")
+
+
+@click.command("certify")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.option("--n", "n", type=int, default=None, help="The length to certify (up to 10^12).")
+@click.option("--range", "rng", default=None, help="A..B: every length; the first failure.")
+@click.option("--tau", default=None, help="τ(n) for every head, or 'theorem' (τ_thm(n)).")
+@click.option(
+    "--checked",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A check result file: say up to which n the claims were also enumerated.",
+)
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Write the JSON here.")
+def certify_cmd(
+    model_path: str,
+    n: int | None,
+    rng: str | None,
+    tau: str | None,
+    checked: str | None,
+    json_out: str | None,
+) -> None:
+    """Certify every input of length N (or every N in a range) from the model's claims."""
+
+    if (n is None) == (rng is None):
+        raise UsageError("give exactly one of --n N and --range A..B")
+    if n is not None and not 1 <= n <= MAX_N:
+        raise UsageError(f"--n: expected 1 <= N <= {MAX_N}, got {n}")
+    model = load_model(model_path)
+
+    _need_claims(model)
+    source = Path(checked) if checked else known_result(model_path, model)
+    k = checked_to(source, model) if source is not None else None
+    if n is not None:
+        c = certificate(model, n, tau, checked_to=k, model_path=model_path)
+        c["checked_in"] = _rel(source) if source is not None and k is not None else None
+        if json_out:
+            write_json_atomic(Path(json_out), c)
+        print_certificate(c)
+        sys.exit(0 if c["status"] == "certified" else 1)
+    lo, hi = _range(rng or "")
+    t0 = time.monotonic()
+    r = certify_range(model, lo, hi, tau, checked_to=k)
+    r["seconds"] = round(time.monotonic() - t0, 1)
+    r["checked_by_enumeration_to"] = k
+    r["checked_in"] = _rel(source) if source is not None and k is not None else None
+    if json_out:
+        write_json_atomic(Path(json_out), r)
+    f = r["first_failure"]
+    if f is None:
+        console.print(
+            f"{model.name}, τ = {r['tau']}: certified for every n = {lo}..{hi} "
+            f"({r['evaluated']} lengths evaluated, {r['seconds']} s)"
+        )
+    else:
+        console.print(
+            f"{model.name}, τ = {r['tau']}: first length not certified: n = {f['n']} "
+            f"({f['reason']}); certified for n = {lo}..{f['n'] - 1}"
+            if f["n"] > lo
+            else f"{model.name}, τ = {r['tau']}: not certified already at n = {lo} ({f['reason']})"
+        )
+    _conditional(r)
+    sys.exit(0 if f is None else 1)

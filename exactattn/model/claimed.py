@@ -1,0 +1,272 @@
+"""The ``claims`` object of a model file: proved (or user-asserted) bounds as expressions in n.
+
+A claim is data, never code: every expression goes through :mod:`exactattn.model.expr`. The
+meaning of each key (docs/model-format.md, "claims"), for every n ≥ ``from_n`` the model
+supports and every input of length n:
+
+* ``gamma_lower``  γ(n) ≥ value: every hard score strictly below its row's maximum is below it
+  by at least the value (the γ(n) that ``check`` measures; heads with no lower score are free);
+* ``x_max_upper``  x_max(n) ≤ value: every entry of the initial activations x^(0) (the
+  embedding, the x_max(n) that ``check`` measures) is at most the value in absolute value;
+* ``margin_lower`` μ(n) ≥ value: the smallest hard read-out margin (``accept``, ``argmax``).
+
+Each claim carries a ``justification``: ``"user"`` (an assertion; certificates that use it say
+they are conditional on it) or ``{"file": "proofs/….md", "statement": "…"}`` (where it is proved).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from flint import arb
+
+from exactattn.core.errors import ModelError
+from exactattn.core.numbers import (
+    EXACT_BINARY_EXPONENT,
+    JsonConstant,
+    arb_is_huge,
+    decimal_down,
+    decimal_up,
+    frac_str,
+    to_arb,
+)
+from exactattn.model.expr import Expr, ExprError, parse_expression
+
+CLAIM_KEYS = ("gamma_lower", "x_max_upper", "margin_lower")
+DECISION_OUTPUTS = ("accept", "argmax")
+MAX_JUSTIFICATION = 300
+
+# what each claim bounds, for messages and reports
+CLAIM_MEANING = {
+    "gamma_lower": "lower bound on the gap γ(n)",
+    "x_max_upper": "upper bound on x_max(n), the largest |entry| of the embedding x^(0)",
+    "margin_lower": "lower bound on the hard read-out margin μ(n)",
+}
+_FIX_JUST = 'use "justification": "user" or {"file": "proofs/<file>.md", "statement": "<lemma>"}'
+
+
+@dataclass(frozen=True)
+class Justification:
+    """Where a claim is proved: ``file`` and ``statement``, or ``user`` (asserted, unproved)."""
+
+    file: str | None
+    statement: str | None
+
+    @property
+    def user(self) -> bool:
+        return self.file is None
+
+    def to_json(self) -> str | dict[str, str]:
+        if self.file is None:
+            return "user"
+        return {"file": self.file, "statement": self.statement or ""}
+
+    def text(self) -> str:
+        return "asserted by the user" if self.file is None else f"{self.file}, {self.statement}"
+
+
+@dataclass(frozen=True)
+class Claim:
+    key: str
+    expr: Expr
+    justification: Justification
+
+    def to_json(self) -> dict[str, Any]:
+        return {"expr": self.expr.text, "justification": self.justification.to_json()}
+
+
+@dataclass(frozen=True)
+class Claims:
+    """The parsed ``claims`` object. ``from_n``: the claims hold for n ≥ from_n."""
+
+    gamma_lower: Claim
+    x_max_upper: Claim
+    margin_lower: Claim | None
+    from_n: int
+
+    def items(self) -> list[Claim]:
+        return [c for c in (self.gamma_lower, self.x_max_upper, self.margin_lower) if c]
+
+    @property
+    def conditional(self) -> list[str]:
+        """Keys whose justification is "user": every certificate is conditional on them."""
+        return [c.key for c in self.items() if c.justification.user]
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {c.key: c.to_json() for c in self.items()}
+        out["from_n"] = self.from_n
+        return out
+
+
+def _text(x: Any) -> str | None:
+    """An expression text from the raw JSON (a string or a JSON number), else None."""
+
+    if isinstance(x, str) and not isinstance(x, JsonConstant):
+        return str(x)  # a string or the verbatim text of a JSON number
+    return None
+
+
+def _justification(x: Any, path: str) -> Justification:
+    if isinstance(x, str) and str(x) == "user":
+        return Justification(None, None)
+    if not isinstance(x, Mapping):
+        raise ModelError(path, f'expected "user" or an object, got {x!r:.60}', _FIX_JUST)
+    for k in x:
+        if k not in ("file", "statement") and not str(k).startswith("x-"):
+            raise ModelError(f"{path}.{k}", f"unknown key '{k}'", "allowed here: file, statement")
+    f, s = x.get("file"), x.get("statement")
+    if not isinstance(f, str) or not isinstance(s, str) or not str(s).strip():
+        raise ModelError(path, 'needs a "file" and a non-empty "statement"', _FIX_JUST)
+    f, s = str(f), str(s)
+    parts = f.split("/")
+    if (
+        len(f) > MAX_JUSTIFICATION
+        or len(s) > MAX_JUSTIFICATION
+        or parts[0] != "proofs"
+        or len(parts) < 2
+        or any(p in ("", ".", "..") for p in parts)
+        or "\\" in f
+    ):
+        raise ModelError(
+            f"{path}.file",
+            f"'{f[:60]}' is not a file under proofs/ (or a text is over {MAX_JUSTIFICATION} chars)",
+            'give the proof as a relative path such as "proofs/claims.md"',
+        )
+    return Justification(f, s)
+
+
+def parse_claims(raw: Any, output_kind: str, min_length: int, path: str = "claims") -> Claims:
+    """Validate the raw ``claims`` object (ModelError naming the JSON path on any problem)."""
+    if not isinstance(raw, Mapping):
+        raise ModelError(path, f"expected an object, got {type(raw).__name__}")
+    allowed = (*CLAIM_KEYS, "from_n")
+    for k in raw:
+        if k not in allowed and not str(k).startswith("x-"):
+            raise ModelError(
+                f"{path}.{k}", f"unknown key '{k}'", f"allowed here: {', '.join(allowed)}"
+            )
+    need = ["gamma_lower", "x_max_upper"]
+    if output_kind in DECISION_OUTPUTS:
+        need.append("margin_lower")
+    for k in need:
+        if k not in raw:
+            why = f" (an '{output_kind}' read-out makes decisions)" if k == "margin_lower" else ""
+            raise ModelError(
+                path,
+                f"missing required key '{k}'{why}",
+                f'add "{k}": {{"expr": "<expression in n>", "justification": "user"}}',
+            )
+    if "margin_lower" in raw and output_kind not in DECISION_OUTPUTS:
+        raise ModelError(
+            f"{path}.margin_lower",
+            f"a '{output_kind}' read-out has no decision margin",
+            "remove margin_lower",
+        )
+    from_n = min_length
+    if "from_n" in raw:
+        t = _text(raw["from_n"])
+        if t is None or not t.isdigit() or int(t) < 1 or len(t) > 12:
+            raise ModelError(
+                f"{path}.from_n", f"expected an integer >= 1, got {raw['from_n']!r:.40}"
+            )
+        from_n = max(int(t), min_length)
+    out: dict[str, Claim] = {}
+    for k in CLAIM_KEYS:
+        if k not in raw:
+            continue
+        p = f"{path}.{k}"
+        c = raw[k]
+        if not isinstance(c, Mapping):
+            raise ModelError(
+                p, "expected an object", '{"expr": "<expression in n>", "justification": "user"}'
+            )
+        for kk in c:
+            if kk not in ("expr", "justification") and not str(kk).startswith("x-"):
+                raise ModelError(
+                    f"{p}.{kk}", f"unknown key '{kk}'", "allowed here: expr, justification"
+                )
+        if "expr" not in c or "justification" not in c:
+            missing = "expr" if "expr" not in c else "justification"
+            raise ModelError(p, f"missing required key '{missing}'", f'add "{missing}"')
+        text = _text(c["expr"])
+        if text is None:
+            raise ModelError(f"{p}.expr", "expected an expression string in n")
+        try:
+            e = parse_expression(text, ("n",), transcendental=True)
+        except ExprError as exc:
+            raise ModelError(
+                f"{p}.expr",
+                f"bad expression '{text[:60]}': {exc}",
+                "use numbers, n, + - * / ^, parentheses, min, max, floor, ceil, mod, sqrt, "
+                "log, exp",
+            ) from None
+        out[k] = Claim(k, e, _justification(c["justification"], f"{p}.justification"))
+    return Claims(out["gamma_lower"], out["x_max_upper"], out.get("margin_lower"), from_n)
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def claim_value(c: Claim, n: int, prec: int = 128) -> arb:
+    """The claim at length n as a ball: exact (radius 0) when the expression is rational."""
+
+    try:
+        if c.expr.is_rational_valued():
+            return to_arb(c.expr.eval_exact({"n": n}))
+        v = c.expr.eval_arb({"n": n}, prec)
+    except ExprError as exc:
+        raise ModelError(
+            f"claims.{c.key}.expr", f"undefined at n = {n}: {exc}", "make it defined for every n"
+        ) from None
+    if arb_is_huge(v):  # its ends would be Fractions with ~2^16+ bit exponents: refuse
+        raise ModelError(
+            f"claims.{c.key}.expr",
+            f"its value at n = {n} lies beyond 2^±{EXACT_BINARY_EXPONENT}, too large or too small "
+            "to use as an exact bound",
+            "use a bound within that range (a smaller upper or larger lower bound is still true)",
+        )
+    return v
+
+
+def precheck(claims: Claims, lo: int, hi: int) -> None:
+    """Evaluate every claim at every n in [lo, hi] (n ≥ from_n) before any work is done, so a
+    claim undefined or unusable at some length is refused up front (exit 2, nothing written)."""
+    for n in range(max(lo, claims.from_n), hi + 1):
+        for c in claims.items():
+            claim_value(c, n, prec=256)
+
+
+def claim_exact(c: Claim, n: int) -> Fraction | None:
+    """The exact value when the expression is rational, else None."""
+    if not c.expr.is_rational_valued():
+        return None
+    try:
+        return c.expr.eval_exact({"n": n})
+    except ExprError as exc:
+        raise ModelError(
+            f"claims.{c.key}.expr", f"undefined at n = {n}: {exc}", "make it defined for every n"
+        ) from None
+
+
+def claims_object(
+    gamma: str, x_max: str, margin: str | None, file: str, statements: tuple[str, str, str]
+) -> dict[str, Any]:
+    """The ``claims`` object a builder writes (every claim proved in ``file``)."""
+    out: dict[str, Any] = {}
+    for key, expr, st in zip(CLAIM_KEYS, (gamma, x_max, margin), statements, strict=True):
+        if expr is not None:
+            out[key] = {"expr": expr, "justification": {"file": file, "statement": st}}
+    return out
+
+
+def q_text(x: Fraction, up: bool) -> str:
+    """An exact "p/q" when it is short, else a decimal rounded the safe way (``up`` for upper
+    bounds): a claim such as n^1000 at n = 10^9 has no printable exact value (Python refuses
+    str() of integers over 4300 digits)."""
+
+    if x.numerator.bit_length() + x.denominator.bit_length() <= 4000:
+        return frac_str(x)
+    return (decimal_up if up else decimal_down)(x)
