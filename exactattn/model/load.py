@@ -722,9 +722,41 @@ class _Reader:
                     "write a Python regular expression over the alphabet's characters",
                 ) from None
             return Reference("regex", pattern=pattern)
+        if kind == "rasp":
+            return self.rasp_reference(x, alphabet, output)
         raise ModelError(
-            "reference.kind", f"unknown reference kind {kind!r}", "use cases, ltl, dyck or regex"
+            "reference.kind",
+            f"unknown reference kind {kind!r}",
+            "use cases, ltl, dyck, regex or rasp",
         )
+
+    def rasp_reference(self, x: dict, alphabet: tuple[str, ...], output: Output) -> Reference:
+        """A RASP program (docs/rasp.md) whose interpreter is the oracle."""
+        from exactattn.rasp.ast import RaspError
+        from exactattn.rasp.interpret import oracle_from_text
+
+        o = self.obj(x, "reference", {"kind", "program", "gap_bound"}, required=("program",))
+        text = self.string(o["program"], "reference.program")
+        try:
+            prog = oracle_from_text(text)
+        except RaspError as exc:
+            raise ModelError("reference.program", str(exc), "see docs/rasp.md") from None
+        if tuple(prog.alphabet) != tuple(alphabet):
+            raise ModelError(
+                "reference.program", "the program's alphabet differs from the model's alphabet"
+            )
+        want = "accept" if isinstance(output, AcceptOutput) else "output"
+        if prog.output.kind != want:
+            raise ModelError(
+                "reference.program",
+                f"the program's output is '{prog.output.kind}' but the model's output is "
+                f"{type(output).__name__}",
+                "use 'accept' with accept outputs and 'output' with argmax/value outputs",
+            )
+        gap = None
+        if "gap_bound" in o and o["gap_bound"] is not None:
+            gap = self.string(o["gap_bound"], "reference.gap_bound")
+        return Reference("rasp", program=text, gap_bound=gap)
 
     def case_output(self, x: Any, path: str, output: Output, n: int) -> Any:
         if isinstance(output, AcceptOutput):

@@ -99,6 +99,8 @@ class Reference:
     formula: str | None = None
     pairs: tuple[str, ...] | None = None
     pattern: str | None = None
+    program: str | None = None  # kind "rasp": the program text (exactattn/rasp)
+    gap_bound: str | None = None  # kind "rasp": the compiler's lower bound on γ(n)
 
 
 @dataclass(frozen=True)
