@@ -655,6 +655,10 @@ from exactattn.cli_extra import precision_cmd, search_cmd  # noqa: E402  (past e
 main.add_command(precision_cmd)
 main.add_command(search_cmd)
 
+from exactattn.rasp.cli import build_rasp_cmd  # noqa: E402  (RASP programs, issue 22)
+
+build.add_command(build_rasp_cmd)
+
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -41,6 +41,7 @@ from exactattn.rasp.ast import (
     TokenTest,
 )
 from exactattn.rasp.check import check_program, infer, refs
+from exactattn.rasp.gap import PRIMITIVE_BOUND, min_bound
 
 __all__ = ["compile_program", "HeadInfo", "Compiled"]
 
@@ -404,7 +405,7 @@ class _Compiler:
             {"share": {mname: 1}},
             "leq",
             "average",
-            HeadInfo(line, name, "count-mean", None),
+            HeadInfo(line, name, "count-mean", PRIMITIVE_BOUND["count-mean"]),
             {"share": ("frac", ((0, 0), (0, 1)))},
         )["share"]
         cnt = self.attention(
@@ -413,7 +414,7 @@ class _Compiler:
             {"count": {self.pos: 1}},
             "leq",
             "average",
-            HeadInfo(line, name, "count-lookup", "1/(n + 1)"),
+            HeadInfo(line, name, "count-lookup", PRIMITIVE_BOUND["count-lookup"]),
             {"count": ("int", ((0, 0), (1, 0)))},
         )["count"]
         a = Aff({cnt: 1})
@@ -600,7 +601,7 @@ class _Compiler:
             values[f"e{m}"] = K.with_one(one)
             vtypes[f"e{m}"] = ("int", self._range(K))
         values = {k: {c: x for c, x in v.items() if x} or {one: 0} for k, v in values.items()}
-        info = HeadInfo(d.loc.line, d.name, "select", "1/(n + 1)")
+        info = HeadInfo(d.loc.line, d.name, "select", PRIMITIVE_BOUND["select"])
         got = self.attention("sel", score, values, e.mask, e.choice, info, vtypes)
         ret = {k: Aff({v: 1}) for k, v in got.items()}
         # the check: the chosen key exists, is not BOS, satisfies `where`
@@ -706,7 +707,12 @@ class _Compiler:
             {"sq": {self.pos_sq: 1}},
             "none",
             "average",
-            HeadInfo(d.loc.line if d else 0, d.name if d else "", "square-lookup", "1"),
+            HeadInfo(
+                d.loc.line if d else 0,
+                d.name if d else "",
+                "square-lookup",
+                PRIMITIVE_BOUND["square-lookup"],
+            ),
             {"sq": ("int", ((0, 0), (0, 0)))},
         )["sq"]
         out = Aff({sq: 1})
@@ -790,19 +796,10 @@ class _Compiler:
             for c, v in y.terms.items():
                 w[idx[c]] = v
             output = {"kind": "value", "weight": [w], "bias": [y.const]}
-        bound = _min_bound([h.bound for h in infos])
+        bound = min_bound([h.bound for h in infos])
         ref: dict[str, Any] = {"kind": "rasp", "program": prog.source or "", "gap_bound": bound}
         model = b.to_model(output, temperature=_temperature(bound), reference=ref, min_length=1)
         return Compiled(model, infos, bound)
-
-
-def _min_bound(bounds: list[str | None]) -> str:
-    real = {x for x in bounds if x is not None}
-    if "1/(n + 1)" in real:
-        return "1/(n + 1)"
-    if "1" in real:
-        return "1"
-    return "inf"
 
 
 def _temperature(bound: str) -> str:
