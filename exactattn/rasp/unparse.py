@@ -29,7 +29,7 @@ def unparse_expr(e: Expr) -> str:
         return e.name if e.side == "i" else f"{e.name}[j]"
     if isinstance(e, TokenTest):
         side = "" if e.side == "i" else "[j]"
-        return f"token{side} in {{{', '.join(_q(t) for t in e.tokens)}}}"
+        return f"(token{side} in {{{', '.join(_q(t) for t in e.tokens)}}})"
     if isinstance(e, Not):
         return f"(not {unparse_expr(e.arg)})"
     if isinstance(e, Bin):
