@@ -220,6 +220,10 @@ def check(
 
         for line in summary_lines(data.get("closed_forms") or {}):
             console.print(line, highlight=False, soft_wrap=True)
+        from exactattn.rasp.gap import summary_lines as gap_lines  # RASP models (issue 22)
+
+        for line in gap_lines(data):
+            console.print(line, highlight=False, soft_wrap=True, markup=False)
     if report:
         from exactattn.report import write_report
 

@@ -630,6 +630,9 @@ def verdict_of(
             problems.append(f"n={r.n}: reference mismatches hard {ref.hard}, soft {ref.soft}")
         if r.bounds and r.bounds.get("violations"):
             problems.append(f"n={r.n}: {r.bounds['violations']} bound violation(s)")
+        gb = r.extra.get("compiler_gap_bound")
+        if gb and not gb.get("holds", True):
+            problems.append(f"n={r.n}: the compiler's gap bound is above the measured gap")
         undecided += r.undecided or 0
         if inv == "undecided":
             undecided += 1

@@ -254,3 +254,46 @@ def test_check_dyck2_cli_small_n(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     res = json.loads(out.read_text())
     assert all(r["reference_mismatches"] == {"hard": 0, "soft": 0} for r in res["lengths"])
+
+
+# -- the compiler's gap bound in `check` ---------------------------------------------------------
+
+
+def _mutated(tmp_path, edit) -> Path:
+    d = json.loads((ROOT / "models" / "rasp_dyck1.json").read_text())
+    edit(d["reference"])
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps(d))
+    return p
+
+
+def test_check_reports_the_bound_beside_measured_gamma():
+    res = _hard_check("dyck1", 4)
+    for rec in res["lengths"]:
+        g = rec["compiler_gap_bound"]
+        assert g["expression"] == "1/(n + 1)"
+        assert g["bound"] == f"1/{rec['n'] + 1}" == rec["gamma"] == g["measured"]
+        assert g["holds"] and g["violations"] == []
+        assert [h["bound"] for h in g["heads"]][:2] == [None, f"1/{rec['n'] + 1}"]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda r: r.update(gap_bound="1"),  # above γ(n) = 1/(n+1)
+        lambda r: r["head_gap_bounds"][1].__setitem__(2, "2/(n + 1)"),  # one head's bound
+    ],
+    ids=["model", "head"],
+)
+def test_a_bound_above_the_measured_gap_is_a_finding(tmp_path, edit):
+    proc = _cli("check", str(_mutated(tmp_path, edit)), "--max-n", "3", "--hard-only")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "VIOLATED" in proc.stdout
+    assert "gap bound is above the measured gap" in proc.stdout.replace("\n", " ")
+
+
+def test_head_gap_bounds_must_name_attention_heads(tmp_path):
+    p = _mutated(tmp_path, lambda r: r["head_gap_bounds"][1].__setitem__(0, 0))
+    proc = _cli("check", str(p), "--max-n", "2", "--hard-only")
+    assert proc.returncode == 2
+    assert "reference.head_gap_bounds[1]: layer 0, head 0 is not an attention head" in proc.stderr

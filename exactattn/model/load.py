@@ -265,6 +265,14 @@ class _Reader:
             if "reference" in top and top["reference"] is not None
             else None
         )
+        if reference is not None:
+            for k, (li, hi, _) in enumerate(reference.head_gap_bounds):
+                layer = layers[li] if 0 <= li < len(layers) else None
+                if not isinstance(layer, AttentionLayer) or not 0 <= hi < len(layer.heads):
+                    raise ModelError(
+                        f"reference.head_gap_bounds[{k}]",
+                        f"layer {li}, head {hi} is not an attention head of this model",
+                    )
         model = Model(
             name=name,
             description=description,
@@ -735,7 +743,12 @@ class _Reader:
         from exactattn.rasp.ast import RaspError
         from exactattn.rasp.interpret import oracle_from_text
 
-        o = self.obj(x, "reference", {"kind", "program", "gap_bound"}, required=("program",))
+        o = self.obj(
+            x,
+            "reference",
+            {"kind", "program", "gap_bound", "head_gap_bounds"},
+            required=("program",),
+        )
         text = self.string(o["program"], "reference.program")
         try:
             prog = oracle_from_text(text)
@@ -753,10 +766,32 @@ class _Reader:
                 f"{type(output).__name__}",
                 "use 'accept' with accept outputs and 'output' with argmax/value outputs",
             )
+        from exactattn.model.expr import ExprError, parse_expression
+
+        def bound(v: Any, path: str) -> str:
+            b = self.string(v, path)
+            if b != "inf":
+                try:
+                    parse_expression(b, ("n",))
+                except ExprError as exc:
+                    raise ModelError(path, str(exc), 'an expression in n, or "inf"') from None
+            return b
+
         gap = None
         if "gap_bound" in o and o["gap_bound"] is not None:
-            gap = self.string(o["gap_bound"], "reference.gap_bound")
-        return Reference("rasp", program=text, gap_bound=gap)
+            gap = bound(o["gap_bound"], "reference.gap_bound")
+        heads: list[tuple[int, int, str]] = []
+        raw = o.get("head_gap_bounds") or []
+        if not isinstance(raw, list):
+            raise ModelError("reference.head_gap_bounds", "expected a list of [layer, head, bound]")
+        for k, item in enumerate(raw):
+            path = f"reference.head_gap_bounds[{k}]"
+            if not isinstance(item, list) or len(item) != 3:
+                raise ModelError(path, "expected [layer, head, bound]")
+            li = self.integer(item[0], f"{path}[0]", minimum=0)
+            hi = self.integer(item[1], f"{path}[1]", minimum=0)
+            heads.append((li, hi, bound(item[2], f"{path}[2]")))
+        return Reference("rasp", program=text, gap_bound=gap, head_gap_bounds=tuple(heads))
 
     def case_output(self, x: Any, path: str, output: Output, n: int) -> Any:
         if isinstance(output, AcceptOutput):

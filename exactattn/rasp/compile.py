@@ -797,7 +797,12 @@ class _Compiler:
                 w[idx[c]] = v
             output = {"kind": "value", "weight": [w], "bias": [y.const]}
         bound = min_bound([h.bound for h in infos])
-        ref: dict[str, Any] = {"kind": "rasp", "program": prog.source or "", "gap_bound": bound}
+        ref: dict[str, Any] = {
+            "kind": "rasp",
+            "program": prog.source or "",
+            "gap_bound": bound,
+            "head_gap_bounds": [[h.layer, h.head, h.bound or "inf"] for h in infos],
+        }
         model = b.to_model(output, temperature=_temperature(bound), reference=ref, min_length=1)
         return Compiled(model, infos, bound)
 
