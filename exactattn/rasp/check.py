@@ -78,6 +78,8 @@ def infer(e: Expr, types: dict[str, str], alphabet: tuple[str, ...], sides: str)
     if isinstance(e, Const):
         return "bool" if isinstance(e.value, bool) else "int"
     if isinstance(e, Ref):
+        if e.name == "n":  # the length is the same at every position
+            return "int"
         if e.side not in sides:
             where = "the query position i" if sides == "i" else "the key position j"
             raise RaspError(e.loc, f"'{e.name}[{e.side}]': only {where} can be read here")
