@@ -25,7 +25,7 @@ def _shown(out) -> str:
 def test_the_doc_has_one_example_per_construct():
     assert len(EXAMPLES) >= 15
     text = "".join(src for src, _, _ in EXAMPLES)
-    constructs = "psum( |attend leftmost|attend rightmost|j < i|j <= i|j > i|j >= i|if |min(|abs("
+    constructs = "psum(|attend leftmost|attend rightmost|j < i|j <= i|j > i|j >= i|if |min(|abs("
     for construct in [*constructs.split("|"), "int(", "pos[j] ==", "accept"]:
         assert construct in text, construct
 
