@@ -297,3 +297,11 @@ def test_head_gap_bounds_must_name_attention_heads(tmp_path):
     proc = _cli("check", str(p), "--max-n", "2", "--hard-only")
     assert proc.returncode == 2
     assert "reference.head_gap_bounds[1]: layer 0, head 0 is not an attention head" in proc.stderr
+
+
+def test_eval_shows_which_program_line_each_head_implements():
+    proc = _cli("eval", "models/rasp_dyck2.json", "([])")
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert "line 9 (depth): count-lookup" in text
+    assert "line 12 (has_partner): select rightmost j < i" in text

@@ -26,6 +26,7 @@ from typing import Any
 from exactattn.constructions.rasp import Program as Builder
 from exactattn.constructions.rasp import ProgramError
 from exactattn.rasp.ast import (
+    MASK_TEXT,
     Attend,
     Bin,
     Call,
@@ -232,6 +233,7 @@ class _Compiler:
         hard: str,
         info: HeadInfo,
         types: dict[str, tuple[str, tuple]],
+        detail: str = "",
     ) -> dict[str, str]:
         """One head; returns output name per value key."""
         reads = [{a: 1, b: 1} for a, b, _ in score] + list(values.values())
@@ -243,7 +245,7 @@ class _Compiler:
             "values": {names[k]: v for k, v in values.items()},
             "mask": mask,
             "hard": hard,
-            "name": f"{self._label()}: {info.primitive}" + (f" {hint}" if hint else ""),
+            "name": f"{self._label()}: {info.primitive}" + (f" {detail}" if detail else ""),
         }
         self.ops.append(_Op(slot, "attention", head=head, info=info))
         for k, nm in names.items():
@@ -602,7 +604,8 @@ class _Compiler:
             vtypes[f"e{m}"] = ("int", self._range(K))
         values = {k: {c: x for c, x in v.items() if x} or {one: 0} for k, v in values.items()}
         info = HeadInfo(d.loc.line, d.name, "select", PRIMITIVE_BOUND["select"])
-        got = self.attention("sel", score, values, e.mask, e.choice, info, vtypes)
+        detail = f"{e.choice} {MASK_TEXT[e.mask]}"
+        got = self.attention("sel", score, values, e.mask, e.choice, info, vtypes, detail)
         ret = {k: Aff({v: 1}) for k, v in got.items()}
         # the check: the chosen key exists, is not BOS, satisfies `where`
         bits: list[Expr] = [
