@@ -26,6 +26,7 @@ from exactattn.rasp.ast import (
 __all__ = ["check_program", "infer", "refs", "BUILTINS"]
 
 BUILTINS = {"pos": "int", "n": "int"}
+MAX_DEFS = 500  # definitions per program (the dependency walk recurses once per definition)
 _CMP = ("<", "<=", ">", ">=")
 
 
@@ -176,6 +177,8 @@ def check_program(p: Program) -> list[Def]:
     """Check names, types and acyclicity; return the definitions in dependency order."""
     if not p.alphabet:
         raise RaspError(p.output.loc, "the alphabet is empty")
+    if len(p.defs) > MAX_DEFS:
+        raise RaspError(p.defs[MAX_DEFS].loc, f"more than {MAX_DEFS} definitions")
     types: dict[str, str] = {}
     by_name: dict[str, Def] = {}
     for d in p.defs:

@@ -20,6 +20,7 @@ Which program line each head implements is its ``name``; ``gap.py`` gives each h
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,8 +141,12 @@ class _Compiler:
         self.counter = 0
         self.overrides: dict[tuple, tuple[tuple[int, int], tuple[int, int]]] = {}
         self.cur: Def | None = None
-        self.one = self._embed_tok("one", tuple([*prog.alphabet, BOS]), "bool")
-        self.bos = self._embed_tok("bos", (BOS,), "bool")
+        self.bos_token = BOS
+        while self.bos_token in prog.alphabet:  # a BOS token that is not an input symbol
+            self.bos_token += "'"
+        self.token_coord: dict[tuple[str, ...], str] = {}
+        self.one = self._embed_tok("one", tuple([*prog.alphabet, self.bos_token]), "bool")
+        self.bos = self._embed_tok("bos", (self.bos_token,), "bool")
         self.pos = self._embed_pos("pos", "i", "int", ((0, 0), (1, 0)))
         self.pos_sq = self._embed_pos("pos_sq", "i^2", "int", ((0, 0), (0, 0)))
         self.inv = self._embed_pos("inv_pos", "1/(i+1)", "frac", ((0, 0), (0, 1)))
@@ -279,9 +284,14 @@ class _Compiler:
             return self.def_aff[e.name]
         if isinstance(e, TokenTest):
             toks = tuple(sorted(set(e.tokens)))
-            name = "token in {" + ",".join(toks) + "}" if len(toks) > 1 else f"token={toks[0]}"
-            if name not in self.embed_token:
-                self._embed_tok(name, toks, "bool")
+            name = self.token_coord.get(toks)
+            if name is None:
+                name = (
+                    "token in {" + ", ".join(json.dumps(t, ensure_ascii=False) for t in toks) + "}"
+                )
+                while name in self.ready:
+                    name += "'"
+                self.token_coord[toks] = self._embed_tok(name, toks, "bool")
             return Aff({name: 1})
         if isinstance(e, Not):
             return Aff({}, 1) - self.low(e.arg, subst)
@@ -739,7 +749,7 @@ class _Compiler:
     def emit(self, y: Aff, out_type: str) -> Compiled:
         prog = self.prog
         desc = f"compiled from the RASP program {prog.name!r} (exactattn build rasp)"
-        b = Builder(f"rasp_{prog.name}", list(prog.alphabet), bos=BOS, description=desc)
+        b = Builder(f"rasp_{prog.name}", list(prog.alphabet), bos=self.bos_token, description=desc)
         for name, toks in self.embed_token.items():
             b.indicator(name, toks)
         for name, expr in self.embed_pos.items():
