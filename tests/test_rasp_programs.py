@@ -81,7 +81,7 @@ def test_every_bundled_program_has_an_oracle_and_every_level_is_covered():
 @pytest.mark.parametrize("stem", STEMS)
 def test_interpreter_equals_oracle(stem):
     prog = _prog(stem)
-    max_n = 6 if len(prog.alphabet) > 2 else 8
+    max_n = 5 if len(prog.alphabet) > 2 else 8
     for w in _words(prog.alphabet, max_n):
         assert run(prog, w) == ORACLES[stem](w), (stem, w)
 
