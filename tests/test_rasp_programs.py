@@ -305,3 +305,13 @@ def test_eval_shows_which_program_line_each_head_implements():
     text = " ".join(proc.stdout.split())
     assert "line 9 (depth): count-lookup" in text
     assert "line 12 (has_partner): select rightmost j < i" in text
+
+
+def test_report_shows_the_compiler_gap_bound(tmp_path):
+    from exactattn.report import write_report
+
+    res = _hard_check("dyck1", 3)
+    paths = write_report(res, tmp_path / "r.md", "md")
+    text = paths[0].read_text(encoding="utf-8")
+    assert "## Compiler gap bound" in text
+    assert "| 3 | `1/4` | `1/4` | holds |" in text
