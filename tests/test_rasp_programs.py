@@ -315,3 +315,21 @@ def test_report_shows_the_compiler_gap_bound(tmp_path):
     text = paths[0].read_text(encoding="utf-8")
     assert "## Compiler gap bound" in text
     assert "| 3 | `1/4` | `1/4` | holds |" in text
+
+
+def test_rasp_reference_must_fit_the_output():
+    from exactattn import model_from_dict
+    from exactattn.errors import ModelError
+
+    count = json.loads((ROOT / "models" / "rasp_count.json").read_text())
+    rotate = json.loads((ROOT / "models" / "rasp_rotate.json").read_text())
+    majority = json.loads((ROOT / "models" / "rasp_majority.json").read_text())
+    for model, ref, what in [
+        (count, rotate["reference"], "outputs Booleans"),
+        (rotate, count["reference"], "outputs integers"),
+        (count, majority["reference"], "output is 'accept'"),
+        (count, {"kind": "rasp", "program": 'alphabet "a"\noutput pos\n'}, "alphabet differs"),
+        (count, {"kind": "rasp", "program": "alphabet 'a'\n"}, "line 1, column 10"),
+    ]:
+        with pytest.raises(ModelError, match=what):
+            model_from_dict({**model, "reference": ref})

@@ -777,6 +777,23 @@ class _Reader:
                     raise ModelError(path, str(exc), 'an expression in n, or "inf"') from None
             return b
 
+        if prog.output.kind == "output":
+            from exactattn.rasp.check import infer
+
+            types = {d.name: d.type for d in prog.defs}
+            t = infer(prog.output.expr, types, prog.alphabet, "i")
+            labels = getattr(output, "labels", None)
+            rows = len(getattr(output, "weight", ())) if labels is None else 0
+            if (t == "bool" and tuple(labels or ()) != ("0", "1")) or (
+                t == "int" and (labels is not None or rows != 1)
+            ):
+                raise ModelError(
+                    "reference.program",
+                    f"the program outputs {'Booleans' if t == 'bool' else 'integers'}, which "
+                    "the model's output cannot show",
+                    'use an argmax output with labels ["0", "1"] for Booleans, a one-row '
+                    "value output for integers",
+                )
         gap = None
         if "gap_bound" in o and o["gap_bound"] is not None:
             gap = bound(o["gap_bound"], "reference.gap_bound")
