@@ -121,10 +121,6 @@ class Compiled:
     gap_bound: str  # min over heads, an expression in n
 
 
-def _lin(a: int, b: int) -> tuple[int, int]:
-    return (a, b)  # a·n + b
-
-
 class _Compiler:
     def __init__(self, prog: Program) -> None:
         self.prog = prog
