@@ -314,6 +314,20 @@ MUTATIONS: list[Mutation] = [
         "lam = (k * x * m / _arb(es)).log()",
         "Λ: ln L dropped",
     ),
+    Mutation(
+        "R1",
+        "check_rasp_gaps.py",
+        "Fraction(sigma * k, n + 1)",
+        "Fraction(sigma * k, n)",
+        "Lemma R1: tie-break j/(n+1) → j/n",
+    ),
+    Mutation(
+        "R2",
+        "check_rasp_gaps.py",
+        "relu(d + 1) - 2 * relu(d) + relu(d - 1) == (d == 0)",
+        "relu(d + 1) - relu(d) + relu(d - 1) == (d == 0)",
+        "Lemma R5: [d = 0] without the factor 2",
+    ),
 ]
 
 

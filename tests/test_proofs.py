@@ -19,7 +19,23 @@ from mutations import BOUNDS, MUTATIONS, Mutation, run  # noqa: E402
 
 # the default run: the mutations the issue lists, and one wrong constant of each script's own
 # theorem; the whole table runs under -m slow
-DEFAULT = ("L1", "L2", "L3", "L4", "L12", "H1", "S1", "M1", "T1", "Z1", "C1", "C2", "C4", "C16")
+DEFAULT = (
+    "L1",
+    "L2",
+    "L3",
+    "L4",
+    "L12",
+    "H1",
+    "S1",
+    "M1",
+    "T1",
+    "Z1",
+    "C1",
+    "C2",
+    "C4",
+    "C16",
+    "R1",
+)
 
 
 def test_there_are_checks() -> None:
