@@ -202,6 +202,12 @@ def run_check(
                 temps = Temperatures(model, parse_expression(job_tau, ("n",), transcendental=True))
             job = LengthJob(model, n, job_tau, hard_only, batch, max_prec, float_filter)
             rec = check_length(job, run, progress)
+            if model.reference is not None and model.reference.kind == "rasp":
+                from exactattn.rasp.gap import gap_bound_record
+
+                gb = gap_bound_record(model, rec)
+                if gb is not None:  # the compiler's bound beside measured γ(n) (issue 22)
+                    rec = with_extras(rec, extra={**rec.extra, "compiler_gap_bound": gb})
             if (bounds or tau_theorem) and not hard_only:
                 from exactattn.bounds_check import bounds_for_length
 

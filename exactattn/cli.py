@@ -770,6 +770,10 @@ from exactattn.certificate.cli import certify_cmd  # noqa: E402  (issue 23)
 
 main.add_command(certify_cmd)
 
+from exactattn.rasp.cli import build_rasp_cmd  # noqa: E402  (RASP programs, issue 22)
+
+build.add_command(build_rasp_cmd)
+
 
 if __name__ == "__main__":  # pragma: no cover
     main()

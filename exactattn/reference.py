@@ -65,4 +65,9 @@ class Oracle:
 
             assert r.formula is not None
             return bool(accepts(_ltl(r.formula, self.alphabet), word))
+        if r.kind == "rasp":
+            from exactattn.rasp.interpret import expected_output, oracle_from_text
+
+            assert r.program is not None
+            return expected_output(oracle_from_text(r.program), word)
         raise ValueError(r.kind)
