@@ -490,6 +490,21 @@ MUTATIONS: list[Mutation] = [
         "τ*_inv: invariant ε ≤ 1 not checked after layer L−1",
         tests=("tests/test_bound_witnesses.py", "tests/test_tau_star.py"),
     ),
+    # ---- issue 22: the RASP compiler's gap lemmas (proofs/rasp-gaps.md)
+    Mutation(
+        "R1",
+        "check_rasp_gaps.py",
+        "Fraction(sigma * k, n + 1)",
+        "Fraction(sigma * k, n)",
+        "Lemma R1: tie-break j/(n+1) → j/n",
+    ),
+    Mutation(
+        "R2",
+        "check_rasp_gaps.py",
+        "relu(d + 1) - 2 * relu(d) + relu(d - 1) == (d == 0)",
+        "relu(d + 1) - relu(d) + relu(d - 1) == (d == 0)",
+        "Lemma R5: [d = 0] without the factor 2",
+    ),
 ]
 
 

@@ -21,7 +21,7 @@ from exactattn.model import model_from_raw
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = sorted((ROOT / "models").glob("*.json"))
 # big bundled models are checked to a smaller n in the default run (the slow run goes to 6)
-SMALL_N = {"induction_k1": 4, "induction_k2": 4, "dyck2": 5}
+SMALL_N = {"induction_k1": 4, "induction_k2": 4, "dyck2": 5, "rasp_dyck2": 4}
 
 
 def _n_for(path: Path, full: bool) -> int:

@@ -26,6 +26,7 @@ LAYERS = {
     "model": 2,  # the validated Model, expressions, reference oracles
     "importers": 2,  # tracr → model dict
     "constructions": 2,  # model dicts from formulas and programs
+    "rasp": 2,  # B-RASP/S-RASP programs: parser, interpreter (reference oracles), compiler
     "inputs": 3,  # enumeration, shards, long-input families
     "results": 4,  # the records and the result schema
     "engine": 5,  # hard and soft meanings, measurements, dtype emulation

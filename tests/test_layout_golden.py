@@ -30,6 +30,7 @@ CASES = {
     ],
     "induction_k1_n4_theorem": ["models/induction_k1.json", "--max-n", "4", "--tau", "theorem"],
     "dyck1_n4_find_tau": ["models/dyck1.json", "--max-n", "4", "--find-tau"],
+    "rasp_dyck1_n4_bounds": ["models/rasp_dyck1.json", "--max-n", "4", "--bounds"],
     "dyck1_n6_bounds_hard_only": ["models/dyck1.json", "--max-n", "6", "--bounds", "--hard-only"],
 }
 

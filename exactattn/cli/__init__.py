@@ -24,12 +24,15 @@ from exactattn.certificate.verify import summary_line
 from exactattn.cli.certify import certify_cmd
 from exactattn.cli.common import (  # noqa: F401  (re-exported: tests and extra commands)
     LONG_EXACT,
+    _emit,
     _exact_cell,
     _restore,
     _snapshot,
+    err_console,
 )
 from exactattn.cli.export import export_group
 from exactattn.cli.extra import precision_cmd, search_cmd
+from exactattn.cli.rasp import build_rasp_cmd
 from exactattn.cli.show import show_evaluation
 from exactattn.constructions.catalog import catalog
 from exactattn.constructions.dyck import build_dyck
@@ -43,7 +46,7 @@ from exactattn.core.numbers import MAX_INT_DIGITS, parse_decimal, short_decimal,
 from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
 from exactattn.importers.tracr import import_tracr as _imp
 from exactattn.inputs import count_inputs, count_text, inputs_exceed
-from exactattn.model import load_model, model_from_dict
+from exactattn.model import load_model
 from exactattn.report import write_report
 from exactattn.report.certificate import write_certificate_report
 from exactattn.report.claims import main as claims_main
@@ -54,7 +57,6 @@ from exactattn.run.check import estimate, run_check
 from exactattn.run.evaluate import evaluate
 from exactattn.run.executors import Checkpoint, fingerprint, make_executor
 
-err_console = Console(stderr=True, soft_wrap=True)
 console = Console()
 
 DEFAULT_MAX_INPUTS = 50_000_000
@@ -546,17 +548,6 @@ def model_text(model: dict[str, Any]) -> str:
     return text
 
 
-def _emit(model: dict[str, Any], out: str | None) -> None:
-
-    model_from_dict(model)  # never write a model we would reject
-    if out:
-        write_json_atomic(Path(out), model)
-        err_console.print(f"wrote {out}", highlight=False)
-    else:
-        json.dump(model, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-
-
 @build.command("ltl")
 @click.argument("formula")
 @click.option("--alphabet", required=True, help="Comma-separated symbols, e.g. a,b,c.")
@@ -715,6 +706,9 @@ main.add_command(export_group)  # torch/TransformerLens, issue 26
 
 
 main.add_command(certify_cmd)
+
+
+build.add_command(build_rasp_cmd)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,11 +3,19 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
-from exactattn.core.jsonio import atomic_path
+from rich.console import Console
+
+from exactattn.core.jsonio import atomic_path, write_json_atomic
 from exactattn.core.numbers import short_decimal
+from exactattn.model import model_from_dict
+
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 def _snapshot(path: str | None) -> bytes | None:
@@ -43,3 +51,14 @@ def _exact_cell(text: str) -> str:
         return text
     q = Fraction(text)
     return "≈" + short_decimal(q, up=q < 0)
+
+
+def _emit(model: dict[str, Any], out: str | None) -> None:
+
+    model_from_dict(model)  # never write a model we would reject
+    if out:
+        write_json_atomic(Path(out), model)
+        err_console.print(f"wrote {out}", highlight=False)
+    else:
+        json.dump(model, sys.stdout, indent=2)
+        sys.stdout.write("\n")

@@ -7,6 +7,7 @@ from typing import Any
 
 from flint import arb
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from exactattn.core.numbers import (
@@ -67,9 +68,11 @@ def _show_attention(ev: Evaluation, li: int, console: Console) -> None:
         return
     for hi, rows in enumerate(hard):
         tau = ev.tau[li][hi] if ev.tau[li] else None
+        name = ev.model.layers[li].heads[hi].name  # e.g. the RASP program line it implements
         t = Table(
             title=f"layer {li} head {hi} attention (rows: queries; hard, soft below)"
-            + (f"  τ = {ball(tau)}" if tau is not None else ""),
+            + (f"  τ = {ball(tau)}" if tau is not None else "")
+            + (f"\n{escape(name)}" if name else ""),
             title_justify="left",
         )
         t.add_column("q\\k")

@@ -37,6 +37,9 @@ from exactattn.model.types import (
     ValueOutput,
     Vec,
 )
+from exactattn.rasp.ast import RaspError
+from exactattn.rasp.check import infer
+from exactattn.rasp.interpret import oracle_from_text
 
 TOP_KEYS = {
     "format",
@@ -271,6 +274,14 @@ class _Reader:
         claims = None
         if "claims" in top:
             claims = parse_claims(top["claims"], output.kind, min_length)
+        if reference is not None:
+            for k, (li, hi, _) in enumerate(reference.head_gap_bounds):
+                layer = layers[li] if 0 <= li < len(layers) else None
+                if not isinstance(layer, AttentionLayer) or not 0 <= hi < len(layer.heads):
+                    raise ModelError(
+                        f"reference.head_gap_bounds[{k}]",
+                        f"layer {li}, head {hi} is not an attention head of this model",
+                    )
         model = Model(
             name=name,
             description=description,
@@ -749,9 +760,80 @@ class _Reader:
                     "write a Python regular expression over the alphabet's characters",
                 ) from None
             return Reference("regex", pattern=pattern)
+        if kind == "rasp":
+            return self.rasp_reference(x, alphabet, output)
         raise ModelError(
-            "reference.kind", f"unknown reference kind {kind!r}", "use cases, ltl, dyck or regex"
+            "reference.kind",
+            f"unknown reference kind {kind!r}",
+            "use cases, ltl, dyck, regex or rasp",
         )
+
+    def rasp_reference(self, x: dict, alphabet: tuple[str, ...], output: Output) -> Reference:
+        """A RASP program (docs/rasp.md) whose interpreter is the oracle."""
+
+        o = self.obj(
+            x,
+            "reference",
+            {"kind", "program", "gap_bound", "head_gap_bounds"},
+            required=("program",),
+        )
+        text = self.string(o["program"], "reference.program")
+        try:
+            prog = oracle_from_text(text)
+        except RaspError as exc:
+            raise ModelError("reference.program", str(exc), "see docs/rasp.md") from None
+        if tuple(prog.alphabet) != tuple(alphabet):
+            raise ModelError(
+                "reference.program", "the program's alphabet differs from the model's alphabet"
+            )
+        want = "accept" if isinstance(output, AcceptOutput) else "output"
+        if prog.output.kind != want:
+            raise ModelError(
+                "reference.program",
+                f"the program's output is '{prog.output.kind}' but the model's output is "
+                f"{type(output).__name__}",
+                "use 'accept' with accept outputs and 'output' with argmax/value outputs",
+            )
+
+        def bound(v: Any, path: str) -> str:
+            b = self.string(v, path)
+            if b != "inf":
+                try:
+                    parse_expression(b, ("n",))
+                except ExprError as exc:
+                    raise ModelError(path, str(exc), 'an expression in n, or "inf"') from None
+            return b
+
+        if prog.output.kind == "output":
+            types = {d.name: d.type for d in prog.defs}
+            t = infer(prog.output.expr, types, prog.alphabet, "i")
+            labels = getattr(output, "labels", None)
+            rows = len(getattr(output, "weight", ())) if labels is None else 0
+            if (t == "bool" and tuple(labels or ()) != ("0", "1")) or (
+                t == "int" and (labels is not None or rows != 1)
+            ):
+                raise ModelError(
+                    "reference.program",
+                    f"the program outputs {'Booleans' if t == 'bool' else 'integers'}, which "
+                    "the model's output cannot show",
+                    'use an argmax output with labels ["0", "1"] for Booleans, a one-row '
+                    "value output for integers",
+                )
+        gap = None
+        if "gap_bound" in o and o["gap_bound"] is not None:
+            gap = bound(o["gap_bound"], "reference.gap_bound")
+        heads: list[tuple[int, int, str]] = []
+        raw = o.get("head_gap_bounds") or []
+        if not isinstance(raw, list):
+            raise ModelError("reference.head_gap_bounds", "expected a list of [layer, head, bound]")
+        for k, item in enumerate(raw):
+            path = f"reference.head_gap_bounds[{k}]"
+            if not isinstance(item, list) or len(item) != 3:
+                raise ModelError(path, "expected [layer, head, bound]")
+            li = self.integer(item[0], f"{path}[0]", minimum=0)
+            hi = self.integer(item[1], f"{path}[1]", minimum=0)
+            heads.append((li, hi, bound(item[2], f"{path}[2]")))
+        return Reference("rasp", program=text, gap_bound=gap, head_gap_bounds=tuple(heads))
 
     def case_output(self, x: Any, path: str, output: Output, n: int) -> Any:
         if isinstance(output, AcceptOutput):

@@ -9,6 +9,7 @@ from typing import Any
 
 from exactattn.logic.ltl import accepts, parse_ltl
 from exactattn.model import Reference
+from exactattn.rasp.interpret import expected_output, oracle_from_text
 
 
 def dyck_accepts(word: Sequence[str], pairs: Sequence[str]) -> bool:
@@ -63,4 +64,7 @@ class Oracle:
         if r.kind == "ltl":
             assert r.formula is not None
             return bool(accepts(_ltl(r.formula, self.alphabet), word))
+        if r.kind == "rasp":
+            assert r.program is not None
+            return expected_output(oracle_from_text(r.program), word)
         raise ValueError(r.kind)

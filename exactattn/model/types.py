@@ -99,6 +99,9 @@ class Reference:
     formula: str | None = None
     pairs: tuple[str, ...] | None = None
     pattern: str | None = None
+    program: str | None = None  # kind "rasp": the program text (exactattn/rasp)
+    gap_bound: str | None = None  # kind "rasp": the compiler's lower bound on γ(n)
+    head_gap_bounds: tuple[tuple[int, int, str], ...] = ()  # kind "rasp": (layer, head, bound)
 
 
 @dataclass(frozen=True)

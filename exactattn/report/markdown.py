@@ -307,6 +307,32 @@ def figure_captions(data: ReportData) -> dict[str, str]:
     return captions
 
 
+def compiler_gap_lines(data: ReportData) -> list[str]:
+    """Compiled RASP models: measured γ(n) beside the compiler's bound (issue 22)."""
+    rows = [(r["n"], r["compiler_gap_bound"]) for r in data.rows if r.get("compiler_gap_bound")]
+    if not rows:
+        return []
+    expr = code(str(rows[0][1].get("expression")))
+    body = [
+        [
+            str(n),
+            code(str(g.get("measured") or "∞")),
+            code(str(g.get("bound") or "∞")),
+            "holds" if g.get("holds") else f"**violated** ({len(g.get('violations') or [])})",
+        ]
+        for n, g in rows
+    ]
+    return [
+        "## Compiler gap bound",
+        "",
+        f"The compiler's lower bound γ(n) ≥ {expr} (proofs/rasp-gaps.md) beside the measured "
+        "γ(n); a bound above a measured gap (of the model or of one head) is a problem.",
+        "",
+        *table(["n", "measured γ(n)", "bound", "status"], body, {0}),
+        "",
+    ]
+
+
 def render(data: ReportData, figures: list[tuple[str, str]]) -> str:
     """The Markdown text; ``figures`` are (name, relative file name) pairs."""
     lines = [f"# exactattn report: {code(data.model)}", ""]
@@ -322,6 +348,7 @@ def render(data: ReportData, figures: list[tuple[str, str]]) -> str:
     ]
     if data.closed_forms:
         lines += ["## Closed forms", ""] + closed.markdown(data.closed_forms, code) + [""]
+    lines += compiler_gap_lines(data)
     lines += [
         "## Certified per-layer error",
         "",

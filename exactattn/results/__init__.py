@@ -640,6 +640,9 @@ def verdict_of(
         if isinstance(cl, dict):  # claimed bounds checked at this length (issue 23)
             problems.extend(claim_problems(r.n, cl))
             undecided += cl.get("undecided") or 0
+        gb = r.extra.get("compiler_gap_bound")
+        if gb and not gb.get("holds", True):
+            problems.append(f"n={r.n}: the compiler's gap bound is above the measured gap")
         undecided += r.undecided or 0
         if inv == "undecided":
             undecided += 1

@@ -33,6 +33,7 @@ from exactattn.inputs import (
 from exactattn.model import AttentionLayer, Model
 from exactattn.model.claimed import precheck
 from exactattn.model.expr import Expr, parse_expression
+from exactattn.rasp.gap import gap_bound_record
 from exactattn.results import (
     RESULT_FORMAT,
     LengthRecord,
@@ -186,6 +187,10 @@ def run_check(
                 temps = Temperatures(model, job_tau)
             job = LengthJob(model, n, job_tau, hard_only, batch, max_prec, float_filter)
             rec = check_length(job, run, progress)
+            if model.reference is not None and model.reference.kind == "rasp":
+                gb = gap_bound_record(model, rec)
+                if gb is not None:  # the compiler's bound beside measured γ(n) (issue 22)
+                    rec = with_extras(rec, extra={**rec.extra, "compiler_gap_bound": gb})
             if (bounds or tau_theorem) and not hard_only:
                 rec = with_extras(rec, bounds=bounds_for_length(model, rec, temps.at(n, BASE_PREC)))
             if model.claims is not None:  # claimed bounds vs the measured values (issue 23)

@@ -1,0 +1,25 @@
+"""The bundled programs: models/rasp/<stem>.rasp compiled to models/rasp_<stem>.json."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from exactattn.rasp.compile import compile_program
+from exactattn.rasp.parse import parse_program
+
+PROGRAMS = Path(__file__).resolve().parent.parent.parent / "models" / "rasp"
+
+
+def program_paths() -> list[Path]:
+    return sorted(PROGRAMS.glob("*.rasp")) if PROGRAMS.is_dir() else []
+
+
+def catalog() -> dict[str, dict[str, Any]]:
+    """Every bundled program's model, by models/ stem (nothing when the sources are absent)."""
+
+    out = {}
+    for path in program_paths():
+        prog = parse_program(path.read_text(encoding="utf-8"), path.stem)
+        out[f"rasp_{path.stem}"] = compile_program(prog).model
+    return out

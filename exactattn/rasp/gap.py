@@ -1,0 +1,101 @@
+"""The compiler's lower bound on each head's gap γ(n), an exact expression in n.
+
+One bound per compiled primitive (the lemmas, with their proofs, are in proofs/rasp-gaps.md
+and checked by proofs/check_rasp_gaps.py). Positions are 0 (BOS) .. n; every value the
+compiler stores is an exact integer (Booleans 0/1, counts in [0, n], keys in [−n, n]).
+
+* ``select`` (B-RASP attention): score = (integer penalty, 0 on keys satisfying the
+  predicate, ≤ −1 elsewhere) ± j/(n+1). Two keys differ either in the integer part (by ≥ 1,
+  while the tie-break differs by ≤ n/(n+1)) or only in the tie-break (by ≥ 1/(n+1)):
+  γ ≥ 1/(n+1).
+* ``count-lookup`` (S-RASP prefix sum, integer read-back): score (c² − (c − j)²)/(i+1) over
+  keys j ≤ i with the count c ∈ [0, i]: the runner-up is ≥ 1/(i+1) ≥ 1/(n+1) below.
+* ``square-lookup`` (K² of an integer key |K| ≤ n): score a² − (a − j)² over j = 0..n,
+  a = |K| ∈ [0, n], integers: γ ≥ 1.
+* ``count-mean``: a zero query; every visible score ties, so the head constrains nothing.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from exactattn.model.expr import parse_expression
+
+__all__ = ["PRIMITIVE_BOUND", "bound_at", "min_bound"]
+
+PRIMITIVE_BOUND: dict[str, str | None] = {
+    "select": "1/(n + 1)",
+    "count-lookup": "1/(n + 1)",
+    "square-lookup": "1",
+    "count-mean": None,
+}
+
+
+def bound_at(expr: str | None, n: int) -> Fraction | None:
+    """The bound's exact value at length n (None: no constraint, γ may be ∞)."""
+    if expr is None or expr == "inf":
+        return None
+    return parse_expression(expr, ("n",)).eval_exact({"n": n})
+
+
+def min_bound(bounds: list[str | None]) -> str:
+    """The model's bound: the smallest of its heads' bounds (for every n ≥ 1)."""
+    real = [b for b in bounds if b is not None]
+    if not real:
+        return "inf"
+    # each bound is 1/(n + 1) or 1; compare them at n = 1 and n = 2 (they never cross)
+    return min(real, key=lambda b: (bound_at(b, 1), bound_at(b, 2)))
+
+
+def gap_bound_record(model: Any, rec: Any) -> dict[str, Any] | None:
+    """The compiler's bounds at this length beside the measured gaps (``check``).
+
+    ``holds`` is False when a bound is above the measured γ(n) (or a head's measured gap):
+    the compiler's lemma failed on this model, a finding (exit 1). Exact rationals throughout.
+    """
+    ref = model.reference
+    if ref is None or ref.kind != "rasp" or ref.gap_bound is None:
+        return None
+    n = rec.n
+    violations: list[dict[str, Any]] = []
+    b = bound_at(ref.gap_bound, n)
+    if b is not None and rec.gamma is not None and rec.gamma < b:
+        violations.append({"head": None, "bound": _s(b), "measured": _s(rec.gamma)})
+    heads = []
+    for li, hi, expr in ref.head_gap_bounds:
+        hb = bound_at(expr, n)
+        layer = rec.layers[li]
+        g = layer.heads[hi].gamma if layer.heads is not None else None
+        heads.append({"layer": li, "head": hi, "bound": _s(hb), "measured": _s(g)})
+        if hb is not None and g is not None and g < hb:
+            violations.append({"head": [li, hi], "bound": _s(hb), "measured": _s(g)})
+    return {
+        "expression": ref.gap_bound,
+        "bound": _s(b),
+        "measured": _s(rec.gamma),
+        "holds": not violations,
+        "violations": violations,
+        "heads": heads,
+    }
+
+
+def _s(q: Fraction | None) -> str | None:
+    if q is None:
+        return None
+    return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
+
+
+def summary_lines(data: dict[str, Any]) -> list[str]:
+    """One line per length: measured γ(n) beside the compiler's bound (``check`` output)."""
+    out = []
+    for r in data.get("lengths", []):
+        g = r.get("compiler_gap_bound")
+        if not g:
+            continue
+        verdict = "holds" if g["holds"] else f"VIOLATED ({len(g['violations'])})"
+        out.append(
+            f"n = {r['n']}: measured γ(n) = {g['measured'] or '∞'} ≥ compiler bound "
+            f"{g['expression']} = {g['bound'] or '∞'}: {verdict}"
+        )
+    return out
