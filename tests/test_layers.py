@@ -13,6 +13,8 @@ in one branch. Three rules (issue 21):
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -207,3 +209,12 @@ def test_function_level_imports_say_why() -> None:
         "imports inside functions without a '# lazy: <why>' comment (move them to the top, or"
         " say which cost they avoid):\n" + "\n".join(bad)
     )
+
+
+def test_cli_start_imports_nothing_heavy() -> None:
+    """The lazy imports pay off: starting the CLI loads none of the slow or optional libraries
+    (ml_dtypes alone took the start from 0.5 s to 1.7 s when it was hoisted)."""
+    heavy = ("ml_dtypes", "matplotlib", "sympy", "torch", "dask", "distributed", "transformer_lens")
+    code = f"import sys, exactattn.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

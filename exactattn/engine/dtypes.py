@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from exactattn.core.errors import UsageError
@@ -47,11 +46,17 @@ def dtype_of(name: str) -> Any:
     if name == "float64":
         return np.float64
     if name == "bfloat16":
+        # lazy: ml_dtypes takes ≈ 0.8 s to import; only bfloat16 needs it
+        import ml_dtypes
+
         return ml_dtypes.bfloat16
     raise UsageError(f"unknown dtype '{name}'; use one of {', '.join(DTYPE_NAMES)}")
 
 
 def finfo(dt: Any) -> Any:
+    """IEEE limits of a dtype (ml_dtypes.finfo also knows bfloat16)."""
+    # lazy: ml_dtypes takes ≈ 0.8 s to import; only bfloat16 needs it
+    import ml_dtypes
 
     return ml_dtypes.finfo(dt)
 
