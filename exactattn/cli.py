@@ -269,6 +269,10 @@ def check(
                 from exactattn.certificate.verify import summary_line
 
                 console.print(summary_line(result.model, data), highlight=False, markup=False)
+            from exactattn.rasp.gap import summary_lines as gap_lines  # RASP models (issue 22)
+
+            for line in gap_lines(data):
+                console.print(line, highlight=False, soft_wrap=True, markup=False)
         if report:
             from exactattn.report import write_report
 
