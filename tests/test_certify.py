@@ -23,7 +23,9 @@ from exactattn.model import load_model, model_from_dict
 from exactattn.run.check import run_check
 
 ROOT = Path(__file__).resolve().parent.parent
-MODELS = sorted((ROOT / "models").glob("*.json"))
+# the bundled models whose builders emit proved claims (issue 23); the compiled RASP programs
+# (issue 22) carry the compiler's per-head gap bounds instead, not yet certify claims
+MODELS = sorted(p for p in (ROOT / "models").glob("*.json") if not p.stem.startswith("rasp_"))
 IDS = [p.stem for p in MODELS]
 
 
@@ -292,8 +294,8 @@ def test_certificate_is_above_the_measured_error(path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("path", MODELS, ids=IDS)
 def test_certificate_is_above_the_measured_error_slow(path: Path) -> None:
-    # n ≤ 10 where the alphabet has 2 letters (Dyck-1), else as far as a slow run allows
-    _agrees(path, 10 if path.stem == "dyck1" else 8 if "dyck" in path.stem else 7, False)
+    # every n ≤ 10 at the model's own τ (the issue's line), n ≤ 6 at τ_thm(n)
+    _agrees(path, 10, False)
     _agrees(path, 6, True)
 
 

@@ -47,6 +47,7 @@ from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
 from exactattn.importers.tracr import import_tracr as _imp
 from exactattn.inputs import count_inputs, count_text, inputs_exceed
 from exactattn.model import load_model
+from exactattn.rasp.gap import summary_lines as gap_lines  # RASP models (issue 22)
 from exactattn.report import write_report
 from exactattn.report.certificate import write_certificate_report
 from exactattn.report.claims import main as claims_main
@@ -289,6 +290,8 @@ def check(
                 console.print(line, highlight=False, soft_wrap=True)
             if result.model.claims is not None:  # issue 23
                 console.print(summary_line(result.model, data), highlight=False, markup=False)
+            for line in gap_lines(data):
+                console.print(line, highlight=False, soft_wrap=True, markup=False)
         if report:
             write_report(data, Path(report))
     except (ExactAttnError, click.UsageError, OSError, ValueError) as exc:

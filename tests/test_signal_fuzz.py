@@ -1,0 +1,89 @@
+"""Signals during ``check --jobs 2`` at random moments (issue 27: the fuzz suite extended to
+signals). Each case interrupts a run with a checkpoint after a seeded random delay, sent to
+the parent alone or to the whole process group as a terminal does, then resumes it.
+
+The contract: exit 130 (or 0 when the run finished first), never a traceback; an interrupted
+result file says "incomplete"; the resumed run exits 0 and its JSON is byte-identical to an
+uninterrupted run's. The default suite runs a few cases; ``-m slow`` runs 24.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "models" / "dyck2.json"
+ARGS = ["check", str(MODEL), "--max-n", "7", "--jobs", "2", "-q"]
+
+
+def _cli(args: list[str], **kw: object) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen(  # type: ignore[call-overload]
+        [sys.executable, "-m", "exactattn", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """The uninterrupted run's result file."""
+    out = tmp_path_factory.mktemp("fresh") / "r.json"
+    p = _cli([*ARGS, "--json", str(out)])
+    _, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err
+    return out.read_bytes()
+
+
+def _case(tmp: Path, seed: int, fresh: bytes) -> str:
+    rng = random.Random(seed)
+    delay = rng.uniform(0.2, 3.0)
+    to_group = rng.random() < 0.5
+    out, ckpt = tmp / f"r{seed}.json", tmp / f"ck{seed}"
+    args = [*ARGS, "--json", str(out), "--checkpoint", str(ckpt)]
+    p = _cli(args, start_new_session=True)
+    try:
+        time.sleep(delay)
+        if p.poll() is None:
+            if to_group:
+                os.killpg(p.pid, signal.SIGINT)
+            else:
+                p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    what = f"seed {seed}: delay {delay:.2f} s, {'group' if to_group else 'parent'}"
+    assert p.returncode in (0, 130), (what, p.returncode, err)
+    assert "Traceback" not in err, (what, err)
+    if p.returncode == 130 and out.exists():
+        assert json.loads(out.read_text())["verdict"]["status"] == "incomplete", what
+    q = _cli(args)  # resume from the checkpoint
+    _, err = q.communicate(timeout=600)
+    assert q.returncode == 0, (what, err)
+    assert out.read_bytes() == fresh, f"{what}: the resumed result differs from a fresh run"
+    return "interrupted" if p.returncode == 130 else "finished"
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_interrupt_then_resume(tmp_path: Path, fresh: bytes, seed: int) -> None:
+    _case(tmp_path, seed, fresh)
+
+
+@pytest.mark.slow
+def test_interrupt_then_resume_many(tmp_path: Path, fresh: bytes) -> None:
+    kinds = [_case(tmp_path, seed, fresh) for seed in range(100, 124)]
+    assert "interrupted" in kinds  # the delays reach into the run, not only past its end
