@@ -87,3 +87,33 @@ def test_interrupt_then_resume(tmp_path: Path, fresh: bytes, seed: int) -> None:
 def test_interrupt_then_resume_many(tmp_path: Path, fresh: bytes) -> None:
     kinds = [_case(tmp_path, seed, fresh) for seed in range(100, 124)]
     assert "interrupted" in kinds  # the delays reach into the run, not only past its end
+
+
+def _py(code: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_ctrl_c_while_the_command_line_imports() -> None:
+    """A Ctrl-C among the command line's imports (about 0.4 s; the signal fuzz hit it at
+    1.55 s on a busy machine) is exit 130 with one line, not a traceback and a SIGINT death."""
+    p = _py(
+        "import sys; sys.argv = ['exactattn']\n"
+        "import os, signal, exactattn\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "import time; time.sleep(30)\n"
+    )
+    assert p.returncode == 130 and p.stderr == "interrupted\n", (p.returncode, p.stderr)
+
+
+def test_a_library_import_keeps_python_s_ctrl_c() -> None:
+    """A notebook importing exactattn keeps KeyboardInterrupt (the early handler is only for
+    the command line)."""
+    p = _py(
+        "import signal, exactattn\n"
+        "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
+        "print('ok')\n"
+    )
+    assert p.returncode == 0 and p.stdout == "ok\n", p.stderr

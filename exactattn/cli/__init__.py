@@ -39,7 +39,14 @@ from exactattn.constructions.dyck import build_dyck
 from exactattn.constructions.induction import build_induction
 from exactattn.constructions.ltl import compile_ltl
 from exactattn.core.errors import ExactAttnError
-from exactattn.core.guard import _say, bad_input, deferred_interrupt, internal_error, interrupted
+from exactattn.core.guard import (
+    _say,
+    bad_input,
+    deferred_interrupt,
+    end_of_imports,
+    internal_error,
+    interrupted,
+)
 from exactattn.core.jsonio import read_json, write_json_atomic, write_text_atomic
 from exactattn.core.limits import cap_message
 from exactattn.core.numbers import MAX_INT_DIGITS, parse_decimal, short_decimal, short_sci_huge
@@ -78,7 +85,7 @@ class _Group(click.Group):
     """
 
     def invoke(self, ctx: click.Context) -> Any:
-
+        end_of_imports()  # Ctrl-C is a KeyboardInterrupt again, handled below
         try:
             return super().invoke(ctx)
         except click.ClickException as exc:  # click's usage errors: exit 2, message capped

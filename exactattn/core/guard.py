@@ -50,6 +50,37 @@ def bad_input(message: object) -> NoReturn:
     sys.exit(EXIT_BAD_INPUT)
 
 
+def _early_interrupt(signum: int, frame: object) -> None:
+    """Ctrl-C while the command line is still importing its modules (about 0.4 s; longer on a
+    busy machine): nothing has been written yet, so exit 130 at once with the one line. A
+    KeyboardInterrupt there left a traceback and a death by SIGINT (the signal fuzz)."""
+    _say("interrupted")
+    os._exit(EXIT_INTERRUPTED)
+
+
+def start_of_command_line() -> None:
+    """Called first thing when the package is imported as the ``exactattn`` command (console
+    script or ``python -m exactattn``), never for a library import: a notebook keeps its
+    own Ctrl-C handling."""
+    argv0 = os.path.basename(sys.argv[0] or "")
+    orig = list(getattr(sys, "orig_argv", []))
+    as_module = "-m" in orig and orig[orig.index("-m") + 1 : orig.index("-m") + 2] == ["exactattn"]
+    if (
+        argv0 == "exactattn" or as_module
+    ) and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _early_interrupt)
+
+
+def end_of_imports() -> None:
+    """The command line is loaded: Ctrl-C is a KeyboardInterrupt again, which each command
+    turns into "interrupted" and exit 130 after keeping finished work."""
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is _early_interrupt
+    ):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def interrupted() -> NoReturn:
     _say("interrupted")
     sys.exit(EXIT_INTERRUPTED)
