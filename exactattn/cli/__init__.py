@@ -50,7 +50,7 @@ from exactattn.core.guard import (
 from exactattn.core.jsonio import read_json, write_json_atomic, write_text_atomic
 from exactattn.core.limits import cap_message
 from exactattn.core.numbers import MAX_INT_DIGITS, parse_decimal, short_decimal, short_sci_huge
-from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
+from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.importers.tracr import import_tracr as _imp
 from exactattn.inputs import count_inputs, count_text, inputs_exceed
 from exactattn.model import load_model
@@ -61,6 +61,7 @@ from exactattn.report.claims import main as claims_main
 from exactattn.report.data import non_monotone_lines, tau_star_brackets
 from exactattn.report.regenerate import regenerate
 from exactattn.results.resultfile import validate_result
+from exactattn.results.settings import TauChoice
 from exactattn.run.check import estimate, run_check
 from exactattn.run.evaluate import evaluate
 from exactattn.run.executors import Checkpoint, fingerprint, make_executor
@@ -191,8 +192,9 @@ def check(
         raise click.UsageError(f"--max-n {max_n} is below the smallest length {lo}")
     for n in (lo, max_n):  # before the estimate, which already evaluates inputs
         model.check_length(n)
-    if not hard_only and tau != "theorem":  # a bad or out-of-range τ: one line, no estimate
-        temps = Temperatures(model, parse_tau(tau))
+    choice = TauChoice.parse(tau)  # --tau, parsed once: a bad expression is exit 2 here
+    if not hard_only and not choice.is_theorem:  # an out-of-range τ: one line, no estimate
+        temps = Temperatures(model, choice)
         for n in (lo, max_n):  # run_check checks every n in between
             temps.at(n, BASE_PREC)
             temps.display(n)
@@ -240,14 +242,12 @@ def check(
             with deferred_interrupt():
                 write_json_atomic(Path(json_out), result.to_json())
 
-    tau_arg = tau
-    if tau == "theorem":
-        if not bounds:
-            bounds = True
+    if choice.is_theorem:
+        bounds = True
     settings = {
         "min_n": lo,
         "max_n": max_n,
-        "tau": tau,
+        "tau": choice.record_text(),
         "hard_only": hard_only,
         "bounds": bounds,
         "find_tau": find_tau,
@@ -270,12 +270,11 @@ def check(
                         model,
                         max_n=max_n,
                         min_n=lo,
-                        tau=None if tau == "theorem" else tau_arg,
+                        tau=choice,
                         hard_only=hard_only,
                         bounds=bounds,
                         progress=progress,
                         on_length=save,
-                        tau_theorem=(tau == "theorem"),
                         find_tau=find_tau,
                         executor=executor,
                         float_filter=not arb_only,

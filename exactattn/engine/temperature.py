@@ -14,6 +14,7 @@ from flint import arb, ctx
 from exactattn.core.errors import ModelError, UsageError
 from exactattn.model import AttentionLayer, Model
 from exactattn.model.expr import Expr, ExprError, LimitError, UndecidedError, parse_expression
+from exactattn.results.settings import TauChoice
 
 BASE_PREC = 96
 
@@ -37,9 +38,10 @@ def parse_tau(text: str | None) -> Expr | None:
 class Temperatures:
     """τ(n) of every head as certified balls, per precision; refuses τ(n) ≤ 0."""
 
-    def __init__(self, model: Model, override: Expr | None) -> None:
+    def __init__(self, model: Model, override: TauChoice | Expr | None) -> None:
         self.model = model
-        self.override = override
+        # a choice's expression (None: the model's own; the theorem's is fixed per length)
+        self.override = override.expr if isinstance(override, TauChoice) else override
         self._cache: dict[tuple[int, int], list[list[arb] | None]] = {}
 
     def expr_for(self, li: int, hi: int) -> tuple[Expr, str]:

@@ -27,6 +27,7 @@ from fractions import Fraction
 from flint import arb, ctx, fmpq
 
 from exactattn.core.errors import ExactAttnError
+from exactattn.core.numbers import frac_str
 
 __all__ = [
     "Expr",
@@ -728,6 +729,13 @@ def _precheck(text: str, node: _Node) -> _Node:
             raise ev.fail(ExprError, "mod by zero", call)
         return call
     return node
+
+
+def constant_expression(value: Fraction) -> Expr:
+    """The exact constant ``value`` as an expression, its text as results write rationals
+    (what parsing that text gives after constant folding, without the round trip)."""
+    text = frac_str(value)
+    return Expr(text, _Num(0, len(text), frozenset(), False, Fraction(value)))
 
 
 def parse_expression(

@@ -21,9 +21,8 @@ from exactattn.bounds.compare import bounds_for_length, dyadic_lower, tau_theore
 from exactattn.bounds.tau_search import search_tau
 from exactattn.certificate.verify import verify_claims
 from exactattn.core.errors import ClusterLost, ExactAttnError, UsageError
-from exactattn.core.numbers import frac_str
 from exactattn.engine.certify import MAX_PREC
-from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
+from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import (
     Shard,
     count_inputs,
@@ -32,7 +31,7 @@ from exactattn.inputs import (
 )
 from exactattn.model import AttentionLayer, Model
 from exactattn.model.claimed import precheck
-from exactattn.model.expr import Expr, parse_expression
+from exactattn.model.expr import Expr
 from exactattn.rasp.gap import gap_bound_record
 from exactattn.results import (
     RESULT_FORMAT,
@@ -42,6 +41,7 @@ from exactattn.results import (
     verdict_of,
     with_extras,
 )
+from exactattn.results.settings import CheckSettings, TauChoice
 from exactattn.run.executors import InProcess
 from exactattn.run.shard import (  # noqa: F401  (re-exported: the check's API)
     BATCH,
@@ -64,7 +64,7 @@ class CheckResult:
     """A check's settings, its per-length records and whether it was interrupted."""
 
     model: Model
-    settings: dict[str, Any]
+    settings: CheckSettings
     lengths: list[LengthRecord] = field(default_factory=list)
     interrupted: bool = False
     max_prec: int = MAX_PREC
@@ -72,7 +72,7 @@ class CheckResult:
     stopped_by: str | None = None  # why an interrupted run stopped, if not Ctrl-C (a lost cluster)
 
     def verdict(self) -> Verdict:
-        asked = None if self.complete else (self.settings["min_n"], self.settings["max_n"])
+        asked = None if self.complete else (self.settings.min_n, self.settings.max_n)
         return verdict_of(
             self.lengths, self.max_prec, incomplete=asked, interrupted=self.interrupted
         )
@@ -99,10 +99,10 @@ class CheckResult:
                 "d": m.d,
                 "layers": info_layers,
                 "output": m.output.kind,
-                "temperature": self.settings.get("tau_override") or m.temperature.text,
+                "temperature": self.settings.tau.record_text() or m.temperature.text,
                 "reference": m.reference.kind if m.reference else None,
             },
-            "settings": self.settings,
+            "settings": self.settings.to_json(),
             "verdict": self.verdict().to_json(),
             "interrupted": self.interrupted,
             "lengths": (lengths := [r.to_json() for r in self.lengths]),
@@ -114,7 +114,7 @@ def run_check(
     model: Model,
     max_n: int,
     min_n: int | None = None,
-    tau: str | Expr | None = None,
+    tau: TauChoice | str | Expr | None = None,
     *,
     hard_only: bool = False,
     bounds: bool = False,
@@ -134,27 +134,29 @@ def run_check(
     ``executor`` (see :mod:`exactattn.run.executors`) runs the shards; default: this process.
     ``float_filter=False`` certifies every input with arb balls (slower; the float filter's
     enclosures are certified too, only their last printed digits differ).
+    ``tau`` is a :class:`~exactattn.results.settings.TauChoice` or its text (``"theorem"``,
+    an expression in n); ``tau_theorem=True`` is the same as ``tau="theorem"``.
     """
     lo = model.min_length if min_n is None else min_n
     if max_n < lo:
         raise UsageError(f"--max-n {max_n} is below --min-n {lo}")
     for n in (lo, max_n):
         model.check_length(n)
-    override = parse_tau(tau) if isinstance(tau, str) else tau
+    choice = TauChoice.theorem() if tau_theorem else TauChoice.of(tau)
+    # the theorem's τ is found per length from a hard pass at the model's temperatures
+    base = TauChoice.model() if choice.is_theorem else choice
     run = executor if executor is not None else InProcess()
     result = CheckResult(
         model=model,
-        settings={
-            "min_n": lo,
-            "max_n": max_n,
-            "tau_override": "theorem"
-            if tau_theorem
-            else (override.text if override is not None else None),
-            "hard_only": hard_only,
-            "bounds": bounds,
-            "find_tau": find_tau,
-            "float_filter": float_filter,
-        },
+        settings=CheckSettings(
+            min_n=lo,
+            max_n=max_n,
+            tau=choice,
+            hard_only=hard_only,
+            bounds=bounds,
+            find_tau=find_tau,
+            float_filter=float_filter,
+        ),
         max_prec=max_prec,
     )
     # refuse a model that breaks at some checked n before any work (and any file) is done
@@ -165,15 +167,15 @@ def run_check(
     for n in range(lo, max_n + 1):
         model.position_vectors(n)
         if not hard_only:
-            Temperatures(model, override).at(n, BASE_PREC)
-            Temperatures(model, override).display(n)
+            Temperatures(model, base).at(n, BASE_PREC)
+            Temperatures(model, base).display(n)
     try:
         for n in range(lo, max_n + 1):
-            temps = Temperatures(model, override)
-            job_tau = override
-            if tau_theorem and not hard_only:
+            temps = Temperatures(model, base)
+            job_tau = base
+            if choice.is_theorem and not hard_only:
                 pre = check_length(
-                    LengthJob(model, n, override, True, batch, max_prec, float_filter), run
+                    LengthJob(model, n, base, True, batch, max_prec, float_filter), run
                 )
                 t_thm, _ = tau_theorem_value(model, pre)
                 if t_thm is None:
@@ -181,9 +183,8 @@ def run_check(
                         f"--tau theorem: at n = {n} a leftmost/rightmost head has a tie at the "
                         "top, so no temperature makes softmax reproduce it (proofs/, Thm 3(c))"
                     )
-                # the theorem's τ as an exact constant expression, written as it is recorded
-                text = frac_str(dyadic_lower(t_thm))
-                job_tau = parse_expression(text, ("n",), transcendental=True)
+                # the theorem's τ: the exact lower end of τ_thm(n), a constant for this length
+                job_tau = choice.at_theorem_value(dyadic_lower(t_thm))
                 temps = Temperatures(model, job_tau)
             job = LengthJob(model, n, job_tau, hard_only, batch, max_prec, float_filter)
             rec = check_length(job, run, progress)
@@ -191,7 +192,7 @@ def run_check(
                 gb = gap_bound_record(model, rec)
                 if gb is not None:  # the compiler's bound beside measured γ(n) (issue 22)
                     rec = with_extras(rec, extra={**rec.extra, "compiler_gap_bound": gb})
-            if (bounds or tau_theorem) and not hard_only:
+            if (bounds or choice.is_theorem) and not hard_only:
                 rec = with_extras(rec, bounds=bounds_for_length(model, rec, temps.at(n, BASE_PREC)))
             if model.claims is not None:  # claimed bounds vs the measured values (issue 23)
                 rec = with_extras(rec, extra={**rec.extra, "claims": verify_claims(model, rec)})
@@ -281,6 +282,7 @@ __all__ = [
     "BATCH",
     "CheckResult",
     "LengthJob",
+    "TauChoice",
     "check_length",
     "check_shard",
     "count_inputs",

@@ -24,6 +24,7 @@ from exactattn.model import Model
 from exactattn.model.expr import Expr
 from exactattn.model.reference import Oracle
 from exactattn.results import Interval, LengthRecord
+from exactattn.results.settings import TauChoice
 
 BATCH = 2048
 
@@ -34,16 +35,22 @@ class LengthJob:
 
     model: Model
     n: int
-    tau: Expr | None  # the τ override, parsed once (None: the model's temperatures)
+    tau: TauChoice | Expr | None  # the temperature, parsed once (None: the model's)
     hard_only: bool
     batch: int = BATCH
     max_prec: int = MAX_PREC
     float_filter: bool = True  # settle what float64 enclosures can; arb for the rest
 
     @property
+    def tau_expr(self) -> Expr | None:
+        """The expression every head runs at (None: each head's own temperature)."""
+        return self.tau.expr if isinstance(self.tau, TauChoice) else self.tau
+
+    @property
     def tau_text(self) -> str | None:
         """The override as written (checkpoint identities and file names use the text)."""
-        return self.tau.text if self.tau is not None else None
+        expr = self.tau_expr
+        return expr.text if expr is not None else None
 
 
 # ---------------------------------------------------------------------------
@@ -77,8 +84,7 @@ def check_shard(
     """
     model, n = job.model, job.n
     cm = _compiled(model)
-    override = job.tau
-    temps = Temperatures(model, override)
+    temps = Temperatures(model, job.tau_expr)
     oracle = Oracle(model.reference, model.alphabet) if model.reference else None
     weights = WeightCache(cm)
     layer_kinds = [layer.kind for layer in model.layers]
