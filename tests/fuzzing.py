@@ -47,8 +47,9 @@ DYCK1 = json.loads((ROOT / "models" / "dyck1.json").read_text())
 
 def _with_closed_forms(result: Any) -> Any:
     from exactattn.bounds.closedforms import closed_forms
+    from exactattn.results.sequences import values_of_rows
 
-    return {**result, "closed_forms": closed_forms(result["lengths"])}
+    return {**result, "closed_forms": closed_forms(values_of_rows(result["lengths"]))}
 
 
 BASE_RESULT_CF = _with_closed_forms(BASE_RESULT)

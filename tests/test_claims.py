@@ -12,6 +12,7 @@ import pytest
 from exactattn.bounds.closedforms import closed_forms
 from exactattn.core.numbers import parse_decimal
 from exactattn.report import claims
+from exactattn.results.sequences import values_of_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,7 +45,7 @@ def test_stored_closed_forms_match_the_code() -> None:
     runs = claims.load_runs(ROOT)
     for stem in ("dyck1", "ltl_counting_temperature", "induction_k2", "dyck1_unit"):
         for kind, res in runs[stem].items():
-            assert res["closed_forms"] == closed_forms(res["lengths"]), (stem, kind)
+            assert res["closed_forms"] == closed_forms(values_of_rows(res["lengths"])), (stem, kind)
 
 
 def test_ledger_numbers() -> None:

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from exactattn import load_model, model_from_dict, run_check
 from exactattn.bounds.closedforms import closed_forms, evaluate_form, fit_sequence
+from exactattn.results.sequences import values_of_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 N = sympy.Symbol("n")
@@ -266,7 +267,7 @@ def test_random_models_never_get_a_contradicted_form(d: dict) -> None:
 def test_brackets_hold_at_every_n() -> None:
     """c₁·n^b·e^(−an) ≤ lower(n) and upper(n) ≤ c₂·n^b·e^(−an), checked with mpmath."""
     result = json.loads((ROOT / "reports" / "dyck2.json").read_text())
-    cf = closed_forms(result["lengths"])
+    cf = closed_forms(values_of_rows(result["lengths"]))
     ctx = mpmath.MPContext()
     ctx.dps = 60
     seen = 0
@@ -292,7 +293,7 @@ def test_tau_star_in_both_shapes() -> None:
     """The old {"lower","upper"} τ* and the split {"decisions","invariant"} are both read."""
     result = json.loads((ROOT / "reports" / "dyck2.json").read_text())
     split = result["lengths"]  # the bundled report has the split shape
-    cf = closed_forms(split)
+    cf = closed_forms(values_of_rows(split))
     assert "tau_star" not in cf
     assert cf["tau_star_decisions"]["shape"] is not None
     assert cf["tau_star_invariant"]["shape"] is not None
@@ -300,7 +301,7 @@ def test_tau_star_in_both_shapes() -> None:
     for r in old:  # the flat bracket older files hold (it was the invariant bracket)
         inv = r["tau_star"]["invariant"]
         r["tau_star"] = {"lower": inv["lower"], "upper": inv["upper"]}
-    cf_old = closed_forms(old)
+    cf_old = closed_forms(values_of_rows(old))
     assert cf_old["tau_star"]["shape"] is not None and "tau_star_decisions" not in cf_old
     from exactattn.report.claims import tau_star
 
@@ -347,7 +348,7 @@ def test_a_tampered_closed_form_is_not_drawn(tmp_path: Path) -> None:
     from exactattn.report import render
 
     result = json.loads((ROOT / "reports" / "dyck2.json").read_text())
-    result["closed_forms"] = closed_forms(result["lengths"])
+    result["closed_forms"] = closed_forms(values_of_rows(result["lengths"]))
     result["closed_forms"]["gamma"]["form"] = {"kind": "rational", "num": ["1"], "den": ["0", "1"]}
     md = render(result, tmp_path / "r.md")[tmp_path / "r.md"]
     assert "Dashed: the closed form" not in md and "γ(n) ≈" in md

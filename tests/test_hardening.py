@@ -275,12 +275,13 @@ def test_click_usage_errors_are_capped(tmp_path: Path) -> None:
 def test_closed_forms_skip_infinite_and_clamp_negative_enclosures() -> None:
     """Fuzz finds: an ``inf`` end or a negative lower end used to crash ``report`` (exit 4)."""
     from exactattn.bounds.closedforms import closed_forms
+    from exactattn.results.sequences import values_of_rows
 
     rows = copy.deepcopy(F.BASE_RESULT["lengths"])
     rows[4]["bounds"]["tau_theorem"]["upper"] = "inf"  # n = 5 bounds nothing above
     rows[3]["layers"][0]["error"] = {"lower": "inf", "upper": "inf"}
     rows[4]["tau_star"]["invariant"]["lower"] = "-1/2"  # a τ ≥ -1/2 says only τ ≥ 0
-    cf = closed_forms(rows)
+    cf = closed_forms(values_of_rows(rows))
     thm = cf["tau_theorem"]
     assert thm["open_at"] == [5] and thm["on"] == [2, 3, 4] and thm["shape"] == "n^(-3)"
     err = cf["error_layer_0"]

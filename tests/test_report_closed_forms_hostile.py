@@ -27,6 +27,7 @@ from exactattn.bounds.closedforms import closed_forms
 from exactattn.cli import main
 from exactattn.report import render, write_report
 from exactattn.results.resultfile import validate_result
+from exactattn.results.sequences import values_of_rows
 
 DATA = Path(__file__).parent / "data" / "result_small.json"
 PAYLOADS = [
@@ -45,7 +46,7 @@ PAYLOADS = [
 
 def base() -> dict[str, Any]:
     r = json.loads(DATA.read_text())
-    r["closed_forms"] = closed_forms(r["lengths"])
+    r["closed_forms"] = closed_forms(values_of_rows(r["lengths"]))
     return r
 
 

@@ -40,9 +40,8 @@ from typing import Any
 from flint import arb, ctx, fmpz
 
 from exactattn.core.numbers import arb_endpoints, decimal_down, decimal_is_huge, decimal_up
+from exactattn.results.sequences import EXACT_QUANTITIES, LengthValues
 
-#: The exact per-length quantities that get a closed form (result keys, kept as closed-form keys).
-EXACT_QUANTITIES = ("gamma", "x_max", "min_margin", "accepted")
 #: Largest number of free parameters of a conjectured form (degree (p, q) with p + q ≤ 4).
 MAX_PARAMS = 5
 #: Lengths at the start that may be exceptional (a form valid from n₀ on).
@@ -538,59 +537,33 @@ def _shape_text(a: Fraction, b: Fraction) -> str:
 # the result's closed_forms object
 
 
-def _exact(row: dict[str, Any], key: str) -> Fraction | None:
-    v = row.get(key)
-    if v is None:
-        return None
-    return Fraction(str(v))
+def closed_forms(lengths: Sequence[LengthValues]) -> dict[str, Any]:
+    """The ``closed_forms`` object of a result, from the lengths present.
 
-
-def _tau_star_parts(ts: dict[str, Any] | None) -> dict[str, dict[str, Any] | None]:
-    """τ* in either shape: {"lower","upper"} or {"decisions": {...}, "invariant": {...}}."""
-    if ts is None:
-        return {}
-    if "decisions" in ts or "invariant" in ts:
-        return {f"tau_star_{k}": ts.get(k) for k in ("decisions", "invariant") if k in ts}
-    return {"tau_star": ts}
-
-
-def closed_forms(lengths: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The ``closed_forms`` object of a result, from the lengths present."""
-    rows = sorted(lengths, key=lambda r: r["n"])
+    ``lengths``: :meth:`LengthValues.of` a check's records (exact values as computed), or
+    :meth:`LengthValues.from_row` of a result file's entries.
+    """
+    rows = sorted(lengths, key=lambda r: r.n)
     out: dict[str, Any] = {}
     for key in EXACT_QUANTITIES:
-        if not any(key in r for r in rows):
+        if not any(key in r.exact for r in rows):
             continue
-        if key != "gamma" and all(r.get(key) is None for r in rows):
+        if key != "gamma" and all(r.exact.get(key) is None for r in rows):
             continue
-        out[key] = fit_sequence({r["n"]: _exact(r, key) for r in rows})
+        out[key] = fit_sequence({r.n: r.exact.get(key) for r in rows})
     # certified: per-layer errors, τ_thm, τ*
-    layer_ids = sorted({e["index"] for r in rows for e in r.get("layers") or []})
+    layer_ids = sorted({li for r in rows for li in r.layers})
     for li in layer_ids:
-        encl: dict[int, tuple[str, str] | None] = {}
-        for r in rows:
-            e = next((x for x in r.get("layers") or [] if x.get("index") == li), None)
-            err = None if e is None else e.get("error")
-            if err is not None:
-                encl[r["n"]] = (str(err["lower"]), str(err["upper"]))
+        encl = {r.n: r.errors[li] for r in rows if li in r.errors}
         if encl:
             out[f"error_layer_{li}"] = _certified(encl)
-    thm = {
-        r["n"]: (str(t["lower"]), str(t["upper"]))
-        for r in rows
-        if (t := (r.get("bounds") or {}).get("tau_theorem")) is not None
-    }
+    thm = {r.n: r.tau_theorem for r in rows if r.tau_theorem is not None}
     if thm:
-        out["tau_theorem"] = bracket_sequence(thm)
+        out["tau_theorem"] = bracket_sequence(thm)  # type: ignore[arg-type]
     star: dict[str, dict[int, tuple[str, str] | None]] = {}
     for r in rows:
-        for key, part in _tau_star_parts(r.get("tau_star")).items():
-            if part is None:
-                continue
-            lo, hi = part.get("lower"), part.get("upper")
-            star.setdefault(key, {})[r["n"]] = (
-                None if lo is None or hi is None else (str(lo), str(hi))
-            )
+        for key, ends in r.tau_star.items():
+            star.setdefault(key, {})[r.n] = ends
     for key, encl in star.items():
         out[key] = bracket_sequence(encl)
     return out

@@ -16,17 +16,17 @@ from typing import Any
 from flint import arb
 
 from exactattn import bounds as B
-from exactattn.core.numbers import (
-    arb_endpoints,
-    arb_interval,
-    arb_is_huge,
-    arb_upper_str,
-    decimal_up,
-    frac_str,
-    to_arb,
-)
+from exactattn.core.numbers import arb_endpoints, arb_is_huge, to_arb
 from exactattn.model import AcceptOutput, ArgmaxOutput, AttentionLayer, Model
 from exactattn.results import LengthRecord
+from exactattn.results.bounds import (
+    BoundsRecord,
+    BoundViolation,
+    CertifiedBall,
+    CertifiedEnd,
+    LayerBound,
+    TheoremConstants,
+)
 
 
 @lru_cache(maxsize=16)
@@ -72,10 +72,6 @@ def eps_star(model: Model, margin: Fraction | None) -> Fraction:
     if margin is None or margin <= 0 or C == 0:
         return Fraction(1, 2)
     return min(margin / C, Fraction(1)) / 2
-
-
-def _up_str(x: arb) -> str:
-    return arb_upper_str(x)
 
 
 def theorem_inputs(model: Model, rec: LengthRecord) -> dict[str, Any]:
@@ -124,7 +120,7 @@ def tau_theorem_value(model: Model, rec: LengthRecord) -> tuple[arb | None, Frac
 
 def bounds_for_length(
     model: Model, rec: LengthRecord, taus: list[list[arb] | None]
-) -> dict[str, Any]:
+) -> BoundsRecord:
     """The proved bound after every layer at the temperatures in use, and the comparison."""
     cs = layer_constants(model)
     eps: arb | None = arb(0)
@@ -145,11 +141,12 @@ def bounds_for_length(
             bound = B.attention_layer_bound(c, x_in, eps, row, gaps, nonmax, single)
         else:
             bound = B.ffn_layer_bound(c, eps)
-        item: dict[str, Any] = {"index": li, "bound": None, "measured_over_bound": None}
+        written: CertifiedEnd | None = None
+        ratio: CertifiedEnd | None = None
         err = le.error
         if bound is not None and bound.is_finite():
-            item["bound"] = _up_str(bound)
-            ej = err.interval().to_json() if err is not None else {}
+            written = CertifiedEnd(bound)
+            violated = False
             huge = (
                 err is not None
                 and err.upper is not None
@@ -159,53 +156,46 @@ def bounds_for_length(
                 # e^(-huge) at tiny τ: compare as balls, never as exact Fractions
                 assert err is not None and err.upper is not None
                 if bound > 0:
-                    item["measured_over_bound"] = arb_upper_str(err.upper / bound, 6)
-                if err.lower > bound:
-                    violations.append(
-                        {
-                            "layer": li,
-                            "measured_lower": ej["lower"],
-                            "bound": item["bound"],
-                            "witness": err.witness.data if err.witness else None,
-                        }
-                    )
+                    ratio = CertifiedEnd(err.upper / bound, digits=6)
+                violated = bool(err.lower > bound)
             elif err is not None and err.upper is not None:
                 up = arb_endpoints(err.upper)[1]
                 lo = arb_endpoints(err.lower)[0]
                 bnd = arb_endpoints(bound)[1]
                 if bnd > 0:
-                    item["measured_over_bound"] = decimal_up(up / bnd, 6)
+                    ratio = CertifiedEnd(up / bnd, digits=6)
                 elif up == 0:
-                    item["measured_over_bound"] = "0"
-                if lo > bnd:
-                    violations.append(
-                        {
-                            "layer": li,
-                            "measured_lower": ej["lower"],
-                            "bound": item["bound"],
-                            "witness": err.witness.data if err.witness else None,
-                        }
+                    ratio = CertifiedEnd(Fraction(0), digits=6)
+                violated = lo > bnd
+            if violated:
+                assert err is not None
+                violations.append(
+                    BoundViolation(
+                        li,
+                        CertifiedEnd(err.lower, up=False),
+                        written,
+                        err.witness.data if err.witness else None,
                     )
-        layers_out.append(item)
+                )
+        layers_out.append(LayerBound(li, written, ratio))
         eps = bound if bound is not None and bound.is_finite() else None
         x_in = le.activation_max
     t, es = tau_theorem_value(model, rec)
     ti = theorem_inputs(model, rec)
-    return {
-        "layers": layers_out,
-        "tau_theorem": None if t is None else arb_interval(t),
-        "eps_star": frac_str(es),
-        "constants": {
-            "L": ti["L"],
-            "K": frac_str(ti["K"]),
-            "x_max": frac_str(ti["x_max"]),
-            "gamma": frac_str(ti["gamma"]) if ti["gamma"] is not None else None,
-            "m": ti["m"],
-            "readout_lipschitz": frac_str(readout_constant(model)),
-        },
-        "violations": len(violations),
-        "violation_details": violations,
-    }
+    return BoundsRecord(
+        layers=tuple(layers_out),
+        tau_theorem=None if t is None else CertifiedBall.of(t),
+        eps_star=es,
+        constants=TheoremConstants(
+            L=ti["L"],
+            K=ti["K"],
+            x_max=ti["x_max"],
+            gamma=ti["gamma"],
+            m=ti["m"],
+            readout_lipschitz=readout_constant(model),
+        ),
+        violation_details=tuple(violations),
+    )
 
 
 def dyadic_lower(t: arb) -> Fraction:

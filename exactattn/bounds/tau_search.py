@@ -32,19 +32,29 @@ from typing import Any
 
 from flint import arb, ctx
 
-from exactattn.core.numbers import arb_endpoints, decimal_down, decimal_up, parse_decimal
+from exactattn.core.numbers import arb_endpoints, parse_decimal
 from exactattn.engine.certify import zero_test
 from exactattn.engine.hard import CompiledModel, run_hard
-from exactattn.engine.measure import LengthAccumulator, delta_bounds, jsonable
+from exactattn.engine.measure import LengthAccumulator, delta_bounds
 from exactattn.engine.soft import WeightCache, run_soft
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import batches, words_of_length
 from exactattn.model import Model
-from exactattn.model.expr import parse_expression
+from exactattn.model.expr import constant_expression
 from exactattn.model.reference import Oracle
+from exactattn.results import disagreement_decisions
+from exactattn.results.bounds import (
+    GRID,
+    TAU_GRID,
+    GridTau,
+    NonMonotone,
+    ProbeWitness,
+    TauBracket,
+    TauStarRecord,
+    grid_text,
+    grid_value,
+)
 
-TAU_GRID = 8  # τ* is searched on the grid 2^(k/8)
-GRID = "2^(k/8)"
 LO_EXP = -40 * TAU_GRID  # smallest grid τ probed: 2^-40
 HI_EXP = 16 * TAU_GRID  # largest grid τ probed: 2^16
 HOT = 32  # failing inputs remembered and tried first at the next probe
@@ -52,11 +62,7 @@ HOT = 32  # failing inputs remembered and tried first at the next probe
 
 def grid_tau(k: int) -> str:
     """2^(k/8) rounded down to a 12-significant-digit decimal (exact, as text)."""
-    q, r = divmod(k, TAU_GRID)
-    with ctx.workprec(64):
-        val = arb(2) ** q * (arb(2) ** (arb(r) / TAU_GRID))
-        lo = arb_endpoints(val)[0]
-    return decimal_down(lo, 12)
+    return grid_text(k)
 
 
 def grid_floor(tau: Fraction) -> int:
@@ -77,8 +83,8 @@ class Fact:
 
     dec: bool | None = None
     inv: bool | None = None
-    dec_why: dict[str, Any] | None = None
-    inv_why: dict[str, Any] | None = None
+    dec_why: ProbeWitness | None = None
+    inv_why: ProbeWitness | None = None
 
 
 class Prober:
@@ -129,7 +135,7 @@ class Prober:
         rest = (w for w in words_of_length(self.model.alphabet, self.n) if w not in seen)
         yield from batches(rest, self.batch)
 
-    def _remember(self, word: list[str]) -> None:
+    def _remember(self, word: tuple[str, ...]) -> None:
         w = tuple(word)
         if w in self.hot:
             self.hot.remove(w)
@@ -151,7 +157,8 @@ class Prober:
         want_inv = want_inv and fact.inv is None
         inv_open = False
         self.evaluated.add(k)
-        temps = Temperatures(self.model, parse_expression(grid_tau(k), ("n",), transcendental=True))
+        # the grid τ as the exact constant it is written as (grid_tau(k) is its text)
+        temps = Temperatures(self.model, constant_expression(grid_value(k)))
         acc = LengthAccumulator(self.model, self.n, None, len(self.model.layers))
         prec0 = BASE_PREC  # inputs of one length need similar precision
         for chunk in self._words():
@@ -161,16 +168,13 @@ class Prober:
                 verdict, bounds, prec = self._certify(hb, b, acc, temps, prec0, want_inv)
                 prec0 = max(BASE_PREC, prec)
                 acc.add_soft(hb, b, bounds, verdict, prec)
-                word = list(hb.words[b])
+                word = tuple(hb.words[b])
                 why = None
                 if acc.disagreements:
-                    why = {"reason": "disagreement", "input": word}
-                    fd = acc.first_disagreement
-                    detail = fd.data["detail"] if fd is not None else {}
-                    why["hard"] = detail.get("hard")
-                    why["soft"] = detail.get("soft")
+                    hard, soft = disagreement_decisions(acc.first_disagreement)
+                    why = ProbeWitness("disagreement", word, hard, soft)
                 elif acc.undecided:
-                    why = {"reason": "undecided", "input": word}
+                    why = ProbeWitness("undecided", word)
                 if why is not None:
                     self._remember(word)
                     fact.dec, fact.dec_why = False, why
@@ -185,17 +189,13 @@ class Prober:
                             inv_open = True  # not asked: leave the invariant unknown
                             continue
                         fact.inv = False
-                        fact.inv_why = {
-                            "reason": "error > 1" if lo > 1 else "error ≤ 1 undecided",
-                            "input": word,
-                            "layer": li,
-                            "error": {
-                                "lower": decimal_down(arb_endpoints(lo)[0]),
-                                "upper": decimal_up(arb_endpoints(hi)[1])
-                                if hi.is_finite()
-                                else "inf",
-                            },
-                        }
+                        fact.inv_why = ProbeWitness(
+                            "error > 1" if lo > 1 else "error ≤ 1 undecided",
+                            word,
+                            layer=li,
+                            error_lower=arb_endpoints(lo)[0],
+                            error_upper=arb_endpoints(hi)[1] if hi.is_finite() else None,
+                        )
                         self._remember(word)
                         break
                     if fact.inv is False and stop_on_invariant:
@@ -279,7 +279,7 @@ def search_tau(
     oracle: Oracle | None,
     batch: int,
     max_prec: int,
-) -> dict[str, Any]:
+) -> TauStarRecord:
     """Both certified brackets for length n, with the monotonicity scan (``tau_star`` entry).
 
     ``oracle`` is unused: τ* compares the soft meaning with the hard one, not with a reference.
@@ -328,36 +328,26 @@ def search_tau(
     dec_good, dec_bad = first_crossing("dec", dec_good, dec_bad)
     inv_good, inv_bad = first_crossing("inv", inv_good, inv_bad)
 
-    def entry(which: str, good: int | None, bad: int | None) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "lower": None if good is None else grid_tau(good),
-            "upper": None if bad is None else grid_tau(bad),
-        }
-        if bad is not None:
-            out["upper_witness"] = _json(getattr(pr.facts[bad], f"{which}_why"))
-        out["scanned_down_to"] = None if good is None else grid_tau(floors[which])
+    def entry(which: str, good: int | None, bad: int | None) -> TauBracket:
         odd = []
         for k in sorted(pr.facts):
             f = pr.facts[k]
             known = getattr(f, which)
             if good is not None and k < good and known is False:
-                why = _json(getattr(f, f"{which}_why"))
-                odd.append({"tau": grid_tau(k), "found": "bad below lower", **why})
+                odd.append(NonMonotone(GridTau(k), "bad below lower", getattr(f, f"{which}_why")))
             elif bad is not None and k > bad and known is True:
-                odd.append({"tau": grid_tau(k), "found": "good above upper"})
-        out["non_monotone"] = odd
-        return out
+                odd.append(NonMonotone(GridTau(k), "good above upper"))
+        return TauBracket(
+            lower=None if good is None else GridTau(good),
+            upper=None if bad is None else GridTau(bad),
+            upper_witness=None if bad is None else getattr(pr.facts[bad], f"{which}_why"),
+            scanned_down_to=None if good is None else GridTau(floors[which]),
+            non_monotone=tuple(odd),
+        )
 
-    return {
-        "grid": GRID,
-        "probes": len(pr.evaluated),
-        "decisions": entry("dec", dec_good, dec_bad),
-        "invariant": entry("inv", inv_good, inv_bad),
-    }
-
-
-def _json(why: dict[str, Any] | None) -> dict[str, Any]:
-    """A witness as JSON (decisions of any output kind made JSON-safe)."""
-    if why is None:
-        return {}
-    return {k: (jsonable(v) if k in ("hard", "soft") else v) for k, v in why.items()}
+    return TauStarRecord(
+        grid=GRID,
+        probes=len(pr.evaluated),
+        decisions=entry("dec", dec_good, dec_bad),
+        invariant=entry("inv", inv_good, inv_bad),
+    )

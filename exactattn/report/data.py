@@ -15,6 +15,7 @@ from exactattn.bounds.closedforms import closed_forms
 from exactattn.core.errors import UsageError
 from exactattn.report.closed import values, verified
 from exactattn.report.fmt import PowerFit, parse_decimal, parse_rational
+from exactattn.results.sequences import LengthValues
 
 RESULT_FORMAT = "exactattn-result/1"
 
@@ -149,7 +150,7 @@ class ReportData:
         """The result's ``closed_forms``; computed from the rows for results without one."""
         cf = self.result.get("closed_forms")
         if cf is None:
-            cf = closed_forms(self.rows)
+            cf = closed_forms([LengthValues.from_row(r) for r in self.rows])
             self.result = {**self.result, "closed_forms": cf}
         return cf
 

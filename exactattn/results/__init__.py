@@ -28,6 +28,7 @@ from exactattn.core.numbers import (
     frac_str,
     parse_rational,
 )
+from exactattn.results.bounds import BoundsRecord, TauStarRecord
 
 RESULT_FORMAT = "exactattn-result/1"
 
@@ -105,6 +106,15 @@ class Witness:
 
     key: tuple[Any, ...]
     data: Any
+
+
+def disagreement_decisions(w: Witness | None) -> tuple[Any, Any]:
+    """(hard, soft) decisions of a first-disagreement witness, as JSON data (None, None
+    without one)."""
+    if w is None:
+        return None, None
+    detail = w.data["detail"] or {}
+    return detail.get("hard"), detail.get("soft")
 
 
 def point_str(p: arb) -> str:
@@ -286,7 +296,7 @@ class LengthRecord:
 
     ``soft`` says whether the soft meaning was evaluated; the soft fields are then
     counts (else ``None``). ``bounds`` and ``tau_star`` are computed on a whole length
-    after merging and are kept as their JSON objects.
+    after merging (typed records of :mod:`exactattn.results.bounds`).
     """
 
     n: int
@@ -307,8 +317,8 @@ class LengthRecord:
     hard_ties: HardTies | None
     precision_bits: int | None
     float_settled: int | None = None  # inputs the float filter settled (no arb needed)
-    bounds: dict[str, Any] | None = None
-    tau_star: dict[str, Any] | None = None
+    bounds: BoundsRecord | None = None
+    tau_star: TauStarRecord | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     # -- derived ------------------------------------------------------------------
@@ -430,9 +440,9 @@ class LengthRecord:
             "float_settled": self.float_settled,
         }
         if self.bounds is not None:
-            res["bounds"] = self.bounds
+            res["bounds"] = self.bounds.to_json()
         if self.tau_star is not None:
-            res["tau_star"] = self.tau_star
+            res["tau_star"] = self.tau_star.to_json()
         for k, v in self.extra.items():
             res.setdefault(k, v)
         return res
@@ -528,8 +538,8 @@ class LengthRecord:
             hard_ties=ties,
             precision_bits=d.get("precision_bits"),
             float_settled=d.get("float_settled"),
-            bounds=d.get("bounds"),
-            tau_star=d.get("tau_star"),
+            bounds=BoundsRecord.from_json(d["bounds"]) if d.get("bounds") is not None else None,
+            tau_star=TauStarRecord.from_json(d["tau_star"]) if d.get("tau_star") else None,
             extra={k: v for k, v in d.items() if k not in known},
         )
 
@@ -634,8 +644,8 @@ def verdict_of(
         ref = r.reference
         if ref is not None and (ref.hard or ref.soft):
             problems.append(f"n={r.n}: reference mismatches hard {ref.hard}, soft {ref.soft}")
-        if r.bounds and r.bounds.get("violations"):
-            problems.append(f"n={r.n}: {r.bounds['violations']} bound violation(s)")
+        if r.bounds is not None and r.bounds.violations:
+            problems.append(f"n={r.n}: {r.bounds.violations} bound violation(s)")
         cl = r.extra.get("claims")
         if isinstance(cl, dict):  # claimed bounds checked at this length (issue 23)
             problems.extend(claim_problems(r.n, cl))

@@ -41,6 +41,7 @@ from exactattn.results import (
     verdict_of,
     with_extras,
 )
+from exactattn.results.sequences import LengthValues
 from exactattn.results.settings import CheckSettings, TauChoice
 from exactattn.run.executors import InProcess
 from exactattn.run.shard import (  # noqa: F401  (re-exported: the check's API)
@@ -105,8 +106,8 @@ class CheckResult:
             "settings": self.settings.to_json(),
             "verdict": self.verdict().to_json(),
             "interrupted": self.interrupted,
-            "lengths": (lengths := [r.to_json() for r in self.lengths]),
-            "closed_forms": closed_forms(lengths),
+            "lengths": [r.to_json() for r in self.lengths],
+            "closed_forms": closed_forms([LengthValues.of(r) for r in self.lengths]),
         }
 
 

@@ -1,0 +1,111 @@
+"""What closed forms are fitted on: one length's exact values and certified enclosures.
+
+:func:`exactattn.bounds.closedforms.closed_forms` fits sequences over the lengths of a
+check. It takes :class:`LengthValues`, built here from a typed
+:class:`~exactattn.results.LengthRecord` (exact Fractions, no text in between) or, for a
+result file written without ``closed_forms``, from the file's per-length entry. Certified
+quantities (errors, τ_thm, τ*) enter as the enclosures the result publishes: their exact
+ends rounded outward, which is what a bracket's ``rests_on`` cites and anyone can re-check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from exactattn.core.numbers import parse_rational
+from exactattn.results import LengthRecord
+from exactattn.results.bounds import TauBracket
+
+EXACT_QUANTITIES = ("gamma", "x_max", "min_margin", "accepted")
+"""Exact per-length quantities fitted by closed forms (their keys in ``closed_forms``)."""
+
+Enclosure = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class LengthValues:
+    """One length's fitted quantities: ``exact`` (key → value; a key is absent when the
+    result does not have it), ``errors`` (layer → written enclosure), ``tau_theorem``, and
+    ``tau_star`` (closed-form key → bracket ends; None: an open bracket)."""
+
+    n: int
+    exact: dict[str, Fraction | None] = field(default_factory=dict)
+    errors: dict[int, Enclosure] = field(default_factory=dict)
+    layers: tuple[int, ...] = ()
+    tau_theorem: Enclosure | None = None
+    tau_star: dict[str, Enclosure | None] = field(default_factory=dict)
+
+    @staticmethod
+    def of(rec: LengthRecord) -> LengthValues:
+        """From a typed record: exact values as they are."""
+        exact: dict[str, Fraction | None] = {
+            "gamma": rec.gamma,
+            "x_max": rec.x_max,
+            "min_margin": rec.min_margin,
+            "accepted": None if rec.accepted is None else Fraction(rec.accepted),
+        }
+        errors = {}
+        for layer in rec.layers:
+            if layer.error is not None:
+                iv = layer.error.interval().to_json()
+                errors[layer.index] = (iv["lower"], iv["upper"])
+        thm = None
+        if rec.bounds is not None and rec.bounds.tau_theorem is not None:
+            t = rec.bounds.tau_theorem
+            thm = (t.lower.to_json(), t.upper.to_json())
+        star: dict[str, Enclosure | None] = {}
+        ts = rec.tau_star
+        if ts is not None:
+            parts = (
+                {"tau_star": ts.invariant}
+                if ts.legacy
+                else {"tau_star_decisions": ts.decisions, "tau_star_invariant": ts.invariant}
+            )
+            for key, b in parts.items():
+                if b is not None:
+                    star[key] = _bracket_ends(b)
+        return LengthValues(rec.n, exact, errors, tuple(x.index for x in rec.layers), thm, star)
+
+    @staticmethod
+    def from_row(row: dict[str, Any]) -> LengthValues:
+        """From a result file's per-length entry (reports of files without closed_forms)."""
+        exact = {k: _exact(row.get(k)) for k in EXACT_QUANTITIES if k in row}
+        errors: dict[int, Enclosure] = {}
+        layers = []
+        for e in row.get("layers") or []:
+            layers.append(e["index"])
+            err = e.get("error")
+            if err is not None and e["index"] not in errors:
+                errors[e["index"]] = (str(err["lower"]), str(err["upper"]))
+        t = (row.get("bounds") or {}).get("tau_theorem")
+        thm = None if t is None else (str(t["lower"]), str(t["upper"]))
+        star: dict[str, Enclosure | None] = {}
+        ts = row.get("tau_star")
+        if ts is not None:
+            if "decisions" in ts or "invariant" in ts:
+                parts = {f"tau_star_{k}": ts.get(k) for k in ("decisions", "invariant") if k in ts}
+            else:
+                parts = {"tau_star": ts}
+            for key, part in parts.items():
+                if part is None:
+                    continue
+                lo, hi = part.get("lower"), part.get("upper")
+                star[key] = None if lo is None or hi is None else (str(lo), str(hi))
+        return LengthValues(row["n"], exact, errors, tuple(layers), thm, star)
+
+
+def _bracket_ends(b: TauBracket) -> Enclosure | None:
+    if b.lower is None or b.upper is None:
+        return None
+    return (b.lower.to_json(), b.upper.to_json())
+
+
+def _exact(v: Any) -> Fraction | None:
+    return None if v is None else parse_rational(str(v), "result", max_exponent=None)
+
+
+def values_of_rows(rows: Any) -> list[LengthValues]:
+    """:meth:`LengthValues.from_row` of every per-length entry of a result file."""
+    return [LengthValues.from_row(r) for r in rows]
