@@ -21,7 +21,8 @@ import reference_evaluator as R
 from exactattn import evaluate, load_model, run_check
 from exactattn.bounds.tau_search import HI_EXP, LO_EXP, _bracket, grid_floor, grid_tau
 from exactattn.core.numbers import parse_decimal
-from exactattn.report.data import non_monotone_lines, tau_star_brackets
+from exactattn.report.data import non_monotone_lines
+from exactattn.results.bounds import TauStarRecord, tau_star_brackets
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = sorted(p.stem for p in (ROOT / "models").glob("*.json"))
@@ -149,7 +150,12 @@ def test_bracket_ends_of_the_range() -> None:
 def test_a_legacy_flat_bracket_is_the_invariant_one() -> None:
     """The search before the split also required ε ≤ 1: its bracket is τ*_inv."""
     flat = {"lower": "0.0883883476483", "upper": "0.0963881765879", "grid": "2^(k/8)"}
-    assert tau_star_brackets(flat) == (None, flat)
+    rec = TauStarRecord.from_json(flat)
+    dec, inv = tau_star_brackets(rec)
+    assert dec is None and inv is not None and rec.legacy
+    assert (str(inv.lower), str(inv.upper)) == (flat["lower"], flat["upper"])
+    assert inv.lower.value == Fraction("0.0883883476483")  # type: ignore[union-attr]
+    assert rec.to_json() == flat
     assert tau_star_brackets(None) == (None, None)
 
 
@@ -215,7 +221,7 @@ def test_a_non_monotone_invariant_is_reported() -> None:
     found = inv["non_monotone"]
     assert found and all(f["found"] == "good above upper" for f in found)
     assert found[0]["tau"] == "2.37841423"
-    lines = non_monotone_lines([{"n": 3, "tau_star": ts}])
+    lines = non_monotone_lines([(3, TauStarRecord.from_json(ts))])
     assert len(lines) == 1 and lines[0].startswith("n = 3: τ*_inv is not monotone: good above")
 
 

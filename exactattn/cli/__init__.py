@@ -58,8 +58,9 @@ from exactattn.rasp.gap import summary_lines as gap_lines  # RASP models (issue 
 from exactattn.report import write_report
 from exactattn.report.certificate import write_certificate_report
 from exactattn.report.claims import main as claims_main
-from exactattn.report.data import non_monotone_lines, tau_star_brackets
+from exactattn.report.data import non_monotone_lines
 from exactattn.report.regenerate import regenerate
+from exactattn.results.bounds import BoundsRecord, TauBracket, TauStarRecord, tau_star_brackets
 from exactattn.results.resultfile import validate_result
 from exactattn.results.settings import TauChoice
 from exactattn.run.check import estimate, run_check
@@ -408,8 +409,9 @@ def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
             col(f"ε L{li}\n{'attn' if kind == 'attention' else 'ffn'}")
     for c in ("ε≤1", "dis", "und", "tie", "μ", "ref"):
         col(c)
-    has_bounds = any(r.get("bounds") for r in lengths)
-    has_tau_star = any(r.get("tau_star") for r in lengths)
+    typed = {r["n"]: _theory(r) for r in lengths}  # bounds and τ* as typed records
+    has_bounds = any(b is not None for b, _ in typed.values())
+    has_tau_star = any(ts is not None for _, ts in typed.values())
     if has_bounds:
         col("bound\nlast")
         col("τ_thm")
@@ -450,30 +452,35 @@ def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
             ref,
         ]
         if has_bounds:
-            b = r.get("bounds") or {}
-            last = (b.get("layers") or [{}])[-1]
-            row.append(_sci(last.get("bound")) if last.get("bound") else "–")
-            tt = b.get("tau_theorem")
-            row.append(_sci(tt["lower"], up=False) if tt else "none")
+            bounds = typed[r["n"]][0]
+            last = bounds.layers[-1].bound if bounds is not None and bounds.layers else None
+            row.append(_sci(last.to_json()) if last is not None else "–")
+            thm = None if bounds is None else bounds.tau_theorem
+            row.append(_sci(thm.lower.to_json(), up=False) if thm is not None else "none")
         if has_tau_star:
-            row += [_tau_star_cell(b) for b in tau_star_brackets(r.get("tau_star"))]
+            row += [_tau_star_cell(b) for b in tau_star_brackets(typed[r["n"]][1])]
         t.add_row(*row)
     _table_console().print(t)
     if has_tau_star:
-        for line in non_monotone_lines(lengths):
+        for line in non_monotone_lines([(n, ts) for n, (_, ts) in typed.items()]):
             console.print(line, highlight=False)
 
 
-def _tau_star_cell(b: dict[str, Any] | None) -> str:
+def _theory(row: dict[str, Any]) -> tuple[BoundsRecord | None, TauStarRecord | None]:
+    b, ts = row.get("bounds"), row.get("tau_star")
+    return (BoundsRecord.from_json(b) if b else None, TauStarRecord.from_json(ts) if ts else None)
+
+
+def _tau_star_cell(b: TauBracket | None) -> str:
     """A τ* bracket in one short cell: its lower end (rounded down), ≥ when the search reached
     its top, < when even its bottom failed, † when the scan found it non-monotone."""
-    if not b:
+    if b is None:
         return "–"
-    mark = "†" if b.get("non_monotone") else ""
-    if b.get("lower") is None:
-        return "<" + _sci(b["upper"], up=True) + mark if b.get("upper") else "–"
-    text = _sci(b["lower"], up=False)
-    return ("≥" if b.get("upper") is None else "") + text + mark
+    mark = "†" if b.non_monotone else ""
+    if b.lower is None:
+        return "<" + _sci(b.upper.to_json(), up=True) + mark if b.upper is not None else "–"
+    text = _sci(b.lower.to_json(), up=False)
+    return ("≥" if b.upper is None else "") + text + mark
 
 
 _INV = {"holds": "yes", "fails": "NO", "undecided": "?"}

@@ -12,8 +12,9 @@ from fractions import Fraction
 from typing import Any
 
 from exactattn.bounds.closedforms import evaluate_form, form_expr
-from exactattn.report import fmt
+from exactattn.report import fmt, table
 from exactattn.report.escape import plain, text
+from exactattn.report.table import MISSING, Alt, Cell, Code, Column, Lit, Table, Text, rich
 
 _LABELS = {
     "gamma": ("γ(n)", r"\gamma(n)"),
@@ -136,107 +137,110 @@ def _frac_tex(x: str) -> str:
     return rf"{sign}{abs(q.numerator)}/{q.denominator}"
 
 
-def markdown(cf: dict[str, Any], code: Any) -> list[str]:
-    """Markdown lines: exact closed forms, then brackets of the certified quantities."""
-    exact_rows, bracket_rows = [], []
+def _name(key: str) -> Cell:
+    """The quantity's name: ours for known keys, else the key itself (escaped by the
+    renderer; it once reached ``\\text{…}`` raw, issue 27)."""
+    if key in _LABELS or _LAYER_KEY.fullmatch(key):
+        md, tex = label(key)
+        return Lit(md, "$" + tex + "$")
+    return rich(Lit("", r"$\text{"), Text(key), Lit("", "}$"))
+
+
+def _or_missing(s: str) -> Cell:
+    return Text(s) if s else MISSING
+
+
+def tables(cf: dict[str, Any]) -> tuple[Table | None, Table | None]:
+    """(exact closed forms, brackets of certified quantities) as report tables."""
+    exact = Table(
+        [
+            Column(Lit("quantity", "quantity")),
+            Column(Lit("closed form", "closed form")),
+            Column(Lit("fitted on n", "fitted on $n$")),
+            Column(Lit("verified on n", "verified on $n$")),
+            Column(Lit("remark", "remark")),
+        ]
+    )
+    brackets = Table(
+        [
+            Column(Lit("quantity", "quantity")),
+            Column(Lit("bracket c₁…c₂ · shape", r"$[c_1,\,c_2]\cdot$ shape")),
+            Column(Lit("on n", "on $n$")),
+            Column(Lit("remark", "remark")),
+        ]
+    )
     for key, rec in cf.items():
-        name = label(key)[0]
+        name = _name(key)
         if rec.get("kind") == "bracket":
             if rec.get("shape") is None:
                 continue
             shape = _exponent_text(rec["a"], rec["b"])
-            lo, hi = plain(str(rec["c_lower"])), plain(str(rec["c_upper"]))
-            text = f"[{lo}, {hi}]" + (f" · {shape}" if shape else "")
+            shape_tex = _shape_tex(rec["a"], rec["b"])
+            lo, hi = _sci_tex(rec["c_lower"]), _sci_tex(rec["c_upper"])
+            tex = rf"$[{lo},\,{hi}]" + (rf"\cdot {shape_tex}$" if shape_tex else "$")
+            md = rich(
+                Lit("[", ""),
+                Alt(Text(str(rec["c_lower"])), Lit("", "")),
+                Lit(", ", ""),
+                Alt(Text(str(rec["c_upper"])), Lit("", "")),
+                Lit("]" + (f" · {shape}" if shape else ""), tex),
+            )
             notes = []
             if rec.get("exactly_zero_at"):
                 notes.append(f"exactly 0 at n = {fmt.runs(rec['exactly_zero_at'])}")
             if rec.get("open_at"):
                 notes.append(f"open bracket at n = {fmt.runs(rec['open_at'])}")
-            bracket_rows.append([name, text, fmt.runs(rec["on"]), "; ".join(notes) or "—"])
-        elif rec.get("expression") is not None:
-            exact_rows.append(
-                [
-                    name,
-                    code(f"{_raw_name(key)} = {rec['expression']}"),
-                    fmt.runs(rec.get("fitted_on", [])),
-                    fmt.runs(rec.get("verified_on", [])),
-                    _remark(rec) or "—",
-                ]
+            brackets.rows.append(
+                [name, md, Text(fmt.runs(rec["on"])), _or_missing("; ".join(notes))]
             )
-        else:
-            lengths = fmt.runs(rec.get("lengths", []))
-            exact_rows.append(
-                [
-                    name,
-                    plain(str(rec.get("reason", "none"))),
-                    lengths or "—",
-                    "—",
-                    _remark(rec) or "—",
-                ]
-            )
-    lines: list[str] = []
-    if exact_rows:
-        lines += _table(
-            ["quantity", "closed form", "fitted on n", "verified on n", "remark"], exact_rows
-        )
-        lines += [
-            "",
-            "Each closed form was conjectured from the smallest lengths listed and then "
-            "reproduced *exactly* (as rationals) at every held-back length listed; it is a "
-            "conjecture the data confirm, not a proof for larger n. Lengths without a value "
-            "are named; where no form verified, the row says so and lists the lengths tried.",
-        ]
-    if bracket_rows:
-        lines += [""] + _table(
-            ["quantity", "bracket c₁…c₂ · shape", "on n", "remark"], bracket_rows
-        )
-        lines += [
-            "",
-            "Brackets: c₁·shape(n) ≤ value(n) ≤ c₂·shape(n) holds, certified, at every listed n "
-            "(the certified enclosures of the result are its only evidence); the shape's "
-            "exponents are simple rationals chosen to make the bracket narrow. A description "
-            "of the checked lengths, not an asymptotic proof.",
-        ]
-    return lines
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    return lines + ["| " + " | ".join(r) + " |" for r in rows]
-
-
-def latex_rows(cf: dict[str, Any], tt: Any, text: Any) -> tuple[list[list[str]], list[list[str]]]:
-    """(exact rows, bracket rows) of LaTeX table cells."""
-    exact_rows, bracket_rows = [], []
-    for key, rec in cf.items():
-        name = "$" + label(key)[1] + "$"
-        if rec.get("kind") == "bracket":
-            if rec.get("shape") is None:
-                continue
-            shape = _shape_tex(rec["a"], rec["b"])
-            lo, hi = _sci_tex(rec["c_lower"]), _sci_tex(rec["c_upper"])
-            cell = rf"$[{lo},\,{hi}]" + (rf"\cdot {shape}$" if shape else "$")
-            bracket_rows.append([name, cell, text(fmt.runs(rec["on"]))])
         elif rec.get("expression") is not None:
-            tex = form_latex(rec) if isinstance(rec.get("form"), dict) else None
-            expr = "$" + tex + "$" if tex is not None else tt(str(rec["expression"]))
-            exact_rows.append(
+            form = form_latex(rec) if isinstance(rec.get("form"), dict) else None
+            expr = Alt(
+                Code(f"{_raw_name(key)} = {rec['expression']}"),
+                Lit("", "$" + form + "$") if form is not None else Code(str(rec["expression"])),
+            )
+            exact.rows.append(
                 [
                     name,
                     expr,
-                    text(fmt.runs(rec.get("fitted_on", []))),
-                    text(fmt.runs(rec.get("verified_on", []))),
-                    text(_remark(rec)) or "---",
+                    Text(fmt.runs(rec.get("fitted_on", []))),
+                    Text(fmt.runs(rec.get("verified_on", []))),
+                    _or_missing(_remark(rec)),
                 ]
             )
         else:
-            exact_rows.append(
+            exact.rows.append(
                 [
                     name,
-                    text(str(rec.get("reason", "none"))),
-                    text(fmt.runs(rec.get("lengths", []))),
-                    "---",
-                    text(_remark(rec)) or "---",
+                    Text(str(rec.get("reason", "none"))),
+                    _or_missing(fmt.runs(rec.get("lengths", []))),
+                    MISSING,
+                    _or_missing(_remark(rec)),
                 ]
             )
-    return exact_rows, bracket_rows
+    return (exact if exact.rows else None), (brackets if brackets.rows else None)
+
+
+EXACT_NOTE = (
+    "Each closed form was conjectured from the smallest lengths listed and then "
+    "reproduced *exactly* (as rationals) at every held-back length listed; it is a "
+    "conjecture the data confirm, not a proof for larger n. Lengths without a value "
+    "are named; where no form verified, the row says so and lists the lengths tried."
+)
+BRACKET_NOTE = (
+    "Brackets: c₁·shape(n) ≤ value(n) ≤ c₂·shape(n) holds, certified, at every listed n "
+    "(the certified enclosures of the result are its only evidence); the shape's "
+    "exponents are simple rationals chosen to make the bracket narrow. A description "
+    "of the checked lengths, not an asymptotic proof."
+)
+
+
+def markdown(cf: dict[str, Any]) -> list[str]:
+    """Markdown lines: exact closed forms, then brackets of the certified quantities."""
+    exact, brackets = tables(cf)
+    lines: list[str] = []
+    if exact is not None:
+        lines += table.markdown(exact) + ["", EXACT_NOTE]
+    if brackets is not None:
+        lines += [""] + table.markdown(brackets) + ["", BRACKET_NOTE]
+    return lines

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,15 @@ from exactattn.bounds.closedforms import closed_forms
 from exactattn.core.errors import UsageError
 from exactattn.report.closed import values, verified
 from exactattn.report.fmt import PowerFit, parse_decimal, parse_rational
+from exactattn.results.bounds import (
+    BoundsRecord,
+    CertifiedBall,
+    LayerBound,
+    TauBracket,
+    TauStarRecord,
+    tau_star_brackets,
+)
+from exactattn.results.extensions import CompilerGap, compiler_gap
 from exactattn.results.sequences import LengthValues
 
 RESULT_FORMAT = "exactattn-result/1"
@@ -34,6 +44,22 @@ class LayerInfo:
         return f"{self.kind}, {self.heads} head{'s' if self.heads != 1 else ''}"
 
 
+@dataclass(frozen=True)
+class LayerBoundView:
+    """One layer's proved bound and measured/bound as written (upper ends)."""
+
+    record: LayerBound
+
+    @property
+    def bound_text(self) -> str | None:
+        return None if self.record.bound is None else self.record.bound.to_json()
+
+    @property
+    def ratio_text(self) -> str | None:
+        r = self.record.measured_over_bound
+        return None if r is None else r.to_json()
+
+
 @dataclass
 class ReportData:
     """Everything the writers need, with extensions defaulted when absent."""
@@ -45,6 +71,8 @@ class ReportData:
     info: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
     verdict: dict[str, Any] | None = None
+    _bounds: dict[int, BoundsRecord | None] = field(default_factory=dict, repr=False)
+    _tau_star: dict[int, TauStarRecord | None] = field(default_factory=dict, repr=False)
 
     @property
     def slug(self) -> str:
@@ -75,7 +103,7 @@ class ReportData:
 
     @property
     def has_tau_theorem(self) -> bool:
-        return any((row.get("bounds") or {}).get("tau_theorem") is not None for row in self.rows)
+        return any(self.tau_theorem_of(row) is not None for row in self.rows)
 
     @property
     def has_reference(self) -> bool:
@@ -95,11 +123,43 @@ class ReportData:
                 return entry
         return None
 
-    def bound_entry(self, row: dict[str, Any], index: int) -> dict[str, Any] | None:
-        for entry in (row.get("bounds") or {}).get("layers", []):
-            if entry.get("index") == index:
-                return entry
-        return None
+    def bounds_of(self, row: dict[str, Any]) -> BoundsRecord | None:
+        """The length's proved bounds as a typed record (read once per row)."""
+        key = id(row)
+        if key not in self._bounds:
+            b = row.get("bounds")
+            self._bounds[key] = None if b is None else BoundsRecord.from_json(b)
+        return self._bounds[key]
+
+    def tau_star_record(self, row: dict[str, Any]) -> TauStarRecord | None:
+        """The length's τ* record (typed; a flat bracket of older results is read as τ*_inv)."""
+        key = id(row)
+        if key not in self._tau_star:
+            ts = row.get("tau_star")
+            self._tau_star[key] = TauStarRecord.from_json(ts) if ts else None
+        return self._tau_star[key]
+
+    def tau_star_of(self, row: dict[str, Any]) -> tuple[TauBracket | None, TauBracket | None]:
+        """(τ*_dec, τ*_inv) brackets of one length."""
+        return tau_star_brackets(self.tau_star_record(row))
+
+    def tau_theorem_of(self, row: dict[str, Any]) -> CertifiedBall | None:
+        b = self.bounds_of(row)
+        return None if b is None else b.tau_theorem
+
+    def bound_entry(self, row: dict[str, Any], index: int) -> LayerBoundView | None:
+        b = self.bounds_of(row)
+        lb = None if b is None else b.layer(index)
+        return None if lb is None else LayerBoundView(lb)
+
+    def compiler_gap_rows(self) -> list[tuple[int, CompilerGap]]:
+        """(n, compiler gap bound) of the lengths that have one (compiled RASP models)."""
+        out = []
+        for r in self.rows:
+            g = compiler_gap(r)
+            if g is not None:
+                out.append((r["n"], g))
+        return out
 
     def verdict_line(self) -> tuple[bool | None, str, str]:
         """(ok, label, text): the engine's verdict, or one derived from the rows when absent."""
@@ -122,27 +182,31 @@ class ReportData:
         ok = holds and agree and matches
         return ok, "ok" if ok else "not ok", text
 
+    def tau_star_rows(self) -> list[tuple[int, TauStarRecord | None]]:
+        """(n, τ* record) of every length."""
+        return [(row["n"], self.tau_star_record(row)) for row in self.rows]
+
     @property
     def legacy_tau_star(self) -> bool:
         """Whether some length holds the single flat τ* bracket written before the split."""
-        return any(row.get("tau_star") and "invariant" not in row["tau_star"] for row in self.rows)
+        return any(ts is not None and ts.legacy for _, ts in self.tau_star_rows())
 
     @property
     def has_tau_scan(self) -> bool:
         """Whether the τ* searches checked the grid below their lower ends (results written
         before the monotonicity scan existed did not)."""
         return any(
-            b is not None and "non_monotone" in b
-            for row in self.rows
-            for b in tau_star_brackets(row.get("tau_star"))
+            b is not None and b.non_monotone is not None
+            for _, ts in self.tau_star_rows()
+            for b in tau_star_brackets(ts)
         )
 
     @property
     def tau_grid(self) -> str | None:
         """The grid τ*(n) was searched on (``2^(k/8)``), when the result says."""
-        for row in self.rows:
-            if row.get("tau_star") and row["tau_star"].get("grid"):
-                return str(row["tau_star"]["grid"])
+        for _, ts in self.tau_star_rows():
+            if ts is not None and ts.grid:
+                return str(ts.grid)
         return None
 
     @property
@@ -191,59 +255,46 @@ class ReportData:
         return PowerFit(log10_c=my - slope * mx, k=-slope, ns=tuple(p[0] for p in points))
 
 
-def tau_star_brackets(
-    tau_star: dict[str, Any] | None,
-) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """(τ*_dec bracket, τ*_inv bracket) of one length's ``tau_star`` entry.
-
-    Results written before the two searches were split hold one flat bracket
-    (``{"lower", "upper", "grid", "probes"}``); its probe also required ε ≤ 1, so it is the
-    invariant bracket, and the decision bracket is unknown.
-    """
-    if not tau_star:
-        return None, None
-    if "decisions" in tau_star or "invariant" in tau_star:
-        return tau_star.get("decisions"), tau_star.get("invariant")
-    return None, tau_star
-
-
-def non_monotone_lines(rows: list[dict[str, Any]]) -> list[str]:
+def non_monotone_lines(rows: Sequence[tuple[int, TauStarRecord | None]]) -> list[str]:
     """One plain sentence per length and bracket whose search found τ* not monotone (grid τ
     bad below the bracket's lower end, or good above its upper end), with a witness; the
-    result file lists every such τ. Shared by the terminal and both report formats."""
+    result file lists every such τ. Shared by the terminal and both report formats.
+    ``rows``: (n, the length's τ* record)."""
     out = []
-    for row in rows:
-        for name, b in zip(
-            ("τ*_dec", "τ*_inv"), tau_star_brackets(row.get("tau_star")), strict=True
-        ):
-            found = (b or {}).get("non_monotone") or []
-            bad = [f for f in found if f.get("found") != "good above upper"]
-            good = [f for f in found if f.get("found") == "good above upper"]
+    for n, ts in rows:
+        for name, b in zip(("τ*_dec", "τ*_inv"), tau_star_brackets(ts), strict=True):
+            found = (b.non_monotone if b is not None else None) or ()
+            bad = [f for f in found if not f.good_above]
+            good = [f for f in found if f.good_above]
             parts = []
             if bad:
+                assert b is not None
                 f = bad[-1]  # the one closest to the lower end
-                word = f.get("input") or []
+                why = f.why
+                word = (why.input if why is not None else None) or ()
                 text = "".join(word) if all(len(t) == 1 for t in word) else " ".join(word)
-                where = f" after layer {f['layer']}" if f.get("layer") is not None else ""
+                layer = None if why is None else why.layer
+                where = f" after layer {layer}" if layer is not None else ""
                 span = (
-                    f"τ = {f.get('tau')}"
+                    f"τ = {f.tau}"
                     if len(bad) == 1
-                    else (f"{len(bad)} grid τ from {bad[0].get('tau')} to {f.get('tau')}")
+                    else (f"{len(bad)} grid τ from {bad[0].tau} to {f.tau}")
                 )
+                reason = None if why is None else why.reason
                 parts.append(
-                    f"bad below its lower end {b.get('lower')} at {span} "  # type: ignore[union-attr]
-                    f"(witness at τ = {f.get('tau')}: {f.get('reason')}{where} on input '{text}')"
+                    f"bad below its lower end {b.lower} at {span} "
+                    f"(witness at τ = {f.tau}: {reason}{where} on input '{text}')"
                 )
             if good:
+                assert b is not None
                 taus = (
-                    "τ = " + ", ".join(str(f.get("tau")) for f in good)
+                    "τ = " + ", ".join(str(f.tau) for f in good)
                     if len(good) <= 3
-                    else f"{len(good)} grid values from {good[0].get('tau')} "
-                    f"to {good[-1].get('tau')}"
+                    else f"{len(good)} grid values from {good[0].tau} to {good[-1].tau}"
                 )
-                parts.append(f"good above its upper end {b.get('upper')} at {taus}")  # type: ignore[union-attr]
+                parts.append(f"good above its upper end {b.upper} at {taus}")
             if parts:
-                out.append(f"n = {row['n']}: {name} is not monotone: " + "; ".join(parts) + ".")
+                out.append(f"n = {n}: {name} is not monotone: " + "; ".join(parts) + ".")
     return out
 
 

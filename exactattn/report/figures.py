@@ -19,7 +19,7 @@ from typing import Any
 from exactattn.core.jsonio import write_with
 from exactattn.report.closed import form_latex
 from exactattn.report.closed import values as closed_values
-from exactattn.report.data import PowerFit, ReportData, tau_star_brackets
+from exactattn.report.data import PowerFit, ReportData
 from exactattn.report.fmt import fit_tex, parse_decimal, parse_rational
 
 #: Largest |log10| plotted on a native (float) log axis; beyond, the exponent axis is used.
@@ -179,8 +179,8 @@ def error_figure(data: ReportData, path: Path) -> Path:
                 elif not v.is_inf:
                     err_pts.append((row["n"], v.log10()))
             bound = data.bound_entry(row, layer.index)
-            if bound is not None and bound.get("bound") is not None:
-                b = parse_decimal(bound["bound"])
+            if bound is not None and bound.bound_text is not None:
+                b = parse_decimal(bound.bound_text)
                 if not b.is_zero and not b.is_inf:
                     bound_pts.append((row["n"], b.log10()))
         all_logs += [p[1] for p in err_pts + bound_pts]
@@ -222,14 +222,14 @@ def tau_figure(data: ReportData, path: Path) -> Path:
     series: dict[str, tuple[list, list]] = {"dec": ([], []), "inv": ([], [])}
     thm = []
     for row in data.rows:
-        for name, found in zip(("dec", "inv"), tau_star_brackets(row.get("tau_star")), strict=True):
-            if found is not None and found.get("lower") is not None:
-                point = (row["n"], parse_decimal(found["lower"]).log10())
+        for name, found in zip(("dec", "inv"), data.tau_star_of(row), strict=True):
+            if found is not None and found.lower is not None:
+                point = (row["n"], parse_decimal(found.lower.to_json()).log10())
                 closed, open_ = series[name]
-                (closed if found.get("upper") is not None else open_).append(point)
-        theorem = (row.get("bounds") or {}).get("tau_theorem")
+                (closed if found.upper is not None else open_).append(point)
+        theorem = data.tau_theorem_of(row)
         if theorem is not None:
-            thm.append((row["n"], parse_decimal(theorem["lower"]).log10()))
+            thm.append((row["n"], parse_decimal(theorem.lower.to_json()).log10()))
     every = [p[1] for c, o in series.values() for p in c + o] + [p[1] for p in thm]
     axis = _LogAxis(ax, every)
     style = {

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
+from exactattn.results.bounds import CertifiedBall, TauBracket
+
 
 @dataclass(frozen=True)
 class PowerFit:
@@ -333,15 +335,21 @@ def _bracket(sa: str, sb: str, c: int, u: int) -> Bracket | None:
     return Bracket(mant[:-tail], sa[c:], sb[c:], lead)
 
 
-def certified(value: dict | None, digits: int = DIGITS, missing_lower: str = "-inf") -> Shown:
-    """Show a result-file certified real ``{"lower": ..., "upper": ...}`` (None: absent).
+def certified(
+    value: dict | CertifiedBall | None, digits: int = DIGITS, missing_lower: str = "-inf"
+) -> Shown:
+    """Show a result-file certified real ``{"lower": ..., "upper": ...}`` or a typed ball as
+    written (None: absent).
 
     A null endpoint is unbounded on that side (upper: +inf; lower: ``missing_lower``, e.g.
     ``"0"`` for a temperature, which is positive).
     """
     if value is None:
         return NONE
-    lo, hi = value.get("lower"), value.get("upper")
+    if isinstance(value, CertifiedBall):
+        lo, hi = value.lower.to_json(), value.upper.to_json()
+    else:
+        lo, hi = value.get("lower"), value.get("upper")
     if lo is None and hi is None:
         return NONE
     lower = parse_decimal(missing_lower if lo is None else lo)
@@ -349,14 +357,14 @@ def certified(value: dict | None, digits: int = DIGITS, missing_lower: str = "-i
     return enclosure(lower, upper_, digits)
 
 
-def search_bracket(value: dict | None, digits: int = 6) -> Shown:
-    """Show a searched bracket ``{"lower": good, "upper": bad}`` (τ*): each end on its own
-    scale, rounded outward; a null lower end is 0 (temperatures are positive), a null upper
-    end is ∞ (the search reached its top)."""
-    if value is None or (value.get("lower") is None and value.get("upper") is None):
+def search_bracket(value: TauBracket | None, digits: int = 6) -> Shown:
+    """Show a searched bracket [good, bad] (τ*): each end on its own scale, rounded outward;
+    an absent lower end is 0 (temperatures are positive), an absent upper end is ∞ (the
+    search reached its top)."""
+    if value is None or (value.lower is None and value.upper is None):
         return NONE
-    lo = parse_decimal("0" if value.get("lower") is None else value["lower"])
-    hi = parse_decimal("inf" if value.get("upper") is None else value["upper"])
+    lo = parse_decimal("0" if value.lower is None else value.lower.to_json())
+    hi = parse_decimal("inf" if value.upper is None else value.upper.to_json())
     return Shown(Interval(_one_sided(lo, digits, False), _one_sided(hi, digits, True)))
 
 

@@ -9,13 +9,13 @@ texlive-latex-recommended are used.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from exactattn.core.errors import UsageError
-from exactattn.report import closed, fmt
-from exactattn.report.data import ReportData, non_monotone_lines, tau_star_brackets
+from exactattn.report import closed, fmt, tables
+from exactattn.report import table as table_model
+from exactattn.report.data import ReportData, non_monotone_lines
 from exactattn.report.escape import _TEXT_ESCAPES, text  # noqa: F401  (re-exported)
-from exactattn.report.fmt import Bracket, Frac, Interval, Num, Shown, Special
+from exactattn.report.table import Table
 
 PACKAGES = ["amsmath", "booktabs", "graphicx"]
 
@@ -32,75 +32,14 @@ NOTATION = (
 SAFE_FILE = re.compile(r"[A-Za-z0-9._-]+")
 """Figure file names that \\includegraphics reads literally."""
 
-_TT_CHARS = set("\\{}$&#^_%~")
+tt = table_model.tt
+math = table_model.tex_math
+cell = table_model.tex_value
 
 
-def tt(s: str) -> str:
-    """Typewriter text: ASCII specials by their slot in the typewriter font (which has them)."""
-    out = []
-    for ch in s:
-        if ch in _TT_CHARS:
-            out.append("{\\char" + str(ord(ch)) + "}")
-        elif ch in "<>|":
-            out.append(ch)
-        else:
-            out.append(text(ch))
-    return r"\texttt{" + "".join(out) + "}"
-
-
-def math(shown: Shown) -> str:
-    """A formatted number in math mode (without the dollars)."""
-    v = shown.value
-    if isinstance(v, Num):
-        out = ("-" if v.neg else "") + _sci(v.mant, v.exp)
-    elif isinstance(v, Bracket):
-        body = v.head + r"{\scriptstyle[" + v.a + "," + v.b + "]}"
-        out = body if v.exp is None else body + rf"\times10^{{{v.exp}}}"
-    elif isinstance(v, Interval):
-        out = "[" + math(Shown(v.lo)) + r",\," + math(Shown(v.hi)) + "]"
-    elif isinstance(v, Frac):
-        out = ("-" if v.neg else "") + rf"\tfrac{{{v.p}}}{{{v.q}}}"
-    else:
-        assert isinstance(v, Special)
-        out = {"inf": r"\infty", "-inf": r"-\infty", "none": r"\text{---}"}[v.kind]
-    return out + (r"^{\dagger}" if shown.dagger else "")
-
-
-def _sci(mant: str, exp: int | None) -> str:
-    if exp is None:
-        return mant
-    if mant == "1":
-        return rf"10^{{{exp}}}"
-    return rf"{mant}\times10^{{{exp}}}"
-
-
-def cell(shown: Shown) -> str:
-    """A table cell: the value in math mode, or an em dash when absent."""
-    if isinstance(shown.value, Special) and shown.value.kind == "none":
-        return "---"
-    return "$" + math(shown) + "$"
-
-
-def _table(
-    label: str, caption: str, colspec: str, head: list[str], rows: list[list[str]]
-) -> list[str]:
-    lines = [
-        r"\begin{table}[htbp]",
-        r"\centering",
-        r"\caption{" + caption + "}",
-        r"\label{" + label + "}",
-        r"\vspace{0.5ex}",
-        r"\small",
-        r"\renewcommand{\arraystretch}{1.2}",
-        r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
-        r"\begin{tabular}{" + colspec + "}",
-        r"\toprule",
-    ]
-    lines += head
-    lines.append(r"\midrule")
-    lines += [" & ".join(row) + r" \\" for row in rows]
-    lines += [r"\bottomrule", r"\end{tabular}}", r"\end{table}"]
-    return lines
+def _table(t: Table, label: str, caption: str) -> list[str]:
+    t.label, t.caption = label, caption
+    return table_model.latex(t)
 
 
 def summary(data: ReportData) -> list[str]:
@@ -146,48 +85,6 @@ def stack(*lines: str) -> str:
 
 
 def lengths_table(data: ReportData) -> list[str]:
-    head = [r"$n$", "inputs", r"$\gamma(n)$", r"$x_{\max}(n)$"]
-    colspec = "rrll"
-    if data.layers:
-        names = ", ".join(str(ly.index) for ly in data.layers)
-        plural = "layers" if len(data.layers) > 1 else "layer"
-        head.append(stack(r"$\max|x|$ after", f"{plural} {names}"))
-        colspec += "l"
-    head += [r"$\tau(n)$", stack("dis-", "agreements"), stack("min", "margin")]
-    colspec += "lrl"
-    if data.has_reference:
-        head.append(stack("reference", "hard / soft"))
-        colspec += "c"
-    if data.has_undecided:
-        head.append(stack("un-", "decided"))
-        colspec += "r"
-    rows = []
-    for row in data.rows:
-        gamma = Shown(Special("inf")) if row.get("gamma") is None else fmt.rational(row["gamma"])
-        cells = [
-            str(row["n"]),
-            str(row.get("inputs", "---")),
-            cell(gamma),
-            cell(fmt.rational(row.get("x_max"))),
-        ]
-        if data.layers:
-            maxes = []
-            for layer in data.layers:
-                entry = data.layer_entry(row, layer.index)
-                maxes.append(
-                    cell(fmt.rational(None if entry is None else entry.get("activation_max")))
-                )
-            cells.append(", ".join(maxes))
-        cells += [
-            cell(fmt.certified(row.get("tau"))),
-            str(row.get("disagreements", "---")),
-            cell(fmt.rational(row.get("min_margin"))),
-        ]
-        if data.has_reference:
-            cells.append(_reference(row))
-        if data.has_undecided:
-            cells.append(str(row.get("undecided", "---")))
-        rows.append(cells)
     caption = (
         rf"Measured quantities per input length $n$ for {tt(data.model)}, over every input of "
         r"each length. $\gamma(n)$ (the smallest gap below a maximal score; $\infty$ when there "
@@ -195,60 +92,10 @@ def lengths_table(data: ReportData) -> list[str]:
         r"temperature used; disagreements count inputs the hard and soft meanings classify "
         r"differently; min margin is the smallest hard margin. " + NOTATION
     )
-    return _table(
-        f"tab:exactattn-{data.slug}-lengths", caption, colspec, [" & ".join(head) + r" \\"], rows
-    )
-
-
-def _reference(row: dict[str, Any]) -> str:
-    ref = row.get("reference_mismatches")
-    if ref is None:
-        return "---"
-    out = f"{ref.get('hard', '---')} / {ref.get('soft', '---')}"
-    if row.get("reference_undefined"):
-        out += f" ({row['reference_undefined']} undefined)"
-    return out
+    return _table(tables.lengths(data), f"tab:exactattn-{data.slug}-lengths", caption)
 
 
 def errors_table(data: ReportData) -> list[str]:
-    per = 3 if data.has_bounds else 1
-    colspec = "r" + "l" * (per * len(data.layers)) + "l" + ("r" if data.has_bounds else "")
-    head: list[str] = []
-    if data.has_bounds:
-        groups, rules = [""], []
-        for k, layer in enumerate(data.layers):
-            first = 2 + per * k
-            groups.append(rf"\multicolumn{{3}}{{c}}{{layer {layer.index} ({text(layer.kind)})}}")
-            rules.append(rf"\cmidrule(lr){{{first}-{first + 2}}}")
-        groups += ["", ""]
-        head.append(" & ".join(groups) + r" \\")
-        head.append("".join(rules))
-        cols = [r"$n$"]
-        for layer in data.layers:
-            i = layer.index
-            cols += [rf"$\varepsilon_{{{i}}}(n)$", "bound", rf"$\varepsilon_{{{i}}}/$bound"]
-        cols += [r"$\varepsilon\le1$", "violations"]
-    else:
-        cols = (
-            [r"$n$"]
-            + [rf"$\varepsilon_{{{ly.index}}}(n)$ ({text(ly.kind)})" for ly in data.layers]
-            + [r"$\varepsilon\le1$"]
-        )
-    head.append(" & ".join(cols) + r" \\")
-    rows = []
-    for row in data.rows:
-        cells = [str(row["n"])]
-        for layer in data.layers:
-            entry = data.layer_entry(row, layer.index)
-            cells.append(cell(fmt.certified(None if entry is None else entry.get("error"))))
-            if data.has_bounds:
-                bound = data.bound_entry(row, layer.index) or {}
-                cells.append(cell(fmt.upper(bound.get("bound"))))
-                cells.append(cell(fmt.upper(bound.get("measured_over_bound"))))
-        cells.append(text(str(row.get("invariant", "---"))))
-        if data.has_bounds:
-            cells.append(str((row.get("bounds") or {}).get("violations", "---")))
-        rows.append(cells)
     caption = (
         rf"Certified per-layer error of {tt(data.model)}: $\varepsilon_\ell(n)$ is the maximum "
         r"over inputs and positions of $\|x_{\mathrm{soft}}-x_{\mathrm{hard}}\|_\infty$ after "
@@ -262,23 +109,10 @@ def errors_table(data: ReportData) -> list[str]:
             r"error exceeds its bound."
         )
     caption += " Enclosures are written as in the table of measured quantities."
-    return _table(f"tab:exactattn-{data.slug}-errors", caption, colspec, head, rows)
+    return _table(tables.errors(data), f"tab:exactattn-{data.slug}-errors", caption)
 
 
 def temperatures_table(data: ReportData) -> list[str]:
-    rows = []
-    for row in data.rows:
-        theorem = (row.get("bounds") or {}).get("tau_theorem")
-        dec, inv = tau_star_brackets(row.get("tau_star"))
-        rows.append(
-            [
-                str(row["n"]),
-                cell(fmt.certified(row.get("tau"))),
-                cell(fmt.certified(theorem)),
-                cell(fmt.search_bracket(dec)),
-                cell(fmt.search_bracket(inv)),
-            ]
-        )
     grid = f" on the grid ${_grid_math(data.tau_grid)}$" if data.tau_grid else ""
     caption = (
         rf"Temperatures for {tt(data.model)}: the $\tau(n)$ used, $\tau_{{\mathrm{{thm}}}}(n)$ "
@@ -298,7 +132,7 @@ def temperatures_table(data: ReportData) -> list[str]:
             r"from $\tau = 1$, without the monotonicity scan) also required $\varepsilon\le1$, "
             r"so it is shown as $\tau^*_{\mathrm{inv}}$."
         )
-    lines = non_monotone_lines(data.rows)
+    lines = non_monotone_lines(data.tau_star_rows())
     if data.has_tau_scan:
         caption += r" Every grid temperature from a lower end down to the model's $\tau(n)$ was "
         caption += (
@@ -306,11 +140,8 @@ def temperatures_table(data: ReportData) -> list[str]:
             if lines
             else "checked too, and none was found bad."
         )
-    head = [
-        r"$n$ & $\tau(n)$ used & $\tau_{\mathrm{thm}}(n)$ & $\tau^*_{\mathrm{dec}}(n)$ & "
-        r"$\tau^*_{\mathrm{inv}}(n)$ \\"
-    ]
-    return _table(f"tab:exactattn-{data.slug}-temperatures", caption, "rllll", head, rows)
+    label = f"tab:exactattn-{data.slug}-temperatures"
+    return _table(tables.temperatures(data), label, caption)
 
 
 def _star_text(line: str) -> str:
@@ -330,70 +161,50 @@ def _grid_math(grid: str) -> str:
 
 
 def witness_table(data: ReportData) -> list[str]:
-    rows = []
-    for row in data.rows:
-        gw = row.get("gamma_witness")
-        if gw is None:
-            gamma = "---"
-        else:
-            gamma = (
-                f"{tt(fmt.word(gw.get('input')))}: layer {gw.get('layer')}, head {gw.get('head')}, "
-                f"query {gw.get('query')}, key {gw.get('top_key')} (top) vs {gw.get('other_key')}"
-            )
-        errs = []
-        for layer in data.layers:
-            ew = (data.layer_entry(row, layer.index) or {}).get("error_witness")
-            if ew is not None:
-                errs.append(
-                    f"{layer.index}: {tt(fmt.word(ew.get('input')))} at {ew.get('position')}"
-                )
-        first = row.get("first_disagreement")
-        rows.append(
-            [
-                str(row["n"]),
-                gamma,
-                "; ".join(errs) or "---",
-                "---" if first is None else tt(fmt.word(first)),
-            ]
-        )
     caption = (
         rf"Witnesses for {tt(data.model)}: the input, layer, head and positions attaining "
         r"$\gamma(n)$; for each layer $\ell$, the input and position attaining "
         r"$\varepsilon_\ell(n)$; the first input the two meanings classify differently. "
         r"Positions count the sequence the transformer sees (BOS at 0, if present)."
     )
-    head = [
-        r"$n$ & $\gamma(n)$ attained at & $\varepsilon_\ell(n)$ attained at ($\ell$: input "
-        r"at position) & first disagreement \\"
-    ]
-    return _table(f"tab:exactattn-{data.slug}-witnesses", caption, "rlll", head, rows)
+    return _table(tables.witnesses(data), f"tab:exactattn-{data.slug}-witnesses", caption)
 
 
 def closed_forms_tables(data: ReportData) -> list[str]:
     """The verified closed forms of the exact quantities and the brackets of certified ones."""
-    exact_rows, bracket_rows = closed.latex_rows(data.closed_forms, tt, text)
+    exact, brackets = closed.tables(data.closed_forms)
     lines: list[str] = []
-    if exact_rows:
+    if exact is not None:
         caption = (
             rf"Closed forms for {tt(data.model)}: each was conjectured from the smallest lengths "
             r"listed and then reproduced exactly (as rationals) at every held-back length listed; "
             r"a conjecture the data confirm, not a proof for larger $n$. Where no form verified, "
             r"the row says so and lists the lengths tried."
         )
-        head = [r"quantity & closed form & fitted on $n$ & verified on $n$ & remark \\"]
-        lines += _table(f"tab:exactattn-{data.slug}-closed", caption, "lllll", head, exact_rows)
-    if bracket_rows:
+        lines += _table(exact, f"tab:exactattn-{data.slug}-closed", caption)
+    if brackets is not None:
         caption = (
             rf"Brackets for {tt(data.model)}: $c_1\cdot\mathrm{{shape}}(n) \le$ value$(n) \le "
             r"c_2\cdot\mathrm{shape}(n)$ holds, certified, at every listed $n$ (the result's "
             r"enclosures are its only evidence); a description of the checked lengths, not an "
             r"asymptotic proof."
         )
-        head = [r"quantity & $[c_1,\,c_2]\cdot$ shape & on $n$ \\"]
-        lines += [""] + _table(
-            f"tab:exactattn-{data.slug}-brackets", caption, "lll", head, bracket_rows
-        )
+        lines += [""] + _table(brackets, f"tab:exactattn-{data.slug}-brackets", caption)
     return lines
+
+
+def compiler_gap_table(data: ReportData) -> list[str]:
+    """Compiled RASP models: measured γ(n) beside the compiler's bound (issue 22)."""
+    t = tables.compiler_gap(data)
+    if t is None:
+        return []
+    expr = tt(str(data.compiler_gap_rows()[0][1].expression))
+    caption = (
+        rf"Compiler gap bound for {tt(data.model)}: the compiler's lower bound "
+        rf"$\gamma(n) \ge{{}}${expr} (\texttt{{proofs/rasp-gaps.md}}) beside the measured "
+        r"$\gamma(n)$; a bound above a measured gap (of the model or of one head) is a problem."
+    )
+    return _table(t, f"tab:exactattn-{data.slug}-compiler-gap", caption)
 
 
 def figure_captions(data: ReportData) -> dict[str, str]:
@@ -464,6 +275,8 @@ def render_fragment(data: ReportData, figures: list[tuple[str, str]]) -> str:
         lines += temperatures_table(data) + [""]
     if data.closed_forms:
         lines += closed_forms_tables(data) + [""]
+    if data.compiler_gap_rows():
+        lines += compiler_gap_table(data) + [""]
     lines += witness_table(data) + [""]
     captions = figure_captions(data)
     for name, file in figures:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import quote
 
-from exactattn.report import closed, fmt
-from exactattn.report.data import ReportData, non_monotone_lines, tau_star_brackets
+from exactattn.report import closed, fmt, tables
+from exactattn.report import table as table_model
+from exactattn.report.data import ReportData, non_monotone_lines
 from exactattn.report.escape import _MD_SPECIAL, _visible, plain  # noqa: F401  (re-exported)
-from exactattn.report.fmt import Bracket, Frac, Interval, Num, Shown, Special
+from exactattn.report.table import Column, Lit, Table
 
 NOTATION = (
     "Certified values are enclosures with outward-rounded endpoints: `0.2689[4,5]` means the "
@@ -26,21 +26,8 @@ ALT = {
 }
 
 
-def value(shown: Shown) -> str:
-    """Render a formatted number for Markdown."""
-    v = shown.value
-    if isinstance(v, Num):
-        text = ("-" if v.neg else "") + v.mant + ("" if v.exp is None else f"e{v.exp}")
-    elif isinstance(v, Bracket):
-        text = f"{v.head}[{v.a},{v.b}]" + ("" if v.exp is None else f"e{v.exp}")
-    elif isinstance(v, Interval):
-        text = f"[{value(Shown(v.lo))}, {value(Shown(v.hi))}]"
-    elif isinstance(v, Frac):
-        text = ("-" if v.neg else "") + f"{v.p}/{v.q}"
-    else:
-        assert isinstance(v, Special)
-        text = {"inf": "∞", "-inf": "-∞", "none": "—"}[v.kind]
-    return text + ("†" if shown.dagger else "")
+value = table_model.md_value
+code = table_model.md_code
 
 
 def link_target(file: str) -> str:
@@ -48,32 +35,16 @@ def link_target(file: str) -> str:
     return quote(file, safe="/._-~")
 
 
-def code(text: str) -> str:
-    """A code span that survives backticks and table pipes in token names."""
-    text = _visible(text).replace("|", "\\|")
-    run, longest = 0, 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
 def cell(text: str) -> str:
     return text.replace("|", "\\|") if "`" not in text else text
 
 
 def table(header: list[str], rows: list[list[str]], right: set[int] | None = None) -> list[str]:
+    """A table of already-Markdown cells (the certificate report; the check report's tables
+    go through :mod:`exactattn.report.table`)."""
     right = right or set()
-    lines = ["| " + " | ".join(header) + " |"]
-    lines.append("|" + "|".join("---:" if i in right else "---" for i in range(len(header))) + "|")
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
-
-
-def _witness_input(tokens: list[str] | None) -> str:
-    return "—" if tokens is None else code(fmt.word(tokens))
+    cols = [Column(Lit(h, ""), "r" if i in right else "l") for i, h in enumerate(header)]
+    return table_model.markdown(Table(cols, [[Lit(c, "") for c in r] for r in rows]))
 
 
 def summary_lines(data: ReportData) -> list[str]:
@@ -111,125 +82,19 @@ def summary_lines(data: ReportData) -> list[str]:
 
 
 def lengths_table(data: ReportData) -> list[str]:
-    header = ["n", "inputs", "γ(n)", "x_max(n)"]
-    if data.layers:
-        names = ", ".join(str(ly.index) for ly in data.layers)
-        header.append(f"max\\|x\\| after layer{'s' if len(data.layers) > 1 else ''} {names}")
-    header += ["τ(n)", "disagreements", "min margin"]
-    if data.has_reference:
-        header.append("reference mismatches hard / soft")
-    if data.has_undecided:
-        header.append("undecided")
-    rows = []
-    for row in data.rows:
-        gamma = (
-            fmt.Shown(Special("inf")) if row.get("gamma") is None else fmt.rational(row["gamma"])
-        )
-        cells = [
-            str(row["n"]),
-            str(row.get("inputs", "—")),
-            value(gamma),
-            value(fmt.rational(row.get("x_max"))),
-        ]
-        if data.layers:
-            maxes = []
-            for layer in data.layers:
-                entry = data.layer_entry(row, layer.index)
-                act = None if entry is None else entry.get("activation_max")
-                maxes.append(value(fmt.rational(act)))
-            cells.append(", ".join(maxes))
-        cells += [
-            value(fmt.certified(row.get("tau"))),
-            str(row.get("disagreements", "—")),
-            value(fmt.rational(row.get("min_margin"))),
-        ]
-        if data.has_reference:
-            cells.append(_reference(row))
-        if data.has_undecided:
-            cells.append(str(row.get("undecided", "—")))
-        rows.append(cells)
-    right = {0, 1} | {header.index("disagreements")}
-    return table(header, rows, right)
-
-
-def _reference(row: dict[str, Any]) -> str:
-    ref = row.get("reference_mismatches")
-    if ref is None:
-        return "—"
-    text = f"{ref.get('hard', '—')} / {ref.get('soft', '—')}"
-    undefined = row.get("reference_undefined")
-    if undefined:
-        text += f" ({undefined} undefined)"
-    return text
+    return table_model.markdown(tables.lengths(data))
 
 
 def errors_table(data: ReportData) -> list[str]:
-    header = ["n"]
-    for layer in data.layers:
-        header.append(f"ε_{layer.index}(n)")
-        if data.has_bounds:
-            header += [f"bound_{layer.index}(n)", f"ε_{layer.index}/bound"]
-    header.append("ε ≤ 1")
-    if data.has_bounds:
-        header.append("violations")
-    rows = []
-    for row in data.rows:
-        cells = [str(row["n"])]
-        for layer in data.layers:
-            entry = data.layer_entry(row, layer.index)
-            cells.append(value(fmt.certified(None if entry is None else entry.get("error"))))
-            if data.has_bounds:
-                bound = data.bound_entry(row, layer.index) or {}
-                cells.append(value(fmt.upper(bound.get("bound"))))
-                cells.append(value(fmt.upper(bound.get("measured_over_bound"))))
-        cells.append(str(row.get("invariant", "—")))
-        if data.has_bounds:
-            cells.append(str((row.get("bounds") or {}).get("violations", "—")))
-        rows.append(cells)
-    return table(header, rows, {0})
+    return table_model.markdown(tables.errors(data))
 
 
 def witness_table(data: ReportData) -> list[str]:
-    header = ["n", "γ(n) attained at", "ε_ℓ(n) attained at", "first disagreement"]
-    rows = []
-    for row in data.rows:
-        gw = row.get("gamma_witness")
-        if gw is None:
-            gamma = "—"
-        else:
-            gamma = (
-                f"{_witness_input(gw.get('input'))}: layer {gw.get('layer')}, head "
-                f"{gw.get('head')}, query {gw.get('query')}, key {gw.get('top_key')} (top) vs "
-                f"{gw.get('other_key')}"
-            )
-        errs = []
-        for layer in data.layers:
-            entry = data.layer_entry(row, layer.index) or {}
-            ew = entry.get("error_witness")
-            if ew is not None:
-                errs.append(
-                    f"L{layer.index}: {_witness_input(ew.get('input'))} @ {ew.get('position')}"
-                )
-        first = row.get("first_disagreement")
-        rows.append([str(row["n"]), gamma, "; ".join(errs) or "—", _witness_input(first)])
-    return table(header, rows, {0})
+    return table_model.markdown(tables.witnesses(data))
 
 
 def temperatures_table(data: ReportData) -> list[str]:
-    rows = []
-    for row in data.rows:
-        theorem = (row.get("bounds") or {}).get("tau_theorem")
-        dec, inv = tau_star_brackets(row.get("tau_star"))
-        rows.append(
-            [
-                str(row["n"]),
-                value(fmt.certified(row.get("tau"))),
-                value(fmt.certified(theorem)),
-                value(fmt.search_bracket(dec)),
-                value(fmt.search_bracket(inv)),
-            ]
-        )
-    return table(["n", "τ(n) used", "τ_thm(n)", "τ*_dec(n)", "τ*_inv(n)"], rows, {0})
+    return table_model.markdown(tables.temperatures(data))
 
 
 def temperatures_note(data: ReportData) -> str:
@@ -252,7 +117,7 @@ def temperatures_note(data: ReportData) -> str:
             "from τ = 1, without the monotonicity scan) also required ε ≤ 1, so it is shown as "
             "τ*_inv."
         )
-    lines = non_monotone_lines(data.rows)
+    lines = non_monotone_lines(data.tau_star_rows())
     if data.has_tau_scan:
         text += (
             " Every grid temperature from a lower end down to the model's τ(n) was checked too"
@@ -309,26 +174,17 @@ def figure_captions(data: ReportData) -> dict[str, str]:
 
 def compiler_gap_lines(data: ReportData) -> list[str]:
     """Compiled RASP models: measured γ(n) beside the compiler's bound (issue 22)."""
-    rows = [(r["n"], r["compiler_gap_bound"]) for r in data.rows if r.get("compiler_gap_bound")]
-    if not rows:
+    t = tables.compiler_gap(data)
+    if t is None:
         return []
-    expr = code(str(rows[0][1].get("expression")))
-    body = [
-        [
-            str(n),
-            code(str(g.get("measured") or "∞")),
-            code(str(g.get("bound") or "∞")),
-            "holds" if g.get("holds") else f"**violated** ({len(g.get('violations') or [])})",
-        ]
-        for n, g in rows
-    ]
+    expr = code(str(data.compiler_gap_rows()[0][1].expression))
     return [
         "## Compiler gap bound",
         "",
         f"The compiler's lower bound γ(n) ≥ {expr} (proofs/rasp-gaps.md) beside the measured "
         "γ(n); a bound above a measured gap (of the model or of one head) is a problem.",
         "",
-        *table(["n", "measured γ(n)", "bound", "status"], body, {0}),
+        *table_model.markdown(t),
         "",
     ]
 
@@ -347,7 +203,7 @@ def render(data: ReportData, figures: list[tuple[str, str]]) -> str:
         "",
     ]
     if data.closed_forms:
-        lines += ["## Closed forms", ""] + closed.markdown(data.closed_forms, code) + [""]
+        lines += ["## Closed forms", ""] + closed.markdown(data.closed_forms) + [""]
     lines += compiler_gap_lines(data)
     lines += [
         "## Certified per-layer error",
