@@ -25,6 +25,8 @@ from typing import Any
 from exactattn.core.errors import UsageError
 from exactattn.core.numbers import frac_str
 from exactattn.model import Model, load_model, model_from_dict
+from exactattn.results import LengthRecord, disagreement_decisions
+from exactattn.results.views import GammaWitness, witness_input
 from exactattn.run.check import CheckResult, run_check
 
 __all__ = ["assert_bounds_hold", "assert_faithful", "assert_gap"]
@@ -46,29 +48,33 @@ def _word(tokens: Any) -> str:
     return "'" + " ".join(tokens) + "'" if tokens else "?"
 
 
-def _describe_length(r: dict[str, Any]) -> list[str]:
+def _describe_length(r: LengthRecord) -> list[str]:
     """What went wrong at one length, in words (an empty list when nothing did)."""
-    n = r["n"]
+    n = r.n
     out = []
-    if r.get("disagreements"):
-        detail = r.get("first_disagreement_detail") or {}
+    if r.disagreements:
+        fd = r.first_disagreement
+        hard, soft = disagreement_decisions(fd)
         out.append(
-            f"n = {n}: {r['disagreements']} input(s) decided differently by soft and hard "
-            f"attention; first {_word(r.get('first_disagreement'))}: hard "
-            f"{detail.get('hard')!r}, soft {detail.get('soft')!r}"
+            f"n = {n}: {r.disagreements} input(s) decided differently by soft and hard "
+            f"attention; first {_word(None if fd is None else witness_input(fd.data))}: hard "
+            f"{hard!r}, soft {soft!r}"
         )
-    if r.get("invariant") == "fails":
+    invariant = r.invariant()
+    if invariant == "fails":
         out.append(f"n = {n}: the certified error exceeds 1 before the last layer (ε ≤ 1 fails)")
-    rm = r.get("reference_mismatches")
-    if rm and (rm.get("hard") or rm.get("soft")):
+    ref = r.reference
+    if ref is not None and (ref.hard or ref.soft):
+        first = None if ref.first is None else witness_input(ref.first.data)
         out.append(
-            f"n = {n}: reference mismatches: hard {rm['hard']}, soft {rm.get('soft')}; first "
-            f"{_word((r.get('first_reference_mismatch') or {}).get('input'))}"
+            f"n = {n}: reference mismatches: hard {ref.hard}, soft {ref.soft}; first {_word(first)}"
         )
-    if r.get("undecided") or r.get("invariant") == "undecided":
+    if r.undecided or invariant == "undecided":
+        fu = r.first_undecided
         out.append(
-            f"n = {n}: {r.get('undecided') or 0} comparison(s) could not be certified "
-            f"(first input {_word(r.get('first_undecided'))}); this is not a proof of failure"
+            f"n = {n}: {r.undecided or 0} comparison(s) could not be certified "
+            f"(first input {_word(None if fu is None else witness_input(fu.data))}); this is "
+            "not a proof of failure"
         )
     return out
 
@@ -89,7 +95,7 @@ def assert_faithful(
     result = run_check(m, max_n=max_n, min_n=min_n, tau=tau)
     if result.interrupted:
         raise AssertionError(f"{m.name}: the check was interrupted")
-    problems = [p for r in result.to_json()["lengths"] for p in _describe_length(r)]
+    problems = [p for r in result.lengths for p in _describe_length(r)]
     if problems:
         where = f" at τ = {tau}" if tau else ""
         raise AssertionError(
@@ -115,18 +121,21 @@ def assert_bounds_hold(
     m = _model(model)
     result = run_check(m, max_n=max_n, min_n=min_n, tau=tau, bounds=True)
     problems = []
-    for r in result.to_json()["lengths"]:
-        b = r.get("bounds") or {}
-        if b.get("violations"):
-            errs = {e["index"]: e for e in r["layers"]}
-            for e in b.get("layers", []):
-                meas = (errs.get(e["index"]) or {}).get("error") or {}
+    for r in result.lengths:
+        b = r.bounds
+        if b is not None and b.violations:
+            errs = {layer.index: layer.error for layer in r.layers}
+            for e in b.layers:
+                err = errs.get(e.index)
+                meas = None if err is None else err.interval().upper_text()
+                bound = None if e.bound is None else e.bound.to_json()
+                ratio = None if e.measured_over_bound is None else e.measured_over_bound.to_json()
                 problems.append(
-                    f"n = {r['n']}, layer {e['index']}: measured error ≤ {meas.get('upper')}, "
-                    f"bound {e.get('bound')}, measured/bound {e.get('measured_over_bound')}"
+                    f"n = {r.n}, layer {e.index}: measured error ≤ {meas}, "
+                    f"bound {bound}, measured/bound {ratio}"
                 )
-        if r.get("invariant") == "fails":
-            problems.append(f"n = {r['n']}: ε ≤ 1 fails, so the per-layer lemma does not apply")
+        if r.invariant() == "fails":
+            problems.append(f"n = {r.n}: ε ≤ 1 fails, so the per-layer lemma does not apply")
     if problems:
         raise AssertionError(f"{m.name}: proved bounds violated:\n  " + "\n  ".join(problems))
     return result
@@ -144,15 +153,16 @@ def assert_gap(model: ModelLike, n: int, expected: Fraction | int | str | None) 
         )
     want = None if expected is None else Fraction(expected)
     result = run_check(m, max_n=n, min_n=n, hard_only=True)
-    r = result.to_json()["lengths"][0]
-    got = None if r["gamma"] is None else Fraction(r["gamma"])
+    r = result.lengths[0]
+    got = r.gamma
     if got != want:
-        w = r.get("gamma_witness") or {}
+        gw = r.gamma_witness
+        w = None if gw is None else GammaWitness.from_json(gw.data)
         witness = (
-            f" (witness: input {_word(w.get('input'))}, layer {w.get('layer')} head "
-            f"{w.get('head')}, query {w.get('query')}, top key {w.get('top_key')} vs key "
-            f"{w.get('other_key')})"
-            if w
+            f" (witness: input {_word(w.input)}, layer {w.layer} head "
+            f"{w.head}, query {w.query}, top key {w.top_key} vs key "
+            f"{w.other_key})"
+            if w is not None
             else ""
         )
         show = "none (no head has two distinct scores)" if got is None else frac_str(got)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
 
 from flint import arb
 
@@ -74,20 +73,22 @@ def eps_star(model: Model, margin: Fraction | None) -> Fraction:
     return min(margin / C, Fraction(1)) / 2
 
 
-def theorem_inputs(model: Model, rec: LengthRecord) -> dict[str, Any]:
-    """L, K, x_max, γ, m for Theorems 4/5 from one length's measurements."""
+def theorem_inputs(model: Model, rec: LengthRecord) -> TheoremConstants:
+    """L, K, x_max, γ, m for Theorems 4/5 from one length's measurements (and the read-out's
+    Lipschitz constant)."""
     cs = layer_constants(model)
     K = max(B.paper_K(c) for c in cs)
     x_in = [rec.x_max] + [layer.activation_max for layer in rec.layers]
     xs = [x_in[li] for li, layer in enumerate(model.layers) if isinstance(layer, AttentionLayer)]
     m = max((h.max_nontop for layer in rec.layers for h in layer.heads or ()), default=0)
-    return {
-        "L": len(model.layers),
-        "K": K,
-        "x_max": max(xs, default=Fraction(1)),
-        "gamma": rec.gamma,
-        "m": m,
-    }
+    return TheoremConstants(
+        L=len(model.layers),
+        K=K,
+        x_max=max(xs, default=Fraction(1)),
+        gamma=rec.gamma,
+        m=m,
+        readout_lipschitz=readout_constant(model),
+    )
 
 
 def unique_hard_ties(model: Model, rec: LengthRecord) -> bool:
@@ -114,7 +115,7 @@ def tau_theorem_value(model: Model, rec: LengthRecord) -> tuple[arb | None, Frac
         return None, eps_star(model, rec.min_margin)
     ti = theorem_inputs(model, rec)
     es = eps_star(model, rec.min_margin)
-    t = B.tau_theorem(ti["L"], ti["K"], ti["x_max"], ti["gamma"], ti["m"], es)
+    t = B.tau_theorem(ti.L, ti.K, ti.x_max, ti.gamma, ti.m, es)
     return t, es
 
 
@@ -181,19 +182,11 @@ def bounds_for_length(
         eps = bound if bound is not None and bound.is_finite() else None
         x_in = le.activation_max
     t, es = tau_theorem_value(model, rec)
-    ti = theorem_inputs(model, rec)
     return BoundsRecord(
         layers=tuple(layers_out),
         tau_theorem=None if t is None else CertifiedBall.of(t),
         eps_star=es,
-        constants=TheoremConstants(
-            L=ti["L"],
-            K=ti["K"],
-            x_max=ti["x_max"],
-            gamma=ti["gamma"],
-            m=ti["m"],
-            readout_lipschitz=readout_constant(model),
-        ),
+        constants=theorem_inputs(model, rec),
         violation_details=tuple(violations),
     )
 

@@ -29,6 +29,7 @@ from exactattn.core.numbers import (
     parse_rational,
 )
 from exactattn.results.bounds import BoundsRecord, TauStarRecord
+from exactattn.results.views import decisions
 
 RESULT_FORMAT = "exactattn-result/1"
 
@@ -113,8 +114,7 @@ def disagreement_decisions(w: Witness | None) -> tuple[Any, Any]:
     without one)."""
     if w is None:
         return None, None
-    detail = w.data["detail"] or {}
-    return detail.get("hard"), detail.get("soft")
+    return decisions(w.data["detail"])
 
 
 def point_str(p: arb) -> str:
@@ -140,6 +140,14 @@ class Interval:
 
     lower: arb
     upper: arb | None
+
+    def lower_text(self) -> str:
+        """The lower end as a result writes it (rounded down)."""
+        return arb_lower_str(self.lower)
+
+    def upper_text(self) -> str:
+        """The upper end as a result writes it (rounded up; ``inf`` for +∞)."""
+        return arb_upper_str(self.upper) if self.upper is not None else "inf"
 
     def to_json(self, exact: bool = False) -> dict[str, str]:
         """Outward-rounded decimals; ``exact`` keeps the exact endpoints (checkpoints)."""
