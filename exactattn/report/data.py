@@ -16,6 +16,7 @@ from exactattn.bounds.closedforms import closed_forms
 from exactattn.core.errors import UsageError
 from exactattn.report.closed import values, verified
 from exactattn.report.fmt import PowerFit, parse_decimal, parse_rational
+from exactattn.results import RESULT_FORMAT  # noqa: E402  (one spelling of the format)
 from exactattn.results.bounds import (
     BoundsRecord,
     CertifiedBall,
@@ -24,24 +25,18 @@ from exactattn.results.bounds import (
     TauStarRecord,
     tau_star_brackets,
 )
-from exactattn.results.extensions import CompilerGap, compiler_gap
+from exactattn.results.extensions import CompilerGap
 from exactattn.results.sequences import LengthValues
-
-RESULT_FORMAT = "exactattn-result/1"
-
-
-@dataclass(frozen=True)
-class LayerInfo:
-    index: int
-    kind: str
-    heads: int | None = None
-
-    @property
-    def label(self) -> str:
-        """``attention, 2 heads`` / ``ffn``."""
-        if self.heads is None:
-            return self.kind
-        return f"{self.kind}, {self.heads} head{'s' if self.heads != 1 else ''}"
+from exactattn.results.settings import CheckSettings
+from exactattn.results.views import (
+    ABSENT,
+    LayerInfo,
+    LayerView,
+    LengthView,
+    ModelInfo,
+    ResultView,
+    VerdictView,
+)
 
 
 @dataclass(frozen=True)
@@ -62,17 +57,17 @@ class LayerBoundView:
 
 @dataclass
 class ReportData:
-    """Everything the writers need, with extensions defaulted when absent."""
+    """Everything the writers need, read once from the result through results/ (typed views,
+    extensions defaulted when absent)."""
 
     result: dict[str, Any]
     model: str
-    rows: list[dict[str, Any]]
+    rows: list[LengthView]
     layers: list[LayerInfo]
-    info: dict[str, Any] = field(default_factory=dict)
-    settings: dict[str, Any] = field(default_factory=dict)
-    verdict: dict[str, Any] | None = None
-    _bounds: dict[int, BoundsRecord | None] = field(default_factory=dict, repr=False)
-    _tau_star: dict[int, TauStarRecord | None] = field(default_factory=dict, repr=False)
+    info: ModelInfo = field(default_factory=ModelInfo)
+    settings: CheckSettings = field(default_factory=lambda: CheckSettings(0, 0))
+    verdict: VerdictView | None = None
+    _closed: dict[str, Any] | None = None
 
     @property
     def slug(self) -> str:
@@ -81,25 +76,29 @@ class ReportData:
 
     @property
     def ns(self) -> list[int]:
-        return [row["n"] for row in self.rows]
+        return [row.n for row in self.rows]
 
     @property
     def n_range(self) -> tuple[int, int]:
-        lo = self.settings.get("min_n", min(self.ns) if self.rows else 0)
-        hi = self.settings.get("max_n", max(self.ns) if self.rows else 0)
-        return lo, hi
+        return self.settings.min_n, self.settings.max_n
+
+    @property
+    def temperature(self) -> tuple[str | None, bool]:
+        """(τ(n) as written, whether it was overridden on the command line)."""
+        override = self.settings.tau.record_text()
+        return (override or self.info.temperature), bool(override)
 
     @property
     def total_inputs(self) -> int:
-        return sum(int(row.get("inputs", 0)) for row in self.rows)
+        return sum(0 if row.inputs is ABSENT else int(row.inputs) for row in self.rows)
 
     @property
     def has_bounds(self) -> bool:
-        return any(row.get("bounds") is not None for row in self.rows)
+        return any(row.bounds is not None for row in self.rows)
 
     @property
     def has_tau_star(self) -> bool:
-        return any(row.get("tau_star") is not None for row in self.rows)
+        return any(row.tau_star is not None for row in self.rows)
 
     @property
     def has_tau_theorem(self) -> bool:
@@ -107,70 +106,54 @@ class ReportData:
 
     @property
     def has_reference(self) -> bool:
-        return any(row.get("reference_mismatches") is not None for row in self.rows)
+        return any(row.reference is not None for row in self.rows)
 
     @property
     def has_undecided(self) -> bool:
-        return any("undecided" in row for row in self.rows)
+        return any(row.undecided is not ABSENT for row in self.rows)
 
     @property
     def has_figure_tau(self) -> bool:
         return self.has_tau_star or self.has_tau_theorem
 
-    def layer_entry(self, row: dict[str, Any], index: int) -> dict[str, Any] | None:
-        for entry in row.get("layers", []):
-            if entry.get("index") == index:
-                return entry
-        return None
+    def layer_entry(self, row: LengthView, index: int) -> LayerView | None:
+        return row.layer(index)
 
-    def bounds_of(self, row: dict[str, Any]) -> BoundsRecord | None:
-        """The length's proved bounds as a typed record (read once per row)."""
-        key = id(row)
-        if key not in self._bounds:
-            b = row.get("bounds")
-            self._bounds[key] = None if b is None else BoundsRecord.from_json(b)
-        return self._bounds[key]
+    def bounds_of(self, row: LengthView) -> BoundsRecord | None:
+        """The length's proved bounds (a typed record)."""
+        return row.bounds
 
-    def tau_star_record(self, row: dict[str, Any]) -> TauStarRecord | None:
-        """The length's τ* record (typed; a flat bracket of older results is read as τ*_inv)."""
-        key = id(row)
-        if key not in self._tau_star:
-            ts = row.get("tau_star")
-            self._tau_star[key] = TauStarRecord.from_json(ts) if ts else None
-        return self._tau_star[key]
+    def tau_star_record(self, row: LengthView) -> TauStarRecord | None:
+        """The length's τ* record (a flat bracket of older results is read as τ*_inv)."""
+        return row.tau_star
 
-    def tau_star_of(self, row: dict[str, Any]) -> tuple[TauBracket | None, TauBracket | None]:
+    def tau_star_of(self, row: LengthView) -> tuple[TauBracket | None, TauBracket | None]:
         """(τ*_dec, τ*_inv) brackets of one length."""
         return tau_star_brackets(self.tau_star_record(row))
 
-    def tau_theorem_of(self, row: dict[str, Any]) -> CertifiedBall | None:
+    def tau_theorem_of(self, row: LengthView) -> CertifiedBall | None:
         b = self.bounds_of(row)
         return None if b is None else b.tau_theorem
 
-    def bound_entry(self, row: dict[str, Any], index: int) -> LayerBoundView | None:
+    def bound_entry(self, row: LengthView, index: int) -> LayerBoundView | None:
         b = self.bounds_of(row)
         lb = None if b is None else b.layer(index)
         return None if lb is None else LayerBoundView(lb)
 
     def compiler_gap_rows(self) -> list[tuple[int, CompilerGap]]:
         """(n, compiler gap bound) of the lengths that have one (compiled RASP models)."""
-        out = []
-        for r in self.rows:
-            g = compiler_gap(r)
-            if g is not None:
-                out.append((r["n"], g))
-        return out
+        return [(r.n, r.compiler_gap) for r in self.rows if r.compiler_gap is not None]
 
     def verdict_line(self) -> tuple[bool | None, str, str]:
         """(ok, label, text): the engine's verdict, or one derived from the rows when absent."""
         if self.verdict is not None:
-            ok = self.verdict.get("ok")
-            label = self.verdict.get("status") or {True: "ok", False: "not ok"}.get(ok, "")
-            return ok, str(label), str(self.verdict.get("summary", ""))
-        holds = all(row.get("invariant") == "holds" for row in self.rows)
-        agree = all(row.get("disagreements", 0) == 0 for row in self.rows)
-        refs = [row.get("reference_mismatches") or {} for row in self.rows]
-        matches = all(ref.get("hard", 0) == 0 and ref.get("soft", 0) == 0 for ref in refs)
+            ok = self.verdict.ok
+            label = self.verdict.status or {True: "ok", False: "not ok"}.get(ok, "")  # type: ignore[arg-type]
+            return ok, str(label), self.verdict.summary
+        holds = all(row.invariant == "holds" for row in self.rows)
+        agree = all(row.disagreements in (0, ABSENT) for row in self.rows)
+        refs = [row.reference for row in self.rows if row.reference is not None]
+        matches = all(r.hard in (0, ABSENT) and r.soft in (0, ABSENT) for r in refs)
         parts = [
             "the ε ≤ 1 invariant "
             + ("holds at every n" if holds else "is not certified at some n"),
@@ -184,7 +167,7 @@ class ReportData:
 
     def tau_star_rows(self) -> list[tuple[int, TauStarRecord | None]]:
         """(n, τ* record) of every length."""
-        return [(row["n"], self.tau_star_record(row)) for row in self.rows]
+        return [(row.n, row.tau_star) for row in self.rows]
 
     @property
     def legacy_tau_star(self) -> bool:
@@ -212,11 +195,9 @@ class ReportData:
     @property
     def closed_forms(self) -> dict[str, Any]:
         """The result's ``closed_forms``; computed from the rows for results without one."""
-        cf = self.result.get("closed_forms")
-        if cf is None:
-            cf = closed_forms([LengthValues.from_row(r) for r in self.rows])
-            self.result = {**self.result, "closed_forms": cf}
-        return cf
+        if self._closed is None:
+            self._closed = closed_forms([LengthValues.from_row(r.entry) for r in self.rows])
+        return self._closed
 
     def gamma_closed_form(self) -> dict[str, Any] | None:
         """γ's verified closed form (it replaces the float power fit), or None."""
@@ -227,7 +208,7 @@ class ReportData:
         assert rec is not None
         # a result file is input: draw the form only where it reproduces the rows it names
         named = set(rec.get("fitted_on", [])) | set(rec.get("verified_on", []))
-        rows = {r["n"]: r.get("gamma") for r in self.rows if r["n"] in named}
+        rows = {r.n: r.gamma for r in self.rows if r.n in named}
         got = dict(values(rec, sorted(rows)))
         for n, g in rows.items():
             if g is None or got.get(n) != parse_rational(g):
@@ -238,13 +219,13 @@ class ReportData:
         """Fit c·n^(−k) to γ over the n where γ is finite and positive (needs two such n)."""
         points = []
         for row in self.rows:
-            if row.get("gamma") is None:
+            if row.gamma is None:
                 continue
-            gamma = parse_rational(row["gamma"])
-            if gamma > 0 and row["n"] > 0:
-                x = math.log10(row["n"])  # display only
+            gamma = parse_rational(row.gamma)
+            if gamma > 0 and row.n > 0:
+                x = math.log10(row.n)  # display only
                 y = math.log10(gamma.numerator) - math.log10(gamma.denominator)  # display only
-                points.append((row["n"], x, y))
+                points.append((row.n, x, y))
         if len({p[0] for p in points}) < 2:
             return None
         mx = sum(p[1] for p in points) / len(points)
@@ -302,38 +283,37 @@ def load(result: dict[str, Any]) -> ReportData:
     """Check the format tag and build the view; raises UsageError naming what is wrong."""
     if not isinstance(result, dict):
         raise UsageError("a result must be a JSON object in format exactattn-result/1")
-    fmt = result.get("format")
-    if fmt != RESULT_FORMAT:
-        raise UsageError(f"format: expected {RESULT_FORMAT!r}, got {fmt!r}")
-    rows = sorted(result.get("lengths", []), key=lambda row: row["n"])
-    info = result.get("model_info") or {}
-    if info.get("layers"):
-        layers = [
-            LayerInfo(int(entry["index"]), str(entry.get("kind", "?")), entry.get("heads"))
-            for entry in info["layers"]
-        ]
+    view = ResultView.from_json(result) if result.get("format") == RESULT_FORMAT else None
+    if view is None:
+        raise UsageError(f"format: expected {RESULT_FORMAT!r}, got {result.get('format')!r}")
+    rows = list(view.lengths)
+    if view.info.layers:
+        layers = list(view.info.layers)
     else:
         seen: dict[int, str] = {}
         for row in rows:
-            for entry in row.get("layers", []):
-                seen.setdefault(int(entry["index"]), str(entry.get("kind", "?")))
+            for entry in row.layers:
+                seen.setdefault(entry.index, entry.kind)
         layers = [LayerInfo(i, kind) for i, kind in sorted(seen.items())]
     for row in rows:  # validate certified strings early, with a useful message
-        for entry in row.get("layers", []):
-            err = entry.get("error")
+        for entry in row.layers:
+            err = entry.error
             if err is not None:
                 try:
-                    parse_decimal(err["lower"]), parse_decimal(err["upper"])
+                    if err.missing:
+                        raise KeyError(err.missing)
+                    parse_decimal(err.lower), parse_decimal(err.upper)  # type: ignore[arg-type]
                 except (KeyError, ValueError) as exc:
                     raise UsageError(
-                        f"lengths[n={row['n']}].layers[{entry.get('index')}].error: {exc}"
+                        f"lengths[n={row.n}].layers[{entry.index}].error: {exc}"
                     ) from None
     return ReportData(
         result=result,
-        model=str(result.get("model", "model")),
+        model=view.model,
         rows=rows,
         layers=layers,
-        info=info,
-        settings=result.get("settings") or {},
-        verdict=result.get("verdict"),
+        info=view.info,
+        settings=view.settings,
+        verdict=view.verdict,
+        _closed=view.closed_forms,
     )

@@ -118,13 +118,13 @@ def gamma_figure(data: ReportData, path: Path, fit: PowerFit | None) -> Path:
     fig, ax = _new_figure()
     ns, logs, infinite = [], [], []
     for row in data.rows:
-        if row.get("gamma") is None:
-            infinite.append(row["n"])
+        if row.gamma is None:
+            infinite.append(row.n)
             continue
-        g = parse_rational(row["gamma"])
+        g = parse_rational(row.gamma)
         if g <= 0:
             continue
-        ns.append(row["n"])
+        ns.append(row.n)
         logs.append(math.log10(g.numerator) - math.log10(g.denominator))  # display only
     ax.set_xscale("log")
     axis = _LogAxis(ax, logs)
@@ -171,18 +171,18 @@ def error_figure(data: ReportData, path: Path) -> Path:
     for k, layer in enumerate(data.layers):
         err_pts, bound_pts, zeros = [], [], []
         for row in data.rows:
-            entry = data.layer_entry(row, layer.index)
-            if entry is not None and entry.get("error") is not None:
-                v = parse_decimal(entry["error"]["upper"])
+            entry = row.layer(layer.index)
+            if entry is not None and entry.error is not None:
+                v = parse_decimal(entry.error.upper)  # type: ignore[arg-type]
                 if v.is_zero:
-                    zeros.append(row["n"])
+                    zeros.append(row.n)
                 elif not v.is_inf:
-                    err_pts.append((row["n"], v.log10()))
+                    err_pts.append((row.n, v.log10()))
             bound = data.bound_entry(row, layer.index)
             if bound is not None and bound.bound_text is not None:
                 b = parse_decimal(bound.bound_text)
                 if not b.is_zero and not b.is_inf:
-                    bound_pts.append((row["n"], b.log10()))
+                    bound_pts.append((row.n, b.log10()))
         all_logs += [p[1] for p in err_pts + bound_pts]
         series.append((COLORS[k % len(COLORS)], layer, err_pts, bound_pts, zeros))
     axis = _LogAxis(ax, all_logs)
@@ -224,12 +224,12 @@ def tau_figure(data: ReportData, path: Path) -> Path:
     for row in data.rows:
         for name, found in zip(("dec", "inv"), data.tau_star_of(row), strict=True):
             if found is not None and found.lower is not None:
-                point = (row["n"], parse_decimal(found.lower.to_json()).log10())
+                point = (row.n, parse_decimal(found.lower.to_json()).log10())
                 closed, open_ = series[name]
                 (closed if found.upper is not None else open_).append(point)
         theorem = data.tau_theorem_of(row)
         if theorem is not None:
-            thm.append((row["n"], parse_decimal(theorem.lower.to_json()).log10()))
+            thm.append((row.n, parse_decimal(theorem.lower.to_json()).log10()))
     every = [p[1] for c, o in series.values() for p in c + o] + [p[1] for p in thm]
     axis = _LogAxis(ax, every)
     style = {

@@ -19,6 +19,7 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
 from exactattn.results.bounds import CertifiedBall, TauBracket
+from exactattn.results.views import Written
 
 
 @dataclass(frozen=True)
@@ -336,7 +337,7 @@ def _bracket(sa: str, sb: str, c: int, u: int) -> Bracket | None:
 
 
 def certified(
-    value: dict | CertifiedBall | None, digits: int = DIGITS, missing_lower: str = "-inf"
+    value: Written | CertifiedBall | None, digits: int = DIGITS, missing_lower: str = "-inf"
 ) -> Shown:
     """Show a result-file certified real ``{"lower": ..., "upper": ...}`` or a typed ball as
     written (None: absent).
@@ -349,7 +350,7 @@ def certified(
     if isinstance(value, CertifiedBall):
         lo, hi = value.lower.to_json(), value.upper.to_json()
     else:
-        lo, hi = value.get("lower"), value.get("upper")
+        lo, hi = value.lower, value.upper
     if lo is None and hi is None:
         return NONE
     lower = parse_decimal(missing_lower if lo is None else lo)

@@ -43,18 +43,18 @@ def _table(t: Table, label: str, caption: str) -> list[str]:
 
 
 def summary(data: ReportData) -> list[str]:
-    info, settings = data.info, data.settings
+    info = data.info
     items = [
         r"\item[Model] "
         + tt(data.model)
-        + (f"; output {text(str(info['output']))}." if info.get("output") else ".")
+        + (f"; output {text(str(info.output))}." if info.output else ".")
     ]
-    if info.get("alphabet") is not None:
-        parts = [", ".join(tt(t) for t in info["alphabet"])]
-        for key, name in (("bos", "BOS"), ("eos", "EOS")):
-            parts.append(f"{name} {tt(info[key])}" if info.get(key) else f"no {name}")
-        if info.get("d") is not None:
-            parts.append(f"width $d = {int(info['d'])}$")
+    if info.alphabet is not None:
+        parts = [", ".join(tt(t) for t in info.alphabet)]
+        for tok, name in ((info.bos, "BOS"), (info.eos, "EOS")):
+            parts.append(f"{name} {tt(tok)}" if tok else f"no {name}")
+        if info.d is not None:
+            parts.append(f"width $d = {int(info.d)}$")
         items.append(r"\item[Alphabet] " + "; ".join(parts) + ".")
     if data.layers:
         layers = "; ".join(f"layer {ly.index}: {text(ly.label)}" for ly in data.layers)
@@ -64,9 +64,9 @@ def summary(data: ReportData) -> list[str]:
         rf"\item[Lengths] $n = {lo},\dots,{hi}$, every input of each length "
         rf"({data.total_inputs} inputs in all)."
     )
-    temp = settings.get("tau_override") or info.get("temperature")
+    temp, overridden = data.temperature
     if temp is not None:
-        how = "overridden on the command line" if settings.get("tau_override") else "the model's"
+        how = "overridden on the command line" if overridden else "the model's"
         items.append(rf"\item[Temperature] $\tau(n) = {{}}${tt(str(temp))} ({how}).")
     if data.has_bounds:
         items.append(r"\item[Bounds] proved per-layer bounds included (\texttt{-{}-bounds}).")

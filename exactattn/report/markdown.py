@@ -48,29 +48,29 @@ def table(header: list[str], rows: list[list[str]], right: set[int] | None = Non
 
 
 def summary_lines(data: ReportData) -> list[str]:
-    info, settings = data.info, data.settings
+    info = data.info
     lines = [f"- **Model:** {code(data.model)}"]
-    if info.get("alphabet") is not None:
-        alpha = ", ".join(code(t) for t in info["alphabet"])
+    if info.alphabet is not None:
+        alpha = ", ".join(code(t) for t in info.alphabet)
         extra = []
-        for key, name in (("bos", "BOS"), ("eos", "EOS")):
-            extra.append(f"{name} {code(info[key])}" if info.get(key) else f"no {name}")
-        if info.get("d") is not None:
-            extra.append(f"width d = {info['d']}")
+        for tok, name in ((info.bos, "BOS"), (info.eos, "EOS")):
+            extra.append(f"{name} {code(tok)}" if tok else f"no {name}")
+        if info.d is not None:
+            extra.append(f"width d = {info.d}")
         lines.append(f"- **Alphabet:** {alpha}; " + "; ".join(extra))
     if data.layers:
         parts = "; ".join(f"layer {layer.index}: {plain(layer.label)}" for layer in data.layers)
         lines.append(f"- **Layers:** {len(data.layers)} ({parts})")
-    if info.get("output"):
-        lines.append(f"- **Output:** {plain(str(info['output']))}")
+    if info.output:
+        lines.append(f"- **Output:** {plain(str(info.output))}")
     lo, hi = data.n_range
     lines.append(
         f"- **Lengths:** n = {lo} … {hi}, every input of each length "
         f"({data.total_inputs} inputs in all)"
     )
-    temp = settings.get("tau_override") or info.get("temperature")
+    temp, overridden = data.temperature
     if temp is not None:
-        how = "overridden on the command line" if settings.get("tau_override") else "the model's"
+        how = "overridden on the command line" if overridden else "the model's"
         lines.append(f"- **Temperature:** τ(n) = {code(str(temp))} ({how})")
     if data.has_bounds:
         lines.append("- **Bounds:** proved per-layer bounds included (`--bounds`)")

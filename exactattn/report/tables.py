@@ -6,6 +6,7 @@ of each format); :mod:`exactattn.report.markdown` and :mod:`exactattn.report.lat
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from exactattn.report import fmt
@@ -25,14 +26,12 @@ from exactattn.report.table import (
     joined,
     rich,
 )
+from exactattn.results.views import ABSENT, LengthView
 
 
 def _text(v: Any) -> Cell:
     """A count or word as written; an absent value as an em dash."""
-    return MISSING if v is _ABSENT else Text(str(v))
-
-
-_ABSENT = object()
+    return MISSING if v is ABSENT else Text(str(v))
 
 
 def _col(md: str, tex: str, align: str = "l", *stack: str) -> Column:
@@ -70,45 +69,40 @@ def lengths(data: ReportData) -> Table:
         cols.append(_col("undecided", "", "r", "un-", "decided"))
     t = Table(cols)
     for row in data.rows:
-        gamma = Shown(Special("inf")) if row.get("gamma") is None else fmt.rational(row["gamma"])
+        gamma = Shown(Special("inf")) if row.gamma is None else fmt.rational(row.gamma)
         cells: list[Cell] = [
-            Text(str(row["n"])),
-            _text(row.get("inputs", _ABSENT)),
+            Text(str(row.n)),
+            _text(row.inputs),
             Value(gamma),
-            Value(fmt.rational(row.get("x_max"))),
+            Value(fmt.rational(row.x_max)),
         ]
         if data.layers:
             maxes: list[Cell] = []
             for layer in data.layers:
-                entry = data.layer_entry(row, layer.index)
-                act = None if entry is None else entry.get("activation_max")
+                entry = row.layer(layer.index)
+                act = None if entry is None else entry.activation_max
                 maxes.append(Value(fmt.rational(act)))
             cells.append(joined(maxes, ", "))
         cells += [
-            Value(fmt.certified(row.get("tau"))),
-            _text(row.get("disagreements", _ABSENT)),
-            Value(fmt.rational(row.get("min_margin"))),
+            Value(fmt.certified(row.tau)),
+            _text(row.disagreements),
+            Value(fmt.rational(row.min_margin)),
         ]
         if data.has_reference:
             cells.append(_reference(row))
         if data.has_undecided:
-            cells.append(_text(row.get("undecided", _ABSENT)))
+            cells.append(_text(row.undecided))
         t.rows.append(cells)
     return t
 
 
-def _reference(row: dict[str, Any]) -> Cell:
-    ref = row.get("reference_mismatches")
+def _reference(row: LengthView) -> Cell:
+    ref = row.reference
     if ref is None:
         return MISSING
-    parts: list[Cell] = [
-        _text(ref.get("hard", _ABSENT)),
-        Text(" / "),
-        _text(ref.get("soft", _ABSENT)),
-    ]
-    undefined = row.get("reference_undefined")
-    if undefined:
-        parts.append(Text(f" ({undefined} undefined)"))
+    parts: list[Cell] = [_text(ref.hard), Text(" / "), _text(ref.soft)]
+    if ref.undefined:
+        parts.append(Text(f" ({ref.undefined} undefined)"))
     return rich(*parts)
 
 
@@ -144,17 +138,17 @@ def errors(data: ReportData) -> Table:
         cols.append(_col("violations", "violations", "r"))
     t = Table(cols, groups=groups)
     for row in data.rows:
-        cells: list[Cell] = [Text(str(row["n"]))]
+        cells: list[Cell] = [Text(str(row.n))]
         for layer in data.layers:
-            entry = data.layer_entry(row, layer.index)
-            cells.append(Value(fmt.certified(None if entry is None else entry.get("error"))))
+            entry = row.layer(layer.index)
+            cells.append(Value(fmt.certified(None if entry is None else entry.error)))
             if b:
                 bound = data.bound_entry(row, layer.index)
                 cells.append(Value(fmt.upper(None if bound is None else bound.bound_text)))
                 cells.append(Value(fmt.upper(None if bound is None else bound.ratio_text)))
-        cells.append(_text(row.get("invariant", _ABSENT)))
+        cells.append(_text(row.invariant))
         if b:
-            rec = data.bounds_of(row)
+            rec = row.bounds
             v = None if rec is None else rec.declared_violations
             cells.append(MISSING if v is None else Text(str(v)))
         t.rows.append(cells)
@@ -176,8 +170,8 @@ def temperatures(data: ReportData) -> Table:
         dec, inv = data.tau_star_of(row)
         t.rows.append(
             [
-                Text(str(row["n"])),
-                Value(fmt.certified(row.get("tau"))),
+                Text(str(row.n)),
+                Value(fmt.certified(row.tau)),
                 Value(fmt.certified(data.tau_theorem_of(row))),
                 Value(fmt.search_bracket(dec)),
                 Value(fmt.search_bracket(inv)),
@@ -186,7 +180,7 @@ def temperatures(data: ReportData) -> Table:
     return t
 
 
-def _word(tokens: list[str] | None) -> Cell:
+def _word(tokens: Sequence[str] | None) -> Cell:
     return MISSING if tokens is None else Code(fmt.word(tokens))
 
 
@@ -204,36 +198,30 @@ def witnesses(data: ReportData) -> Table:
         ]
     )
     for row in data.rows:
-        gw = row.get("gamma_witness")
+        gw = row.gamma_witness
         if gw is None:
             gamma: Cell = MISSING
         else:
             gamma = rich(
-                _word(gw.get("input")),
-                f": layer {gw.get('layer')}, head {gw.get('head')}, query {gw.get('query')}, "
-                f"key {gw.get('top_key')} (top) vs {gw.get('other_key')}",
+                _word(gw.input),
+                f": layer {gw.layer}, head {gw.head}, query {gw.query}, "
+                f"key {gw.top_key} (top) vs {gw.other_key}",
             )
         errs: list[Cell] = []
         for layer in data.layers:
-            ew = (data.layer_entry(row, layer.index) or {}).get("error_witness")
+            entry = row.layer(layer.index)
+            ew = None if entry is None else entry.error_witness
             if ew is not None:
                 i = layer.index
                 errs.append(
                     rich(
                         Alt(Text(f"L{i}: "), Text(f"{i}: ")),
-                        _word(ew.get("input")),
+                        _word(ew.input),
                         Alt(Text(" @ "), Text(" at ")),
-                        str(ew.get("position")),
+                        str(ew.position),
                     )
                 )
-        t.rows.append(
-            [
-                Text(str(row["n"])),
-                gamma,
-                joined(errs, "; "),
-                _word(row.get("first_disagreement")),
-            ]
-        )
+        t.rows.append([Text(str(row.n)), gamma, joined(errs, "; "), _word(row.first_disagreement)])
     return t
 
 

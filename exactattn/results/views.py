@@ -10,6 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from exactattn.results.bounds import BoundsRecord, TauStarRecord
+from exactattn.results.extensions import CompilerGap, compiler_gap
+from exactattn.results.settings import CheckSettings
+
 
 def _word(x: Any) -> tuple[str, ...] | None:
     return None if x is None else tuple(str(t) for t in x)
@@ -63,3 +67,209 @@ def decisions(detail: Any) -> tuple[Any, Any]:
     if not isinstance(detail, dict):
         return None, None
     return detail.get("hard"), detail.get("soft")
+
+
+# ---------------------------------------------------------------------------------------------
+# a result file read for a report (tolerant of absent extensions)
+
+
+class Absent:
+    """A key the file does not have (shown as an em dash; ``None`` is a written null)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT = Absent()
+
+
+@dataclass(frozen=True)
+class Written:
+    """A certified real as the file writes it: outward-rounded ends (None: unbounded)."""
+
+    lower: str | None
+    upper: str | None
+    missing: str | None = None  # the first end the file does not have at all
+
+    @staticmethod
+    def from_json(d: Any) -> Written | None:
+        if d is None:
+            return None
+        lo, hi = d.get("lower"), d.get("upper")
+        missing = next((k for k in ("lower", "upper") if k not in d), None)
+        return Written(None if lo is None else str(lo), None if hi is None else str(hi), missing)
+
+
+@dataclass(frozen=True)
+class LayerView:
+    """One layer of one length: activation maximum, certified error and its witness."""
+
+    index: int
+    kind: str
+    activation_max: Any  # exact rational text (None: absent)
+    error: Written | None
+    error_witness: PositionWitness | None
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> LayerView:
+        ew = d.get("error_witness")
+        return LayerView(
+            int(d["index"]),
+            str(d.get("kind", "?")),
+            d.get("activation_max"),
+            Written.from_json(d.get("error")),
+            None if ew is None else PositionWitness.from_json(ew),
+        )
+
+
+@dataclass(frozen=True)
+class ReferenceView:
+    """Mismatches with the model's reference (counts as written; ABSENT: not in the file)."""
+
+    hard: Any
+    soft: Any
+    undefined: Any
+
+
+@dataclass(frozen=True)
+class LengthView:
+    """One length of a result file, every field the reports show, typed."""
+
+    n: int
+    inputs: Any  # int, or ABSENT
+    gamma: Any  # exact rational text; None: ∞ (no gap)
+    x_max: Any
+    min_margin: Any
+    tau: Written | None
+    layers: tuple[LayerView, ...]
+    invariant: Any  # "holds" / "fails" / "undecided" / None / ABSENT
+    disagreements: Any
+    undecided: Any
+    first_disagreement: tuple[str, ...] | None
+    reference: ReferenceView | None
+    gamma_witness: GammaWitness | None
+    bounds: BoundsRecord | None
+    tau_star: TauStarRecord | None
+    compiler_gap: CompilerGap | None
+    entry: dict[str, Any]  # the entry as read (closed forms of files without them)
+
+    def layer(self, index: int) -> LayerView | None:
+        return next((x for x in self.layers if x.index == index), None)
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> LengthView:
+        rm = d.get("reference_mismatches")
+        gw = d.get("gamma_witness")
+        b, ts = d.get("bounds"), d.get("tau_star")
+        return LengthView(
+            n=d["n"],
+            inputs=d.get("inputs", ABSENT),
+            gamma=d.get("gamma"),
+            x_max=d.get("x_max"),
+            min_margin=d.get("min_margin"),
+            tau=Written.from_json(d.get("tau")),
+            layers=tuple(LayerView.from_json(e) for e in d.get("layers", [])),
+            invariant=d.get("invariant", ABSENT),
+            disagreements=d.get("disagreements", ABSENT),
+            undecided=d.get("undecided", ABSENT),
+            first_disagreement=_word(d.get("first_disagreement")),
+            reference=None
+            if rm is None
+            else ReferenceView(
+                rm.get("hard", ABSENT), rm.get("soft", ABSENT), d.get("reference_undefined")
+            ),
+            gamma_witness=None if gw is None else GammaWitness.from_json(gw),
+            bounds=None if b is None else BoundsRecord.from_json(b),
+            tau_star=TauStarRecord.from_json(ts) if ts else None,
+            compiler_gap=compiler_gap(d),
+            entry=d,
+        )
+
+
+@dataclass(frozen=True)
+class LayerInfo:
+    """A layer of the model as the result describes it."""
+
+    index: int
+    kind: str
+    heads: int | None = None
+
+    @property
+    def label(self) -> str:
+        """``attention, 2 heads`` / ``ffn``."""
+        if self.heads is None:
+            return self.kind
+        return f"{self.kind}, {self.heads} head{'s' if self.heads != 1 else ''}"
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """``model_info``: what the report says about the model (None: not in the file)."""
+
+    alphabet: tuple[str, ...] | None = None
+    bos: str | None = None
+    eos: str | None = None
+    d: int | None = None
+    output: str | None = None
+    temperature: str | None = None
+    layers: tuple[LayerInfo, ...] = ()
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> ModelInfo:
+        layers = tuple(
+            LayerInfo(int(e["index"]), str(e.get("kind", "?")), e.get("heads"))
+            for e in d.get("layers") or []
+        )
+        return ModelInfo(
+            _word(d.get("alphabet")),
+            d.get("bos"),
+            d.get("eos"),
+            d.get("d"),
+            d.get("output"),
+            d.get("temperature"),
+            layers,
+        )
+
+
+@dataclass(frozen=True)
+class VerdictView:
+    """The verdict as written (``ok`` may be null)."""
+
+    ok: bool | None
+    status: str | None
+    summary: str
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> VerdictView:
+        return VerdictView(d.get("ok"), d.get("status"), str(d.get("summary", "")))
+
+
+@dataclass(frozen=True)
+class ResultView:
+    """A result file read for a report: the top level typed, lengths sorted by n, closed
+    forms as written (None when absent)."""
+
+    format: Any
+    model: str
+    info: ModelInfo
+    settings: CheckSettings
+    verdict: VerdictView | None
+    lengths: tuple[LengthView, ...]
+    closed_forms: dict[str, Any] | None
+
+    @staticmethod
+    def from_json(result: dict[str, Any]) -> ResultView:
+        rows = sorted(result.get("lengths", []), key=lambda row: row["n"])
+        ns = [row["n"] for row in rows]
+        v = result.get("verdict")
+        return ResultView(
+            result.get("format"),
+            str(result.get("model", "model")),
+            ModelInfo.from_json(result.get("model_info") or {}),
+            CheckSettings.from_json(
+                result.get("settings") or {}, min(ns) if ns else 0, max(ns) if ns else 0
+            ),
+            None if v is None else VerdictView.from_json(v),
+            tuple(LengthView.from_json(row) for row in rows),
+            result.get("closed_forms"),
+        )
