@@ -60,9 +60,10 @@ from exactattn.report.certificate import write_certificate_report
 from exactattn.report.claims import main as claims_main
 from exactattn.report.data import non_monotone_lines
 from exactattn.report.regenerate import regenerate
-from exactattn.results.bounds import BoundsRecord, TauBracket, TauStarRecord, tau_star_brackets
+from exactattn.results.bounds import TauBracket, tau_star_brackets
 from exactattn.results.resultfile import validate_result
 from exactattn.results.settings import TauChoice
+from exactattn.results.views import ABSENT, ResultView
 from exactattn.run.check import estimate, run_check
 from exactattn.run.evaluate import evaluate
 from exactattn.run.executors import Checkpoint, fingerprint, make_executor
@@ -293,7 +294,7 @@ def check(
         if not quiet:
             print_table(data, all_layers=all_layers)
 
-            for line in summary_lines(data.get("closed_forms") or {}):
+            for line in summary_lines(ResultView.from_json(data).closed_forms or {}):
                 console.print(line, highlight=False, soft_wrap=True)
             if result.model.claims is not None:  # issue 23
                 console.print(summary_line(result.model, data), highlight=False, markup=False)
@@ -314,10 +315,10 @@ def check(
         else:
             err_console.print("[yellow]interrupted[/]: finished lengths were kept", highlight=False)
         sys.exit(130)
-    v = data["verdict"]
-    style = "green" if v["ok"] else ("red" if v["status"] == "problems" else "yellow")
+    v = result.verdict()
+    style = "green" if v.ok else ("red" if v.status == "problems" else "yellow")
     if not quiet:
-        console.print(f"[bold {style}]{v['status']}[/]: {v['summary']}", highlight=False)
+        console.print(f"[bold {style}]{v.status}[/]: {v.summary}", highlight=False)
     sys.exit(result.exit_code())
 
 
@@ -372,17 +373,20 @@ def _table_console() -> Console:
 def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
     """One row per n: the numbers a researcher reads first (errors are certified upper ends)."""
 
-    lengths = data["lengths"]
+    view = ResultView.from_json(data)
+    lengths = view.lengths
     if not lengths:
         return
-    n_layers = len(lengths[0]["layers"])
+    n_layers = len(lengths[0].layers)
     compact = n_layers > COMPACT_LAYERS and not all_layers
+    has_bounds = any(r.bounds is not None for r in lengths)
+    has_tau_star = any(r.tau_star is not None for r in lengths)
     t = Table(
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
         collapse_padding=True,
         pad_edge=False,
-        title=f"{data['model']}  (τ = {data['model_info']['temperature']})",
+        title=f"{view.model}  (τ = {view.info.temperature})",
         caption="ε: certified upper end of ‖soft − hard‖∞ after each layer · ε≤1: where the "
         "lemma needs it · dis/und: decisions that differ / stay undecided · tie: hard ties "
         "(not problems) · μ: smallest hard margin · ref: reference mismatches hard/soft"
@@ -390,7 +394,7 @@ def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
         + (
             " · τ* dec/inv: largest grid τ found to keep every decision / also ε ≤ 1 (lower "
             "end of the bracket; † not monotone)"
-            if any(r.get("tau_star") for r in lengths)
+            if has_tau_star
             else ""
         ),
     )
@@ -405,13 +409,10 @@ def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
         col("L")
     else:
         for li in range(n_layers):
-            kind = lengths[0]["layers"][li]["kind"]
+            kind = lengths[0].layers[li].kind
             col(f"ε L{li}\n{'attn' if kind == 'attention' else 'ffn'}")
     for c in ("ε≤1", "dis", "und", "tie", "μ", "ref"):
         col(c)
-    typed = {r["n"]: _theory(r) for r in lengths}  # bounds and τ* as typed records
-    has_bounds = any(b is not None for b, _ in typed.values())
-    has_tau_star = any(ts is not None for _, ts in typed.values())
     if has_bounds:
         col("bound\nlast")
         col("τ_thm")
@@ -422,53 +423,48 @@ def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
         errs = []
         if compact:
             best = None
-            for layer in r["layers"]:
-                e = layer.get("error")
-                if not e:
+            for layer in r.layers:
+                e = layer.error
+                if e is None:
                     continue
-                v = None if e["upper"] == "inf" else parse_decimal(e["upper"])
+                up = e.upper or "inf"
+                v = None if up == "inf" else parse_decimal(up)
                 if best is None or v is None or (best[0] is not None and v > best[0]):
                     if best is None or best[0] is not None:
-                        best = (v, layer["index"], e["upper"])
+                        best = (v, layer.index, up)
             errs = [_sci(best[2]), str(best[1])] if best else ["–", "–"]
         else:
-            for layer in r["layers"]:
-                e = layer.get("error")
-                errs.append(_sci(e["upper"]) if e else "–")
-        rm = r.get("reference_mismatches")
-        ref = f"{rm['hard']}/{rm['soft'] if rm['soft'] is not None else '–'}" if rm else "–"
-        ties = r.get("hard_ties")
+            for layer in r.layers:
+                e = layer.error
+                errs.append(_sci(e.upper or "inf") if e is not None else "–")
+        rm = r.reference
+        ref = f"{rm.hard}/{rm.soft if rm.soft is not None else '–'}" if rm else "–"
         row = [
-            str(r["n"]),
-            f"{r['inputs']:,}",
-            _exact_cell(r["gamma"]) if r["gamma"] else "∞",
-            _exact_cell(r["x_max"]),
+            str(r.n),
+            f"{r.inputs:,}",
+            _exact_cell(r.gamma) if r.gamma else "∞",
+            _exact_cell(r.x_max),
             *errs,
-            _INV.get(r["invariant"], "–"),
-            _na(r["disagreements"]),
-            _na(r["undecided"]),
-            _na(ties["positions"]) if ties else "–",
-            _exact_cell(r["min_margin"]) if r["min_margin"] is not None else "–",
+            _INV.get(r.invariant, "–"),
+            _na(r.disagreements),
+            _na(r.undecided),
+            _na(r.tie_positions),
+            _exact_cell(r.min_margin) if r.min_margin is not None else "–",
             ref,
         ]
         if has_bounds:
-            bounds = typed[r["n"]][0]
+            bounds = r.bounds
             last = bounds.layers[-1].bound if bounds is not None and bounds.layers else None
             row.append(_sci(last.to_json()) if last is not None else "–")
             thm = None if bounds is None else bounds.tau_theorem
             row.append(_sci(thm.lower.to_json(), up=False) if thm is not None else "none")
         if has_tau_star:
-            row += [_tau_star_cell(b) for b in tau_star_brackets(typed[r["n"]][1])]
+            row += [_tau_star_cell(b) for b in tau_star_brackets(r.tau_star)]
         t.add_row(*row)
     _table_console().print(t)
     if has_tau_star:
-        for line in non_monotone_lines([(n, ts) for n, (_, ts) in typed.items()]):
+        for line in non_monotone_lines([(r.n, r.tau_star) for r in lengths]):
             console.print(line, highlight=False)
-
-
-def _theory(row: dict[str, Any]) -> tuple[BoundsRecord | None, TauStarRecord | None]:
-    b, ts = row.get("bounds"), row.get("tau_star")
-    return (BoundsRecord.from_json(b) if b else None, TauStarRecord.from_json(ts) if ts else None)
 
 
 def _tau_star_cell(b: TauBracket | None) -> str:
@@ -487,7 +483,7 @@ _INV = {"holds": "yes", "fails": "NO", "undecided": "?"}
 
 
 def _na(x: Any) -> str:
-    return "–" if x is None else f"{x:,}"
+    return "–" if x is None or x is ABSENT else f"{x:,}"
 
 
 def _sci(s: str | None, up: bool = True) -> str:

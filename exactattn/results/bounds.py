@@ -18,6 +18,7 @@ from typing import Any
 
 from flint import arb, ctx
 
+from exactattn.core.errors import ExactAttnError
 from exactattn.core.numbers import (
     arb_endpoints,
     arb_lower_str,
@@ -44,7 +45,7 @@ def _read_point(text: Any, up: bool) -> arb | None:
             m, e = text.split("*2^")
             return arb((int(m), int(e)))
         ball = decimal_to_arb(text)
-    except (ValueError, ArithmeticError):
+    except (ValueError, ArithmeticError, ExactAttnError):
         return None
     return arb(ball.upper() if up else ball.lower())
 
@@ -73,8 +74,18 @@ class CertifiedEnd:
 
     @staticmethod
     def from_json(text: Any, up: bool = True) -> CertifiedEnd:
+        """The end as written; its exact point is read only when asked for (:meth:`point`)."""
         s = text if isinstance(text, str) else str(text)
-        return CertifiedEnd(_read_point(s, up), up, text=s)
+        return CertifiedEnd(None, up, text=s)
+
+    def point(self) -> arb | None:
+        """The exact point the end stands for (the written decimal rounded outward to a
+        dyadic; None: not a finite number)."""
+        if self.value is None:
+            return _read_point(self.text, self.up)
+        if isinstance(self.value, Fraction):
+            return None
+        return arb(self.value.upper() if self.up else self.value.lower())
 
 
 def _end(v: CertifiedEnd | None) -> str | None:
@@ -104,9 +115,13 @@ class CertifiedBall:
 
 
 def _q_or_none(text: Any) -> Fraction | None:
+    """A written rational; None when absent or unreadable (reports read any file)."""
     if text is None:
         return None
-    return parse_rational(text, "result", max_exponent=None)
+    try:
+        return parse_rational(text, "result", max_exponent=None)
+    except (ValueError, ArithmeticError, ExactAttnError):
+        return None
 
 
 # ---------------------------------------------------------------------------
@@ -199,6 +214,15 @@ class TheoremConstants:
         )
 
 
+def _constants(c: Any) -> TheoremConstants | None:
+    if not isinstance(c, dict):
+        return None
+    try:
+        return TheoremConstants.from_json(c)
+    except (KeyError, TypeError):
+        return None
+
+
 @dataclass(frozen=True)
 class BoundsRecord:
     """``bounds`` of one length: the proved bound per layer, τ_thm(n), ε*, the constants."""
@@ -237,7 +261,7 @@ class BoundsRecord:
             tuple(LayerBound.from_json(e) for e in d.get("layers") or []),
             None if t is None else CertifiedBall.from_json(t),
             _q_or_none(d.get("eps_star")),
-            None if not isinstance(c, dict) else TheoremConstants.from_json(c),
+            _constants(c),
             tuple(BoundViolation.from_json(x) for x in d.get("violation_details") or []),
             v if isinstance(v, int) else None,
         )
@@ -319,6 +343,7 @@ class ProbeWitness:
     error_lower: Fraction | None = None
     error_upper: Fraction | None = None  # None: not finite
     extra: tuple[tuple[str, Any], ...] = ()  # keys of a file this version does not know
+    error_written: Any = None  # the error object as read from a file (written back as is)
 
     @property
     def is_disagreement(self) -> bool:
@@ -334,11 +359,14 @@ class ProbeWitness:
             out["soft"] = self.soft
         if self.layer is not None:
             out["layer"] = self.layer
-            assert self.error_lower is not None
-            out["error"] = {
-                "lower": decimal_down(self.error_lower),
-                "upper": "inf" if self.error_upper is None else decimal_up(self.error_upper),
-            }
+            if self.error_written is not None:
+                out["error"] = self.error_written
+            else:
+                assert self.error_lower is not None
+                out["error"] = {
+                    "lower": decimal_down(self.error_lower),
+                    "upper": "inf" if self.error_upper is None else decimal_up(self.error_upper),
+                }
         out.update(self.extra)
         return out
 
@@ -347,17 +375,14 @@ class ProbeWitness:
         if not d:
             return None
         known = {"reason", "input", "hard", "soft", "layer", "error"}
-        err = d.get("error") if isinstance(d.get("error"), dict) else None
-        up = None if err is None else err.get("upper")
         return ProbeWitness(
             str(d.get("reason")),
             None if d.get("input") is None else tuple(d["input"]),
             d.get("hard"),
             d.get("soft"),
             d.get("layer"),
-            None if err is None else parse_decimal(str(err.get("lower"))),
-            None if up in (None, "inf") else parse_decimal(str(up)),
-            tuple((k, v) for k, v in d.items() if k not in known),
+            extra=tuple((k, v) for k, v in d.items() if k not in known),
+            error_written=d.get("error"),
         )
 
 

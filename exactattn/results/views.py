@@ -152,6 +152,7 @@ class LengthView:
     tau_star: TauStarRecord | None
     compiler_gap: CompilerGap | None
     entry: dict[str, Any]  # the entry as read (closed forms of files without them)
+    tie_positions: int | None = None  # output positions where the hard meaning ties
 
     def layer(self, index: int) -> LayerView | None:
         return next((x for x in self.layers if x.index == index), None)
@@ -183,6 +184,7 @@ class LengthView:
             tau_star=TauStarRecord.from_json(ts) if ts else None,
             compiler_gap=compiler_gap(d),
             entry=d,
+            tie_positions=(d.get("hard_ties") or {}).get("positions"),
         )
 
 
