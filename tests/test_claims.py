@@ -12,6 +12,7 @@ import pytest
 from exactattn.bounds.closedforms import closed_forms
 from exactattn.core.numbers import parse_decimal
 from exactattn.report import claims
+from exactattn.results.bounds import TauStarRecord
 from exactattn.results.sequences import values_of_rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,10 +79,15 @@ def test_tau_star_shapes_in_the_ledger() -> None:
         }
     }
     open_top = {"tau_star": {"lower": "65536", "upper": None}}
-    assert claims.tau_star(old) == (Fraction(2), Fraction(3))
-    assert claims.tau_star(new) == (Fraction(2), Fraction(3))
-    assert claims.tau_star(open_top) == (Fraction(65536), None)
-    assert claims.tau_star({"tau_star": None}) is None
+
+    def star(row: dict) -> object:
+        ts = row["tau_star"]
+        return claims.tau_star(TauStarRecord.from_json(ts) if ts else None)
+
+    assert star(old) == (Fraction(2), Fraction(3))
+    assert star(new) == (Fraction(2), Fraction(3))
+    assert star(open_top) == (Fraction(65536), None)
+    assert star({"tau_star": None}) is None
 
 
 def test_check_mode_detects_staleness(tmp_path: Path) -> None:

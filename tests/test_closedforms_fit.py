@@ -304,15 +304,17 @@ def test_tau_star_in_both_shapes() -> None:
     cf_old = closed_forms(values_of_rows(old))
     assert cf_old["tau_star"]["shape"] is not None and "tau_star_decisions" not in cf_old
     from exactattn.report.claims import tau_star
+    from exactattn.results.bounds import TauStarRecord
 
     dec, inv = split[0]["tau_star"]["decisions"], split[0]["tau_star"]["invariant"]
     # the combined τ*: the smaller lower end, the smaller finite upper end (None = ∞)
     uppers = [Fraction(b["upper"]) for b in (dec, inv) if b["upper"] is not None]
-    assert tau_star(split[0]) == (
+    assert tau_star(TauStarRecord.from_json(split[0]["tau_star"])) == (
         min(Fraction(dec["lower"]), Fraction(inv["lower"])),
         min(uppers) if uppers else None,
     )
-    assert tau_star(old[0]) == (Fraction(inv["lower"]), Fraction(inv["upper"]))
+    old_ts = TauStarRecord.from_json(old[0]["tau_star"])
+    assert tau_star(old_ts) == (Fraction(inv["lower"]), Fraction(inv["upper"]))
 
 
 def test_result_json_carries_closed_forms() -> None:

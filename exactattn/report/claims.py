@@ -29,6 +29,8 @@ from exactattn.certificate.certify import certify_range
 from exactattn.constructions.dyck import build_dyck
 from exactattn.core.numbers import decimal_down, decimal_up, parse_decimal, short_decimal
 from exactattn.model import load_model, model_from_dict
+from exactattn.results.bounds import GridTau, TauStarRecord
+from exactattn.results.views import ABSENT, LengthView, ResultView
 from exactattn.run.check import run_check
 
 ROOT = Path(__file__).resolve().parent.parent.parent  # the repository (exactattn/report/claims.py)
@@ -146,12 +148,13 @@ def rerun(root: Path = ROOT, only: list[str] | None = None, log: Any = None) -> 
             continue
         model = LOADERS[stem](root)
         for kind, kwargs in kinds.items():
-            data = run_check(model, **kwargs).to_json()
+            result = run_check(model, **kwargs)
+            data = result.to_json()
             path = data_path(root, stem, kind)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", "utf-8")
             if log:
-                log(f"wrote {path.relative_to(root)}: {data['verdict']['summary']}")
+                log(f"wrote {path.relative_to(root)}: {result.verdict().summary}")
 
 
 #: `exactattn certify --range 1..CERTIFY_TO` at the model's own τ and at τ_thm(n) (issue 23)
@@ -238,44 +241,44 @@ def short(x: Fraction, up: bool) -> str:
     return short_decimal(x, up, plain=(-3, 4))
 
 
+def _grid(g: GridTau | None) -> Fraction | None:
+    return None if g is None else _q(g.to_json())
+
+
 def tau_star(
-    row: dict[str, Any], which: str | None = None
+    ts: TauStarRecord | None, which: str | None = None
 ) -> tuple[Fraction | None, Fraction | None] | None:
     """τ*(n) as (largest τ found good, next τ found bad), None = no end found.
 
     ``which`` = "decisions" (τ*_dec: every decision as hard), "invariant" (τ*_inv: also ε ≤ 1
     after every layer that feeds another) or None (the smaller of the two, per end). A legacy
-    flat {"lower", "upper"} bracket tested decisions and ε ≤ 1 together: it is τ*_inv.
+    flat bracket tested decisions and ε ≤ 1 together: it is τ*_inv.
     """
-    ts = row.get("tau_star")
-    if not ts:
+    if ts is None:
         return None
+    dec, inv = ts.brackets()
     if which is not None:
-        part = ts.get(which) if isinstance(ts.get(which), dict) else None
-        if part is None and "lower" in ts and which == "invariant":
-            part = ts
+        part = dec if which == "decisions" else inv if which == "invariant" else None
         if part is None:
             return None
-        return _q(part.get("lower")), _q(part.get("upper"))
-    parts = [ts[k] for k in ("decisions", "invariant") if isinstance(ts.get(k), dict)]
-    if not parts:
-        parts = [ts]
+        return _grid(part.lower), _grid(part.upper)
+    parts = [b for b in (dec, inv) if b is not None]
 
-    def smallest(key: str, none_is_inf: bool) -> Fraction | None:
-        vals = [_q(p.get(key)) for p in parts]
+    def smallest(lower: bool, none_is_inf: bool) -> Fraction | None:
+        vals = [_grid(p.lower if lower else p.upper) for p in parts]
         if none_is_inf:
             finite = [v for v in vals if v is not None]
             return min(finite) if finite else None
         return None if any(v is None for v in vals) else min(vals)  # type: ignore[type-var]
 
-    return smallest("lower", False), smallest("upper", True)
+    return smallest(True, False), smallest(False, True)
 
 
-def tau_thm(row: dict[str, Any]) -> tuple[Fraction, Fraction] | None:
-    t = (row.get("bounds") or {}).get("tau_theorem")
-    if not t:
+def tau_thm(row: LengthView) -> tuple[Fraction, Fraction] | None:
+    t = None if row.bounds is None else row.bounds.tau_theorem
+    if t is None:
         return None
-    lo, hi = _q(t["lower"]), _q(t["upper"])
+    lo, hi = _q(t.lower.to_json()), _q(t.upper.to_json())
     assert lo is not None and hi is not None
     return lo, hi
 
@@ -300,11 +303,11 @@ class TauRow:
         return self.star[1] / self.thm[0]
 
 
-def tau_rows(soft: dict[str, Any] | None, which: str | None = "invariant") -> list[TauRow]:
+def tau_rows(soft: ResultView | None, which: str | None = "invariant") -> list[TauRow]:
     """τ_thm and τ* per n (``which``: the τ*_inv or τ*_dec bracket, see :func:`tau_star`)."""
     if not soft:
         return []
-    return [TauRow(r["n"], tau_thm(r), tau_star(r, which)) for r in soft["lengths"]]
+    return [TauRow(r.n, tau_thm(r), tau_star(r.tau_star, which)) for r in soft.lengths]
 
 
 def trend_text(points: list[tuple[int, Fraction, Fraction]]) -> str:
@@ -376,11 +379,11 @@ def _runs(ns: list[int]) -> str:
     return ", ".join(map(str, ns))
 
 
-def closed_text(result: dict[str, Any] | None, key: str) -> str:
+def closed_text(result: ResultView | None, key: str) -> str:
     """``1/(n + 1)`` (fitted n = 1, 2; verified n = 3..14) or why there is none."""
     if not result:
         return "—"
-    rec = (result.get("closed_forms") or {}).get(key)
+    rec = (result.closed_forms or {}).get(key)
     if not rec:
         return "—"
     if rec.get("expression") is None:
@@ -394,50 +397,56 @@ def closed_text(result: dict[str, Any] | None, key: str) -> str:
     return text + ")"
 
 
-def verdict_text(result: dict[str, Any] | None, what: str) -> str:
+def verdict_text(result: ResultView | None, what: str) -> str:
     if not result:
         return f"{what}: not run"
-    s = result["settings"]
-    v = result["verdict"]
-    tail = " (interrupted)" if result.get("interrupted") else ""
-    return f"{what} n = {s['min_n']}..{s['max_n']}: **{v['status']}**{tail}"
+    s = result.settings
+    tail = " (interrupted)" if result.interrupted else ""
+    return f"{what} n = {s.min_n}..{s.max_n}: **{_status(result)}**{tail}"
 
 
-def max_error(result: dict[str, Any] | None, kind: str) -> Fraction | None:
+def _status(result: ResultView) -> str | None:
+    return None if result.verdict is None else result.verdict.status
+
+
+def max_error(result: ResultView | None, kind: str) -> Fraction | None:
     """The largest certified upper end of the per-layer error over layers of ``kind``, all n."""
     if not result:
         return None
     best: Fraction | None = None
-    for r in result["lengths"]:
-        for layer in r.get("layers") or []:
-            err = layer.get("error")
-            if layer.get("kind") == kind and err is not None:
-                v = _q(err["upper"])
+    for r in result.lengths:
+        for layer in r.layers:
+            err = layer.error
+            if layer.kind == kind and err is not None:
+                v = _q(err.upper)
                 if v is not None and (best is None or v > best):
                     best = v
     return best
 
 
-def max_over_bound(result: dict[str, Any] | None) -> tuple[Fraction | None, int]:
+def max_over_bound(result: ResultView | None) -> tuple[Fraction | None, int]:
     """(largest measured/bound over layers and n, total bound violations)."""
     if not result:
         return None, 0
     best: Fraction | None = None
     violations = 0
-    for r in result["lengths"]:
-        b = r.get("bounds") or {}
-        violations += int(b.get("violations") or 0)
-        for layer in b.get("layers") or []:
-            v = _q(layer.get("measured_over_bound"))
+    for r in result.lengths:
+        b = r.bounds
+        if b is None:
+            continue
+        violations += int(b.declared_violations or 0)
+        for layer in b.layers:
+            ratio = layer.measured_over_bound
+            v = None if ratio is None else _q(ratio.to_json())
             if v is not None and (best is None or v > best):
                 best = v
     return best, violations
 
 
-def invariant_everywhere(result: dict[str, Any] | None) -> str:
+def invariant_everywhere(result: ResultView | None) -> str:
     if not result:
         return "—"
-    states = {r.get("invariant") for r in result["lengths"]}
+    states = {None if r.invariant is ABSENT else r.invariant for r in result.lengths}
     if states <= {"holds", None}:
         return "holds at every n"
     return ", ".join(sorted(str(s) for s in states))
@@ -457,23 +466,19 @@ class Claim:
     models: tuple[str, ...]
     review: str
     why_not: str | None = None
-    evidence: Callable[[dict[str, dict[str, dict[str, Any]]]], str] | None = None
+    evidence: Callable[[dict[str, dict[str, ResultView]]], str] | None = None
 
 
-def error_series(result: dict[str, Any] | None, kind: str) -> list[tuple[int, Fraction, Fraction]]:
+def error_series(result: ResultView | None, kind: str) -> list[tuple[int, Fraction, Fraction]]:
     """(n, lower, upper): the largest certified error over the layers of ``kind`` at each n
     (largest lower end, largest upper end), for the n where such a layer was measured."""
     out = []
-    for r in (result or {}).get("lengths") or []:
-        errs = [
-            layer["error"]
-            for layer in r.get("layers") or []
-            if layer.get("kind") == kind and layer.get("error") is not None
-        ]
+    for r in () if result is None else result.lengths:
+        errs = [layer.error for layer in r.layers if layer.kind == kind and layer.error is not None]
         if errs:
-            lo = max(_q(e["lower"]) or Fraction(0) for e in errs)
-            hi = max(_q(e["upper"]) or Fraction(0) for e in errs)
-            out.append((r["n"], lo, hi))
+            lo = max(_q(e.lower) or Fraction(0) for e in errs)
+            hi = max(_q(e.upper) or Fraction(0) for e in errs)
+            out.append((r.n, lo, hi))
     return out
 
 
@@ -488,7 +493,7 @@ def separated(x: Fraction, y: Fraction) -> tuple[str, str]:
     return decimal_up(x, 30), decimal_down(y, 30)
 
 
-def _ziggurat(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
+def _ziggurat(runs: dict[str, dict[str, ResultView]]) -> str:
     series = {s: error_series(runs.get(s, {}).get("soft"), "attention") for s in _LTL_TEMPERATURE}
     known = {s: v for s, v in series.items() if v}
     if not known:
@@ -506,7 +511,7 @@ def _ziggurat(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
     )
 
 
-def _rounding(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
+def _rounding(runs: dict[str, dict[str, ResultView]]) -> str:
     parts = []
     for kind, label in (("soft", "own τ"), ("thm", "τ_thm")):
         worst = [max_error(runs.get(s, {}).get(kind), "ffn") for s in _LTL_ALL]
@@ -523,7 +528,7 @@ def _rounding(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
     return "largest feed-forward-layer error over the six LTL models: " + "; ".join(parts)
 
 
-def _lemma25(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
+def _lemma25(runs: dict[str, dict[str, ResultView]]) -> str:
     worst: Fraction | None = None
     violations = 0
     for stem in RUNS:
@@ -539,9 +544,9 @@ def _lemma25(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
     )
 
 
-def _main(runs: dict[str, dict[str, dict[str, Any]]]) -> str:
+def _main(runs: dict[str, dict[str, ResultView]]) -> str:
     thm = [runs.get(s, {}).get("thm") for s in RUNS]
-    clean = [t for t in thm if t and t["verdict"]["status"] == "clean"]
+    clean = [t for t in thm if t and _status(t) == "clean"]
     text = f"soft meaning at τ = τ_thm(n): clean on {len(clean)} of {len(RUNS)} models; "
     parts = []
     for kind, label in (("thm", "at τ_thm"), ("soft", "at the own τ")):
@@ -687,7 +692,7 @@ CLAIMS: tuple[Claim, ...] = (
 # rendering
 
 
-def lengths_text(r: dict[str, dict[str, Any]]) -> str:
+def lengths_text(r: dict[str, ResultView]) -> str:
     """``own τ n ≤ 6, τ_thm n ≤ 5, hard n ≤ 12: clean`` (statuses named when not all clean)."""
     parts, statuses = [], set()
     for kind, label in (("soft", "own τ"), ("thm", "τ_thm"), ("hard", "hard")):
@@ -695,9 +700,9 @@ def lengths_text(r: dict[str, dict[str, Any]]) -> str:
         if not res:
             parts.append(f"{label}: not run")
             continue
-        s, v = res["settings"], res["verdict"]
-        statuses.add(v["status"] + (" (interrupted)" if res.get("interrupted") else ""))
-        parts.append(f"{label} n = {s['min_n']}..{s['max_n']}")
+        s = res.settings
+        statuses.add(str(_status(res)) + (" (interrupted)" if res.interrupted else ""))
+        parts.append(f"{label} n = {s.min_n}..{s.max_n}")
     if not statuses:
         return "not run"
     if statuses == {"clean"}:
@@ -705,9 +710,9 @@ def lengths_text(r: dict[str, dict[str, Any]]) -> str:
     return ", ".join(parts) + ": " + ", ".join(f"**{x}**" for x in sorted(statuses))
 
 
-def short_closed(result: dict[str, Any] | None, key: str) -> str:
+def short_closed(result: ResultView | None, key: str) -> str:
     """``3/n`` (verified to n = 12), compact for the claims table."""
-    rec = ((result or {}).get("closed_forms") or {}).get(key)
+    rec = ((None if result is None else result.closed_forms) or {}).get(key)
     if not rec:
         return "—"
     if rec.get("expression") is None:
@@ -715,7 +720,7 @@ def short_closed(result: dict[str, Any] | None, key: str) -> str:
     return f"`{rec['expression']}` (verified to n = {max(rec['verified_on'])})"
 
 
-def both_ratios(soft: dict[str, Any] | None) -> str:
+def both_ratios(soft: ResultView | None) -> str:
     """The claims-table cell: the ranges of τ*_inv/τ_thm and τ*_dec/τ_thm."""
     inv = short_ratio(tau_rows(soft, "invariant"))
     dec = short_ratio(tau_rows(soft, "decisions"))
@@ -735,9 +740,13 @@ def short_ratio(rows: list[TauRow]) -> str:
 
 
 def render(
-    runs: dict[str, dict[str, dict[str, Any]]], certs: dict[str, dict[str, Any]] | None = None
+    stored: dict[str, dict[str, dict[str, Any]]], certs: dict[str, dict[str, Any]] | None = None
 ) -> str:
     """The Markdown of docs/claims.md from the stored results (and `certify --range` ones)."""
+    runs = {
+        stem: {kind: ResultView.from_json(res) for kind, res in kinds.items()}
+        for stem, kinds in stored.items()
+    }
     lines = [
         "# Claims ledger",
         "",
@@ -810,7 +819,7 @@ def render(
         r = runs.get(stem, {})
         soft, hard = r.get("soft"), r.get("hard")
         mob, viol = max_over_bound(soft)
-        bracket = ((soft or {}).get("closed_forms") or {}).get("tau_theorem") or {}
+        bracket = ((None if soft is None else soft.closed_forms) or {}).get("tau_theorem") or {}
         if bracket.get("shape"):
             thm_shape = (
                 f"[{bracket['c_lower']}, {bracket['c_upper']}]·{bracket['shape']} "

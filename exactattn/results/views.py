@@ -258,6 +258,7 @@ class ResultView:
     verdict: VerdictView | None
     lengths: tuple[LengthView, ...]
     closed_forms: dict[str, Any] | None
+    interrupted: bool = False
 
     @staticmethod
     def from_json(result: dict[str, Any]) -> ResultView:
@@ -274,4 +275,5 @@ class ResultView:
             None if v is None else VerdictView.from_json(v),
             tuple(LengthView.from_json(row) for row in rows),
             result.get("closed_forms"),
+            bool(result.get("interrupted")),
         )
