@@ -16,7 +16,7 @@ from exactattn.bounds.closedforms import closed_forms
 from exactattn.core.errors import UsageError
 from exactattn.report.closed import values, verified
 from exactattn.report.fmt import PowerFit, parse_decimal, parse_rational
-from exactattn.results import RESULT_FORMAT  # noqa: E402  (one spelling of the format)
+from exactattn.results import RESULT_FORMAT
 from exactattn.results.bounds import (
     BoundsRecord,
     CertifiedBall,

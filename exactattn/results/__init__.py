@@ -28,7 +28,9 @@ from exactattn.core.numbers import (
     frac_str,
     parse_rational,
 )
+from exactattn.model import AttentionLayer, Model
 from exactattn.results.bounds import BoundsRecord, TauStarRecord
+from exactattn.results.settings import CheckSettings
 from exactattn.results.views import decisions
 
 RESULT_FORMAT = "exactattn-result/1"
@@ -687,6 +689,45 @@ def verdict_of(
             f"for and the run was {why}",
         )
     return Verdict("clean", f"no problem found for {rng}")
+
+
+def result_json(
+    model: Model,
+    settings: CheckSettings,
+    verdict: Verdict,
+    interrupted: bool,
+    lengths: Sequence[LengthRecord],
+    closed_forms: dict[str, Any],
+) -> dict[str, Any]:
+    """A whole check in format ``exactattn-result/1``: the model's description, the
+    settings, the verdict and every length (``closed_forms`` as fitted by
+    :func:`exactattn.bounds.closedforms.closed_forms`)."""
+    info_layers: list[dict[str, Any]] = []
+    for li, layer in enumerate(model.layers):
+        if isinstance(layer, AttentionLayer):
+            info_layers.append({"index": li, "kind": "attention", "heads": len(layer.heads)})
+        else:
+            info_layers.append({"index": li, "kind": "ffn"})
+    return {
+        "format": RESULT_FORMAT,
+        "model": model.name,
+        "model_info": {
+            "description": model.description,
+            "alphabet": list(model.alphabet),
+            "bos": model.bos,
+            "eos": model.eos,
+            "d": model.d,
+            "layers": info_layers,
+            "output": model.output.kind,
+            "temperature": settings.tau.record_text() or model.temperature.text,
+            "reference": model.reference.kind if model.reference else None,
+        },
+        "settings": settings.to_json(),
+        "verdict": verdict.to_json(),
+        "interrupted": interrupted,
+        "lengths": [r.to_json() for r in lengths],
+        "closed_forms": closed_forms,
+    }
 
 
 def claim_problems(n: int, entry: dict[str, Any]) -> list[str]:

@@ -29,15 +29,15 @@ from exactattn.inputs import (
     shards_of_length,
     word_of_rank,
 )
-from exactattn.model import AttentionLayer, Model
+from exactattn.model import Model
 from exactattn.model.claimed import precheck
 from exactattn.model.expr import Expr
 from exactattn.rasp.gap import gap_bound_record
 from exactattn.results import (
-    RESULT_FORMAT,
     LengthRecord,
     Verdict,
     merge_lengths,
+    result_json,
     verdict_of,
     with_extras,
 )
@@ -82,33 +82,15 @@ class CheckResult:
         return self.verdict().exit_code
 
     def to_json(self) -> dict[str, Any]:
-        m = self.model
-        info_layers = []
-        for li, layer in enumerate(m.layers):
-            if isinstance(layer, AttentionLayer):
-                info_layers.append({"index": li, "kind": "attention", "heads": len(layer.heads)})
-            else:
-                info_layers.append({"index": li, "kind": "ffn"})
-        return {
-            "format": RESULT_FORMAT,
-            "model": m.name,
-            "model_info": {
-                "description": m.description,
-                "alphabet": list(m.alphabet),
-                "bos": m.bos,
-                "eos": m.eos,
-                "d": m.d,
-                "layers": info_layers,
-                "output": m.output.kind,
-                "temperature": self.settings.tau.record_text() or m.temperature.text,
-                "reference": m.reference.kind if m.reference else None,
-            },
-            "settings": self.settings.to_json(),
-            "verdict": self.verdict().to_json(),
-            "interrupted": self.interrupted,
-            "lengths": [r.to_json() for r in self.lengths],
-            "closed_forms": closed_forms([LengthValues.of(r) for r in self.lengths]),
-        }
+        """The result in format ``exactattn-result/1`` (keys spelled in exactattn.results)."""
+        return result_json(
+            self.model,
+            self.settings,
+            self.verdict(),
+            self.interrupted,
+            self.lengths,
+            closed_forms([LengthValues.of(r) for r in self.lengths]),
+        )
 
 
 def run_check(
