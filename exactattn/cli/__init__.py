@@ -60,10 +60,11 @@ from exactattn.report.certificate import write_certificate_report
 from exactattn.report.claims import main as claims_main
 from exactattn.report.data import non_monotone_lines
 from exactattn.report.regenerate import regenerate
+from exactattn.results import RESULT_FORMAT
 from exactattn.results.bounds import TauBracket, tau_star_brackets
 from exactattn.results.resultfile import validate_result
 from exactattn.results.settings import TauChoice
-from exactattn.results.views import ABSENT, ResultView
+from exactattn.results.views import ABSENT, ResultView, format_of
 from exactattn.run.check import estimate, run_check
 from exactattn.run.evaluate import evaluate
 from exactattn.run.executors import Checkpoint, fingerprint, make_executor
@@ -702,10 +703,10 @@ def report(result_path: str, fmt: str | None, out: str) -> None:
         raise click.UsageError(
             f"{result_path} is not UTF-8 text (result files are UTF-8 JSON)"
         ) from None
-    if isinstance(data, dict) and data.get("format") == "exactattn-certificate/1":  # issue 23
+    if format_of(data) == "exactattn-certificate/1":  # issue 23
         err_console.print(f"wrote {write_certificate_report(data, Path(out), fmt)}")
         return
-    if not isinstance(data, dict) or data.get("format") != "exactattn-result/1":
+    if format_of(data) != RESULT_FORMAT:
         raise click.UsageError(f"{result_path} is not an exactattn-result/1 file")
     validate_result(data, result_path)
     for p in write_report(data, Path(out), fmt):

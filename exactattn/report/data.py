@@ -36,6 +36,7 @@ from exactattn.results.views import (
     ModelInfo,
     ResultView,
     VerdictView,
+    format_of,
 )
 
 
@@ -283,9 +284,9 @@ def load(result: dict[str, Any]) -> ReportData:
     """Check the format tag and build the view; raises UsageError naming what is wrong."""
     if not isinstance(result, dict):
         raise UsageError("a result must be a JSON object in format exactattn-result/1")
-    view = ResultView.from_json(result) if result.get("format") == RESULT_FORMAT else None
-    if view is None:
-        raise UsageError(f"format: expected {RESULT_FORMAT!r}, got {result.get('format')!r}")
+    if format_of(result) != RESULT_FORMAT:
+        raise UsageError(f"format: expected {RESULT_FORMAT!r}, got {format_of(result)!r}")
+    view = ResultView.from_json(result)
     rows = list(view.lengths)
     if view.info.layers:
         layers = list(view.info.layers)

@@ -277,3 +277,8 @@ class ResultView:
             result.get("closed_forms"),
             bool(result.get("interrupted")),
         )
+
+
+def format_of(document: Any) -> Any:
+    """The ``format`` tag of a JSON document (None when it is not an object or has none)."""
+    return document.get("format") if isinstance(document, dict) else None
