@@ -30,6 +30,7 @@ from exactattn.constructions.dyck import build_dyck
 from exactattn.core.numbers import decimal_down, decimal_up, parse_decimal, short_decimal
 from exactattn.model import load_model, model_from_dict
 from exactattn.results.bounds import GridTau, TauStarRecord
+from exactattn.results.sequences import TAU_THM, closed_form_records
 from exactattn.results.views import ABSENT, LengthView, ResultView
 from exactattn.run.check import run_check
 
@@ -383,17 +384,18 @@ def closed_text(result: ResultView | None, key: str) -> str:
     """``1/(n + 1)`` (fitted n = 1, 2; verified n = 3..14) or why there is none."""
     if not result:
         return "—"
-    rec = (result.closed_forms or {}).get(key)
-    if not rec:
+    rec = closed_form_records(result.closed_forms).get(key)
+    if rec is None:
         return "—"
-    if rec.get("expression") is None:
-        return f"none verified ({rec.get('reason')}; n = {_runs(rec.get('lengths', []))})"
-    text = f"`{rec['expression']}` (fitted n = {_runs(rec['fitted_on'])}; verified exactly n = "
-    text += f"{_runs(rec['verified_on'])}"
-    if rec.get("valid_from"):
-        text += f"; from n = {rec['valid_from']}"
-    if rec.get("undefined_at"):
-        text += f"; ∞ at n = {_runs(rec['undefined_at'])}"
+    if rec.expression is None:
+        reason = None if rec.reason is ABSENT else rec.reason
+        return f"none verified ({reason}; n = {_runs(list(rec.lengths))})"
+    text = f"`{rec.expression}` (fitted n = {_runs(list(rec.fitted_on))}; verified exactly n = "
+    text += f"{_runs(list(rec.verified_on))}"
+    if rec.valid_from:
+        text += f"; from n = {rec.valid_from}"
+    if rec.undefined_at:
+        text += f"; ∞ at n = {_runs(list(rec.undefined_at))}"
     return text + ")"
 
 
@@ -712,12 +714,12 @@ def lengths_text(r: dict[str, ResultView]) -> str:
 
 def short_closed(result: ResultView | None, key: str) -> str:
     """``3/n`` (verified to n = 12), compact for the claims table."""
-    rec = ((None if result is None else result.closed_forms) or {}).get(key)
-    if not rec:
+    rec = closed_form_records(None if result is None else result.closed_forms).get(key)
+    if rec is None:
         return "—"
-    if rec.get("expression") is None:
-        return f"none verified (n ≤ {max(rec.get('lengths') or [0])})"
-    return f"`{rec['expression']}` (verified to n = {max(rec['verified_on'])})"
+    if rec.expression is None:
+        return f"none verified (n ≤ {max(rec.lengths or (0,))})"
+    return f"`{rec.expression}` (verified to n = {max(rec.verified_on)})"
 
 
 def both_ratios(soft: ResultView | None) -> str:
@@ -819,11 +821,11 @@ def render(
         r = runs.get(stem, {})
         soft, hard = r.get("soft"), r.get("hard")
         mob, viol = max_over_bound(soft)
-        bracket = ((None if soft is None else soft.closed_forms) or {}).get("tau_theorem") or {}
-        if bracket.get("shape"):
+        bracket = closed_form_records(None if soft is None else soft.closed_forms).get(TAU_THM)
+        if bracket is not None and bracket.shape:
             thm_shape = (
-                f"[{bracket['c_lower']}, {bracket['c_upper']}]·{bracket['shape']} "
-                f"(n = {_runs(bracket['on'])})"
+                f"[{bracket.c_lower}, {bracket.c_upper}]·{bracket.shape} "
+                f"(n = {_runs(list(bracket.on))})"
             )
         else:
             thm_shape = "—"

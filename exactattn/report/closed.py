@@ -15,6 +15,8 @@ from exactattn.bounds.closedforms import evaluate_form, form_expr
 from exactattn.report import fmt, table
 from exactattn.report.escape import plain, text
 from exactattn.report.table import MISSING, Alt, Cell, Code, Column, Lit, Table, Text, rich
+from exactattn.results.sequences import ClosedForm, closed_form_records
+from exactattn.results.views import ABSENT
 
 _LABELS = {
     "gamma": ("γ(n)", r"\gamma(n)"),
@@ -46,33 +48,32 @@ def label(key: str) -> tuple[str, str]:
     return plain(key), r"\text{" + text(key) + "}"
 
 
-def verified(record: dict[str, Any] | None) -> bool:
+def verified(record: ClosedForm | None) -> bool:
     """A record that holds a verified closed form with a usable structured form."""
-    return bool(
-        record
-        and record.get("expression") is not None
-        and record.get("verified_on")
-        and isinstance(record.get("form"), dict)
-    )
+    return record is not None and record.verified
 
 
-def form_latex(record: dict[str, Any]) -> str | None:
+def form_latex(record: ClosedForm) -> str | None:
     """sympy's LaTeX of the record's structured form (None when the form is unusable)."""
     # lazy: sympy costs ≈ 0.5 s to import; only closed-form typesetting and checks need it
     import sympy
 
+    if record.form is None:
+        return None
     try:
-        return sympy.latex(form_expr(record["form"]))
+        return sympy.latex(form_expr(record.form))
     except Exception:  # noqa: BLE001 - result-file data that sympy cannot typeset: shown verbatim
         return None
 
 
-def values(record: dict[str, Any], ns: list[int]) -> list[tuple[int, Fraction]]:
+def values(record: ClosedForm, ns: list[int]) -> list[tuple[int, Fraction]]:
     """The closed form's exact values at the given n (where it is defined)."""
     out = []
+    if record.form is None:
+        return []
     for n in ns:
         try:
-            v = evaluate_form(record["form"], n)
+            v = evaluate_form(record.form, n)
         except (KeyError, TypeError, ValueError, ZeroDivisionError):
             return []
         if v is not None:
@@ -80,14 +81,12 @@ def values(record: dict[str, Any], ns: list[int]) -> list[tuple[int, Fraction]]:
     return out
 
 
-def _remark(record: dict[str, Any]) -> str:
+def _remark(record: ClosedForm) -> str:
     parts = []
-    if record.get("valid_from") is not None:
-        parts.append(
-            f"from n = {record['valid_from']} on (not n = {fmt.runs(record['exceptions'])})"
-        )
-    if record.get("undefined_at"):
-        parts.append(f"no value (∞) at n = {fmt.runs(record['undefined_at'])}")
+    if record.valid_from is not None:
+        parts.append(f"from n = {record.valid_from} on (not n = {fmt.runs(record.exceptions)})")
+    if record.undefined_at:
+        parts.append(f"no value (∞) at n = {fmt.runs(record.undefined_at)}")
     return "; ".join(parts)
 
 
@@ -169,42 +168,41 @@ def tables(cf: dict[str, Any]) -> tuple[Table | None, Table | None]:
             Column(Lit("remark", "remark")),
         ]
     )
-    for key, rec in cf.items():
+    for key, rec in closed_form_records(cf).items():
         name = _name(key)
-        if rec.get("kind") == "bracket":
-            if rec.get("shape") is None:
+        if rec.is_bracket:
+            if rec.shape is None:
                 continue
-            shape = _exponent_text(rec["a"], rec["b"])
-            shape_tex = _shape_tex(rec["a"], rec["b"])
-            lo, hi = _sci_tex(rec["c_lower"]), _sci_tex(rec["c_upper"])
+            assert rec.a is not None and rec.b is not None
+            shape = _exponent_text(rec.a, rec.b)
+            shape_tex = _shape_tex(rec.a, rec.b)
+            lo, hi = _sci_tex(str(rec.c_lower)), _sci_tex(str(rec.c_upper))
             tex = rf"$[{lo},\,{hi}]" + (rf"\cdot {shape_tex}$" if shape_tex else "$")
             md = rich(
                 Lit("[", ""),
-                Alt(Text(str(rec["c_lower"])), Lit("", "")),
+                Alt(Text(str(rec.c_lower)), Lit("", "")),
                 Lit(", ", ""),
-                Alt(Text(str(rec["c_upper"])), Lit("", "")),
+                Alt(Text(str(rec.c_upper)), Lit("", "")),
                 Lit("]" + (f" · {shape}" if shape else ""), tex),
             )
             notes = []
-            if rec.get("exactly_zero_at"):
-                notes.append(f"exactly 0 at n = {fmt.runs(rec['exactly_zero_at'])}")
-            if rec.get("open_at"):
-                notes.append(f"open bracket at n = {fmt.runs(rec['open_at'])}")
-            brackets.rows.append(
-                [name, md, Text(fmt.runs(rec["on"])), _or_missing("; ".join(notes))]
-            )
-        elif rec.get("expression") is not None:
-            form = form_latex(rec) if isinstance(rec.get("form"), dict) else None
+            if rec.exactly_zero_at:
+                notes.append(f"exactly 0 at n = {fmt.runs(rec.exactly_zero_at)}")
+            if rec.open_at:
+                notes.append(f"open bracket at n = {fmt.runs(rec.open_at)}")
+            brackets.rows.append([name, md, Text(fmt.runs(rec.on)), _or_missing("; ".join(notes))])
+        elif rec.expression is not None:
+            form = form_latex(rec)
             expr = Alt(
-                Code(f"{_raw_name(key)} = {rec['expression']}"),
-                Lit("", "$" + form + "$") if form is not None else Code(str(rec["expression"])),
+                Code(f"{_raw_name(key)} = {rec.expression}"),
+                Lit("", "$" + form + "$") if form is not None else Code(rec.expression),
             )
             exact.rows.append(
                 [
                     name,
                     expr,
-                    Text(fmt.runs(rec.get("fitted_on", []))),
-                    Text(fmt.runs(rec.get("verified_on", []))),
+                    Text(fmt.runs(rec.fitted_on)),
+                    Text(fmt.runs(rec.verified_on)),
                     _or_missing(_remark(rec)),
                 ]
             )
@@ -212,8 +210,8 @@ def tables(cf: dict[str, Any]) -> tuple[Table | None, Table | None]:
             exact.rows.append(
                 [
                     name,
-                    Text(str(rec.get("reason", "none"))),
-                    _or_missing(fmt.runs(rec.get("lengths", []))),
+                    Text("none" if rec.reason is ABSENT else str(rec.reason)),
+                    _or_missing(fmt.runs(rec.lengths)),
                     MISSING,
                     _or_missing(_remark(rec)),
                 ]

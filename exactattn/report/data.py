@@ -26,7 +26,7 @@ from exactattn.results.bounds import (
     tau_star_brackets,
 )
 from exactattn.results.extensions import CompilerGap
-from exactattn.results.sequences import LengthValues
+from exactattn.results.sequences import GAMMA, ClosedForm, LengthValues, closed_form_records
 from exactattn.results.settings import CheckSettings
 from exactattn.results.views import (
     ABSENT,
@@ -200,15 +200,14 @@ class ReportData:
             self._closed = closed_forms([LengthValues.from_row(r.entry) for r in self.rows])
         return self._closed
 
-    def gamma_closed_form(self) -> dict[str, Any] | None:
+    def gamma_closed_form(self) -> ClosedForm | None:
         """γ's verified closed form (it replaces the float power fit), or None."""
 
-        rec = self.closed_forms.get("gamma")
-        if not verified(rec):
+        rec = closed_form_records(self.closed_forms).get(GAMMA)
+        if rec is None or not verified(rec):
             return None
-        assert rec is not None
         # a result file is input: draw the form only where it reproduces the rows it names
-        named = set(rec.get("fitted_on", [])) | set(rec.get("verified_on", []))
+        named = set(rec.fitted_on) | set(rec.verified_on)
         rows = {r.n: r.gamma for r in self.rows if r.n in named}
         got = dict(values(rec, sorted(rows)))
         for n, g in rows.items():

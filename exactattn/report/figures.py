@@ -131,7 +131,7 @@ def gamma_figure(data: ReportData, path: Path, fit: PowerFit | None) -> Path:
     if ns:
         ax.plot(ns, [axis.y(v) for v in logs], "o", color=COLORS[0], label=r"$\gamma(n)$ (exact)")
     closed_form = data.gamma_closed_form()
-    named = [] if closed_form is None else closed_form["fitted_on"] + closed_form["verified_on"]
+    named = [] if closed_form is None else [*closed_form.fitted_on, *closed_form.verified_on]
     closed_pts = [] if closed_form is None else closed_values(closed_form, sorted(named))
     closed_pts = [(n, v) for n, v in closed_pts if v > 0]
     if closed_pts:

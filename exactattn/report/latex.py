@@ -216,9 +216,9 @@ def figure_captions(data: ReportData) -> dict[str, str]:
             r"Dashed: the closed form $\gamma(n) = "
             + gamma_tex
             + r"$, fitted on $n\in\{"
-            + fmt.runs(gamma_form["fitted_on"], r",\dots,")
+            + fmt.runs(gamma_form.fitted_on, r",\dots,")
             + r"\}$ and verified exactly on $n\in\{"
-            + fmt.runs(gamma_form["verified_on"], r",\dots,")
+            + fmt.runs(gamma_form.verified_on, r",\dots,")
             + r"\}$."
         )
     elif fit is None:

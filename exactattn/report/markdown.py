@@ -143,9 +143,9 @@ def figure_captions(data: ReportData) -> dict[str, str]:
     gamma_form = data.gamma_closed_form()
     if gamma_form is not None:
         fit_sentence = (
-            f"Dashed: the closed form {code('γ(n) = ' + str(gamma_form['expression']))}, "
-            f"fitted on n ∈ {{{fmt.runs(gamma_form['fitted_on'])}}} and verified exactly on "
-            f"n ∈ {{{fmt.runs(gamma_form['verified_on'])}}}."
+            f"Dashed: the closed form {code('γ(n) = ' + str(gamma_form.expression))}, "
+            f"fitted on n ∈ {{{fmt.runs(gamma_form.fitted_on)}}} and verified exactly on "
+            f"n ∈ {{{fmt.runs(gamma_form.verified_on)}}}."
         )
     elif fit is None:
         fit_sentence = "No power law is fitted (fewer than two n with finite γ)."

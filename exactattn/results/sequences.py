@@ -17,6 +17,7 @@ from typing import Any
 from exactattn.core.numbers import parse_rational
 from exactattn.results import LengthRecord
 from exactattn.results.bounds import TauBracket
+from exactattn.results.views import ABSENT
 
 EXACT_QUANTITIES = ("gamma", "x_max", "min_margin", "accepted")
 """Exact per-length quantities fitted by closed forms (their keys in ``closed_forms``)."""
@@ -109,3 +110,79 @@ def _exact(v: Any) -> Fraction | None:
 def values_of_rows(rows: Any) -> list[LengthValues]:
     """:meth:`LengthValues.from_row` of every per-length entry of a result file."""
     return [LengthValues.from_row(r) for r in rows]
+
+
+# ---------------------------------------------------------------------------------------------
+# closed_forms records read back (reports, the claims ledger, the terminal)
+
+GAMMA = "gamma"
+"""The ``closed_forms`` key of γ(n)."""
+TAU_THM = "tau_theorem"
+"""The ``closed_forms`` key of τ_thm(n)."""
+
+
+def _ints(x: Any) -> tuple[int, ...]:
+    return tuple(x) if isinstance(x, list) else ()
+
+
+@dataclass(frozen=True)
+class ClosedForm:
+    """One record of ``closed_forms`` as written: a verified closed form (``expression``, its
+    structured ``form``, the lengths it was fitted and verified on), a none record
+    (``reason``, the ``lengths`` tried), or a certified bracket (``is_bracket``: ``shape`` with
+    exponents ``a``, ``b`` and constants ``c_lower``, ``c_upper`` on the lengths ``on``).
+    ``reason`` is ABSENT when the record has no such key (None: written null)."""
+
+    is_bracket: bool
+    expression: str | None
+    form: dict[str, Any] | None
+    fitted_on: tuple[int, ...]
+    verified_on: tuple[int, ...]
+    valid_from: int | None
+    exceptions: tuple[int, ...]
+    undefined_at: tuple[int, ...]
+    reason: Any
+    lengths: tuple[int, ...]
+    shape: str | None
+    a: str | None
+    b: str | None
+    c_lower: str | None
+    c_upper: str | None
+    on: tuple[int, ...]
+    exactly_zero_at: tuple[int, ...]
+    open_at: tuple[int, ...]
+
+    @property
+    def verified(self) -> bool:
+        """A verified closed form with a usable structured form."""
+        return self.expression is not None and bool(self.verified_on) and self.form is not None
+
+    @staticmethod
+    def from_json(rec: dict[str, Any]) -> ClosedForm:
+        form = rec.get("form")
+        expr, reason = rec.get("expression"), rec.get("reason", ABSENT)
+        return ClosedForm(
+            is_bracket=rec.get("kind") == "bracket",
+            expression=None if expr is None else str(expr),
+            form=form if isinstance(form, dict) else None,
+            fitted_on=_ints(rec.get("fitted_on")),
+            verified_on=_ints(rec.get("verified_on")),
+            valid_from=rec.get("valid_from"),
+            exceptions=_ints(rec.get("exceptions")),
+            undefined_at=_ints(rec.get("undefined_at")),
+            reason=reason if reason is None or reason is ABSENT else str(reason),
+            lengths=_ints(rec.get("lengths")),
+            shape=rec.get("shape"),
+            a=rec.get("a"),
+            b=rec.get("b"),
+            c_lower=None if rec.get("c_lower") is None else str(rec["c_lower"]),
+            c_upper=None if rec.get("c_upper") is None else str(rec["c_upper"]),
+            on=_ints(rec.get("on")),
+            exactly_zero_at=_ints(rec.get("exactly_zero_at")),
+            open_at=_ints(rec.get("open_at")),
+        )
+
+
+def closed_form_records(cf: dict[str, Any] | None) -> dict[str, ClosedForm]:
+    """Every record of a result's ``closed_forms``, by quantity key, in the file's order."""
+    return {key: ClosedForm.from_json(rec) for key, rec in (cf or {}).items()}
