@@ -274,7 +274,8 @@ def _agrees(path: Path, max_n: int, theorem: bool) -> None:
             assert arb_endpoints(err.lower)[0] <= bound, (path.stem, n, li, err.lower, bound)
             # the same Theorem 3(b) chain fed the measured x_in, gaps and counts (check
             # --bounds) can only be smaller: the claims bound what check measures
-            measured_chain = rec.bounds["layers"][li]["bound"]
+            written = rec.bounds.layers[li].bound
+            measured_chain = None if written is None else written.to_json()
             if measured_chain is not None:
                 assert Fraction(measured_chain) <= bound * (1 + Fraction(1, 10**9)), (
                     path.stem,
