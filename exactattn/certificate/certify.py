@@ -9,9 +9,11 @@ B_ℓ and its ε ≤ 1 invariant; Corollary 5 turns C·ε_L < μ into "every dec
 Theorem 5 gives τ_thm(N), below which every τ is certified. All numbers are exact rationals or
 arb balls rounded outward; nothing is a float.
 
-(H3) is not provable from the claims: a model with a leftmost/rightmost head gets no
+(H3) is not provable from the numeric claims: a model with a leftmost/rightmost head gets no
 certificate (Theorem 3(c): with a tie at the top no temperature works), as ``check --tau
-theorem`` refuses at a length where such a head ties.
+theorem`` refuses at a length where such a head ties — unless its claims include
+``unique_top`` (every such head's top score is unique), as the RASP compiler proves
+(proofs/claims.md, Proposition R); then each such head equals average-hard attention.
 """
 
 from __future__ import annotations
@@ -29,7 +31,14 @@ from exactattn.core.errors import ModelError, UsageError
 from exactattn.core.numbers import arb_endpoints, arb_interval, arb_upper_str, frac_str, to_arb
 from exactattn.engine.temperature import Temperatures, parse_tau
 from exactattn.model import AttentionLayer, Model, ValueOutput
-from exactattn.model.claimed import CLAIM_MEANING, Claim, claim_exact, claim_value, q_text
+from exactattn.model.claimed import (
+    CLAIM_MEANING,
+    UNIQUE_TOP,
+    Claim,
+    claim_exact,
+    claim_value,
+    q_text,
+)
 from exactattn.model.expr import Expr
 
 CERT_FORMAT = "exactattn-certificate/1"
@@ -57,7 +66,10 @@ def _need_claims(model: Model) -> Any:
 
 
 def refuse_unless_h3(model: Model) -> None:
-    """No certificate for leftmost/rightmost heads: (H3) cannot be shown without enumeration."""
+    """No certificate for leftmost/rightmost heads: (H3) cannot be shown without enumeration,
+    unless the claims include ``unique_top`` (then the proof of H3 is the claim's)."""
+    if model.claims is not None and model.claims.unique_top is not None:
+        return
     for li, layer in enumerate(model.layers):
         if isinstance(layer, AttentionLayer):
             for hi, h in enumerate(layer.heads):
@@ -66,7 +78,8 @@ def refuse_unless_h3(model: Model) -> None:
                         f"no certificate: layers[{li}].heads[{hi}] is '{h.hard}'; without "
                         "enumeration nothing shows that its top score is unique (H3), and with a "
                         "tie at the top no temperature makes softmax reproduce it (proofs/, "
-                        "Thm 3(c)), as `check --tau theorem` refuses"
+                        "Thm 3(c)), as `check --tau theorem` refuses; a proved H3 is the claim "
+                        '"unique_top" (docs/model-format.md)'
                     )
 
 
@@ -342,6 +355,19 @@ def proof_chain(prep: Prepared, checked_to: int | None) -> list[dict[str, str]]:
                 "proved_in": "asserted by the user (unproved)"
                 if j.user
                 else f"{j.file}, {j.statement}",
+            }
+        )
+    if cl.unique_top is not None:
+        text = f"{CLAIM_MEANING[UNIQUE_TOP]}, for n ≥ {cl.from_n}"
+        if checked_to is not None:
+            text += f"; also checked by enumeration for n ≤ {checked_to}"
+        steps.append(
+            {
+                "step": f"claim {UNIQUE_TOP}",
+                "statement": text + "; such a head equals average-hard attention",
+                "proved_in": "asserted by the user (unproved)"
+                if cl.unique_top.user
+                else f"{cl.unique_top.file}, {cl.unique_top.statement}",
             }
         )
     steps += [

@@ -16,13 +16,25 @@ from flint import arb
 from exactattn.core.numbers import arb_endpoints, frac_str
 from exactattn.engine.hard import CompiledModel
 from exactattn.engine.longinput import hard_output, run_hard_long
-from exactattn.model import Model
-from exactattn.model.claimed import CLAIM_MEANING, Claim, claim_exact, claim_value, q_text
+from exactattn.model import AttentionLayer, Model
+from exactattn.model.claimed import (
+    CLAIM_MEANING,
+    UNIQUE_TOP,
+    Claim,
+    claim_exact,
+    claim_value,
+    q_text,
+)
 from exactattn.results import LengthRecord, claim_problems  # noqa: F401  (re-exported)
 
 MARGIN_WITNESS_SEARCH = 200_000  # inputs tried to exhibit a margin below a false claim
 
-SYMBOL = {"gamma_lower": "γ(n) ≥", "x_max_upper": "x_max(n) ≤", "margin_lower": "μ(n) ≥"}
+SYMBOL = {
+    "gamma_lower": "γ(n) ≥",
+    "x_max_upper": "x_max(n) ≤",
+    "margin_lower": "μ(n) ≥",
+    UNIQUE_TOP: "top set of every leftmost/rightmost head ≤",
+}
 
 
 def _compare(c: Claim, n: int, measured: Fraction, lower: bool) -> str:
@@ -135,10 +147,40 @@ def verify_claims(model: Model, rec: LengthRecord) -> dict[str, Any]:
             return hit if hit is not None else None
 
         record(cl.margin_lower, rec.min_margin, True, mw)
+    if cl.unique_top is not None:
+        items[UNIQUE_TOP], bad = _unique_top(model, rec)
+        if bad is not None:
+            details.append(bad)
     out["claims"] = items
     out["violations"] = len(details)
     out["violation_details"] = details
     return out
+
+
+def _unique_top(model: Model, rec: LengthRecord) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """H3 at this length: the largest argmax set of any leftmost/rightmost head is ≤ 1 key.
+
+    The witness is the first such head with a tie at the top (layer, head); the hard engine
+    records the size of the largest argmax set per head, not the input."""
+    worst, where = 0, None
+    for li, layer in enumerate(model.layers):
+        if not isinstance(layer, AttentionLayer):
+            continue
+        hs = rec.layers[li].heads or ()
+        for hi, h in enumerate(layer.heads):
+            if h.hard != "average" and hs[hi].max_top > worst:
+                worst, where = hs[hi].max_top, {"layer": li, "head": hi}
+    item = {"claim": "1", "measured": str(worst), "status": "holds" if worst <= 1 else "fails"}
+    if worst <= 1:
+        return item, None
+    return item, {
+        "claim": UNIQUE_TOP,
+        "n": rec.n,
+        "claimed": f"{SYMBOL[UNIQUE_TOP]} 1 key",
+        "measured": str(worst),
+        "witness": where,
+        "meaning": CLAIM_MEANING[UNIQUE_TOP],
+    }
 
 
 def summary_line(model: Model, data: dict[str, Any]) -> str:
@@ -146,6 +188,8 @@ def summary_line(model: Model, data: dict[str, Any]) -> str:
     cl = model.claims
     assert cl is not None
     text = ", ".join(f"{SYMBOL[c.key]} {c.expr.text}" for c in cl.items())
+    if cl.unique_top is not None:
+        text += ", unique top (H3)"
     rows = [r for r in data.get("lengths", []) if isinstance(r.get("claims"), dict)]
     applied = [r["n"] for r in rows if r["claims"].get("applies")]
     bad = [r["n"] for r in rows if r["claims"].get("violations")]

@@ -21,6 +21,7 @@ from exactattn.certificate.verify import _claim_text
 from exactattn.core.errors import UsageError
 from exactattn.core.jsonio import read_json, write_json_atomic
 from exactattn.model import load_model
+from exactattn.model.claimed import UNIQUE_TOP
 
 console = Console(soft_wrap=True, highlight=False, markup=False)  # user text: no markup
 MAX_N = 10**12
@@ -58,6 +59,10 @@ def checked_to(result_path: str | Path, model: Any) -> int | None:
             if not isinstance(it, dict) or it.get("status") != "holds":
                 return False
             if it.get("claim") != _claim_text(c, n):
+                return False
+        if cl.unique_top is not None:  # H3 was checked too (a result before the claim: no)
+            it = items.get(UNIQUE_TOP)
+            if not isinstance(it, dict) or it.get("status") != "holds":
                 return False
         return True
 

@@ -8,7 +8,10 @@ supports and every input of length n:
   by at least the value (the γ(n) that ``check`` measures; heads with no lower score are free);
 * ``x_max_upper``  x_max(n) ≤ value: every entry of the initial activations x^(0) (the
   embedding, the x_max(n) that ``check`` measures) is at most the value in absolute value;
-* ``margin_lower`` μ(n) ≥ value: the smallest hard read-out margin (``accept``, ``argmax``).
+* ``margin_lower`` μ(n) ≥ value: the smallest hard read-out margin (``accept``, ``argmax``);
+* ``unique_top``   (no expression) every leftmost/rightmost head has a unique maximum visible
+  score at every query (the hypothesis H3 of ``proofs/``), so it equals average-hard attention
+  and Theorem 3 applies to it; without it ``certify`` refuses such heads.
 
 Each claim carries a ``justification``: ``"user"`` (an assertion; certificates that use it say
 they are conditional on it) or ``{"file": "proofs/….md", "statement": "…"}`` (where it is proved).
@@ -36,6 +39,7 @@ from exactattn.core.numbers import (
 from exactattn.model.expr import Expr, ExprError, parse_expression
 
 CLAIM_KEYS = ("gamma_lower", "x_max_upper", "margin_lower")
+UNIQUE_TOP = "unique_top"  # a claim without an expression: H3 for leftmost/rightmost heads
 DECISION_OUTPUTS = ("accept", "argmax")
 MAX_JUSTIFICATION = 300
 
@@ -44,6 +48,7 @@ CLAIM_MEANING = {
     "gamma_lower": "lower bound on the gap γ(n)",
     "x_max_upper": "upper bound on x_max(n), the largest |entry| of the embedding x^(0)",
     "margin_lower": "lower bound on the hard read-out margin μ(n)",
+    UNIQUE_TOP: "every leftmost/rightmost head has a unique top score at every query (H3)",
 }
 _FIX_JUST = 'use "justification": "user" or {"file": "proofs/<file>.md", "statement": "<lemma>"}'
 
@@ -80,12 +85,16 @@ class Claim:
 
 @dataclass(frozen=True)
 class Claims:
-    """The parsed ``claims`` object. ``from_n``: the claims hold for n ≥ from_n."""
+    """The parsed ``claims`` object. ``from_n``: the claims hold for n ≥ from_n.
+
+    ``items()`` are the claims with an expression; ``unique_top`` (H3, no expression) is kept
+    apart, as the justification alone."""
 
     gamma_lower: Claim
     x_max_upper: Claim
     margin_lower: Claim | None
     from_n: int
+    unique_top: Justification | None = None
 
     def items(self) -> list[Claim]:
         return [c for c in (self.gamma_lower, self.x_max_upper, self.margin_lower) if c]
@@ -93,10 +102,15 @@ class Claims:
     @property
     def conditional(self) -> list[str]:
         """Keys whose justification is "user": every certificate is conditional on them."""
-        return [c.key for c in self.items() if c.justification.user]
+        out = [c.key for c in self.items() if c.justification.user]
+        if self.unique_top is not None and self.unique_top.user:
+            out.append(UNIQUE_TOP)
+        return out
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {c.key: c.to_json() for c in self.items()}
+        if self.unique_top is not None:
+            out[UNIQUE_TOP] = {"justification": self.unique_top.to_json()}
         out["from_n"] = self.from_n
         return out
 
@@ -142,7 +156,7 @@ def parse_claims(raw: Any, output_kind: str, min_length: int, path: str = "claim
     """Validate the raw ``claims`` object (ModelError naming the JSON path on any problem)."""
     if not isinstance(raw, Mapping):
         raise ModelError(path, f"expected an object, got {type(raw).__name__}")
-    allowed = (*CLAIM_KEYS, "from_n")
+    allowed = (*CLAIM_KEYS, UNIQUE_TOP, "from_n")
     for k in raw:
         if k not in allowed and not str(k).startswith("x-"):
             raise ModelError(
@@ -204,7 +218,20 @@ def parse_claims(raw: Any, output_kind: str, min_length: int, path: str = "claim
                 "log, exp",
             ) from None
         out[k] = Claim(k, e, _justification(c["justification"], f"{p}.justification"))
-    return Claims(out["gamma_lower"], out["x_max_upper"], out.get("margin_lower"), from_n)
+    unique = None
+    if UNIQUE_TOP in raw:
+        p = f"{path}.{UNIQUE_TOP}"
+        c = raw[UNIQUE_TOP]
+        fix = '{"justification": "user"} (this claim has no expression)'
+        if not isinstance(c, Mapping):
+            raise ModelError(p, "expected an object", fix)
+        for kk in c:
+            if kk != "justification" and not str(kk).startswith("x-"):
+                raise ModelError(f"{p}.{kk}", f"unknown key '{kk}'", "allowed here: justification")
+        if "justification" not in c:
+            raise ModelError(p, "missing required key 'justification'", fix)
+        unique = _justification(c["justification"], f"{p}.justification")
+    return Claims(out["gamma_lower"], out["x_max_upper"], out.get("margin_lower"), from_n, unique)
 
 
 # --------------------------------------------------------------------------- evaluation

@@ -43,6 +43,7 @@ from exactattn.rasp.ast import (
     TokenTest,
 )
 from exactattn.rasp.check import _int_literal, check_program, infer, refs
+from exactattn.rasp.claims import claims_for
 from exactattn.rasp.gap import PRIMITIVE_BOUND, min_bound
 from exactattn.rasp.interpret import _ev
 from exactattn.rasp.unparse import unparse
@@ -810,6 +811,15 @@ class _Compiler:
             "head_gap_bounds": [[h.layer, h.head, h.bound or "inf"] for h in infos],
         }
         model = b.to_model(output, temperature=_temperature(bound), reference=ref, min_length=1)
+        # proved bounds at every n for `exactattn certify` (proofs/claims.md, Proposition R)
+        claims = claims_for(
+            bound,
+            list(self.embed_pos.values()),
+            output["kind"],
+            any(h.primitive == "select" for h in infos),
+        )
+        if claims is not None:
+            model["claims"] = claims
         return Compiled(model, infos, bound)
 
 
