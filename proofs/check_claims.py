@@ -118,6 +118,30 @@ for y in (0, 1):
     check(abs(Fraction(y) - Fraction(1, 2)) == Fraction(1, 2), f"R(c) accept margin at y={y}")
     check(abs((1 - y) - y) == 1, f"R(c) argmax margin at y={y}")
 ok("R(c): margins 1/2 (accept) and 1 (argmax) for a Boolean read-out")
+# R(e): a form with a <= 2 and a + b <= 1 is <= n^2 for n >= 1, and activation_bound covers
+# every interval it is given (random intervals, n = 1..40, exact)
+a_, b_ = sp.symbols("a b")
+check(
+    sp.expand(n**2 - a_ * n - b_ - ((n - 1) * (n + 1 - a_) + (1 - a_ - b_))) == 0,
+    "R(e): n^2 - a n - b = (n - 1)(n + 1 - a) + (1 - a - b)",
+)
+import random  # noqa: E402
+
+from exactattn.model.expr import parse_expression  # noqa: E402
+
+rng = random.Random(5)
+for trial in range(300):
+    ranges = []
+    for _ in range(rng.randint(0, 4)):
+        lo = (rng.randint(-3, 2), rng.randint(-3, 2))
+        ranges.append((lo, (lo[0] + rng.randint(0, 3), lo[1] + rng.randint(0, 3))))
+    sq = rng.random() < 0.5
+    e = parse_expression(rc.activation_bound(ranges, sq), ("n",))
+    for nn in range(1, 41):
+        v = e.eval_exact({"n": nn})
+        need = [max(abs(l0 * nn + l1), abs(h0 * nn + h1)) for (l0, l1), (h0, h1) in ranges]
+        check(all(v >= x for x in need) and (not sq or v >= nn * nn), f"R(e) trial {trial}")
+ok("R(e): the n^2 identity, and activation_bound >= every interval (300 random cases)")
 # the compiler emits what is proved, on every bundled program
 MARGIN = {"accept": "1/2", "argmax": "1"}
 for stem, m in sorted(rasp_catalog().items()):
@@ -133,6 +157,7 @@ for stem, m in sorted(rasp_catalog().items()):
     cl = m["claims"]
     check(cl["gamma_lower"]["expr"] == m["reference"]["gap_bound"], f"{stem}: γ claim")
     check(cl["x_max_upper"]["expr"] == rc.X_MAX, f"{stem}: x_max claim")
+    check(cl["activation_upper"]["expr"] == "n^2", f"{stem}: activation claim (R(e): n^2)")
     kind = m["output"]["kind"]
     check(cl.get("margin_lower", {}).get("expr") == MARGIN.get(kind), f"{stem}: margin claim")
     if kind == "argmax":

@@ -19,7 +19,7 @@ from exactattn.certificate.certify import certificate, certify_range
 from exactattn.core.errors import ModelError, UsageError
 from exactattn.model import model_from_dict
 from exactattn.rasp.bundled import catalog
-from exactattn.rasp.claims import x_max_bound
+from exactattn.rasp.claims import activation_bound, x_max_bound
 from exactattn.run.check import run_check
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,6 +38,7 @@ def test_every_bundled_program_has_claims() -> None:
         cl = m["claims"]
         assert cl["gamma_lower"]["expr"] == "1/(n + 1)", stem
         assert cl["x_max_upper"]["expr"] == "n^2", stem
+        assert cl["activation_upper"]["expr"] == "n^2", stem
         assert cl.get("margin_lower", {}).get("expr") == MARGIN.get(m["output"]["kind"]), stem
         hards = {h.get("hard", "average") for lay in m["layers"] for h in lay.get("heads", [])}
         assert ("unique_top" in cl) == bool(hards - {"average"}), stem
@@ -61,6 +62,12 @@ def test_claims_hold_and_x_max_is_tight(stem: str) -> None:
         items = cl["claims"]
         assert items["x_max_upper"]["measured"] == str(rec.n**2) == items["x_max_upper"]["claim"]
         assert items["gamma_lower"]["claim"] == f"1/{rec.n + 1}"
+        # Proposition R(e): no layer's activation exceeds n² (attained by pos_sq)
+        assert items["activation_upper"] == {
+            "claim": str(rec.n**2),
+            "measured": str(rec.n**2),
+            "status": "holds",
+        }
         if "margin_lower" in items:  # a Boolean read-out: the margin is exactly the claim
             assert items["margin_lower"]["measured"] == items["margin_lower"]["claim"]
         if "unique_top" in items:
@@ -72,13 +79,17 @@ def test_a_wrong_compiled_claim_is_caught_by_check() -> None:
     d = copy.deepcopy(COMPILED["rasp_dyck1"])
     d["claims"]["x_max_upper"]["expr"] = "n"  # a factor n dropped: x_max(n) = n²
     d["claims"]["gamma_lower"]["expr"] = "2/(n + 1)"  # twice the proved bound
+    d["claims"]["activation_upper"]["expr"] = "n^2 - 1"  # pos_sq = n² at the last position
     res = run_check(model_from_dict(d), max_n=3, hard_only=True)
     assert res.exit_code() == 1
     rec = res.lengths[2]
     det = {x["claim"]: x for x in rec.extra["claims"]["violation_details"]}
     assert det["x_max_upper"]["measured"] == "9" and det["x_max_upper"]["claimed"] == "x_max(n) ≤ 3"
     assert det["gamma_lower"]["measured"] == "1/4"
-    assert res.lengths[0].extra["claims"]["violations"] == 1  # n = 1: x_max 1 ≤ 1 holds, γ not
+    assert det["activation_upper"]["measured"] == "9"
+    assert det["activation_upper"]["claimed"] == "max_ℓ ‖x^(ℓ)‖∞ ≤ 8"
+    # n = 1: x_max 1 ≤ 1 holds; γ and the activation bound 0 do not
+    assert res.lengths[0].extra["claims"]["violations"] == 2
 
 
 def test_a_false_unique_top_claim_is_caught() -> None:
@@ -130,6 +141,9 @@ def test_compiled_dyck2_is_certified_at_every_length_with_the_chain() -> None:
         "x_max_upper": str(65536**2),
         "margin_lower": "1/2",
     }
+    # Proposition R(e) bounds every layer's input by n², far below Lemma G's recursion
+    assert c["constants"]["X"] == str(65536**2)
+    assert set(c["constants"]["layer_input_bounds"]) == {str(65536**2)}
     steps = {s["step"]: s["proved_in"] for s in c["proof_chain"]}
     assert steps["claim unique_top"].startswith("proofs/claims.md, Proposition R(d)")
     assert steps["claim gamma_lower"].startswith("proofs/claims.md, Proposition R(a)")
@@ -146,3 +160,20 @@ def test_value_output_has_no_margin_and_is_certified() -> None:
 def test_an_embedding_the_proof_does_not_cover_gets_no_x_max_claim() -> None:
     assert x_max_bound(["i", "i^2", "n"]) == "n^2"
     assert x_max_bound(["i", "i^3"]) is None
+
+
+def test_activation_bound_by_hand() -> None:
+    """|v| ≤ max(|l0|, |h0|)·n + max(|l1|, |h1|); dominated forms and those ≤ n² dropped."""
+    b01, pos, wide = ((0, 0), (0, 1)), ((0, 0), (1, 0)), ((-2, 0), (1, 3))
+    assert activation_bound([b01, pos], True) == "n^2"
+    assert activation_bound([b01, pos], False) == "max(1, n)"
+    assert activation_bound([b01, pos, wide], True) == "max(n^2, 2*n + 3)"
+    assert activation_bound([((-3, 0), (0, 0))], False) == "3*n"
+    assert activation_bound([], False) == "0"
+
+
+def test_certify_without_the_activation_claim_uses_lemma_g() -> None:
+    d = copy.deepcopy(COMPILED["rasp_dyck2"])
+    del d["claims"]["activation_upper"]
+    c = certificate(model_from_dict(d), 65536, "theorem")
+    assert c["status"] == "certified" and Fraction(c["constants"]["X"]) > 10**17

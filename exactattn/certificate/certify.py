@@ -150,11 +150,14 @@ def certify_length(
         mu = _lower(cl.margin_lower, n) if cl.margin_lower is not None else None
         T = model.length(n)
         m = T - 1
-        # Lemma G: a bound on the hard input of every layer
+        # Lemma G: a bound on the hard input of every layer (or the claimed activation bound,
+        # when it is smaller)
+        act = _upper(cl.activation_upper, n) if cl.activation_upper is not None else None
         x_in = [x0]
         for c in prep.consts:
             a, cc = c.growth
-            x_in.append(a * x_in[-1] + cc)
+            g = a * x_in[-1] + cc
+            x_in.append(g if act is None else min(g, max(act, Fraction(0))))
         att = [li for li, layer in enumerate(model.layers) if isinstance(layer, AttentionLayer)]
         X = max([x_in[li] for li in att] + [Fraction(1)])
         L = len(model.layers)
@@ -373,7 +376,12 @@ def proof_chain(prep: Prepared, checked_to: int | None) -> list[dict[str, str]]:
     steps += [
         {
             "step": "Lemma G",
-            "statement": "hard input of layer ℓ ≤ α_ℓ·(bound of layer ℓ−1) + c_ℓ, from x_max",
+            "statement": "hard input of layer ℓ ≤ α_ℓ·(bound of layer ℓ−1) + c_ℓ, from x_max"
+            + (
+                " (the smaller of it and the claimed activation_upper)"
+                if cl.activation_upper is not None
+                else ""
+            ),
             "proved_in": PROOF_FILES["lemma_g"],
         },
         {

@@ -18,6 +18,7 @@ from exactattn.engine.hard import CompiledModel
 from exactattn.engine.longinput import hard_output, run_hard_long
 from exactattn.model import AttentionLayer, Model
 from exactattn.model.claimed import (
+    ACTIVATION,
     CLAIM_MEANING,
     UNIQUE_TOP,
     Claim,
@@ -33,6 +34,7 @@ SYMBOL = {
     "gamma_lower": "γ(n) ≥",
     "x_max_upper": "x_max(n) ≤",
     "margin_lower": "μ(n) ≥",
+    ACTIVATION: "max_ℓ ‖x^(ℓ)‖∞ ≤",
     UNIQUE_TOP: "top set of every leftmost/rightmost head ≤",
 }
 
@@ -147,6 +149,10 @@ def verify_claims(model: Model, rec: LengthRecord) -> dict[str, Any]:
             return hit if hit is not None else None
 
         record(cl.margin_lower, rec.min_margin, True, mw)
+    if cl.activation_upper is not None:  # every layer's output and the embedding
+        acts = [rec.x_max, *(layer.activation_max for layer in rec.layers)]
+        worst = max(range(len(acts)), key=lambda k: acts[k])
+        record(cl.activation_upper, acts[worst], False, {"after_layer": worst - 1})
     if cl.unique_top is not None:
         items[UNIQUE_TOP], bad = _unique_top(model, rec)
         if bad is not None:

@@ -9,6 +9,8 @@ supports and every input of length n:
 * ``x_max_upper``  x_max(n) ≤ value: every entry of the initial activations x^(0) (the
   embedding, the x_max(n) that ``check`` measures) is at most the value in absolute value;
 * ``margin_lower`` μ(n) ≥ value: the smallest hard read-out margin (``accept``, ``argmax``);
+* ``activation_upper`` (optional) every entry of every layer's hard output x^(ℓ), ℓ ≥ 0, is at
+  most the value in absolute value (``certify`` takes the smaller of it and Lemma G's bound);
 * ``unique_top``   (no expression) every leftmost/rightmost head has a unique maximum visible
   score at every query (the hypothesis H3 of ``proofs/``), so it equals average-hard attention
   and Theorem 3 applies to it; without it ``certify`` refuses such heads.
@@ -40,6 +42,7 @@ from exactattn.model.expr import Expr, ExprError, parse_expression
 
 CLAIM_KEYS = ("gamma_lower", "x_max_upper", "margin_lower")
 UNIQUE_TOP = "unique_top"  # a claim without an expression: H3 for leftmost/rightmost heads
+ACTIVATION = "activation_upper"  # optional: a bound on every layer's hard activations
 DECISION_OUTPUTS = ("accept", "argmax")
 MAX_JUSTIFICATION = 300
 
@@ -48,6 +51,7 @@ CLAIM_MEANING = {
     "gamma_lower": "lower bound on the gap γ(n)",
     "x_max_upper": "upper bound on x_max(n), the largest |entry| of the embedding x^(0)",
     "margin_lower": "lower bound on the hard read-out margin μ(n)",
+    ACTIVATION: "upper bound on every layer's hard activations max_ℓ ‖x^(ℓ)‖∞",
     UNIQUE_TOP: "every leftmost/rightmost head has a unique top score at every query (H3)",
 }
 _FIX_JUST = 'use "justification": "user" or {"file": "proofs/<file>.md", "statement": "<lemma>"}'
@@ -95,9 +99,11 @@ class Claims:
     margin_lower: Claim | None
     from_n: int
     unique_top: Justification | None = None
+    activation_upper: Claim | None = None
 
     def items(self) -> list[Claim]:
-        return [c for c in (self.gamma_lower, self.x_max_upper, self.margin_lower) if c]
+        cs = (self.gamma_lower, self.x_max_upper, self.margin_lower, self.activation_upper)
+        return [c for c in cs if c]
 
     @property
     def conditional(self) -> list[str]:
@@ -156,7 +162,7 @@ def parse_claims(raw: Any, output_kind: str, min_length: int, path: str = "claim
     """Validate the raw ``claims`` object (ModelError naming the JSON path on any problem)."""
     if not isinstance(raw, Mapping):
         raise ModelError(path, f"expected an object, got {type(raw).__name__}")
-    allowed = (*CLAIM_KEYS, UNIQUE_TOP, "from_n")
+    allowed = (*CLAIM_KEYS, ACTIVATION, UNIQUE_TOP, "from_n")
     for k in raw:
         if k not in allowed and not str(k).startswith("x-"):
             raise ModelError(
@@ -188,7 +194,7 @@ def parse_claims(raw: Any, output_kind: str, min_length: int, path: str = "claim
             )
         from_n = max(int(t), min_length)
     out: dict[str, Claim] = {}
-    for k in CLAIM_KEYS:
+    for k in (*CLAIM_KEYS, ACTIVATION):
         if k not in raw:
             continue
         p = f"{path}.{k}"
@@ -231,7 +237,14 @@ def parse_claims(raw: Any, output_kind: str, min_length: int, path: str = "claim
         if "justification" not in c:
             raise ModelError(p, "missing required key 'justification'", fix)
         unique = _justification(c["justification"], f"{p}.justification")
-    return Claims(out["gamma_lower"], out["x_max_upper"], out.get("margin_lower"), from_n, unique)
+    return Claims(
+        out["gamma_lower"],
+        out["x_max_upper"],
+        out.get("margin_lower"),
+        from_n,
+        unique,
+        out.get(ACTIVATION),
+    )
 
 
 # --------------------------------------------------------------------------- evaluation
