@@ -247,6 +247,14 @@ MUTATIONS: list[Mutation] = [
         tests=("tests/test_rasp_claims.py::test_claims_hold_and_x_max_is_tight",),
     ),
     Mutation(
+        "P4",
+        "exactattn/rasp/claims.py",
+        'texts = ["n^2"] if squares else []',
+        "texts = []",
+        "Prop. R(e): the activation bound forgets the squares (p², K² ≤ n²)",
+        tests=("tests/test_rasp_claims.py::test_claims_hold_and_x_max_is_tight",),
+    ),
+    Mutation(
         "P3",
         "check_claims.py",
         '"i^2": Pn * (n + p),',
