@@ -14,6 +14,8 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from exactattn.certificate.certify import certificate, certify_range
 from exactattn.core.errors import ModelError, UsageError
@@ -177,3 +179,63 @@ def test_certify_without_the_activation_claim_uses_lemma_g() -> None:
     del d["claims"]["activation_upper"]
     c = certificate(model_from_dict(d), 65536, "theorem")
     assert c["status"] == "certified" and Fraction(c["constants"]["X"]) > 10**17
+
+
+def test_checked_by_enumeration_needs_the_unique_top_entries(tmp_path: Path) -> None:
+    """`certify --checked` counts a length only if every claim, unique_top included, held."""
+    from click.testing import CliRunner
+
+    from exactattn.cli import main
+
+    r = tmp_path / "r.json"
+    model = str(ROOT / "models" / "rasp_dyck1.json")
+    run = CliRunner().invoke(
+        main, ["check", model, "--max-n", "3", "--hard-only", "-q", "--json", str(r)]
+    )
+    assert run.exit_code == 0, run.output
+    args = ["certify", model, "--n", "1000", "--tau", "theorem", "--checked", str(r)]
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 0 and "also checked by enumeration for n ≤ 3" in out.stdout
+    data = json.loads(r.read_text())
+    for rec in data["lengths"]:
+        del rec["claims"]["claims"]["unique_top"]
+    r.write_text(json.dumps(data))
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 0 and "also checked by enumeration" not in out.stdout
+
+
+def test_certificate_of_a_compiled_program_renders(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from exactattn.cli import main
+
+    cj = tmp_path / "c.json"
+    model = str(ROOT / "models" / "rasp_reverse.json")
+    run = CliRunner().invoke(
+        main, ["certify", model, "--n", "50", "--tau", "theorem", "--json", str(cj)]
+    )
+    assert run.exit_code == 0, run.output
+    for suffix in ("md", "tex"):
+        out = tmp_path / f"c.{suffix}"
+        assert CliRunner().invoke(main, ["report", str(cj), "-o", str(out)]).exit_code == 0
+        text = out.read_text()
+        assert "unique" in text and "Proposition R(d)" in text and "activation" in text
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.one_of(
+        st.text(max_size=30),
+        st.integers(),
+        st.none(),
+        st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2),
+    )
+)
+def test_any_new_claim_value_is_accepted_or_refused_with_its_path(value: object) -> None:
+    for key in ("unique_top", "activation_upper"):
+        d = copy.deepcopy(COMPILED["rasp_dyck1"])
+        d["claims"][key] = value
+        try:
+            model_from_dict(d)
+        except ModelError as exc:
+            assert str(exc).startswith(f"claims.{key}"), str(exc)
