@@ -21,6 +21,7 @@ from exactattn.bounds.compare import bounds_for_length, dyadic_lower, tau_theore
 from exactattn.bounds.tau_search import search_tau
 from exactattn.certificate.verify import verify_claims
 from exactattn.core.errors import ClusterLost, ExactAttnError, UsageError
+from exactattn.core.guard import EXIT_CLUSTER_LOST
 from exactattn.core.numbers import frac_str
 from exactattn.engine.certify import MAX_PREC
 from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
@@ -78,6 +79,8 @@ class CheckResult:
         )
 
     def exit_code(self) -> int:
+        if self.stopped_by:  # a lost cluster is no Ctrl-C: 75, retry (core/guard.py)
+            return EXIT_CLUSTER_LOST
         return self.verdict().exit_code
 
     def to_json(self) -> dict[str, Any]:
