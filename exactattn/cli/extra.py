@@ -23,8 +23,6 @@ from exactattn.inputs import words_of_length
 from exactattn.inputs.families import families_for
 from exactattn.inputs.work import job_too_large
 from exactattn.model import load_model
-from exactattn.run.precision import PRECISION_FORMAT, backend_version, sweep_family, sweep_words
-from exactattn.run.search import run_search
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
@@ -59,6 +57,8 @@ def _taus(taus: tuple[str, ...]) -> list[tuple[str, Any]]:
 
 def precision_json(model: Any, runs: list[Any], settings: dict[str, Any]) -> dict[str, Any]:
     """The exactattn-precision/1 document (one run: also the flat dtype/lengths keys)."""
+    # lazy: the precision sweep (dtype engines) only for this command (start-up time)
+    from exactattn.run.precision import PRECISION_FORMAT
 
     doc: dict[str, Any] = {
         "format": PRECISION_FORMAT,
@@ -255,6 +255,9 @@ def precision_cmd(
     Exit 0: no decision flips; 1: some decision flips.
     """
 
+    # lazy: the precision sweep (dtype engines) only for this command (start-up time)
+    from exactattn.run.precision import backend_version, sweep_family, sweep_words
+
     model = load_model(model_path)
     dts = list(dtypes) or ["float16", "bfloat16", "float32", "float64"]
     tl = _taus(taus)
@@ -355,6 +358,9 @@ def search_cmd(
     json_out: str | None,
 ) -> None:
     """Local/beam search for certified witnesses at one length (bounds, not exhaustive)."""
+
+    # lazy: the search only for this command (start-up time)
+    from exactattn.run.search import run_search
 
     model = load_model(model_path)
     if beam < 1:

@@ -9,18 +9,16 @@ shards are stored atomically as they arrive and skipped when the same job runs a
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
-import multiprocessing
 import os
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, CancelledError, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, CancelledError, wait
 from pathlib import Path
 from typing import Any
 
@@ -384,6 +382,12 @@ class Processes(_Base):
         if not todo:
             return
         if self._pool is None:
+            # lazy: multiprocessing is only for --jobs N (start-up time of every command)
+            import multiprocessing
+
+            # lazy: concurrent.futures.process imports multiprocessing (as above)
+            from concurrent.futures import ProcessPoolExecutor
+
             self._pool = ProcessPoolExecutor(
                 max_workers=self.jobs,
                 mp_context=multiprocessing.get_context("fork"),
@@ -606,6 +610,9 @@ class Dask(_Base):
 
 def _probe_scheduler(address: str, timeout: float) -> None:
     """Connect, ask for the peer's identity, and raise unless it is a dask scheduler."""
+
+    # lazy: asyncio (and ssl, sockets with it) is only for --dask (start-up time)
+    import asyncio
 
     # lazy: dask.distributed, an optional extra (≈ 1 s to import)
     from distributed.comm import connect
