@@ -147,11 +147,6 @@ def test_lost_cluster_is_an_incomplete_result_not_a_crash() -> None:
     assert res.exit_code() == EXIT_CLUSTER_LOST == 75  # not 130: nobody pressed Ctrl-C
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli/__init__.py exits 130 for every interrupted run; it must exit "
-    "result.exit_code() when result.stopped_by is set (branch h5's report)",
-)
 def test_lost_cluster_cli_exit_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The command line: one line `stopped: --dask …`, exit 75, the file says incomplete."""
     monkeypatch.setattr(cli_module, "make_executor", lambda jobs, dask: Dask(_DyingClient()))

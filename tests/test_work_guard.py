@@ -171,11 +171,6 @@ def test_precision_refuses_a_bundled_model_by_work(tmp_path: Path) -> None:
     ), res.output
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="check's guard is in cli/__init__.py, which must call inputs.work.job_too_large "
-    "instead of inputs_exceed (branch h5's report)",
-)
 def test_check_refuses_long_one_letter_jobs(tmp_path: Path) -> None:
     """`check` on one letter, --max-n 10^6: exit 2 at once (it ground for years); a CPU-time
     budget turns a hang into a failure."""
