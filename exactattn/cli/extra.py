@@ -19,11 +19,10 @@ from exactattn.cli.common import _exact_cell, _restore, _snapshot
 from exactattn.core.errors import ExactAttnError
 from exactattn.core.jsonio import write_json_atomic
 from exactattn.engine.temperature import parse_tau
-from exactattn.inputs import count_text, inputs_exceed, words_of_length
+from exactattn.inputs import words_of_length
 from exactattn.inputs.families import families_for
+from exactattn.inputs.work import job_too_large
 from exactattn.model import load_model
-from exactattn.run.precision import PRECISION_FORMAT, backend_version, sweep_family, sweep_words
-from exactattn.run.search import run_search
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
@@ -58,6 +57,8 @@ def _taus(taus: tuple[str, ...]) -> list[tuple[str, Any]]:
 
 def precision_json(model: Any, runs: list[Any], settings: dict[str, Any]) -> dict[str, Any]:
     """The exactattn-precision/1 document (one run: also the flat dtype/lengths keys)."""
+    # lazy: the precision sweep (dtype engines) only for this command (start-up time)
+    from exactattn.run.precision import PRECISION_FORMAT
 
     doc: dict[str, Any] = {
         "format": PRECISION_FORMAT,
@@ -157,7 +158,8 @@ four dtypes: about 100× the cost of ``check`` per input, docs/limits.md)."""
 
 def _check_range(model: Any, lo: int, hi: int, max_inputs: int, force: bool) -> None:
     """Refuse an empty or unsupported range of lengths, and (without --force) one holding
-    more than ``max_inputs`` inputs, counted by arithmetic before any input is built."""
+    more than ``max_inputs`` inputs (long ones weighted by their work), counted by arithmetic
+    before any input is built."""
 
     if hi < lo:
         raise click.UsageError(
@@ -167,12 +169,10 @@ def _check_range(model: Any, lo: int, hi: int, max_inputs: int, force: bool) -> 
     for n in (lo, hi):
         model.check_length(n)
     k = len(model.alphabet)
-    if not force and inputs_exceed(k, lo, hi, max_inputs):
-        raise click.UsageError(
-            f"--max-inputs: {count_text(k, lo, hi)} inputs (n = {lo}..{hi}, alphabet of {k}) "
-            f"is more than --max-inputs {max_inputs:,} (fix: lower --max-n, raise "
-            "--max-inputs, or pass --force)"
-        )
+    # by count, then by work: long inputs weigh L·(n+2)²·d (inputs/work.py)
+    too_large = None if force else job_too_large(k, len(model.layers), model.d, lo, hi, max_inputs)
+    if too_large:
+        raise click.UsageError(too_large)
 
 
 @click.command("precision")
@@ -254,6 +254,9 @@ def precision_cmd(
 
     Exit 0: no decision flips; 1: some decision flips.
     """
+
+    # lazy: the precision sweep (dtype engines) only for this command (start-up time)
+    from exactattn.run.precision import backend_version, sweep_family, sweep_words
 
     model = load_model(model_path)
     dts = list(dtypes) or ["float16", "bfloat16", "float32", "float64"]
@@ -355,6 +358,9 @@ def search_cmd(
     json_out: str | None,
 ) -> None:
     """Local/beam search for certified witnesses at one length (bounds, not exhaustive)."""
+
+    # lazy: the search only for this command (start-up time)
+    from exactattn.run.search import run_search
 
     model = load_model(model_path)
     if beam < 1:
