@@ -239,3 +239,18 @@ def test_any_new_claim_value_is_accepted_or_refused_with_its_path(value: object)
             model_from_dict(d)
         except ModelError as exc:
             assert str(exc).startswith(f"claims.{key}"), str(exc)
+
+
+def test_a_program_without_heads_gets_vacuous_claims_and_a_certificate() -> None:
+    """Token tests only: no layer at all, γ claim the vacuous 1, soft = hard at every τ."""
+    from exactattn.rasp.compile import compile_program
+    from exactattn.rasp.parse import parse_program
+
+    text = 'alphabet "a" "b"\nbool isa = token == "a"\noutput isa\n'
+    d = compile_program(parse_program(text, "nohead")).model
+    assert d["layers"] == [] and d["claims"]["gamma_lower"]["expr"] == "1"
+    assert "unique_top" not in d["claims"]
+    m = model_from_dict(d)
+    assert run_check(m, max_n=4, hard_only=True).exit_code() == 0
+    c = certificate(m, 10**6, "theorem")
+    assert c["status"] == "certified" and c["final_error_bound"] == "0"

@@ -98,7 +98,9 @@ class Prepared:
         cl = _need_claims(model)
         refuse_unless_h3(model)
         cs = layer_constants(model)
-        return Prepared(model, cs, max(B.paper_K(c) for c in cs), readout_constant(model), cl)
+        # a model without layers (a compiled program of token tests only) has K = 1, unused
+        K = max((B.paper_K(c) for c in cs), default=Fraction(1))
+        return Prepared(model, cs, K, readout_constant(model), cl)
 
 
 def _lower(c: Claim, n: int) -> Fraction:
@@ -165,7 +167,9 @@ def certify_length(
         C = prep.C
         es = Fraction(1, 2) if mu is None or mu <= 0 or C == 0 else min(mu / C, Fraction(1)) / 2
         tau_thm = (
-            B.tau_theorem(L, prep.K, X, gamma, m, es) if tau == "theorem" or not brief else None
+            (B.tau_theorem(L, prep.K, X, gamma, m, es) if L else arb(1))  # no layer: soft = hard
+            if tau == "theorem" or not brief
+            else None
         )
         if tau_ball is not None:
             taus = [
