@@ -319,7 +319,7 @@ def test_search_error_past_the_batched_bound():
     from exactattn.run.search import run_search
 
     model = load_model("models/dyck2.json")
-    doc = run_search(model, 64, "error", budget=6, seed=1)
+    doc = run_search(model, 64, "error", budget=6, seed=1).to_json()
     wit = doc["witness"]
     cm = CompiledModel(model)
     res = ls.certify_long(cm, run_hard_long(cm, tuple(wit["input"])))

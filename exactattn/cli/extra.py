@@ -360,16 +360,17 @@ def search_cmd(
     if beam < 1:
         raise click.UsageError("--beam must be at least 1 (the number of inputs kept per step)")
     _check_n(n, "--n")
-    doc = run_search(model, n, objective, budget, seed, beam, parse_tau(tau))
+    res = run_search(model, n, objective, budget, seed, beam, parse_tau(tau))
     if json_out:
-        write_json_atomic(Path(json_out), doc)
-    w = doc["witness"]
-    word = "".join(w["input"]) if len(w["input"]) <= 60 else f"{''.join(w['input'][:60])}…"
+        write_json_atomic(Path(json_out), res.to_json())
+    w = res.witness
+    word = "".join(w.input) if len(w.input) <= 60 else f"{''.join(w.input[:60])}…"
+    lo, hi = w.value.texts()  # the written (outward) ends, shortened for the terminal
     console.print(
-        f"{model.name} n = {n}, objective {objective}: {doc['evaluated']} inputs evaluated "
-        f"(a search, not an enumeration)\n{doc['meaning']}\n"
-        f"witness {word}\nvalue [{_long(w['value']['lower'])}, {_long(w['value']['upper'])}] "
-        f"layer {w['layer']} position {w['position']}",
+        f"{model.name} n = {n}, objective {objective}: {res.evaluated} inputs evaluated "
+        f"(a search, not an enumeration)\n{res.meaning}\n"
+        f"witness {word}\nvalue [{_long(lo)}, {_long(hi)}] "
+        f"layer {w.layer} position {w.position}",
         highlight=False,
     )
 
