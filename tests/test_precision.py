@@ -249,8 +249,8 @@ def test_flips_replay_alone_and_are_flips():
     byd = {r.dtype: r for r in res}
     assert byd["float16"].flip and byd["bfloat16"].flip
     assert not byd["float32"].flip and not byd["float64"].flip
-    assert byd["float16"].cause["cause"] == "overflow"
-    assert byd["bfloat16"].cause["cause"] == "absorption"
+    assert byd["float16"].cause is not None and byd["float16"].cause.cause == "overflow"
+    assert byd["bfloat16"].cause is not None and byd["bfloat16"].cause.cause == "absorption"
     # replay from scratch: fresh compiled model, fresh exact embedding, fresh dtype run
     cm = CompiledModel(model)
     w = family_word(model, "nested", 64, 0)
