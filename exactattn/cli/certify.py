@@ -32,6 +32,7 @@ from exactattn.results.certificate import (
     q_written,
     up_text,
 )
+from exactattn.results.claims import length_entries, result_model
 
 console = Console(soft_wrap=True, highlight=False, markup=False)  # user text: no markup
 MAX_N = 10**12
@@ -52,25 +53,17 @@ def checked_to(result_path: str | Path, model: Any) -> int | None:
     *with the value the model claims now* (a result for an older claim does not count)."""
 
     data = read_json(str(result_path))
-    if not isinstance(data, dict) or data.get("format") != "exactattn-result/1":
+    entries = length_entries(data)
+    if entries is None:
         raise UsageError(f"--checked: {result_path} is not an exactattn-result/1 file")
-    if data.get("model") != model.name:
+    if result_model(data) != model.name:
         raise UsageError(f"--checked: {result_path} is a result for another model")
     cl = model.claims
-    rows = {r.get("n"): r for r in data.get("lengths", []) if isinstance(r, dict)}
+    rows = {r.n: r.claims for r in entries}
 
     def held(n: int) -> bool:
-        entry = (rows.get(n) or {}).get("claims")
-        if not isinstance(entry, dict) or entry.get("violations") != 0 or entry.get("undecided"):
-            return False
-        items = entry.get("claims") or {}
-        for c in cl.items():
-            it = items.get(c.key)
-            if not isinstance(it, dict) or it.get("status") != "holds":
-                return False
-            if it.get("claim") != _claim_text(c, n):
-                return False
-        return True
+        entry = rows.get(n)
+        return entry is not None and entry.held({c.key: _claim_text(c, n) for c in cl.items()})
 
     k = None
     n = cl.from_n
@@ -100,7 +93,7 @@ def known_result(model_path: str, model: Any) -> Path | None:
         data = read_json(str(cand))
     except (OSError, ValueError):
         return None
-    return cand if isinstance(data, dict) and data.get("model") == model.name else None
+    return cand if result_model(data) == model.name else None
 
 
 def print_certificate(c: Certificate) -> None:
