@@ -17,7 +17,14 @@ from exactattn.core.numbers import arb_endpoints
 from exactattn.engine.hard import CompiledModel
 from exactattn.engine.longinput import hard_output, run_hard_long
 from exactattn.model import Model
-from exactattn.model.claimed import CLAIM_MEANING, Claim, claim_exact, claim_value, q_text
+from exactattn.model.claimed import (
+    CLAIM_MEANING,
+    CLAIM_SYMBOL,
+    Claim,
+    claim_exact,
+    claim_value,
+    q_text,
+)
 from exactattn.results import LengthRecord, claim_problems  # noqa: F401  (re-exported)
 from exactattn.results.claims import (
     ClaimItem,
@@ -29,7 +36,7 @@ from exactattn.results.claims import (
 
 MARGIN_WITNESS_SEARCH = 200_000  # inputs tried to exhibit a margin below a false claim
 
-SYMBOL = {"gamma_lower": "γ(n) ≥", "x_max_upper": "x_max(n) ≤", "margin_lower": "μ(n) ≥"}
+SYMBOL = CLAIM_SYMBOL  # the claims' names are the model format's (model/claimed.py)
 
 
 def _compare(c: Claim, n: int, measured: Fraction, lower: bool) -> str:

@@ -45,6 +45,8 @@ CLAIM_MEANING = {
     "x_max_upper": "upper bound on x_max(n), the largest |entry| of the embedding x^(0)",
     "margin_lower": "lower bound on the hard read-out margin μ(n)",
 }
+CLAIM_SYMBOL = {"gamma_lower": "γ(n) ≥", "x_max_upper": "x_max(n) ≤", "margin_lower": "μ(n) ≥"}
+"""Each claim as a relation, for messages ("γ(n) ≥ 1/(n+1)")."""
 _FIX_JUST = 'use "justification": "user" or {"file": "proofs/<file>.md", "statement": "<lemma>"}'
 
 
