@@ -274,3 +274,104 @@ def test_guard_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     assert e.value.code == EXIT_BAD_INPUT == 2 and "no such file" in capsys.readouterr().err
     with pytest.raises(KeyboardInterrupt), deferred_interrupt():
         signal.raise_signal(signal.SIGINT)  # held until the block ends
+
+
+# ---------------------------------------------------------------------------- engine
+
+
+def test_exact_zero_of_the_worked_example() -> None:
+    """mean_a_position at τ = 1/2: on "ab" the soft read-out is (e²/2 + 1)/(e² + 2) = 1/2,
+    exactly the threshold (no ball decides that; Lindemann–Weierstrass does); on "bb" every
+    score ties and soft = hard = 1/2; on "aa" soft = (3e²/2)/(2e² + 1) ≠ 3/4 = hard."""
+    import numpy as np
+
+    from exactattn.engine import exactzero
+    from exactattn.engine.hard import run_hard
+    from exactattn.engine.temperature import Temperatures
+
+    m = load_model(ROOT / "exactattn" / "examples" / "mean_a_position.json")
+    cm = CompiledModel(m)
+    words = [("a", "b"), ("a", "a"), ("b", "b"), ("b", "a")]
+    hb = run_hard(cm, words, 2)
+    li = len(hb.layers) - 1
+    assert exactzero.applicable(hb, [None])
+    heads, traces = cm.layers[li], hb.layers[li].heads
+    taus = Temperatures(m, None).rational(li, 2, len(heads))
+    assert taus == [Fraction(1, 2)]
+    slot, out = m.accept_slot(2), m.output
+    x = hb.activations[-1]
+    got = []
+    for b in range(len(words)):
+        y = out.bias + sum(w * x.fraction((b, slot, c)) for c, w in enumerate(out.weight))
+        K = y - out.threshold  # hard read-out − threshold; soft − threshold = K + a·δ
+        got.append((y, exactzero.readout_is_exactly(heads, traces, taus, b, slot, out.weight, K)))
+    half = Fraction(1, 2)
+    assert got == [(half, True), (Fraction(3, 4), False), (half, True), (Fraction(1), False)]
+    # off by any nonzero constant, "ab" is no longer exactly at the threshold
+    assert not exactzero.readout_is_exactly(heads, traces, taus, 0, slot, out.weight, half / 50)
+    assert np.isfinite(float(taus[0]))
+
+
+def test_dtype_rounding_and_error_enclosure() -> None:
+    """Nearest, ties to even, in float16 (ulp 2^-12 near 1/3, 2 near 2048): 1/3 → 1365/4096,
+    2049 → 2048, 2051 → 2052;
+    ‖(0.5, 0.25) − (1/3, 1/4)‖∞ = 1/6 is enclosed within 2e-15 (without the allowance the
+    float64 difference 0.5 − fl(1/3) is above 1/6)."""
+    import numpy as np
+
+    from exactattn.engine.diagnosis import error_enclosure
+    from exactattn.engine.dtypes import rat_to_dtype
+    from exactattn.engine.ratarray import RatArray
+
+    r = RatArray(np.array([[1, 2049 * 3, 2051 * 3]], dtype=np.int64), 3)
+    got = rat_to_dtype(r, np.float16)
+    assert [Fraction(float(v)) for v in got[0]] == [Fraction(1365, 4096), 2048, 2052]
+    lo, hi, row = error_enclosure(
+        np.array([[0.5, 0.25]], dtype=np.float16), RatArray(np.array([[4, 3]]), 12)
+    )
+    assert Fraction(lo) <= Fraction(1, 6) <= Fraction(hi) and 0 < hi - lo < 2e-15 and row == 0
+
+
+# ---------------------------------------------------------------------------- model, rasp, root
+
+
+def test_claim_values() -> None:
+    from exactattn.core.numbers import arb_endpoints
+    from exactattn.model.claimed import claim_exact, claim_value, q_text
+
+    c = model_from_dict(_dyck1(x_max_upper="log(n)")).claims
+    assert claim_exact(c.gamma_lower, 4) == Fraction(1, 5)
+    assert claim_exact(c.x_max_upper, 4) is None  # transcendental: a ball, never a guess
+    lo, hi = arb_endpoints(claim_value(c.x_max_upper, 4))
+    # log 4 = 1.38629436111989057…
+    assert Fraction(138629436111989, 10**14) < lo <= hi < Fraction(138629436111990, 10**14)
+    assert hi - lo < Fraction(1, 10**30)
+    huge = Fraction(10**2000, 3)  # no printable exact value: a decimal rounded the safe way
+    assert q_text(huge, True) == "3.33333333333334e1999"
+    assert q_text(huge, False) == "3.33333333333333e1999"
+    assert q_text(Fraction(1, 3), True) == "1/3"
+
+
+def test_bundled_rasp_programs_compile_to_the_bundled_models() -> None:
+    from exactattn.rasp.bundled import catalog
+
+    cat = catalog()
+    files = sorted(p.stem for p in (ROOT / "models").glob("rasp_*.json"))
+    assert sorted(cat) == files and len(files) == 8
+    for stem, model in cat.items():
+        assert model == json.loads((ROOT / "models" / f"{stem}.json").read_text(encoding="utf-8"))
+
+
+def test_version_and_python_dash_m() -> None:
+    import re
+    import subprocess
+    import sys
+
+    from exactattn.core.version import __version__
+
+    meta = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r'^version = "([^"]+)"$', meta, re.M).group(1) == __version__
+    p = subprocess.run(
+        [sys.executable, "-m", "exactattn", "--version"], capture_output=True, text=True
+    )
+    assert p.returncode == 0 and p.stdout.strip() == f"python -m exactattn, version {__version__}"
