@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal, overload
 
 from flint import arb, ctx
 
@@ -120,6 +120,33 @@ def _taus(model: Model, override: Expr | None, n: int) -> list[list[arb] | None]
 
 def _u(x: arb) -> str:
     return arb_upper_str(x)
+
+
+@overload
+def certify_length(
+    prep: Prepared,
+    n: int,
+    tau: str | None = None,
+    brief: Literal[False] = False,
+    tau_ball: arb | None = None,
+) -> LengthCertificate: ...
+
+
+@overload
+def certify_length(
+    prep: Prepared, n: int, tau: str | None, brief: Literal[True], tau_ball: arb | None = None
+) -> LengthVerdict: ...
+
+
+@overload
+def certify_length(
+    prep: Prepared,
+    n: int,
+    tau: str | None = None,
+    *,
+    brief: Literal[True],
+    tau_ball: arb | None = None,
+) -> LengthVerdict: ...
 
 
 def certify_length(
