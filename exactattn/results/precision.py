@@ -6,7 +6,9 @@ to 6 digits only when written; the maximum over inputs is taken on the exact end
 rounding is monotone, so this writes what a maximum of the written decimals would). Model
 outputs (hard, dtype, certified soft) are held as the engines return them and written by
 :func:`plain_output`; a record read back from a file holds the written text instead, so
-``from_json(d).to_json() == d``. Only this module spells the precision format's keys.
+``from_json(d).to_json() == d`` for ``d = json.loads(text)`` (``core.jsonio.read_json`` turns
+the diagnostic float ``layer_errors`` into text). Only this module spells the precision
+format's keys.
 """
 
 from __future__ import annotations
