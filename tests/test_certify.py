@@ -219,7 +219,7 @@ def test_dyck2_own_tau_is_the_honest_answer() -> None:
 
 def test_certificate_values_dyck2() -> None:
     m = load_model(ROOT / "models" / "dyck2.json")
-    c = certificate(m, 65536, "theorem")
+    c = certificate(m, 65536, "theorem").to_json()
     assert c["format"] == "exactattn-certificate/1"
     assert c["claims_at_n"] == {
         "gamma_lower": "1/65537",
@@ -272,8 +272,8 @@ def _agrees(path: Path, max_n: int, theorem: bool) -> None:
     model = load_model(path)
     prep = Prepared.of(model)
     for n in range(model.claims.from_n, max_n + 1):
-        tau = certify_length(prep, n, "theorem")["tau_exact"] if theorem else None
-        c = certify_length(prep, n, tau)
+        tau = certify_length(prep, n, "theorem").tau_exact if theorem else None
+        c = certify_length(prep, n, tau).to_json()
         rec = run_check(model, max_n=n, min_n=n, tau=tau, bounds=True).lengths[0]
         assert rec.bounds is not None
         for li, layer in enumerate(rec.layers):
@@ -449,7 +449,7 @@ def test_tau_grid_above_tau_thm() -> None:
 
     m = load_model(ROOT / "models" / "dyck2.json")
     prep = Prepared.of(m)
-    c = certify_length(prep, 65536, "theorem")
+    c = certify_length(prep, 65536, "theorem").to_json()
     g = c["tau_grid"]
     last, fail = g["last_certified"]["k"], g["first_not_certified"]["k"]
     assert fail == last + 1
@@ -457,9 +457,9 @@ def test_tau_grid_above_tau_thm() -> None:
     for k in range(last - 3, last + 1):
         t = (arb(k) / 8 * arb(2).log()).exp()
         assert t > arb(t_thm.numerator) / t_thm.denominator
-        assert certify_length(prep, 65536, brief=True, tau_ball=t)["status"] == "certified"
+        assert certify_length(prep, 65536, brief=True, tau_ball=t).certified
     t = (arb(fail) / 8 * arb(2).log()).exp()
-    assert certify_length(prep, 65536, brief=True, tau_ball=t)["status"] == "not certified"
+    assert not certify_length(prep, 65536, brief=True, tau_ball=t).certified
     # at n = 65536 the chain reaches 8.43e-8, between τ_thm = 2.35e-8 and the own τ = 2.75e-7
     assert Fraction(g["last_certified"]["tau"]["upper"]) < Fraction(275, 10**9)
 

@@ -54,6 +54,14 @@ CLAIM_MEANING = {
     ACTIVATION: "upper bound on every layer's hard activations max_ℓ ‖x^(ℓ)‖∞",
     UNIQUE_TOP: "every leftmost/rightmost head has a unique top score at every query (H3)",
 }
+CLAIM_SYMBOL = {
+    "gamma_lower": "γ(n) ≥",
+    "x_max_upper": "x_max(n) ≤",
+    "margin_lower": "μ(n) ≥",
+    ACTIVATION: "max_ℓ ‖x^(ℓ)‖∞ ≤",
+    UNIQUE_TOP: "top set of every leftmost/rightmost head ≤",
+}
+"""Each claim as a relation, for messages ("γ(n) ≥ 1/(n+1)")."""
 _FIX_JUST = 'use "justification": "user" or {"file": "proofs/<file>.md", "statement": "<lemma>"}'
 
 

@@ -35,7 +35,6 @@ from exactattn.inputs.work import relative_work, sample_length
 from exactattn.model import AttentionLayer, Model
 from exactattn.model.claimed import precheck
 from exactattn.model.expr import Expr, parse_expression
-from exactattn.rasp.gap import gap_bound_record
 from exactattn.results import (
     RESULT_FORMAT,
     LengthRecord,
@@ -44,6 +43,7 @@ from exactattn.results import (
     verdict_of,
     with_extras,
 )
+from exactattn.results.claims import gap_bound_entry
 from exactattn.run.executors import InProcess
 from exactattn.run.shard import (  # noqa: F401  (re-exported: the check's API)
     BATCH,
@@ -192,13 +192,15 @@ def run_check(
             job = LengthJob(model, n, job_tau, hard_only, batch, max_prec, float_filter)
             rec = check_length(job, run, progress)
             if model.reference is not None and model.reference.kind == "rasp":
-                gb = gap_bound_record(model, rec)
+                gb = gap_bound_entry(model, rec)
                 if gb is not None:  # the compiler's bound beside measured γ(n) (issue 22)
-                    rec = with_extras(rec, extra={**rec.extra, "compiler_gap_bound": gb})
+                    rec = with_extras(rec, extra={**rec.extra, "compiler_gap_bound": gb.to_json()})
             if (bounds or tau_theorem) and not hard_only:
                 rec = with_extras(rec, bounds=bounds_for_length(model, rec, temps.at(n, BASE_PREC)))
             if model.claims is not None:  # claimed bounds vs the measured values (issue 23)
-                rec = with_extras(rec, extra={**rec.extra, "claims": verify_claims(model, rec)})
+                rec = with_extras(
+                    rec, extra={**rec.extra, "claims": verify_claims(model, rec).to_json()}
+                )
             if find_tau and not hard_only:
                 rec = with_extras(
                     rec, tau_star=search_tau(model, _compiled(model), n, None, batch, max_prec)
