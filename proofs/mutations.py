@@ -473,8 +473,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "B3",
         BCHECK,
-        '"x_max": max(xs, default=Fraction(1)),',
-        '"x_max": rec.x_max,',
+        "x_max=max(xs, default=Fraction(1)),",
+        "x_max=rec.x_max,",
         "τ_thm: X = the embedding's x_max, not every attention input's",
         tests=ENGINE_TESTS,
         note=CONST_NOTE,

@@ -57,7 +57,6 @@ from exactattn.importers.tracr import import_tracr as _imp
 from exactattn.inputs import count_inputs, count_text
 from exactattn.inputs.work import job_too_large
 from exactattn.model import load_model
-from exactattn.rasp.gap import summary_lines as gap_lines  # RASP models (issue 22)
 from exactattn.report import write_report
 from exactattn.report.certificate import write_certificate_report
 from exactattn.report.claims import main as claims_main
@@ -300,7 +299,7 @@ def check(
                 console.print(line, highlight=False, soft_wrap=True)
             if result.model.claims is not None:  # issue 23
                 console.print(summary_line(result.model, data), highlight=False, markup=False)
-            for line in gap_lines(data):
+            for line in gap_lines(ResultView.from_json(data)):
                 console.print(line, highlight=False, soft_wrap=True, markup=False)
         if report:
             write_report(data, Path(report))
@@ -350,12 +349,12 @@ def _run_with_progress(fn: Any, total: int | None, quiet: bool) -> Any:
     ) as prog:
         task = prog.add_task("checking", total=total)
         offsets: dict[str, int] = {}
-        state = {"base": 0}
+        base = [0]  # where the next stage starts on the bar
 
         def progress(stage: str, done: int, stage_total: int) -> None:
             if stage not in offsets:
-                offsets[stage] = state["base"]
-                state["base"] += stage_total
+                offsets[stage] = base[0]
+                base[0] += stage_total
             prog.update(task, completed=offsets[stage] + done, description=stage)
 
         return fn(progress)
@@ -447,7 +446,7 @@ def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
             _exact_cell(r.gamma) if r.gamma else "∞",
             _exact_cell(r.x_max),
             *errs,
-            _INV.get(r.invariant, "–"),
+            _inv(r.invariant),
             _na(r.disagreements),
             _na(r.undecided),
             _na(r.tie_positions),
@@ -481,7 +480,33 @@ def _tau_star_cell(b: TauBracket | None) -> str:
     return ("≥" if b.upper is None else "") + text + mark
 
 
-_INV = {"holds": "yes", "fails": "NO", "undecided": "?"}
+def gap_lines(view: ResultView) -> list[str]:
+    """One line per length of a compiled RASP model: measured γ(n) beside the compiler's
+    bound (issue 22)."""
+    out = []
+    for r in view.lengths:
+        g = r.compiler_gap
+        if g is None:
+            continue
+        verdict = "holds" if g.holds else f"VIOLATED ({g.violations})"
+        out.append(
+            f"n = {r.n}: measured γ(n) = {g.measured or '∞'} ≥ compiler bound "
+            f"{g.expression} = {g.bound or '∞'}: {verdict}"
+        )
+    return out
+
+
+def _inv(state: Any) -> str:
+    """The ε ≤ 1 column: yes / NO / ? (– when not evaluated)."""
+    return (
+        "yes"
+        if state == "holds"
+        else "NO"
+        if state == "fails"
+        else "?"
+        if state == "undecided"
+        else "–"
+    )
 
 
 def _na(x: Any) -> str:

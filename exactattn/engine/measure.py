@@ -32,6 +32,14 @@ from exactattn.results import (
     first_of,
     input_rank,
 )
+from exactattn.results.views import (
+    disagreement_data,
+    gamma_witness_data,
+    mismatch_witness_data,
+    position_witness_data,
+    tie_witness_data,
+    with_tie_soft,
+)
 
 TIGHT_REL = arb("1e-6")
 ZERO_UPPER = arb("1e-40")
@@ -213,12 +221,9 @@ class LengthAccumulator:
                             self.ref.first,
                             Witness(
                                 (0, self._rank(b)),
-                                {
-                                    "input": list(w),
-                                    "meaning": "hard",
-                                    "expected": jsonable(exp),
-                                    "got": jsonable(self._hard_repr(b)),
-                                },
+                                mismatch_witness_data(
+                                    w, "hard", jsonable(exp), jsonable(self._hard_repr(b))
+                                ),
                             ),
                         ),
                     )
@@ -252,7 +257,7 @@ class LengthAccumulator:
                     self.ties,
                     witness=Witness(
                         (rank, positions[0]),
-                        {"input": list(hb.words[b]), "position": positions[0], "soft": None},
+                        tie_witness_data(hb.words[b], positions[0]),
                     ),
                 )
             return
@@ -265,7 +270,7 @@ class LengthAccumulator:
             p = tied[0]
             und = soft.undecided_at[p] if soft.undecided_at else False
             s = "undecided" if und else soft.value[p]
-        self.ties = replace(self.ties, witness=Witness(w.key, {**w.data, "soft": jsonable(s)}))
+        self.ties = replace(self.ties, witness=Witness(w.key, with_tie_soft(w.data, jsonable(s))))
 
     def _gap(self, hb: HardBatch, li: int, hi_: int, tr: Any, rec: GapRecord) -> None:
         s = tr.scores.num
@@ -302,14 +307,7 @@ class LengthAccumulator:
             q, o = spec_position(m, int(i)), spec_position(m, int(j))
             rec.value = g
             rec.key = (li, hi_, self._rank(int(b)), q, o)
-            rec.witness = {
-                "input": list(hb.words[b]),
-                "layer": li,
-                "head": hi_,
-                "query": q,
-                "top_key": spec_position(m, top_key),
-                "other_key": o,
-            }
+            rec.witness = gamma_witness_data(hb.words[b], li, hi_, q, spec_position(m, top_key), o)
 
     def _margin(self, mg: Fraction) -> None:
         if self.min_margin is None or mg < self.min_margin:
@@ -465,7 +463,7 @@ class LengthAccumulator:
             if rec.witness is None or hi > rec.upper or (hi == rec.upper and rank < rec.rank):
                 if hi > rec.upper:
                     rec.upper = hi
-                rec.witness = {"input": list(hb.words[b]), "position": spec_position(m, row)}
+                rec.witness = position_witness_data(hb.words[b], spec_position(m, row))
                 rec.rank = rank
         self._soft_decision(hb, b, verdict)
 
@@ -517,10 +515,9 @@ class LengthAccumulator:
             if rec.witness is None or top_a > rec.upper or (top_a == rec.upper and rank < rec.rank):
                 if top_a > rec.upper:
                     rec.upper = top_a
-                rec.witness = {
-                    "input": list(hb.words[first]),
-                    "position": spec_position(m, int(fb.err_row[first, li])),
-                }
+                rec.witness = position_witness_data(
+                    hb.words[first], spec_position(m, int(fb.err_row[first, li]))
+                )
                 rec.rank = rank
         o = m.output
         if isinstance(o, AcceptOutput) and fb.accept is not None:
@@ -574,12 +571,9 @@ class LengthAccumulator:
                         self.ref.first,
                         Witness(
                             (1, rank),
-                            {
-                                "input": word,
-                                "meaning": "soft",
-                                "expected": jsonable(exp),
-                                "got": jsonable(verdict.value),
-                            },
+                            mismatch_witness_data(
+                                word, "soft", jsonable(exp), jsonable(verdict.value)
+                            ),
                         ),
                     ),
                 )
@@ -588,10 +582,7 @@ class LengthAccumulator:
         self.disagreements += 1
         self.first_disagreement = first_of(
             self.first_disagreement,
-            Witness(
-                (rank,),
-                {"input": word, "detail": {"hard": jsonable(hard), "soft": jsonable(soft)}},
-            ),
+            Witness((rank,), disagreement_data(word, jsonable(hard), jsonable(soft))),
         )
 
     def _matches_soft(self, b: int, exp: Any, v: SoftVerdict) -> bool | None:

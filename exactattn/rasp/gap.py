@@ -18,7 +18,6 @@ compiler stores is an exact integer (Booleans 0/1, counts in [0, n], keys in [�
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
 
 from exactattn.model.expr import parse_expression
 
@@ -52,18 +51,3 @@ def _s(q: Fraction | None) -> str | None:
     if q is None:
         return None
     return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
-
-
-def summary_lines(data: dict[str, Any]) -> list[str]:
-    """One line per length: measured γ(n) beside the compiler's bound (``check`` output)."""
-    out = []
-    for r in data.get("lengths", []):
-        g = r.get("compiler_gap_bound")
-        if not g:
-            continue
-        verdict = "holds" if g["holds"] else f"VIOLATED ({len(g['violations'])})"
-        out.append(
-            f"n = {r['n']}: measured γ(n) = {g['measured'] or '∞'} ≥ compiler bound "
-            f"{g['expression']} = {g['bound'] or '∞'}: {verdict}"
-        )
-    return out

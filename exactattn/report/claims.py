@@ -30,6 +30,7 @@ from exactattn.constructions.dyck import build_dyck
 from exactattn.core.numbers import decimal_down, decimal_up, parse_decimal, short_decimal
 from exactattn.model import load_model, model_from_dict
 from exactattn.results.bounds import GridTau, TauStarRecord
+from exactattn.results.certificate import CertificateRange
 from exactattn.results.sequences import TAU_THM, closed_form_records
 from exactattn.results.views import ABSENT, LengthView, ResultView
 from exactattn.run.check import run_check
@@ -189,8 +190,11 @@ def certify_text(data: dict[str, Any] | None) -> str:
         return "—"
     parts = []
     for key, label in (("theorem", "τ_thm"), ("own", "own τ")):
-        r = data.get(key) or {}
-        through, hi = r.get("certified_through"), (r.get("range") or [None, None])[1]
+        try:
+            rng = CertificateRange.from_json(data[key])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            rng = None
+        through, hi = (None, None) if rng is None else (rng.certified_through, rng.hi)
         if through is None:
             parts.append(f"{label}: —")
         elif through == hi:

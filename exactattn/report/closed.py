@@ -15,18 +15,29 @@ from exactattn.bounds.closedforms import evaluate_form, form_expr
 from exactattn.report import fmt, table
 from exactattn.report.escape import plain, text
 from exactattn.report.table import MISSING, Alt, Cell, Code, Column, Lit, Table, Text, rich
-from exactattn.results.sequences import ClosedForm, closed_form_records
+from exactattn.results.sequences import (
+    ACCEPTED,
+    GAMMA,
+    MIN_MARGIN,
+    TAU_STAR,
+    TAU_STAR_DEC,
+    TAU_STAR_INV,
+    TAU_THM,
+    X_MAX,
+    ClosedForm,
+    closed_form_records,
+)
 from exactattn.results.views import ABSENT
 
 _LABELS = {
-    "gamma": ("γ(n)", r"\gamma(n)"),
-    "x_max": ("x_max(n)", r"x_{\max}(n)"),
-    "min_margin": ("min margin(n)", r"\mu(n)"),
-    "accepted": ("accepted(n)", r"\mathrm{accepted}(n)"),
-    "tau_theorem": ("τ_thm(n)", r"\tau_{\mathrm{thm}}(n)"),
-    "tau_star": ("τ*(n)", r"\tau^*(n)"),
-    "tau_star_decisions": ("τ*_dec(n)", r"\tau^*_{\mathrm{dec}}(n)"),
-    "tau_star_invariant": ("τ*_inv(n)", r"\tau^*_{\mathrm{inv}}(n)"),
+    GAMMA: ("γ(n)", r"\gamma(n)"),
+    X_MAX: ("x_max(n)", r"x_{\max}(n)"),
+    MIN_MARGIN: ("min margin(n)", r"\mu(n)"),
+    ACCEPTED: ("accepted(n)", r"\mathrm{accepted}(n)"),
+    TAU_THM: ("τ_thm(n)", r"\tau_{\mathrm{thm}}(n)"),
+    TAU_STAR: ("τ*(n)", r"\tau^*(n)"),
+    TAU_STAR_DEC: ("τ*_dec(n)", r"\tau^*_{\mathrm{dec}}(n)"),
+    TAU_STAR_INV: ("τ*_inv(n)", r"\tau^*_{\mathrm{inv}}(n)"),
 }
 
 

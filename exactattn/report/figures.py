@@ -42,6 +42,9 @@ METADATA = {
     "png": {"Software": None},
     "pdf": {"Creator": None, "Producer": None, "CreationDate": None, "ModDate": None},
 }
+GAMMA_FIG, ERROR_FIG, TAU_FIG = "gamma", "error", "tau"
+"""Figure names (file-name stems, caption keys): γ(n), the per-layer errors, the temperatures."""
+
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 
 
@@ -313,17 +316,17 @@ def write_figures(data: ReportData, stem: Path, suffix: str) -> list[tuple[str, 
     """Write every figure the result supports as ``<stem>-<name>.<suffix>``; (name, path)."""
     fit = data.gamma_fit()
     out = [
-        ("gamma", gamma_figure(data, _named(stem, "gamma", suffix), fit)),
-        ("error", error_figure(data, _named(stem, "error", suffix))),
+        (GAMMA_FIG, gamma_figure(data, _named(stem, GAMMA_FIG, suffix), fit)),
+        (ERROR_FIG, error_figure(data, _named(stem, ERROR_FIG, suffix))),
     ]
     if data.has_figure_tau:
-        out.append(("tau", tau_figure(data, _named(stem, "tau", suffix))))
+        out.append((TAU_FIG, tau_figure(data, _named(stem, TAU_FIG, suffix))))
     return out
 
 
 def figure_names(data: ReportData) -> list[str]:
     """The figures :func:`write_figures` writes, in order (the writers reference them)."""
-    return ["gamma", "error"] + (["tau"] if data.has_figure_tau else [])
+    return [GAMMA_FIG, ERROR_FIG] + ([TAU_FIG] if data.has_figure_tau else [])
 
 
 def _mpl_text(s: str) -> str:

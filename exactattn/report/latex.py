@@ -15,6 +15,7 @@ from exactattn.report import closed, fmt, tables
 from exactattn.report import table as table_model
 from exactattn.report.data import ReportData, non_monotone_lines
 from exactattn.report.escape import _TEXT_ESCAPES, text  # noqa: F401  (re-exported)
+from exactattn.report.figures import ERROR_FIG, GAMMA_FIG, TAU_FIG
 from exactattn.report.table import Table
 
 PACKAGES = ["amsmath", "booktabs", "graphicx"]
@@ -230,15 +231,15 @@ def figure_captions(data: ReportData) -> dict[str, str]:
             "$" + fmt.fit_tex(fit) + "$ (floating point, for display only)."
         )
     captions = {
-        "gamma": rf"$\gamma(n)$ for {tt(data.model)}, exact, on log--log axes; $\infty$ (no "
+        GAMMA_FIG: rf"$\gamma(n)$ for {tt(data.model)}, exact, on log--log axes; $\infty$ (no "
         r"strict gap) is marked at the top edge. " + fit_sentence,
-        "error": rf"Upper ends of the certified per-layer errors $\varepsilon_\ell(n)$ for "
+        ERROR_FIG: rf"Upper ends of the certified per-layer errors $\varepsilon_\ell(n)$ for "
         rf"{tt(data.model)} on a log axis"
         + (", with the proved bounds (dashed)" if data.has_bounds else "")
         + "; an exact zero is marked at the bottom edge.",
     }
     if data.has_figure_tau:
-        captions["tau"] = (
+        captions[TAU_FIG] = (
             rf"Temperatures for {tt(data.model)} on a log axis (lower ends of the brackets and "
             r"enclosures): $\tau^*_{\mathrm{dec}}(n)$, the largest grid temperature found to keep "
             r"every decision, and $\tau^*_{\mathrm{inv}}(n)$, the largest found to keep also "

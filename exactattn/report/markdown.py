@@ -8,6 +8,7 @@ from exactattn.report import closed, fmt, tables
 from exactattn.report import table as table_model
 from exactattn.report.data import ReportData, non_monotone_lines
 from exactattn.report.escape import _MD_SPECIAL, _visible, plain  # noqa: F401  (re-exported)
+from exactattn.report.figures import ERROR_FIG, GAMMA_FIG, TAU_FIG
 from exactattn.report.table import Column, Lit, Table
 
 NOTATION = (
@@ -20,9 +21,9 @@ NOTATION = (
 
 
 ALT = {
-    "gamma": "γ(n) against n on log–log axes",
-    "error": "certified per-layer error against n",
-    "tau": "τ*_dec(n) and τ*_inv(n) against τ_thm(n)",
+    GAMMA_FIG: "γ(n) against n on log–log axes",
+    ERROR_FIG: "certified per-layer error against n",
+    TAU_FIG: "τ*_dec(n) and τ*_inv(n) against τ_thm(n)",
 }
 
 
@@ -156,14 +157,14 @@ def figure_captions(data: ReportData) -> dict[str, str]:
             f"{fmt.fit_text(fit)} (floating point, for display only)."
         )
     captions = {
-        "gamma": "γ(n), exact, on log–log axes; ∞ (no strict gap) is marked at the top edge. "
+        GAMMA_FIG: "γ(n), exact, on log–log axes; ∞ (no strict gap) is marked at the top edge. "
         + fit_sentence,
-        "error": "Upper ends of the certified per-layer errors ε_ℓ(n) on a log axis"
+        ERROR_FIG: "Upper ends of the certified per-layer errors ε_ℓ(n) on a log axis"
         + (", with the proved bounds (dashed)" if data.has_bounds else "")
         + "; an exact zero is marked at the bottom edge.",
     }
     if data.has_figure_tau:
-        captions["tau"] = (
+        captions[TAU_FIG] = (
             "Temperatures on a log axis (lower ends of the brackets and enclosures): τ*_dec(n), "
             "the largest grid temperature found to keep every decision, and τ*_inv(n), the "
             "largest found to keep also ε ≤ 1 where the proof needs it, against τ_thm(n), the "

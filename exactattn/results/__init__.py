@@ -593,6 +593,18 @@ def merge_lengths(parts: Sequence[LengthRecord]) -> LengthRecord:
     return out
 
 
+def with_gap_bound(rec: LengthRecord, entry: Any) -> LengthRecord:
+    """A copy with the compiler's gap bound at this length (``compiler_gap_bound``; a
+    :class:`~exactattn.results.claims.GapBoundEntry`)."""
+    return replace(rec, extra={**rec.extra, "compiler_gap_bound": entry.to_json()})
+
+
+def with_claims(rec: LengthRecord, entry: Any) -> LengthRecord:
+    """A copy with the model's claims checked at this length (``claims``; a
+    :class:`~exactattn.results.claims.ClaimsEntry`)."""
+    return replace(rec, extra={**rec.extra, "claims": entry.to_json()})
+
+
 def with_extras(rec: LengthRecord, **kw: Any) -> LengthRecord:
     """A copy with whole-length results (``bounds``, ``tau_star``) attached."""
     return replace(rec, **kw)

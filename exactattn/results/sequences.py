@@ -119,6 +119,10 @@ GAMMA = "gamma"
 """The ``closed_forms`` key of γ(n)."""
 TAU_THM = "tau_theorem"
 """The ``closed_forms`` key of τ_thm(n)."""
+X_MAX, MIN_MARGIN, ACCEPTED = "x_max", "min_margin", "accepted"
+TAU_STAR, TAU_STAR_DEC, TAU_STAR_INV = "tau_star", "tau_star_decisions", "tau_star_invariant"
+"""The other quantities' ``closed_forms`` keys (τ*: the flat bracket of older results, then
+the two searches)."""
 
 
 def _ints(x: Any) -> tuple[int, ...]:

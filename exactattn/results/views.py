@@ -282,3 +282,46 @@ class ResultView:
 def format_of(document: Any) -> Any:
     """The ``format`` tag of a JSON document (None when it is not an object or has none)."""
     return document.get("format") if isinstance(document, dict) else None
+
+
+# ---------------------------------------------------------------------------------------------
+# witness data as the engine records it (the JSON a LengthRecord's witnesses write)
+
+
+def gamma_witness_data(
+    word: Any, layer: int, head: int, query: int, top_key: int, other_key: int
+) -> dict[str, Any]:
+    """Where γ(n) is attained (``gamma_witness``)."""
+    return {
+        "input": list(word),
+        "layer": layer,
+        "head": head,
+        "query": query,
+        "top_key": top_key,
+        "other_key": other_key,
+    }
+
+
+def position_witness_data(word: Any, position: int) -> dict[str, Any]:
+    """An input and a position (``error_witness``)."""
+    return {"input": list(word), "position": position}
+
+
+def tie_witness_data(word: Any, position: int, soft: Any = None) -> dict[str, Any]:
+    """The first hard tie (``hard_ties.first``): input, position, the soft decision there."""
+    return {"input": list(word), "position": position, "soft": soft}
+
+
+def with_tie_soft(data: dict[str, Any], soft: Any) -> dict[str, Any]:
+    """A tie witness with the soft decision at its position filled in."""
+    return {**data, "soft": soft}
+
+
+def mismatch_witness_data(word: Any, meaning: str, expected: Any, got: Any) -> dict[str, Any]:
+    """The first reference mismatch (``first_reference_mismatch``) of one meaning."""
+    return {"input": list(word), "meaning": meaning, "expected": expected, "got": got}
+
+
+def disagreement_data(word: Any, hard: Any, soft: Any) -> dict[str, Any]:
+    """The first disagreement: its input and the two decisions (``…_detail``)."""
+    return {"input": list(word), "detail": {"hard": hard, "soft": soft}}

@@ -40,7 +40,9 @@ from exactattn.results import (
     merge_lengths,
     result_json,
     verdict_of,
+    with_claims,
     with_extras,
+    with_gap_bound,
 )
 from exactattn.results.claims import gap_bound_entry
 from exactattn.results.sequences import LengthValues
@@ -178,13 +180,11 @@ def run_check(
             if model.reference is not None and model.reference.kind == "rasp":
                 gb = gap_bound_entry(model, rec)
                 if gb is not None:  # the compiler's bound beside measured γ(n) (issue 22)
-                    rec = with_extras(rec, extra={**rec.extra, "compiler_gap_bound": gb.to_json()})
+                    rec = with_gap_bound(rec, gb)
             if (bounds or choice.is_theorem) and not hard_only:
                 rec = with_extras(rec, bounds=bounds_for_length(model, rec, temps.at(n, BASE_PREC)))
             if model.claims is not None:  # claimed bounds vs the measured values (issue 23)
-                rec = with_extras(
-                    rec, extra={**rec.extra, "claims": verify_claims(model, rec).to_json()}
-                )
+                rec = with_claims(rec, verify_claims(model, rec))
             if find_tau and not hard_only:
                 rec = with_extras(
                     rec, tau_star=search_tau(model, _compiled(model), n, None, batch, max_prec)
