@@ -17,7 +17,13 @@ from exactattn.engine.certify import MAX_PREC, certify_word
 from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.measure import LengthAccumulator
 from exactattn.engine.soft import WeightCache
-from exactattn.engine.softfloat import certify_float, tau_enclosures
+from exactattn.engine.softfloat import (
+    DD_PREC,
+    USE_DD,
+    certify_float,
+    second_tier,
+    tau_enclosures,
+)
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import Shard, batches, words_in
 from exactattn.model import Model
@@ -99,6 +105,7 @@ def check_shard(
     )
     if use_float:
         ftaus = tau_enclosures(temps.at(n, BASE_PREC))
+        dtaus = tau_enclosures(temps.at(n, DD_PREC)) if USE_DD else None
     source = iter(words) if words is not None else words_in(model.alphabet, shard)
     for chunk in batches(source, job.batch):
         hb = run_hard(cm, chunk, n)
@@ -117,6 +124,14 @@ def check_shard(
                     settled = fb.settled & ~under
                     if not settled.all():
                         settled = settle_dominated(fb, settled, under, acc.error_lower_floats())
+                    if dtaus is not None and not settled.all():
+                        # the double-double tier for what float64 could not settle
+                        fb = second_tier(cm, hb, fb, ~settled, dtaus)
+                        under = fb.underflowed()
+                        todo = fb.settled & ~under & ~settled
+                        settled = settle_dominated(
+                            fb, settled | todo, under, acc.error_lower_floats()
+                        )
                     acc.add_soft_float(hb, fb, settled)
                     acc.float_settled += int(settled.sum())
             for b in range(len(chunk)):

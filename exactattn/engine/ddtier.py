@@ -1,0 +1,467 @@
+"""The second float tier: double-double midpoint–radius intervals (proofs/double_double.md).
+
+For the words the float64 filter (:mod:`exactattn.engine.softfloat`) cannot settle, the soft
+forward pass is recomputed *directly* (softmax attention, ReLU layers, no δ formulation) with
+double-double midpoints: a number is the real interval [h + l − r, h + l + r] of three float64
+arrays, h + l the midpoint (an exact sum of two floats, about 106 bits), r ≥ 0 the radius.
+Every rounding of the midpoint arithmetic is bounded by computed quantities and added to the
+radius (error-free transformations: Knuth's TwoSum, Dekker's split and TwoProduct — numpy has
+no fma); every radius is a sum of products of non-negative floats, rounded up by the factor
+``RADF`` plus the absolute ``ETA`` (Lemma R). exp is argument reduction by a certified
+enclosure of ln 2, a degree-10 Taylor polynomial evaluated *in this interval arithmetic* plus a
+proven remainder bound, then eight certified squarings. So each function returns an enclosure
+of the exact real value, never a guess; anything not finite, or beyond ``MAXV``, gets an
+infinite radius and no decision is read from it.
+
+Only elementwise IEEE operations in a fixed order: results are bit-identical on every machine
+and in every batching (a word's numbers never depend on the other words of its batch).
+Why direct rather than δ: the float64 tier loses its accuracy where exp amplifies relative
+widths by the score perturbation |δs/τ| (up to 10⁶ on the random benchmark model); with
+2^-104 relative rounding the direct difference x_soft − x_hard keeps ≥ 10⁻²⁰ relative
+accuracy through such layers. It cannot show that a δ is exactly 0 (the float64 tier and arb
+can); such words stay undecided here and go on to arb.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from exactattn.engine.hard import CompiledFFN, CompiledModel, HardBatch, HeadTrace
+from exactattn.engine.ratarray import RatArray
+
+U = 2.0**-53  # unit roundoff of binary64
+RADF = 1.0 + 2.0**-48  # radius round-up factor: ≥ (1 + u)^31 (Lemma R, depth ≤ 30)
+ETA = 2.0**-1000  # absolute slack per operation: ≥ every underflow loss (≤ a few 2^-1074)
+MAXV = 2.0**300  # beyond this magnitude a value gets an infinite radius (no overflow inside)
+SPLIT = 134217729.0  # 2^27 + 1, Dekker's splitter
+REM = 2.0**-123  # exp: Taylor remainder bound (degree 10, |ρ| ≤ 2^-9), Lemma E
+RHO_MAX = 2.0**-9
+SQUARINGS = 8
+RAT_ERR = 2.0**-51  # rat_dd: relative allowance of the low part, ≥ u(2 + u) (Lemma C)
+EXP_LOW = -700.0  # below: e^x ≤ e^-699 < ETA, enclosed by [0, ETA]
+
+DD = tuple[np.ndarray, np.ndarray, np.ndarray]  # (h, l, r): [h + l − r, h + l + r]
+
+# ---------------------------------------------------------------------------------------
+# error-free transformations
+# ---------------------------------------------------------------------------------------
+
+
+def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """s + e = a + b exactly, s = fl(a + b) (Knuth; any finite a, b, no overflow)."""
+    s = a + b
+    bb = s - a
+    e = (a - (s - bb)) + (b - bb)
+    return s, e
+
+
+def split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """a = ah + al exactly, each with ≤ 26 significant bits (Dekker; |a| < 2^996)."""
+    c = SPLIT * a
+    ah = c - (c - a)
+    return ah, a - ah
+
+
+def two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """p + e = a·b, p = fl(a·b): exact without underflow, else within 5·2^-1074 (Dekker;
+    Ogita–Rump–Oishi 2005, Algorithm 3.3)."""
+    p = a * b
+    ah, al = split(a)
+    bh, bl = split(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
+
+
+# ---------------------------------------------------------------------------------------
+# interval operations (Lemmas A, M, Q in proofs/double_double.md)
+# ---------------------------------------------------------------------------------------
+
+
+def dd_add(a: DD, b: DD) -> DD:
+    """a + b. Midpoint error ≤ u(|t| + |e2|) (Lemma A)."""
+    s, e = two_sum(a[0], b[0])
+    t = a[1] + b[1]
+    e2 = e + t
+    h, lo = two_sum(s, e2)
+    r = (a[2] + b[2] + (np.abs(t) + np.abs(e2)) * U) * RADF + ETA
+    return h, lo, r
+
+
+def dd_neg(a: DD) -> DD:
+    return -a[0], -a[1], a[2]
+
+
+def dd_sub(a: DD, b: DD) -> DD:
+    return dd_add(a, dd_neg(b))
+
+
+def dd_mul(a: DD, b: DD) -> DD:
+    """a·b. Midpoint error ≤ |al·bl| + u(|t1| + |t2| + |t3| + |e2|) + 7·2^-1074 (Lemma M);
+    radius |A|·br + ar·(|B| + br)."""
+    ah, al, ar = a
+    bh, bl, br = b
+    p, e = two_prod(ah, bh)
+    t1 = ah * bl
+    t2 = al * bh
+    t3 = t1 + t2
+    e2 = e + t3
+    h, lo = two_sum(p, e2)
+    aa = np.abs(ah) + np.abs(al)
+    ba = np.abs(bh) + np.abs(bl)
+    rnd = np.abs(al) * np.abs(bl) + (np.abs(t1) + np.abs(t2) + np.abs(t3) + np.abs(e2)) * U
+    r = (aa * br + ar * (ba + br) + rnd) * RADF + ETA
+    return h, lo, r
+
+
+def dd_scale2(a: DD, k: np.ndarray) -> DD:
+    """a·2^k (k integer array): exact but for underflow, which ETA covers."""
+    kk = k.astype(np.int32)
+    return np.ldexp(a[0], kk), np.ldexp(a[1], kk), np.ldexp(a[2], kk) * RADF + ETA
+
+
+def dd_recip(z: DD) -> DD:
+    """1/z where z is certainly positive; an infinite radius elsewhere (Lemma Q).
+
+    Y is any double-double near 1/(zh + zl) (one Newton step); the radius comes a posteriori
+    from the certified residual 1 − (zh + zl)·Y and a certified lower bound of z."""
+    zh, zl, zr = z
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = 1.0 / zh
+        p, e = two_prod(zh, y)
+        res = ((1.0 - p) - e) - zl * y
+        yh, yl = two_sum(y, y * res)
+        d = dd_mul((zh, zl, np.zeros_like(zh)), (yh, yl, np.zeros_like(yh)))
+        rho = np.abs((1.0 - d[0]) - d[1]) * (1 + 2 * U) + d[2]  # ≥ |1 − (zh + zl)·Y|
+        low = (zh - (np.abs(zl) + zr) * RADF) * (1 - 2.0**-50)  # ≤ every z in the interval
+        r = ((rho + zr / low) / low) * RADF + ETA
+    ok = np.isfinite(zh) & np.isfinite(zl) & np.isfinite(zr) & (low > 0)
+    return yh, yl, np.where(ok, r, np.inf)
+
+
+# ---------------------------------------------------------------------------------------
+# constants and conversions
+# ---------------------------------------------------------------------------------------
+
+
+def float_up(q: Fraction) -> float:
+    f = float(q)
+    return f if Fraction(f) >= q else float(np.nextafter(f, np.inf))
+
+
+def frac_dd(q: Fraction) -> tuple[float, float, float]:
+    """An exact rational as a scalar enclosure (h, l, r), r rounded up exactly."""
+    h = float(q)
+    lo = float(q - Fraction(h))
+    return h, lo, float_up(abs(q - Fraction(h) - Fraction(lo)))
+
+
+def const(q: tuple[float, float, float], like: np.ndarray) -> DD:
+    return (np.full_like(like, q[0]), np.full_like(like, q[1]), np.full_like(like, q[2]))
+
+
+# ln 2 to 82 digits (truncated: |ln 2 − LN2_Q| < 10^-81), as an enclosure
+_LN2_Q = Fraction(
+    "0.6931471805599453094172321214581765680755001343602552541206800094933936219696947156"
+)
+_l2 = frac_dd(_LN2_Q)
+LN2 = (_l2[0], _l2[1], float_up(Fraction(_l2[2]) + Fraction(1, 10**81)))
+EXP_C = [frac_dd(Fraction(1, math.factorial(i))) for i in range(11)]  # 1/i!, i = 0..10
+
+
+def rat_dd(num: np.ndarray, den: int) -> DD | None:
+    """num/den (int64 numerators, one denominator < 2^53) as an enclosure; None when the
+    numbers do not fit (object numerators, a larger denominator): the caller gives up.
+
+    Each 30-bit-aligned part n of num is converted exactly: h = fl(n/den), p + e = h·den
+    (TwoProduct), n − p exact (Sterbenz), ρ = fl((n − p) − e), l = fl(ρ/den) (Lemma C)."""
+    if num.dtype == object or den >= 2**53 or den <= 0:
+        return None
+    df = float(den)
+    hi_part = num >> 30  # floor division by 2^30, exact in int64
+    lo_part = num - (hi_part << 30)  # in [0, 2^30)
+    out: DD | None = None
+    for part, scale in ((hi_part, 2.0**30), (lo_part, 1.0)):
+        h, lo, r = small_rat_dd(part.astype(np.float64), df)  # |part| < 2^34: exact floats
+        piece = (h * scale, lo * scale, r * scale)  # exact scalings by 2^30
+        out = piece if out is None else dd_add(out, piece)
+    return out
+
+
+def small_rat_dd(n: np.ndarray, df: float) -> DD:
+    """n/df for integers |n| < 2^53 and 0 < df < 2^53 given as floats (Lemma C)."""
+    h = n / df
+    p, e = two_prod(h, df)
+    rho = (n - p) - e  # n − p is exact (Sterbenz)
+    lo = rho / df
+    return h, lo, np.abs(lo) * RAT_ERR + ETA
+
+
+def to_mr(a: DD, tiny: float) -> tuple[np.ndarray, np.ndarray]:
+    """A float64 midpoint–radius enclosure (mid h, radius ≥ |l| + r, at least ``tiny``); an
+    infinite radius where the interval is not finite or beyond MAXV."""
+    h, lo, r = a
+    rad = np.maximum((np.abs(lo) + r) * RADF, tiny)
+    bad = ~(np.isfinite(h) & np.isfinite(lo) & np.isfinite(r)) | (np.abs(h) > MAXV)
+    return h, np.where(bad, np.inf, rad)
+
+
+def guard(a: DD) -> DD:
+    """The overflow rule: an infinite radius where the interval is not finite or is beyond
+    MAXV (so that no split, product or exp inside the tier can overflow)."""
+    h, lo, r = a
+    bad = ~(np.isfinite(h) & np.isfinite(lo) & np.isfinite(r)) | (np.abs(h) > MAXV) | (r > 1.0)
+    if not bad.any():
+        return a
+    return np.where(bad, 0.0, h), np.where(bad, 0.0, lo), np.where(bad, np.inf, r)
+
+
+# ---------------------------------------------------------------------------------------
+# exp
+# ---------------------------------------------------------------------------------------
+
+
+def dd_exp(x: DD) -> DD:
+    """e^x on intervals of radius < 1 with x ≤ 1 (softmax arguments after the shift).
+
+    x = k·ln2 + ρ·2^8, k = rint(xh/ln2); e^x = 2^k·(e^ρ)^(2^8) with |ρ| ≤ 2^-9; e^ρ is the
+    degree-10 Taylor polynomial on the interval ρ plus [−REM, REM] (Lemma E). Arguments
+    below EXP_LOW give [0, ETA]; a radius ≥ 1 or x above 1 gives an infinite radius."""
+    xh, xl, xr = x
+    low = xh + (np.abs(xl) + xr) * RADF < EXP_LOW  # e^x ≤ e^-700 < ETA (if xr < 1)
+    ok = np.isfinite(xh) & np.isfinite(xl) & (xr < 1.0) & (xh <= 1.0)
+    xs = (np.where(low | ~ok, 0.0, xh), np.where(low | ~ok, 0.0, xl), np.where(ok, xr, 0.0))
+    k = np.rint(xs[0] * (1.0 / float(_LN2_Q)))
+    kl2 = dd_mul((k, np.zeros_like(k), np.zeros_like(k)), const(LN2, k))
+    rr = dd_sub(xs, kl2)
+    c = 2.0**-SQUARINGS
+    rho = (rr[0] * c, rr[1] * c, rr[2] * c + ETA)
+    rmax = (np.abs(rho[0]) + np.abs(rho[1]) + rho[2]) * RADF
+    p = const(EXP_C[-1], k)
+    for ci in reversed(EXP_C[:-1]):
+        p = dd_add(dd_mul(p, rho), const(ci, k))
+    p = (p[0], p[1], p[2] * RADF + REM)
+    for _ in range(SQUARINGS):
+        p = dd_mul(p, p)
+    h, lo, r = dd_scale2(p, k)
+    good = ok & (rmax <= RHO_MAX)
+    h = np.where(low, 0.0, h)
+    lo = np.where(low, 0.0, lo)
+    r = np.where(low & ok, ETA, np.where(good, r, np.inf))
+    return h, lo, r
+
+
+# ---------------------------------------------------------------------------------------
+# the forward pass
+# ---------------------------------------------------------------------------------------
+
+Scalar = tuple[float, float, float]
+Rows = list[list[tuple[int, Scalar]]]
+
+
+def _rows(w: RatArray) -> Rows:
+    """Nonzero weights per output row as scalar enclosures."""
+    return [
+        [(c, frac_dd(Fraction(int(w.num[a, c]), w.den))) for c in range(w.shape[1]) if w.num[a, c]]
+        for a in range(w.shape[0])
+    ]
+
+
+def _bias(b: RatArray) -> list[Scalar | None]:
+    return [frac_dd(Fraction(int(v), b.den)) if v else None for v in np.asarray(b.num).reshape(-1)]
+
+
+class DDWeights:
+    """A model's weights and biases as double-double enclosures (converted once per model)."""
+
+    def __init__(self, cm: CompiledModel) -> None:
+        self.layers: list[object] = []
+        for layer in cm.layers:
+            if isinstance(layer, list):
+                self.layers.append(
+                    [
+                        {
+                            "Q": (_rows(ch.Q), _bias(ch.bq)),
+                            "K": (_rows(ch.K), _bias(ch.bk)),
+                            "V": (_rows(ch.V), _bias(ch.bv)),
+                            "O": None if ch.O is None else (_rows(ch.O), None),
+                        }
+                        for ch in layer
+                    ]
+                )
+            else:
+                assert isinstance(layer, CompiledFFN)
+                hidden = [(_rows(w), _bias(b)) for w, b in layer.hidden]
+                self.layers.append((hidden, (_rows(layer.out[0]), _bias(layer.out[1]))))
+
+
+_CACHE: dict[int, tuple[CompiledModel, DDWeights]] = {}
+
+
+def dd_weights(cm: CompiledModel) -> DDWeights:
+    got = _CACHE.get(id(cm))
+    if got is None or got[0] is not cm:
+        got = _CACHE[id(cm)] = (cm, DDWeights(cm))
+    return got[1]
+
+
+def _zero(like: np.ndarray) -> DD:
+    z = np.zeros_like(like)
+    return z, z.copy(), z.copy()
+
+
+def _affine(xs: list[DD], wb: tuple[Rows, list[Scalar | None] | None]) -> list[DD]:
+    """out[a] = Σ_c W[a, c]·x[c] + b[a], in a fixed order (c ascending, bias last)."""
+    rows, bias = wb
+    like = xs[0][0]
+    out = []
+    for a, row in enumerate(rows):
+        acc: DD | None = None
+        for c, w in row:
+            t = dd_mul(xs[c], w)  # type: ignore[arg-type]
+            acc = t if acc is None else dd_add(acc, t)
+        if bias is not None and bias[a] is not None:
+            bb = const(bias[a], like)  # type: ignore[arg-type]
+            acc = bb if acc is None else dd_add(acc, bb)
+        out.append(_zero(like) if acc is None else acc)
+    return out
+
+
+def _relu(z: DD) -> DD:
+    """max(z, 0) on the interval: z where certainly ≥ 0, exactly 0 where certainly ≤ 0,
+    else [0, upper end of z]."""
+    h, lo, r = z
+    s = (np.abs(lo) + r) * RADF  # ≥ |l| + r
+    pos = h >= s
+    neg = -h >= s
+    up = (h + s) * RADF
+    mid = up * 0.5
+    return (
+        np.where(pos, h, np.where(neg, 0.0, mid)),
+        np.where(pos, lo, 0.0),
+        np.where(pos, r, np.where(neg, 0.0, mid * RADF + ETA)),
+    )
+
+
+def _sum_last(a: DD) -> DD:
+    """Σ over the last axis, in a fixed order."""
+    acc = (a[0][..., 0], a[1][..., 0], a[2][..., 0])
+    for j in range(1, a[0].shape[-1]):
+        acc = dd_add(acc, (a[0][..., j], a[1][..., j], a[2][..., j]))
+    return acc
+
+
+def _head(hw: dict, tr: HeadTrace, xs: list[DD], itau: Scalar) -> list[DD]:
+    """One head's contribution O·Σ_j α_ij v_j, softmax at 1/τ ∈ itau, per output column."""
+    q = _affine(xs, hw["Q"])
+    k = _affine(xs, hw["K"])
+    v = _affine(xs, hw["V"])
+    vis = tr.visible[None]  # (1, i, j)
+    s: DD | None = None
+    for qa, ka in zip(q, k, strict=True):
+        t = dd_mul(
+            (qa[0][:, :, None], qa[1][:, :, None], qa[2][:, :, None]),
+            (ka[0][:, None, :], ka[1][:, None, :], ka[2][:, None, :]),
+        )
+        s = t if s is None else dd_add(s, t)
+    B, T = xs[0][0].shape
+    if s is None:
+        s = _zero(np.zeros((B, T, T)))
+    x = dd_mul(s, itau)  # type: ignore[arg-type]
+    m = np.where(vis, x[0], -np.inf).max(axis=2, keepdims=True)  # any float shift will do
+    m = np.where(np.isfinite(m), m, 0.0)
+    x = dd_sub(x, (m, np.zeros_like(m), np.zeros_like(m)))
+    # exp only where visible and not certainly below EXP_LOW; [0, ETA] on the others
+    need = np.broadcast_to(vis, x[0].shape) & ~(x[0] < EXP_LOW - 2.0)
+    idx = np.flatnonzero(need)
+    wh = np.zeros(x[0].size)
+    wl = np.zeros(x[0].size)
+    wr = np.where(np.broadcast_to(vis, x[0].shape), ETA, 0.0).reshape(-1)
+    bad = ~(np.isfinite(x[2]) & (x[2] < 1.0))
+    wr[np.flatnonzero(bad.reshape(-1) & np.broadcast_to(vis, x[0].shape).reshape(-1))] = np.inf
+    if idx.size:
+        e = dd_exp((x[0].reshape(-1)[idx], x[1].reshape(-1)[idx], x[2].reshape(-1)[idx]))
+        wh[idx], wl[idx], wr[idx] = e
+    w = (wh.reshape(B, T, T), wl.reshape(B, T, T), wr.reshape(B, T, T))
+    z = _sum_last(w)
+    sees = tr.visible.any(axis=1)[None]  # (1, i): a query that sees nothing gets α = 0
+    z = (np.where(sees, z[0], 1.0), np.where(sees, z[1], 0.0), np.where(sees, z[2], 0.0))
+    iz = dd_recip(z)
+    alpha = dd_mul(w, (iz[0][:, :, None], iz[1][:, :, None], iz[2][:, :, None]))
+    mixed = []
+    for vc in v:
+        prod = dd_mul(alpha, (vc[0][:, None, :], vc[1][:, None, :], vc[2][:, None, :]))
+        mixed.append(_sum_last(prod))
+    if hw["O"] is None:
+        return mixed
+    return _affine(mixed, hw["O"])
+
+
+def dd_forward(
+    cm: CompiledModel, hb: HardBatch, itaus: list[list[Scalar] | None]
+) -> list[list[DD]] | None:
+    """The soft activations after every layer (per layer, d columns of shape (B, T)),
+    enclosed; ``itaus[l]`` holds every head's 1/τ as a scalar enclosure. None when the exact
+    embedding does not fit the conversion (:func:`rat_dd`)."""
+    x0 = rat_dd(hb.x0.num, hb.x0.den)
+    if x0 is None:
+        return None
+    d = hb.x0.shape[2]
+    xs = [guard((x0[0][..., c], x0[1][..., c], x0[2][..., c])) for c in range(d)]
+    dw = dd_weights(cm)
+    outs = []
+    for li, lt in enumerate(hb.layers):
+        lw = dw.layers[li]
+        if isinstance(lw, list):
+            assert lt.heads is not None
+            row = itaus[li]
+            assert row is not None
+            new = list(xs)
+            for hw, tr, it in zip(lw, lt.heads, row, strict=True):
+                contrib = _head(hw, tr, xs, it)
+                new = [dd_add(a, b) for a, b in zip(new, contrib, strict=True)]
+            xs = new
+        else:
+            hidden, out = lw  # type: ignore[misc]
+            h = xs
+            for wb in hidden:
+                h = [_relu(zc) for zc in _affine(h, wb)]
+            o = _affine(h, out)
+            xs = [dd_add(a, b) for a, b in zip(xs, o, strict=True)]
+        xs = [guard(c) for c in xs]
+        outs.append(xs)
+    return outs
+
+
+def inv_tau_dd(lo: Fraction, hi: Fraction) -> Scalar:
+    """1/τ for lo ≤ τ ≤ hi as a scalar enclosure (exact arithmetic; lo ≤ 0: infinite)."""
+    if lo <= 0:
+        return 0.0, 0.0, math.inf
+    a, b = 1 / hi, 1 / lo
+    c = (a + b) / 2
+    h, lo_, r = frac_dd(c)
+    return h, lo_, float_up(Fraction(r) + (b - a) / 2)
+
+
+def dd_deltas(
+    cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
+) -> list[list[DD]] | None:
+    """δ = soft − hard after every layer (per layer, d columns (B, T)), enclosed."""
+    itaus = [None if row is None else [inv_tau_dd(lo, hi) for lo, hi in row] for row in taus]
+    soft = dd_forward(cm, hb, itaus)
+    if soft is None:
+        return None
+    out = []
+    for lt, xs in zip(hb.layers, soft, strict=True):
+        hard = rat_dd(lt.x_out.num, lt.x_out.den)
+        if hard is None:
+            return None
+        out.append(
+            [
+                dd_sub(xc, (hard[0][..., c], hard[1][..., c], hard[2][..., c]))
+                for c, xc in enumerate(xs)
+            ]
+        )
+    return out
