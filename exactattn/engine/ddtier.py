@@ -134,7 +134,9 @@ def dd_recip(z: DD) -> DD:
         res = ((1.0 - p) - e) - zl * y
         yh, yl = two_sum(y, y * res)
         d = dd_mul((zh, zl, np.zeros_like(zh)), (yh, yl, np.zeros_like(yh)))
-        rho = np.abs((1.0 - d[0]) - d[1]) * (1 + 2 * U) + d[2]  # ≥ |1 − (zh + zl)·Y|
+        f1 = 1.0 - d[0]
+        f2 = f1 - d[1]
+        rho = np.abs(f2) * (1 + U) + np.abs(f1) * U + d[2]  # ≥ |1 − (zh + zl)·Y|
         low = (zh - (np.abs(zl) + zr) * RADF) * (1 - 2.0**-50)  # ≤ every z in the interval
         r = ((rho + zr / low) / low) * RADF + ETA
     ok = np.isfinite(zh) & np.isfinite(zl) & np.isfinite(zr) & (low > 0)
