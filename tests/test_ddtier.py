@@ -124,8 +124,16 @@ def test_rational_conversion_encloses(monkeypatch) -> None:
             m, r = _val(got, i)
             bad += abs(Fraction(int(v), 3) - m) > r
         assert (bad > 0) == bool(want)
-    assert dt.rat_dd(nums.astype(object), 3) is None
-    assert dt.rat_dd(nums, 2**53 + 1) is None
+    # Python-integer numerators and denominators ≥ 2^53 (hard scores of deep models)
+    big = np.array([int(v) * 2**41 + 12345 for v in nums[:100].tolist()] + [0, 1, -1], dtype=object)
+    for arr, den in ((big, 3), (big, 2**77 + 1), (nums[:50], 2**60 - 1)):
+        got = dt.rat_dd(arr, den)
+        assert got is not None
+        for i, v in enumerate(arr.tolist()):
+            m, r = _val(got, i)
+            assert abs(Fraction(int(v), den) - m) <= r
+            assert r <= abs(Fraction(int(v), den)) / 2**100 + Fraction(2) ** -990
+    assert dt.rat_dd(np.array([2**700], dtype=object), 3) is None
 
 
 def test_recip_encloses() -> None:

@@ -1,25 +1,21 @@
 """The second float tier: double-double midpoint–radius intervals (proofs/double_double.md).
 
-For the words the float64 filter (:mod:`exactattn.engine.softfloat`) cannot settle, the soft
-forward pass is recomputed *directly* (softmax attention, ReLU layers, no δ formulation) with
-double-double midpoints: a number is the real interval [h + l − r, h + l + r] of three float64
-arrays, h + l the midpoint (an exact sum of two floats, about 106 bits), r ≥ 0 the radius.
-Every rounding of the midpoint arithmetic is bounded by computed quantities and added to the
-radius (error-free transformations: Knuth's TwoSum, Dekker's split and TwoProduct — numpy has
-no fma); every radius is a sum of products of non-negative floats, rounded up by the factor
-``RADF`` plus the absolute ``ETA`` (Lemma R). exp is argument reduction by a certified
-enclosure of ln 2, a degree-10 Taylor polynomial evaluated *in this interval arithmetic* plus a
-proven remainder bound, then eight certified squarings. So each function returns an enclosure
-of the exact real value, never a guess; anything not finite, or beyond ``MAXV``, gets an
-infinite radius and no decision is read from it.
+For the words the float64 filter (:mod:`exactattn.engine.softfloat`) cannot settle, δ = soft −
+hard is recomputed in the same *hard + δ* form (scores as δs − g with the exact hard gap g,
+δα = α − α°, relu(z + δz) − relu(z)) with double-double midpoints: a number is the real
+interval [h + l − r, h + l + r] of three float64 arrays, h + l the midpoint (an exact sum of two
+floats, about 106 bits), r ≥ 0 the radius. Every rounding of the midpoint arithmetic is bounded
+by computed quantities and added to the radius (error-free transformations: Knuth's TwoSum,
+Dekker's split and TwoProduct — numpy has no fma); every radius is a sum of products of
+non-negative floats, rounded up by the factor ``RADF`` plus the absolute ``ETA`` (Lemma R).
+exp is argument reduction by a certified enclosure of ln 2, a degree-10 Taylor polynomial
+evaluated *in this interval arithmetic* plus a proven remainder bound, then eight certified
+squarings. Hard numbers come from the exact trace (:func:`rat_dd`). So each function returns an
+enclosure of the exact real value, never a guess; anything not finite, or beyond ``MAXV``, gets
+an infinite radius and no decision is read from it.
 
 Only elementwise IEEE operations in a fixed order: results are bit-identical on every machine
 and in every batching (a word's numbers never depend on the other words of its batch).
-Why direct rather than δ: the float64 tier loses its accuracy where exp amplifies relative
-widths by the score perturbation |δs/τ| (up to 10⁶ on the random benchmark model); with
-2^-104 relative rounding the direct difference x_soft − x_hard keeps ≥ 10⁻²⁰ relative
-accuracy through such layers. It cannot show that a δ is exactly 0 (the float64 tier and arb
-can); such words stay undecided here and go on to arb.
 """
 
 from __future__ import annotations
@@ -179,8 +175,10 @@ def rat_dd(num: np.ndarray, den: int) -> DD | None:
 
     Each 30-bit-aligned part n of num is converted exactly: h = fl(n/den), p + e = h·den
     (TwoProduct), n − p exact (Sterbenz), ρ = fl((n − p) − e), l = fl(ρ/den) (Lemma C)."""
-    if num.dtype == object or den >= 2**53 or den <= 0:
+    if den <= 0:
         return None
+    if num.dtype == object or den >= 2**53:
+        return _big_rat_dd(num, den)
     df = float(den)
     hi_part = num >> 30  # floor division by 2^30, exact in int64
     lo_part = num - (hi_part << 30)  # in [0, 2^30)
@@ -190,6 +188,27 @@ def rat_dd(num: np.ndarray, den: int) -> DD | None:
         piece = (h * scale, lo * scale, r * scale)  # exact scalings by 2^30
         out = piece if out is None else dd_add(out, piece)
     return out
+
+
+def _big_rat_dd(num: np.ndarray, den: int) -> DD | None:
+    """num/den for Python-integer numerators or a large denominator: |num| in exact 30-bit
+    pieces (exact floats, exact scalings), summed (Lemma A), times an exact enclosure of
+    1/den (Lemma M). None beyond 2^600 (the caller gives up)."""
+    a = np.abs(num).astype(object)
+    top = int(a.max(initial=0))
+    if top >= 2**600:
+        return None
+    sign = np.where(np.array(num < 0, dtype=bool), -1.0, 1.0)
+    out: DD | None = None
+    k = 0
+    while k == 0 or (top >> (30 * k)) > 0:
+        piece = np.array((a >> (30 * k)) & (2**30 - 1), dtype=np.float64) * sign
+        sc = 2.0 ** (30 * k)
+        t = (piece * sc, np.zeros_like(piece), np.zeros_like(piece))
+        out = t if out is None else dd_add(out, t)
+        k += 1
+    assert out is not None
+    return dd_mul(out, frac_dd(Fraction(1, den)))  # type: ignore[arg-type]
 
 
 def small_rat_dd(n: np.ndarray, df: float) -> DD:
@@ -309,25 +328,50 @@ def dd_weights(cm: CompiledModel) -> DDWeights:
     return got[1]
 
 
-def _zero(like: np.ndarray) -> DD:
-    z = np.zeros_like(like)
-    return z, z.copy(), z.copy()
+class GiveUp(Exception):
+    """Hard numbers beyond the exact conversion (:func:`rat_dd`): nothing is settled."""
 
 
-def _affine(xs: list[DD], wb: tuple[Rows, list[Scalar | None] | None]) -> list[DD]:
-    """out[a] = Σ_c W[a, c]·x[c] + b[a], in a fixed order (c ascending, bias last)."""
-    rows, bias = wb
-    like = xs[0][0]
-    out = []
-    for a, row in enumerate(rows):
+def _hard(ra: RatArray) -> DD:
+    got = rat_dd(ra.num, ra.den)
+    if got is None:
+        raise GiveUp
+    return got
+
+
+def _col(a: DD, c: int) -> DD:
+    return a[0][..., c], a[1][..., c], a[2][..., c]
+
+
+def _ax(a: DD, axis: int) -> DD:
+    """Insert a broadcast axis."""
+    return np.expand_dims(a[0], axis), np.expand_dims(a[1], axis), np.expand_dims(a[2], axis)
+
+
+def _where(c: np.ndarray, a: DD, b: DD) -> DD:
+    return np.where(c, a[0], b[0]), np.where(c, a[1], b[1]), np.where(c, a[2], b[2])
+
+
+def _plus(a: DD | None, b: DD | None) -> DD | None:
+    """a + b with None = exactly zero."""
+    if a is None:
+        return b
+    return a if b is None else dd_add(a, b)
+
+
+Delta = list[DD | None]  # δ per coordinate, (B, T) each; None = exactly zero
+
+
+def _lin(cols: Delta, rows: Rows) -> Delta:
+    """out[a] = Σ_c W[a, c]·cols[c], fixed order; None where no term is nonzero."""
+    out: Delta = []
+    for row in rows:
         acc: DD | None = None
         for c, w in row:
-            t = dd_mul(xs[c], w)  # type: ignore[arg-type]
-            acc = t if acc is None else dd_add(acc, t)
-        if bias is not None and bias[a] is not None:
-            bb = const(bias[a], like)  # type: ignore[arg-type]
-            acc = bb if acc is None else dd_add(acc, bb)
-        out.append(_zero(like) if acc is None else acc)
+            col = cols[c]
+            if col is not None:
+                acc = _plus(acc, dd_mul(col, w))  # type: ignore[arg-type]
+        out.append(acc)
     return out
 
 
@@ -355,86 +399,110 @@ def _sum_last(a: DD) -> DD:
     return acc
 
 
-def _head(hw: dict, tr: HeadTrace, xs: list[DD], itau: Scalar) -> list[DD]:
-    """One head's contribution O·Σ_j α_ij v_j, softmax at 1/τ ∈ itau, per output column."""
-    q = _affine(xs, hw["Q"])
-    k = _affine(xs, hw["K"])
-    v = _affine(xs, hw["V"])
+def _head(hw: dict, tr: HeadTrace, delta: Delta, itau: Scalar) -> Delta:
+    """One head's δ contribution O·(Σ_j α_ij (v_j + δv_j) − Σ_j α°_ij v_j) per output column.
+
+    Softmax arguments as (δs_ij − g_ij)/τ with g = max_j s − s ≥ 0 the exact hard score gap,
+    so the large hard scores never enter rounded (proofs/double_double.md, "δ form")."""
+    dq = _lin(delta, hw["Q"][0])
+    dk = _lin(delta, hw["K"][0])
+    dv = _lin(delta, hw["V"][0])
+    B, R, T = tr.top.shape
     vis = tr.visible[None]  # (1, i, j)
-    s: DD | None = None
-    for qa, ka in zip(q, k, strict=True):
-        t = dd_mul(
-            (qa[0][:, :, None], qa[1][:, :, None], qa[2][:, :, None]),
-            (ka[0][:, None, :], ka[1][:, None, :], ka[2][:, None, :]),
-        )
-        s = t if s is None else dd_add(s, t)
-    B, T = xs[0][0].shape
-    if s is None:
-        s = _zero(np.zeros((B, T, T)))
-    x = dd_mul(s, itau)  # type: ignore[arg-type]
+    snum = tr.scores.num
+    if snum.dtype == object or (snum.size and int(np.abs(snum).max()) >= 2**61):
+        snum = snum.astype(object)  # exact Python integers for the gap
+        floor = -(int(np.abs(snum).max(initial=0)) + 1)
+    else:
+        floor = np.iinfo(np.int64).min // 2
+    ds: DD | None = None
+    if any(x is not None for x in dq) or any(x is not None for x in dk):
+        q = _hard(tr.q)
+        k = _hard(tr.k)
+        for a in range(len(dq)):
+            qa, ka = _col(q, a), _col(k, a)
+            if dq[a] is not None:
+                kk = ka if dk[a] is None else dd_add(ka, dk[a])  # type: ignore[arg-type]
+                ds = _plus(ds, dd_mul(_ax(dq[a], 2), _ax(kk, 1)))  # type: ignore[arg-type]
+            if dk[a] is not None:
+                ds = _plus(ds, dd_mul(_ax(qa, 2), _ax(dk[a], 1)))  # type: ignore[arg-type]
+    smax = np.where(vis, snum, floor).max(axis=2, keepdims=True)
+    g = _hard(RatArray(np.where(vis, smax - snum, 0), tr.scores.den))  # ≥ 0 where visible
+    y = dd_neg(g) if ds is None else dd_sub(ds, g)
+    x = dd_mul(y, itau)  # type: ignore[arg-type]
     m = np.where(vis, x[0], -np.inf).max(axis=2, keepdims=True)  # any float shift will do
     m = np.where(np.isfinite(m), m, 0.0)
     x = dd_sub(x, (m, np.zeros_like(m), np.zeros_like(m)))
+    full_vis = np.broadcast_to(vis, x[0].shape)
     # exp only where visible and not certainly below EXP_LOW; [0, ETA] on the others
-    need = np.broadcast_to(vis, x[0].shape) & ~(x[0] < EXP_LOW - 2.0)
+    need = full_vis & ~(x[0] < EXP_LOW - 2.0)
     idx = np.flatnonzero(need)
     wh = np.zeros(x[0].size)
     wl = np.zeros(x[0].size)
-    wr = np.where(np.broadcast_to(vis, x[0].shape), ETA, 0.0).reshape(-1)
-    bad = ~(np.isfinite(x[2]) & (x[2] < 1.0))
-    wr[np.flatnonzero(bad.reshape(-1) & np.broadcast_to(vis, x[0].shape).reshape(-1))] = np.inf
+    wr = np.where(full_vis, ETA, 0.0).reshape(-1)
+    bad = ~(np.isfinite(x[2]) & (x[2] < 1.0)) & full_vis
+    wr[np.flatnonzero(bad)] = np.inf
     if idx.size:
         e = dd_exp((x[0].reshape(-1)[idx], x[1].reshape(-1)[idx], x[2].reshape(-1)[idx]))
         wh[idx], wl[idx], wr[idx] = e
-    w = (wh.reshape(B, T, T), wl.reshape(B, T, T), wr.reshape(B, T, T))
+    w = (wh.reshape(B, R, T), wl.reshape(B, R, T), wr.reshape(B, R, T))
     z = _sum_last(w)
     sees = tr.visible.any(axis=1)[None]  # (1, i): a query that sees nothing gets α = 0
     z = (np.where(sees, z[0], 1.0), np.where(sees, z[1], 0.0), np.where(sees, z[2], 0.0))
-    iz = dd_recip(z)
-    alpha = dd_mul(w, (iz[0][:, :, None], iz[1][:, :, None], iz[2][:, :, None]))
-    mixed = []
-    for vc in v:
-        prod = dd_mul(alpha, (vc[0][:, None, :], vc[1][:, None, :], vc[2][:, None, :]))
-        mixed.append(_sum_last(prod))
+    alpha = dd_mul(w, _ax(dd_recip(z), 2))
+    # hard weights α° = 1/count on the support (exact 1/c as double-double, Lemma C)
+    cnt = tr.count.astype(np.float64)
+    inv = small_rat_dd(np.where(cnt > 0, 1.0, 0.0), np.maximum(cnt, 1.0))
+    sup = tr.support
+    da = _where(sup, dd_sub(alpha, _ax(inv, 2)), alpha)  # δα = α − α°
+    v = _hard(tr.v)
+    mixed: Delta = []
+    for c in range(v[0].shape[2]):
+        vc = _col(v, c)
+        if dv[c] is not None:
+            vc = dd_add(vc, dv[c])  # type: ignore[arg-type]
+        t = _sum_last(dd_mul(da, _ax(vc, 1)))  # Σ_j δα_ij (v_j + δv_j)
+        if dv[c] is not None:
+            dvc = _ax(dv[c], 1)  # type: ignore[arg-type]
+            z0 = np.zeros((1, 1, 1))
+            on = _where(sup, (dvc[0] + z0, dvc[1] + z0, dvc[2] + z0), (z0, z0, z0))
+            t = dd_add(t, dd_mul(_sum_last(on), inv))  # + Σ_j α°_ij δv_j
+        mixed.append(t)
     if hw["O"] is None:
         return mixed
-    return _affine(mixed, hw["O"])
+    return _lin(mixed, hw["O"][0])
 
 
-def dd_forward(
-    cm: CompiledModel, hb: HardBatch, itaus: list[list[Scalar] | None]
-) -> list[list[DD]] | None:
-    """The soft activations after every layer (per layer, d columns of shape (B, T)),
-    enclosed; ``itaus[l]`` holds every head's 1/τ as a scalar enclosure. None when the exact
-    embedding does not fit the conversion (:func:`rat_dd`)."""
-    x0 = rat_dd(hb.x0.num, hb.x0.den)
-    if x0 is None:
-        return None
-    d = hb.x0.shape[2]
-    xs = [guard((x0[0][..., c], x0[1][..., c], x0[2][..., c])) for c in range(d)]
-    dw = dd_weights(cm)
-    outs = []
-    for li, lt in enumerate(hb.layers):
-        lw = dw.layers[li]
-        if isinstance(lw, list):
-            assert lt.heads is not None
-            row = itaus[li]
-            assert row is not None
-            new = list(xs)
-            for hw, tr, it in zip(lw, lt.heads, row, strict=True):
-                contrib = _head(hw, tr, xs, it)
-                new = [dd_add(a, b) for a, b in zip(new, contrib, strict=True)]
-            xs = new
-        else:
-            hidden, out = lw  # type: ignore[misc]
-            h = xs
-            for wb in hidden:
-                h = [_relu(zc) for zc in _affine(h, wb)]
-            o = _affine(h, out)
-            xs = [dd_add(a, b) for a, b in zip(xs, o, strict=True)]
-        xs = [guard(c) for c in xs]
-        outs.append(xs)
-    return outs
+def _ffn(lw: tuple, pre: list[RatArray], delta: Delta) -> Delta:
+    """A feed-forward layer's δ: relu(z + δz) − relu(z) per hidden unit (δz where both are
+    certainly in the linear range, exactly 0 where both are certainly ≤ 0), then W_out."""
+    hidden, out = lw
+    dh = delta
+    for (rows, _bias), z_ra in zip(hidden, pre, strict=True):
+        dz = _lin(dh, rows)
+        zh = None
+        new: Delta = []
+        for u, d in enumerate(dz):
+            if d is None:
+                new.append(None)
+                continue
+            if zh is None:
+                zh = _hard(z_ra)
+            zn = z_ra.num[..., u]
+            zpos, zneg = zn > 0, zn < 0
+            zc = _col(zh, u)
+            zs = dd_add(zc, d)  # the soft pre-activation
+            s = (np.abs(zs[1]) + zs[2]) * RADF
+            fin = np.isfinite(zs[0]) & np.isfinite(s)
+            keep = ~zneg & fin & (zs[0] >= s)
+            kill = ~zpos & fin & (-zs[0] >= s)
+            zero = np.zeros_like(zs[0])
+            gen = dd_sub(_relu(zs), _where(zpos, zc, (zero, zero, zero)))
+            res = _where(keep, d, _where(kill, (zero, zero, zero), gen))
+            new.append(res)
+        dh = new
+    o = _lin(dh, out[0])
+    return [_plus(a, b) for a, b in zip(delta, o, strict=True)]
 
 
 def inv_tau_dd(lo: Fraction, hi: Fraction) -> Scalar:
@@ -449,21 +517,31 @@ def inv_tau_dd(lo: Fraction, hi: Fraction) -> Scalar:
 
 def dd_deltas(
     cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
-) -> list[list[DD]] | None:
-    """δ = soft − hard after every layer (per layer, d columns (B, T)), enclosed."""
+) -> list[Delta] | None:
+    """δ = soft − hard after every layer (per layer, d coordinates (B, T), None = exactly
+    zero), enclosed; None when a hard number does not fit the conversion (:class:`GiveUp`)."""
     itaus = [None if row is None else [inv_tau_dd(lo, hi) for lo, hi in row] for row in taus]
-    soft = dd_forward(cm, hb, itaus)
-    if soft is None:
+    dw = dd_weights(cm)
+    d = hb.x0.shape[2]
+    delta: Delta = [None] * d
+    outs = []
+    try:
+        for li, lt in enumerate(hb.layers):
+            lw = dw.layers[li]
+            if isinstance(lw, list):
+                assert lt.heads is not None
+                row = itaus[li]
+                assert row is not None
+                total = list(delta)
+                for hw, tr, it in zip(lw, lt.heads, row, strict=True):
+                    contrib = _head(hw, tr, delta, it)
+                    total = [_plus(a, b) for a, b in zip(total, contrib, strict=True)]
+                delta = total
+            else:
+                assert lt.pre is not None
+                delta = _ffn(lw, lt.pre, delta)  # type: ignore[arg-type]
+            delta = [None if c is None else guard(c) for c in delta]
+            outs.append(delta)
+    except GiveUp:
         return None
-    out = []
-    for lt, xs in zip(hb.layers, soft, strict=True):
-        hard = rat_dd(lt.x_out.num, lt.x_out.den)
-        if hard is None:
-            return None
-        out.append(
-            [
-                dd_sub(xc, (hard[0][..., c], hard[1][..., c], hard[2][..., c]))
-                for c, xc in enumerate(xs)
-            ]
-        )
-    return out
+    return outs

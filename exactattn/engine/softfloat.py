@@ -1287,7 +1287,7 @@ def _certify_dd_chunk(
             return FloatBatch(no, err_lo, err_hi, err_row, decided=no, tight=np.zeros((B, L), bool))
         delta: Cols = {}
         for li, cols in enumerate(deltas):
-            delta = {c: dd_to_mr(v, TINY) for c, v in enumerate(cols)}
+            delta = {c: dd_to_mr(v, TINY) for c, v in enumerate(cols) if v is not None}
             err_lo[:, li], err_hi[:, li], err_row[:, li] = _layer_errors(delta, B, T, d)
         return _finish(cm, hb, delta, fw, err_lo, err_hi, err_row)
 
