@@ -399,6 +399,32 @@ def _sum_last(a: DD) -> DD:
     return acc
 
 
+GAP_EXACT = 2000.0  # gaps with g/τ below this (+ 2·max|δs/τ|) are converted exactly
+
+
+def _gap(gnum: np.ndarray, den: int, ds: DD | None, itau: Scalar) -> DD:
+    """The hard score gaps g ≥ 0 as enclosures. Python-integer gaps are slow to convert
+    exactly, and a large gap only enters e^-(g − δs)/τ, far below anything reported: those
+    get the float enclosure fl(fl(g)/fl(den)) ± 2^-50 relative (three roundings ≤ 3.01u);
+    the others the exact conversion (Lemma C)."""
+    if gnum.dtype != object:
+        return _hard(RatArray(gnum, den))
+    if den >= 2**600 or int(np.abs(gnum).max(initial=0)) >= 2**600:
+        raise GiveUp
+    gf = gnum.astype(np.float64) / float(den)
+    lim = GAP_EXACT / max(itau[0], 2.0**-1000)
+    if ds is not None:
+        dmax = np.abs(ds[0]) + np.abs(ds[1]) + ds[2]
+        lim = lim + 2 * dmax.max(axis=2, keepdims=True)
+    near = np.flatnonzero(~(gf > lim))  # nan or inf: exact (or give up)
+    out = (gf, np.zeros_like(gf), np.abs(gf) * 2.0**-50 + ETA)
+    if near.size:
+        ex = _hard(RatArray(gnum.reshape(-1)[near], den))
+        for a, e in zip(out, ex, strict=True):
+            a.reshape(-1)[near] = e
+    return out
+
+
 def _head(hw: dict, tr: HeadTrace, delta: Delta, itau: Scalar) -> Delta:
     """One head's δ contribution O·(Σ_j α_ij (v_j + δv_j) − Σ_j α°_ij v_j) per output column.
 
@@ -427,7 +453,7 @@ def _head(hw: dict, tr: HeadTrace, delta: Delta, itau: Scalar) -> Delta:
             if dk[a] is not None:
                 ds = _plus(ds, dd_mul(_ax(qa, 2), _ax(dk[a], 1)))  # type: ignore[arg-type]
     smax = np.where(vis, snum, floor).max(axis=2, keepdims=True)
-    g = _hard(RatArray(np.where(vis, smax - snum, 0), tr.scores.den))  # ≥ 0 where visible
+    g = _gap(np.where(vis, smax - snum, 0), tr.scores.den, ds, itau)  # ≥ 0 where visible
     y = dd_neg(g) if ds is None else dd_sub(ds, g)
     x = dd_mul(y, itau)  # type: ignore[arg-type]
     m = np.where(vis, x[0], -np.inf).max(axis=2, keepdims=True)  # any float shift will do
@@ -522,9 +548,10 @@ def dd_deltas(
     zero), enclosed; None when a hard number does not fit the conversion (:class:`GiveUp`)."""
     itaus = [None if row is None else [inv_tau_dd(lo, hi) for lo, hi in row] for row in taus]
     dw = dd_weights(cm)
-    d = hb.x0.shape[2]
+    B, T, d = hb.x0.shape
     delta: Delta = [None] * d
     outs = []
+    alive = np.arange(B)  # words still computed: a word with an infinite radius is dropped
     try:
         for li, lt in enumerate(hb.layers):
             lw = dw.layers[li]
@@ -534,14 +561,67 @@ def dd_deltas(
                 assert row is not None
                 total = list(delta)
                 for hw, tr, it in zip(lw, lt.heads, row, strict=True):
-                    contrib = _head(hw, tr, delta, it)
+                    contrib = _head(hw, _take_trace(tr, alive, B), delta, it)
                     total = [_plus(a, b) for a, b in zip(total, contrib, strict=True)]
                 delta = total
             else:
                 assert lt.pre is not None
-                delta = _ffn(lw, lt.pre, delta)  # type: ignore[arg-type]
+                pre = [_take_ra(z, alive, B) for z in lt.pre]
+                delta = _ffn(lw, pre, delta)  # type: ignore[arg-type]
             delta = [None if c is None else guard(c) for c in delta]
-            outs.append(delta)
+            outs.append(_spread(delta, alive, B, T))
+            # a word with an infinite radius anywhere has err_hi = inf in this layer, so it
+            # is not settled whatever follows (each layer must be tight or dominated)
+            dead = np.zeros(len(alive), dtype=bool)
+            for c in delta:
+                if c is not None:
+                    dead |= np.isinf(c[2]).any(axis=1)
+            if dead.any():
+                keep = ~dead
+                alive = alive[keep]
+                delta = [None if c is None else (c[0][keep], c[1][keep], c[2][keep]) for c in delta]
+            if alive.size == 0:
+                for _ in range(li + 1, len(hb.layers)):
+                    outs.append(_spread([None] * d, alive, B, T))
+                break
     except GiveUp:
         return None
     return outs
+
+
+def _take_ra(ra: RatArray, idx: np.ndarray, B: int) -> RatArray:
+    return ra if len(idx) == B else RatArray(ra.num[idx], ra.den)
+
+
+def _take_trace(tr: HeadTrace, idx: np.ndarray, B: int) -> HeadTrace:
+    """The trace of the words ``idx`` (itself when every word is kept)."""
+    if len(idx) == B:
+        return tr
+    return HeadTrace(
+        q=_take_ra(tr.q, idx, B),
+        k=_take_ra(tr.k, idx, B),
+        v=_take_ra(tr.v, idx, B),
+        scores=_take_ra(tr.scores, idx, B),
+        visible=tr.visible,
+        top=tr.top[idx],
+        support=tr.support[idx],
+        count=tr.count[idx],
+        mixed=_take_ra(tr.mixed, idx, B),
+    )
+
+
+def _spread(delta: Delta, alive: np.ndarray, B: int, T: int) -> Delta:
+    """δ of the kept words back to the whole batch; dropped words get [−inf, inf]."""
+    if len(alive) == B:
+        return delta
+    out: Delta = []
+    for c in delta:
+        h = np.zeros((B, T))
+        lo = np.zeros((B, T))
+        r = np.full((B, T), np.inf)
+        if c is not None:
+            h[alive], lo[alive], r[alive] = c
+        else:
+            r[alive] = 0.0  # exactly zero for the kept words
+        out.append((h, lo, r))
+    return out
