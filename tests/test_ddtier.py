@@ -265,3 +265,39 @@ def test_random_models_meet_arb_many() -> None:
         d = 8 + (seed % 3) * 4
         m = model_from_dict(random_model(d=d, blocks=2 + seed % 2, heads=2, seed=seed))
         _against_arb(m, 4, limit=16)
+
+
+def test_tier_bits_do_not_depend_on_the_batch() -> None:
+    """A word's double-double numbers depend only on that word: the same bits alone, in a
+    batch, or in another order (elementwise operations in a fixed order)."""
+    model = _random_model(1)
+    n = 5
+    cm = CompiledModel(model)
+    taus = tau_enclosures(Temperatures(model, None).at(n, DD_PREC))
+    words = list(words_of_length(model.alphabet, n))
+    whole = certify_dd(cm, run_hard(cm, words, n), taus)
+    order = list(range(len(words)))[::-1]
+    rev = certify_dd(cm, run_hard(cm, [words[i] for i in order], n), taus)
+    for b, i in enumerate(order):
+        assert rev.err_lo[b].tobytes() == whole.err_lo[i].tobytes()
+        assert rev.err_hi[b].tobytes() == whole.err_hi[i].tobytes()
+    for i in (0, 7, 31):
+        one = certify_dd(cm, run_hard(cm, [words[i]], n), taus)
+        assert one.err_hi[0].tobytes() == whole.err_hi[i].tobytes()
+        assert bool(one.settled[0]) == bool(whole.settled[i])
+
+
+def test_jobs_1_and_2_identical_with_tier(monkeypatch) -> None:
+    """Byte-identical check JSON with 1 and 2 processes on a model the tier settles."""
+    from exactattn.core.jsonio import dumps
+    from exactattn.run.executors import Processes
+
+    monkeypatch.setenv("EXACTATTN_SHARD_INPUTS", "8")
+    model = _random_model(2)
+    one = dumps(run_check(model, max_n=5, min_n=5).to_json())
+    pool = Processes(2)
+    try:
+        two = dumps(run_check(model, max_n=5, min_n=5, executor=pool).to_json())
+    finally:
+        pool.close()
+    assert one == two
