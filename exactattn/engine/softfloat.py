@@ -4,7 +4,8 @@ Same *hard + δ* formulation as :mod:`exactattn.engine.soft` (read its docstring
 evaluated for every word of a :class:`~exactattn.engine.hard.HardBatch` at once with numpy,
 so a word costs tens of microseconds instead of a millisecond. Every number is an
 enclosure ``mid ± rad`` (the real interval [mid − rad, mid + rad]). :func:`certify_float`
-says which words the floats settle; the others go to the arb path.
+says which words the floats settle; the others go to the double-double tier
+(:func:`second_tier`, :mod:`exactattn.engine.ddtier`) and what that leaves to the arb path.
 
 Why the enclosures are sound (u = 2^-53, IEEE binary64, round to nearest):
 
