@@ -301,3 +301,18 @@ def test_jobs_1_and_2_identical_with_tier(monkeypatch) -> None:
     finally:
         pool.close()
     assert one == two
+
+
+def test_beyond_float_range_is_infinite_not_a_crash() -> None:
+    """Weights, biases or 1/τ past the float range give an infinite radius (the overflow
+    rule), never an OverflowError; nothing is decided from them."""
+    assert dt.frac_dd(Fraction(-(5**700))) == (0.0, 0.0, math.inf)
+    assert dt.frac_dd(Fraction(2**1100, 3))[2] == math.inf
+    assert dt.inv_tau_dd(Fraction(1, 2**1100), Fraction(1, 2**1099))[2] == math.inf
+    assert dt.inv_tau_dd(Fraction(0), Fraction(1))[2] == math.inf
+    h, lo, r = dt.frac_dd(Fraction(1, 2**1100))  # underflow: a tiny enclosure, not zero width
+    assert (
+        Fraction(h) + Fraction(lo) - Fraction(r)
+        <= Fraction(1, 2**1100)
+        <= Fraction(h) + Fraction(lo) + Fraction(r)
+    )

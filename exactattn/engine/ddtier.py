@@ -135,7 +135,7 @@ def dd_recip(z: DD) -> DD:
         rho = np.abs(f2) * (1 + U) + np.abs(f1) * U + d[2]  # ≥ |1 − (zh + zl)·Y|
         low = (zh - (np.abs(zl) + zr) * RADF) * (1 - 2.0**-50)  # ≤ every z in the interval
         r = ((rho + zr / low) / low) * RADF + ETA
-    ok = np.isfinite(zh) & np.isfinite(zl) & np.isfinite(zr) & (low > 0)
+    ok = np.isfinite(zh) & np.isfinite(zl) & np.isfinite(zr) & (low > 2.0**-900)
     return yh, yl, np.where(ok, r, np.inf)
 
 
@@ -144,13 +144,22 @@ def dd_recip(z: DD) -> DD:
 # ---------------------------------------------------------------------------------------
 
 
+BIG = 2**1000  # rationals at least this large become (0, 0, inf): no float overflow here
+
+
 def float_up(q: Fraction) -> float:
+    """The smallest float ≥ q (q ≥ 0; inf for q ≥ BIG)."""
+    if q >= BIG:
+        return math.inf
     f = float(q)
     return f if Fraction(f) >= q else float(np.nextafter(f, np.inf))
 
 
 def frac_dd(q: Fraction) -> tuple[float, float, float]:
-    """An exact rational as a scalar enclosure (h, l, r), r rounded up exactly."""
+    """An exact rational as a scalar enclosure (h, l, r), r rounded up exactly; (0, 0, inf)
+    beyond the float range (nothing is decided from it)."""
+    if abs(q) >= BIG:
+        return 0.0, 0.0, math.inf
     h = float(q)
     lo = float(q - Fraction(h))
     return h, lo, float_up(abs(q - Fraction(h) - Fraction(lo)))
@@ -538,6 +547,8 @@ def inv_tau_dd(lo: Fraction, hi: Fraction) -> Scalar:
     a, b = 1 / hi, 1 / lo
     c = (a + b) / 2
     h, lo_, r = frac_dd(c)
+    if math.isinf(r):
+        return 0.0, 0.0, math.inf
     return h, lo_, float_up(Fraction(r) + (b - a) / 2)
 
 

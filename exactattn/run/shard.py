@@ -126,12 +126,17 @@ def check_shard(
                         settled = settle_dominated(fb, settled, under, acc.error_lower_floats())
                     if dtaus is not None and not settled.all():
                         # the double-double tier for what float64 could not settle
-                        fb = second_tier(cm, hb, fb, ~settled, dtaus)
-                        under = fb.underflowed()
-                        todo = fb.settled & ~under & ~settled
-                        settled = settle_dominated(
-                            fb, settled | todo, under, acc.error_lower_floats()
-                        )
+                        try:
+                            fb2 = second_tier(cm, hb, fb, ~settled, dtaus)
+                        except OverflowError:  # numbers beyond float range: arb for these
+                            fb2 = None
+                        if fb2 is not None:
+                            fb = fb2
+                            under = fb.underflowed()
+                            todo = fb.settled & ~under & ~settled
+                            settled = settle_dominated(
+                                fb, settled | todo, under, acc.error_lower_floats()
+                            )
                     acc.add_soft_float(hb, fb, settled)
                     acc.float_settled += int(settled.sum())
             for b in range(len(chunk)):
