@@ -658,10 +658,13 @@ def _head(
         ir = np.flatnonzero(rest)
         s = tr.scores.num  # (B, i, j)
         if s.dtype == object or (s.size and int(np.abs(s).max()) >= 2**61):
-            so = s.astype(object)
-            big = max(abs(int(so.max())), abs(int(so.min()))) * 2 + 1
-            smax = np.where(top_q, so, -big).max(axis=2)
-            gnum = (smax[:, None, :] - so.transpose(0, 2, 1)).reshape(-1)[ir]
+            # Python integers: every top key holds the row's maximum, so read it at the
+            # first top key, and subtract only where needed (the visible non-top keys)
+            so = s if s.dtype == object else s.astype(object)
+            first = np.argmax(top_q, axis=2)  # (B, i)
+            smax = np.take_along_axis(so, first[:, :, None], axis=2)[:, :, 0]
+            bb, jj, qq = np.unravel_index(ir, (B, T, R))
+            gnum = smax[bb, qq] - so[bb, qq, jj]
         else:
             sT = s.transpose(0, 2, 1)  # (B, j, i)
             pen = np.where(tr.visible.T, 0, np.iinfo(np.int64).min // 2)  # (j, i)
