@@ -241,17 +241,17 @@ def test_check_with_tier_agrees_with_arb_only(monkeypatch) -> None:
     """A random model the float64 tier mostly cannot settle: with the double-double tier the
     check settles more words without arb, and every exact field and verdict is the arb-only
     path's (the error enclosures overlap)."""
-    import exactattn.run.shard as shard
+    import exactattn.engine.softfloat as softfloat
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from test_float_filter_vs_arb import _check
 
     model = _random_model(2)
     with_dd = run_check(model, max_n=5, min_n=5).to_json()
-    monkeypatch.setattr(shard, "USE_DD", False)
+    monkeypatch.setattr(softfloat, "USE_DD", False)
     without = run_check(model, max_n=5, min_n=5).to_json()
     assert with_dd["lengths"][0]["float_settled"] > without["lengths"][0]["float_settled"]
-    monkeypatch.setattr(shard, "USE_DD", True)
+    monkeypatch.setattr(softfloat, "USE_DD", True)
     _check(model, 5, min_n=5)
 
 
