@@ -1,4 +1,4 @@
-"""Checks for Propositions D and L (proofs/claims.md): the builders' claimed bounds.
+"""Checks for Propositions D, L and R (proofs/claims.md): the builders' claimed bounds.
 
 Run: PYTHONPATH=. python3 proofs/check_claims.py   (exit status 0 iff every check passes)
 """
@@ -82,5 +82,102 @@ for scheme in ("temperature", "positions"):
         check(tok <= {0, 1}, f"ltl {scheme}: token entries {tok}")
         check("eos" not in m, f"ltl {scheme}: no EOS (positions stop at n)")
     ok(f"ltl/induction {scheme}: the builders' embeddings are the ones Proposition L(b) covers")
+
+# ---------------------------------------------------------------- Proposition R (compiled RASP)
+from fractions import Fraction  # noqa: E402
+
+from exactattn.rasp import claims as rc  # noqa: E402
+from exactattn.rasp.bundled import catalog as rasp_catalog  # noqa: E402
+
+p = sp.symbols("p")
+Pn = n - p  # >= 0 for positions 0 <= p <= n; p >= 0 and n - 1 >= 0 (n >= 1)
+X = sp.sympify(rc.X_MAX.replace("^", "**"), locals={"n": n})
+check(sp.simplify(X - n**2) == 0, f"R(b): the claimed x_max is n^2, got {rc.X_MAX}")
+R_VALUES = {"i": p, "i^2": p**2, "1/(i+1)": 1 / (p + 1), "n": n, "i/(n+1)": p / (n + 1)}
+# table bound − value, and X − table bound, as sums of products of factors that are >= 0 for
+# 0 <= p <= n, n >= 1 (p, n − p, n − 1, n, n + 1)
+R_CERTS = {
+    "i": Pn,
+    "i^2": Pn * (n + p),
+    "1/(i+1)": p / (p + 1),
+    "n": sp.Integer(0),
+    "i/(n+1)": (Pn + 1) / (n + 1),
+}
+TABLE_CERTS = {"n^2": sp.Integer(0), "n": n * (n - 1), "1": (n - 1) * (n + 1)}
+check(set(rc.EMBED_BOUNDS) == set(R_VALUES), f"R(b): covered expressions {set(rc.EMBED_BOUNDS)}")
+for expr, value in R_VALUES.items():
+    tb = rc.EMBED_BOUNDS[expr]
+    bound = sp.sympify(tb.replace("^", "**"), locals={"n": n})
+    cert = R_CERTS[expr]
+    check(sp.simplify(bound - value - cert) == 0, f"R(b) {expr} <= {tb}: slack identity")
+    check(tb in TABLE_CERTS, f"R(b) {tb}: a bound with a certificate against X")
+    check(sp.expand(X - bound - TABLE_CERTS[tb]) == 0, f"R(b) {tb} <= {rc.X_MAX}: slack identity")
+    ok(f"R(b) {expr} <= {tb} <= {rc.X_MAX}: slacks {cert}, {TABLE_CERTS[tb]} (factors >= 0)")
+# R(c): y in {0, 1}; accept threshold 1/2; argmax scores (1 - y, y)
+for y in (0, 1):
+    check(abs(Fraction(y) - Fraction(1, 2)) == Fraction(1, 2), f"R(c) accept margin at y={y}")
+    check(abs((1 - y) - y) == 1, f"R(c) argmax margin at y={y}")
+ok("R(c): margins 1/2 (accept) and 1 (argmax) for a Boolean read-out")
+# R(e): a form with a <= 2 and a + b <= 1 is <= n^2 for n >= 1, and activation_bound covers
+# every interval it is given (random intervals, n = 1..40, exact)
+a_, b_ = sp.symbols("a b")
+check(
+    sp.expand(n**2 - a_ * n - b_ - ((n - 1) * (n + 1 - a_) + (1 - a_ - b_))) == 0,
+    "R(e): n^2 - a n - b = (n - 1)(n + 1 - a) + (1 - a - b)",
+)
+import random  # noqa: E402
+
+from exactattn.model.expr import parse_expression  # noqa: E402
+
+rng = random.Random(5)
+for trial in range(300):
+    ranges = []
+    for _ in range(rng.randint(0, 4)):
+        lo = (rng.randint(-3, 2), rng.randint(-3, 2))
+        ranges.append((lo, (lo[0] + rng.randint(0, 3), lo[1] + rng.randint(0, 3))))
+    sq = rng.random() < 0.5
+    e = parse_expression(rc.activation_bound(ranges, sq), ("n",))
+    for nn in range(1, 41):
+        v = e.eval_exact({"n": nn})
+        need = [max(abs(l0 * nn + l1), abs(h0 * nn + h1)) for (l0, l1), (h0, h1) in ranges]
+        check(all(v >= x for x in need) and (not sq or v >= nn * nn), f"R(e) trial {trial}")
+ok("R(e): the n^2 identity, and activation_bound >= every interval (300 random cases)")
+# the compiler emits what is proved, on every bundled program
+MARGIN = {"accept": "1/2", "argmax": "1"}
+for stem, m in sorted(rasp_catalog().items()):
+    emb = m["embedding"]
+    pos = [str(x) for x in emb["position"]]
+    check(set(pos) <= set(rc.EMBED_BOUNDS) | {"0"}, f"{stem}: position expressions {set(pos)}")
+    check("eos" not in m, f"{stem}: no EOS (positions stop at n)")
+    d = m["d"]
+    for k in range(d):
+        tok_nonzero = any(row[k] != 0 for row in emb["token"].values())
+        check(not (tok_nonzero and pos[k] != "0"), f"{stem}: coordinate {k} is token and position")
+    check({x for row in emb["token"].values() for x in row} <= {0, 1}, f"{stem}: token entries")
+    cl = m["claims"]
+    check(cl["gamma_lower"]["expr"] == m["reference"]["gap_bound"], f"{stem}: γ claim")
+    check(cl["x_max_upper"]["expr"] == rc.X_MAX, f"{stem}: x_max claim")
+    check(cl["activation_upper"]["expr"] == "n^2", f"{stem}: activation claim (R(e): n^2)")
+    kind = m["output"]["kind"]
+    check(cl.get("margin_lower", {}).get("expr") == MARGIN.get(kind), f"{stem}: margin claim")
+    if kind == "argmax":
+        out = m["output"]
+        check(out["labels"] == ["0", "1"], f"{stem}: Boolean labels")
+        check(out["weight"][0] == [-w for w in out["weight"][1]], f"{stem}: weights (−c, c)")
+        b0, b1 = (Fraction(str(b)) for b in out["bias"])
+        check(b0 + b1 == 1, f"{stem}: biases (1 − c₀, c₀)")
+    if kind == "accept":
+        check(str(m["output"]["threshold"]) == "1/2", f"{stem}: threshold 1/2")
+    hards = [
+        (h.get("hard", "average"), h.get("name", ""))
+        for layer in m["layers"]
+        if layer.get("type", layer.get("kind")) == "attention"
+        for h in layer["heads"]
+    ]
+    for hard, name in hards:
+        if hard != "average":
+            check(": select " in name, f"{stem}: a {hard} head that is not a select head: {name}")
+    check(("unique_top" in cl) == any(h != "average" for h, _ in hards), f"{stem}: unique_top")
+    ok(f"rasp {stem}: embedding, read-out and claims are the ones Proposition R covers")
 
 finish("claims")

@@ -237,6 +237,30 @@ MUTATIONS: list[Mutation] = [
         '("L(b) (i+1)/n <= 2", 1 - (i + 1) / n,',
         "Prop. L(b): (i+1)/n ≤ 2 → ≤ 1",
     ),
+    # ---- the compiled RASP models' claims (proofs/claims.md, Proposition R)
+    Mutation(
+        "P2",
+        "exactattn/rasp/claims.py",
+        'X_MAX = "n^2"',
+        'X_MAX = "n"',
+        "Prop. R(b): the compiler's x_max claim n² → n (a factor n dropped)",
+        tests=("tests/test_rasp_claims.py::test_claims_hold_and_x_max_is_tight",),
+    ),
+    Mutation(
+        "P4",
+        "exactattn/rasp/claims.py",
+        'texts = ["n^2"] if squares else []',
+        "texts = []",
+        "Prop. R(e): the activation bound forgets the squares (p², K² ≤ n²)",
+        tests=("tests/test_rasp_claims.py::test_claims_hold_and_x_max_is_tight",),
+    ),
+    Mutation(
+        "P3",
+        "check_claims.py",
+        '"i^2": Pn * (n + p),',
+        '"i^2": Pn * n,',
+        "Prop. R(b): slack of p² ≤ n² without its factor (n + p)",
+    ),
     # ---- exactattn/bounds/__init__.py (checked by check_bounds_code.py)
     Mutation("C1", BOUNDS, "w = max(w, Fraction(2))", "w = w", "K′ without max{2,·}"),
     Mutation(

@@ -1,8 +1,9 @@
 """``--dask`` with bad or unreachable addresses, and clusters that die mid-run (issue 27, 14).
 
-A bad address is one line and exit 2, quickly (a short connect timeout), with no file
-written; a scheduler or worker killed mid-run ends as an incomplete result (exit 130, one
-line) that the same command with ``--checkpoint`` resumes to the byte-identical result.
+A bad address, or a scheduler without workers, is one line and exit 2, quickly (a short
+timeout), with no file written; a scheduler or worker killed mid-run ends as an incomplete
+result (exit 75, "retry"; not 130, which means Ctrl-C; one line) that the same command with
+``--checkpoint`` resumes to the byte-identical result.
 """
 
 from __future__ import annotations
@@ -15,13 +16,18 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import CancelledError
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+import exactattn.cli as cli_module
 from exactattn.cli import main
+from exactattn.core.errors import UsageError
+from exactattn.core.guard import EXIT_CLUSTER_LOST
 from exactattn.model import load_model
 from exactattn.run.check import run_check
 from exactattn.run.executors import Dask
@@ -137,7 +143,79 @@ def test_lost_cluster_is_an_incomplete_result_not_a_crash() -> None:
     res = run_check(model, max_n=3, executor=Dask(_DyingClient()))
     assert res.interrupted and not res.complete
     assert res.lengths == [] and "lost the cluster mid-run" in (res.stopped_by or "")
-    assert res.verdict().status == "incomplete" and res.exit_code() == 130
+    assert res.verdict().status == "incomplete"
+    assert res.exit_code() == EXIT_CLUSTER_LOST == 75  # not 130: nobody pressed Ctrl-C
+
+
+def test_lost_cluster_cli_exit_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line: one line `stopped: --dask …`, exit 75, the file says incomplete."""
+    monkeypatch.setattr(cli_module, "make_executor", lambda jobs, dask: Dask(_DyingClient()))
+    out = tmp_path / "r.json"
+    res = CliRunner().invoke(
+        main, ["check", str(MODEL), "--max-n", "2", "-q", "--dask", "x:1", "--json", str(out)]
+    )
+    assert res.output.startswith("stopped: --dask") and res.output.count("\n") == 1, res.output
+    assert json.loads(out.read_text())["verdict"]["status"] == "incomplete"
+    assert res.exit_code == EXIT_CLUSTER_LOST, res.output
+
+
+@pytest.fixture
+def no_worker_scheduler() -> Iterator[Any]:
+    """A real scheduler on tcp://127.0.0.1 (in this process's background loop), no workers."""
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(
+        n_workers=0, processes=False, protocol="tcp", host="127.0.0.1", dashboard_address=None
+    ) as cluster:
+        yield cluster
+
+
+def test_scheduler_without_workers_is_a_usage_error(
+    no_worker_scheduler: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No worker from the start: exit 2 before any work, one line saying how to start one
+    (it used to be "lost the cluster mid-run" and exit 130); no file, no checkpoint."""
+    monkeypatch.setenv("EXACTATTN_DASK_TIMEOUT", "1")
+    addr = no_worker_scheduler.scheduler_address
+    out, ck = tmp_path / "r.json", tmp_path / "ck"
+    t0 = time.monotonic()
+    res = CliRunner().invoke(
+        main,
+        ["check", str(MODEL), "--max-n", "2", "-q", "--dask", addr]
+        + ["--json", str(out), "--checkpoint", str(ck)],
+    )
+    assert 1 <= time.monotonic() - t0 < 20  # it waited the timeout for a worker to join
+    assert res.exit_code == 2, (res.output, res.exception)
+    assert res.output == (
+        f"error: --dask {addr}: the scheduler there has no workers (none joined within 1 s); "
+        f"start workers with `dask worker {addr}`, or wait longer with EXACTATTN_DASK_TIMEOUT\n"
+    )
+    assert not out.exists() and not ck.exists()
+    # the API: a Client on that scheduler is refused the same way
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.Client(addr, set_as_default=False) as client:
+        with pytest.raises(UsageError, match="has no workers"):
+            Dask(client)
+
+
+def test_a_worker_that_joins_within_the_timeout_is_waited_for(
+    no_worker_scheduler: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker starting a moment after the scheduler (the usual `dask scheduler & dask
+    worker` race) is not an error: the run waits for it and gives the in-process result."""
+    monkeypatch.setenv("EXACTATTN_DASK_TIMEOUT", "20")
+    timer = threading.Timer(0.5, no_worker_scheduler.scale, args=(1,))
+    timer.start()
+    ex = Dask(no_worker_scheduler.scheduler_address)
+    try:
+        assert ex.client.scheduler_info()["workers"]
+        model = load_model(MODEL)
+        res = run_check(model, max_n=3, executor=ex)
+    finally:
+        ex.close()
+        timer.join()
+    want = run_check(model, max_n=3)
+    assert res.complete and res.exit_code() == 0
+    assert json.dumps(res.to_json()) == json.dumps(want.to_json())
 
 
 def _cli(*args: str) -> list[str]:
@@ -152,7 +230,7 @@ def _start(cmd: list[str], log: Path) -> subprocess.Popen:
 @pytest.mark.parametrize("victim", ["worker", "scheduler"])
 def test_cluster_killed_mid_run_then_resume(victim: str, tmp_path: Path) -> None:
     """A real scheduler and worker (subprocesses); SIGKILL one once shards of n = 6 are
-    stored; the run ends in one line, exit 130, an incomplete result; resuming without the
+    stored; the run ends in one line, exit 75, an incomplete result; resuming without the
     cluster from the checkpoint gives the fresh run's bytes."""
     dask = [str(Path(sys.executable).parent / "dask")]
     with socket.socket() as s:
@@ -185,7 +263,7 @@ def test_cluster_killed_mid_run_then_resume(victim: str, tmp_path: Path) -> None
             time.sleep(0.2)
         (worker if victim == "worker" else sched).send_signal(signal.SIGKILL)
         _, err = run.communicate(timeout=120)
-        assert run.returncode == 130, err
+        assert run.returncode == EXIT_CLUSTER_LOST, err  # 75 (retry), not 130 (Ctrl-C)
         assert err.strip().count("\n") == 0 and "Traceback" not in err, err
         assert err.startswith("stopped: --dask") and "rerun to resume" in err
         assert json.loads(out.read_text())["verdict"]["status"] == "incomplete"

@@ -160,8 +160,8 @@ def test_float32_decisions_agree_with_precision_torch_eager(name: str, hi: int) 
             if model.output.kind == "value"
             else sum(flipped(model, h, m) for h, m in zip(hard, mine, strict=True))
         )
-        assert entry["inputs"] == len(words)
-        assert entry["flips"] == mine_flips, f"{name} n={n}"
+        assert entry.inputs == len(words)
+        assert entry.flips == mine_flips, f"{name} n={n}"
 
 
 def test_hard_modes_reproduce_the_exact_hard_meaning() -> None:

@@ -273,7 +273,7 @@ def test_precision_family_reports_the_error_split():
 
     model = load_model("models/dyck2.json")
     (run,) = sweep_family(model, ["nested", "far-error"], [64], ["float64"], [("model", None)])
-    (e,) = run.lengths
+    (e,) = (x.to_json() for x in run.lengths)
     cm = CompiledModel(model)
     errs = [
         ls.certify_long(cm, run_hard_long(cm, family_word(model, f, 64))).layer_error[-1]
@@ -319,7 +319,7 @@ def test_search_error_past_the_batched_bound():
     from exactattn.run.search import run_search
 
     model = load_model("models/dyck2.json")
-    doc = run_search(model, 64, "error", budget=6, seed=1)
+    doc = run_search(model, 64, "error", budget=6, seed=1).to_json()
     wit = doc["witness"]
     cm = CompiledModel(model)
     res = ls.certify_long(cm, run_hard_long(cm, tuple(wit["input"])))

@@ -249,8 +249,8 @@ def test_flips_replay_alone_and_are_flips():
     byd = {r.dtype: r for r in res}
     assert byd["float16"].flip and byd["bfloat16"].flip
     assert not byd["float32"].flip and not byd["float64"].flip
-    assert byd["float16"].cause["cause"] == "overflow"
-    assert byd["bfloat16"].cause["cause"] == "absorption"
+    assert byd["float16"].cause is not None and byd["float16"].cause.cause == "overflow"
+    assert byd["bfloat16"].cause is not None and byd["bfloat16"].cause.cause == "absorption"
     # replay from scratch: fresh compiled model, fresh exact embedding, fresh dtype run
     cm = CompiledModel(model)
     w = family_word(model, "nested", 64, 0)
@@ -338,8 +338,8 @@ def test_search_reaches_exhaustive_gamma_and_margin():
     for name, n in (("dyck2", 4), ("ltl_counting_temperature", 5)):
         model = load_model(MODELS / f"{name}.json")
         res = run_check(model, max_n=n, min_n=n, hard_only=True).to_json()["lengths"][0]
-        g = run_search(model, n, "gamma", budget=120, seed=1)
-        m = run_search(model, n, "margin", budget=120, seed=1)
+        g = run_search(model, n, "gamma", budget=120, seed=1).to_json()
+        m = run_search(model, n, "margin", budget=120, seed=1).to_json()
         assert g["witness"]["value"]["upper"] == res["gamma"], name
         assert m["witness"]["value"]["upper"] == res["min_margin"], name
         assert g["format"] == "exactattn-search/1" and g["exhaustive"] is False
@@ -352,7 +352,7 @@ def test_search_error_matches_single_evaluation():
     from exactattn.run.search import run_search
 
     model = load_model(MODELS / "dyck2.json")
-    doc = run_search(model, 5, "error", budget=30, seed=2)
+    doc = run_search(model, 5, "error", budget=30, seed=2).to_json()
     ev = evaluate(model, doc["witness"]["input"])
     lo, hi = ev.errors[-1]
     from exactattn.core.numbers import arb_endpoints
@@ -366,7 +366,7 @@ def test_search_gamma_at_n_64_is_confirmed_exactly():
     from exactattn.run.search import run_search
 
     model = load_model(MODELS / "dyck2.json")
-    doc = run_search(model, 64, "gamma", budget=12, seed=0)
+    doc = run_search(model, 64, "gamma", budget=12, seed=0).to_json()
     w = tuple(doc["witness"]["input"])
     lh = run_hard_long(CompiledModel(model), w, want_gap=True)
     best = min(h.gap for h in lh.heads.values() if h.gap is not None)
@@ -441,11 +441,11 @@ def test_search_at_n_1024_confirmed_exactly():
 
     model = load_model(MODELS / "dyck2.json")
     cm = CompiledModel(model)
-    g = run_search(model, 1024, "gamma", budget=6, seed=0)
+    g = run_search(model, 1024, "gamma", budget=6, seed=0).to_json()
     lh = run_hard_long(cm, tuple(g["witness"]["input"]), want_gap=True)
     best = min(h.gap for h in lh.heads.values() if h.gap is not None)
     assert g["witness"]["value"]["upper"] == f"{best.numerator}/{best.denominator}" == "1/1025"
-    m = run_search(model, 1024, "margin", budget=6, seed=0)
+    m = run_search(model, 1024, "margin", budget=6, seed=0).to_json()
     _, margin = hard_output(model, run_hard_long(cm, tuple(m["witness"]["input"])))
     assert m["witness"]["value"]["upper"] == str(margin) == "1/2"
 

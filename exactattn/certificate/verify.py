@@ -13,16 +13,32 @@ from typing import Any
 
 from flint import arb
 
-from exactattn.core.numbers import arb_endpoints, frac_str
+from exactattn.core.numbers import arb_endpoints
 from exactattn.engine.hard import CompiledModel
 from exactattn.engine.longinput import hard_output, run_hard_long
-from exactattn.model import Model
-from exactattn.model.claimed import CLAIM_MEANING, Claim, claim_exact, claim_value, q_text
+from exactattn.model import AttentionLayer, Model
+from exactattn.model.claimed import (
+    CLAIM_MEANING,
+    CLAIM_SYMBOL,
+    UNIQUE_TOP,
+    Claim,
+    claim_exact,
+    claim_value,
+    q_text,
+)
 from exactattn.results import LengthRecord, claim_problems  # noqa: F401  (re-exported)
+from exactattn.results.claims import (
+    ClaimItem,
+    ClaimsEntry,
+    ClaimViolation,
+    head_witness,
+    length_entries,
+    witness_input,
+)
 
 MARGIN_WITNESS_SEARCH = 200_000  # inputs tried to exhibit a margin below a false claim
 
-SYMBOL = {"gamma_lower": "γ(n) ≥", "x_max_upper": "x_max(n) ≤", "margin_lower": "μ(n) ≥"}
+SYMBOL = CLAIM_SYMBOL  # the claims' names are the model format's (model/claimed.py)
 
 
 def _compare(c: Claim, n: int, measured: Fraction, lower: bool) -> str:
@@ -83,46 +99,40 @@ def margin_witness(model: Model, n: int, below: Fraction) -> tuple[list[str], Fr
     return None
 
 
-def verify_claims(model: Model, rec: LengthRecord) -> dict[str, Any]:
+def verify_claims(model: Model, rec: LengthRecord) -> ClaimsEntry:
     """The ``claims`` entry of one length of a result file (docs/model-format.md)."""
     cl = model.claims
     assert cl is not None
     n = rec.n
-    out: dict[str, Any] = {"applies": n >= cl.from_n, "violations": 0, "undecided": 0}
     if n < cl.from_n:
-        return out
-    details: list[dict[str, Any]] = []
-    items: dict[str, Any] = {}
+        return ClaimsEntry(False)
+    details: list[ClaimViolation] = []
+    items: dict[str, ClaimItem] = {}
+    undecided = 0
 
     def record(c: Claim, measured: Fraction | None, lower: bool, witness: Any) -> None:
+        nonlocal undecided
         if measured is None:  # γ = ∞ (no lower score) or no margin measured: nothing to hold
-            items[c.key] = {"claim": _claim_text(c, n), "measured": None, "status": "holds"}
+            items[c.key] = ClaimItem(_claim_text(c, n), None, "holds")
             return
         status = _compare(c, n, measured, lower)
-        items[c.key] = {
-            "claim": _claim_text(c, n),
-            "measured": frac_str(measured),
-            "status": status,
-        }
+        items[c.key] = ClaimItem(_claim_text(c, n), measured, status)
         if status == "fails":
             w = witness() if callable(witness) else witness
             details.append(
-                {
-                    "claim": c.key,
-                    "n": n,
-                    "claimed": f"{SYMBOL[c.key]} {_claim_text(c, n)}",
-                    "measured": frac_str(
-                        measured if w is None or not isinstance(w, tuple) else w[1]
-                    ),
-                    "witness": w[0] if isinstance(w, tuple) else w,
-                    "meaning": CLAIM_MEANING[c.key],
-                }
+                ClaimViolation(
+                    c.key,
+                    n,
+                    f"{SYMBOL[c.key]} {_claim_text(c, n)}",
+                    measured if w is None or not isinstance(w, tuple) else w[1],
+                    w[0] if isinstance(w, tuple) else w,
+                    CLAIM_MEANING[c.key],
+                )
             )
         elif status == "undecided":
-            out["undecided"] += 1
+            undecided += 1
 
-    gw = rec.gamma_witness.data if rec.gamma_witness is not None else None
-    record(cl.gamma_lower, rec.gamma, True, gw.get("input") if isinstance(gw, dict) else gw)
+    record(cl.gamma_lower, rec.gamma, True, witness_input(rec.gamma_witness))
     record(cl.x_max_upper, rec.x_max, False, lambda: x_max_witness(model, n))
     if cl.margin_lower is not None:
         claimed = claim_exact(cl.margin_lower, n)
@@ -135,10 +145,42 @@ def verify_claims(model: Model, rec: LengthRecord) -> dict[str, Any]:
             return hit if hit is not None else None
 
         record(cl.margin_lower, rec.min_margin, True, mw)
-    out["claims"] = items
-    out["violations"] = len(details)
-    out["violation_details"] = details
-    return out
+    if cl.activation_upper is not None:  # every layer's output and the embedding
+        acts = [rec.x_max, *(layer.activation_max for layer in rec.layers)]
+        worst = max(range(len(acts)), key=lambda k: acts[k])
+        record(cl.activation_upper, acts[worst], False, {"after_layer": worst - 1})
+    if cl.unique_top is not None:
+        items[UNIQUE_TOP], bad = _unique_top(model, rec)
+        if bad is not None:
+            details.append(bad)
+    return ClaimsEntry(True, undecided, items, tuple(details))
+
+
+def _unique_top(model: Model, rec: LengthRecord) -> tuple[ClaimItem, ClaimViolation | None]:
+    """H3 at this length: the largest argmax set of any leftmost/rightmost head is ≤ 1 key.
+
+    The witness is the first such head with a tie at the top (layer, head); the hard engine
+    records the size of the largest argmax set per head, not the input."""
+    worst, where = 0, None
+    for li, layer in enumerate(model.layers):
+        if not isinstance(layer, AttentionLayer):
+            continue
+        hs = rec.layers[li].heads or ()
+        for hi, h in enumerate(layer.heads):
+            if h.hard != "average" and hs[hi].max_top > worst:
+                worst, where = hs[hi].max_top, head_witness(li, hi)
+    item = ClaimItem("1", str(worst), "holds" if worst <= 1 else "fails")
+    if worst <= 1:
+        return item, None
+    bad = ClaimViolation(
+        UNIQUE_TOP,
+        rec.n,
+        f"{SYMBOL[UNIQUE_TOP]} 1 key",
+        str(worst),
+        where,
+        CLAIM_MEANING[UNIQUE_TOP],
+    )
+    return item, bad
 
 
 def summary_line(model: Model, data: dict[str, Any]) -> str:
@@ -146,10 +188,12 @@ def summary_line(model: Model, data: dict[str, Any]) -> str:
     cl = model.claims
     assert cl is not None
     text = ", ".join(f"{SYMBOL[c.key]} {c.expr.text}" for c in cl.items())
-    rows = [r for r in data.get("lengths", []) if isinstance(r.get("claims"), dict)]
-    applied = [r["n"] for r in rows if r["claims"].get("applies")]
-    bad = [r["n"] for r in rows if r["claims"].get("violations")]
-    und = [r["n"] for r in rows if r["claims"].get("undecided")]
+    if cl.unique_top is not None:
+        text += ", unique top (H3)"
+    rows = [(r.n, r.claims) for r in length_entries(data) or [] if r.claims is not None]
+    applied = [n for n, e in rows if e.applies]
+    bad = [n for n, e in rows if e.violations]
+    und = [n for n, e in rows if e.undecided]
     if not applied:
         return f"claims ({text}): not applicable below n = {cl.from_n}"
     if bad:

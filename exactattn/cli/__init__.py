@@ -3,7 +3,8 @@
 Exit codes: 0 clean; 1 a disagreement, invariant failure, reference mismatch or
 bound violation was found; 2 bad input or usage; 3 something could not be
 certified (undecided); 4 internal error (a bug: short message, traceback with
---debug); 130 interrupted (finished lengths are kept). See exactattn/core/guard.py.
+--debug); 75 a --dask cluster lost mid-run (finished lengths are kept, rerun to resume);
+130 interrupted (finished lengths are kept). See exactattn/core/guard.py.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import click
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -52,7 +54,8 @@ from exactattn.core.limits import cap_message
 from exactattn.core.numbers import MAX_INT_DIGITS, parse_decimal, short_decimal, short_sci_huge
 from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
 from exactattn.importers.tracr import import_tracr as _imp
-from exactattn.inputs import count_inputs, count_text, inputs_exceed
+from exactattn.inputs import count_inputs, count_text
+from exactattn.inputs.work import job_too_large
 from exactattn.model import load_model
 from exactattn.rasp.gap import summary_lines as gap_lines  # RASP models (issue 22)
 from exactattn.report import write_report
@@ -199,15 +202,13 @@ def check(
     k = len(model.alphabet)
     # counted by arithmetic (--max-n 10**6 has a count of 300,000 digits), refused before the
     # estimate, which would build inputs of that length
-    too_many = inputs_exceed(k, lo, max_n, max_inputs)
+    # by count, then by work: an input of length n weighs max(1, L·(n+2)²·d / 100,000)
+    too_large = (
+        None if force else job_too_large(k, len(model.layers), model.d, lo, max_n, max_inputs)
+    )
     total_text = count_text(k, lo, max_n)
-    if too_many and not force:
-        err_console.print(
-            f"[bold red]error:[/] --max-inputs: {total_text} inputs (n = {lo}..{max_n}, "
-            f"alphabet of {k}) is more than --max-inputs {max_inputs:,} (fix: lower --max-n, "
-            "raise --max-inputs, or pass --force)",
-            highlight=False,
-        )
+    if too_large:
+        err_console.print(f"[bold red]error:[/] {escape(too_large)}", highlight=False)
         sys.exit(2)
     # the progress bar's total (none for a count too large to print: --force on 2^10^6 inputs)
     total = count_inputs(k, lo, max_n) if total_text[0].isdigit() else None
@@ -313,7 +314,7 @@ def check(
             )
         else:
             err_console.print("[yellow]interrupted[/]: finished lengths were kept", highlight=False)
-        sys.exit(130)
+        sys.exit(result.exit_code() if result.stopped_by else 130)  # lost cluster: 75
     v = data["verdict"]
     style = "green" if v["ok"] else ("red" if v["status"] == "problems" else "yellow")
     if not quiet:

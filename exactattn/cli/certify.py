@@ -10,17 +10,30 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
 
-from exactattn.certificate.certify import _need_claims, certificate, certify_range
+from exactattn.certificate.certify import _need_claims, certificate, range_certificate
 from exactattn.certificate.verify import _claim_text
 from exactattn.core.errors import UsageError
 from exactattn.core.jsonio import read_json, write_json_atomic
 from exactattn.model import load_model
+from exactattn.model.claimed import UNIQUE_TOP
+from exactattn.results.certificate import (
+    Certificate,
+    CertificateRange,
+    RangeRun,
+    ball_ends,
+    ball_upper,
+    exact_written,
+    q_written,
+    up_text,
+)
+from exactattn.results.claims import length_entries, result_model
 
 console = Console(soft_wrap=True, highlight=False, markup=False)  # user text: no markup
 MAX_N = 10**12
@@ -41,25 +54,20 @@ def checked_to(result_path: str | Path, model: Any) -> int | None:
     *with the value the model claims now* (a result for an older claim does not count)."""
 
     data = read_json(str(result_path))
-    if not isinstance(data, dict) or data.get("format") != "exactattn-result/1":
+    entries = length_entries(data)
+    if entries is None:
         raise UsageError(f"--checked: {result_path} is not an exactattn-result/1 file")
-    if data.get("model") != model.name:
+    if result_model(data) != model.name:
         raise UsageError(f"--checked: {result_path} is a result for another model")
     cl = model.claims
-    rows = {r.get("n"): r for r in data.get("lengths", []) if isinstance(r, dict)}
+    rows = {r.n: r.claims for r in entries}
 
     def held(n: int) -> bool:
-        entry = (rows.get(n) or {}).get("claims")
-        if not isinstance(entry, dict) or entry.get("violations") != 0 or entry.get("undecided"):
-            return False
-        items = entry.get("claims") or {}
-        for c in cl.items():
-            it = items.get(c.key)
-            if not isinstance(it, dict) or it.get("status") != "holds":
-                return False
-            if it.get("claim") != _claim_text(c, n):
-                return False
-        return True
+        entry = rows.get(n)
+        expected = {c.key: _claim_text(c, n) for c in cl.items()}
+        if cl.unique_top is not None:  # H3 was checked too (a result before the claim: no)
+            expected[UNIQUE_TOP] = "1"
+        return entry is not None and entry.held(expected)
 
     k = None
     n = cl.from_n
@@ -89,64 +97,66 @@ def known_result(model_path: str, model: Any) -> Path | None:
         data = read_json(str(cand))
     except (OSError, ValueError):
         return None
-    return cand if isinstance(data, dict) and data.get("model") == model.name else None
+    return cand if result_model(data) == model.name else None
 
 
-def print_certificate(c: dict[str, Any]) -> None:
+def print_certificate(c: Certificate) -> None:
     """The human-readable answer: the verdict first, then the chain and the numbers."""
-    head = "certified" if c["status"] == "certified" else "NOT certified"
-    console.print(f"{c['model']}, n = {c['n']}, τ = {c['tau']}: {head}")
-    console.print(f"  {c['reason']}")
-    for layer in c["layers"]:
+    b = c.body
+    head = "certified" if c.certified else "NOT certified"
+    console.print(f"{c.model}, n = {c.n}, τ = {b.tau}: {head}")
+    console.print(f"  {b.verdict.reason}")
+    for layer in b.layers:
         console.print(
-            f"  layer {layer['index']} ({layer['kind']}): ε ≤ {layer['error_bound']} "
+            f"  layer {layer.index} ({layer.kind}): ε ≤ {up_text(layer.error_bound)} "
             "for every input of this length"
         )
-    e = c["eps_le_1"]
+    e = b.eps_le_1
     console.print(
         "  ε ≤ 1: not needed by Theorem 4(iii); certified after every feeding layer: "
-        f"{'yes' if e['certified_after_every_feeding_layer'] else 'no'}; "
+        f"{'yes' if e.certified_after_every_feeding_layer else 'no'}; "
         "Theorem 4(ii)'s invariant B_(L−1) ≤ 1: "
         + {True: "holds", False: "not certified", None: "n/a (Theorem 4(ii) does not apply)"}[
-            e["theorem_4ii_invariant"]
+            e.theorem_4ii_invariant
         ]
     )
-    t = c["tau_theorem"]
+    lo, hi = ball_ends(b.tau_theorem)
     console.print(
-        f"  largest τ from Theorem 5: τ_thm(n) ∈ [{t['lower']}, {t['upper']}] "
+        f"  largest τ from Theorem 5: τ_thm(n) ∈ [{lo}, {hi}] "
         "(every τ ≤ its lower end certifies this length)"
     )
-    g = c.get("tau_grid")
+    g = b.tau_grid
     if g:
-        last, fail = g["last_certified"], g["first_not_certified"]
+        last, fail = g.last_certified, g.first_not_certified
         if last:
             console.print(
-                f"  on the grid τ = {g['grid']} the chain still certifies at τ = "
-                f"{last['tau']['upper']} (every grid τ from τ_thm(n) up to it evaluated)"
-                + (f"; first grid τ not certified: {fail['tau']['upper']}" if fail else "")
+                f"  on the grid τ = {g.grid} the chain still certifies at τ = "
+                f"{ball_upper(last.tau)} (every grid τ from τ_thm(n) up to it evaluated)"
+                + (f"; first grid τ not certified: {ball_upper(fail.tau)}" if fail else "")
             )
         elif fail:
             console.print(
-                f"  the first grid τ above τ_thm(n), {fail['tau']['upper']}, is not certified"
+                f"  the first grid τ above τ_thm(n), {ball_upper(fail.tau)}, is not certified"
             )
-    k = c["constants"]
+    k = b.constants
     console.print(
-        f"  constants: L = {k['L']}, T = {k['T']}, m ≤ {k['m']}, K = {k['K']}, X = {k['X']}, "
-        f"C = {k['readout_lipschitz']}, ε* = {k['eps_star']}"
+        f"  constants: L = {k.L}, T = {k.T}, m ≤ {k.m}, K = {exact_written(k.K)}, "
+        f"X = {q_written(k.X, True)}, C = {exact_written(k.readout_lipschitz)}, "
+        f"ε* = {q_written(k.eps_star, False)}"
     )
-    if c.get("checked_in"):
-        console.print(f"  claims also verified by enumeration in {c['checked_in']}")
+    if c.checked_in:
+        console.print(f"  claims also verified by enumeration in {c.checked_in}")
     console.print("proof chain:")
-    for s in c["proof_chain"]:
-        console.print(f"  {s['step']}: {s['statement']} [{s['proved_in']}]")
+    for s in c.proof_chain:
+        console.print(f"  {s.step}: {s.statement} [{s.proved_in}]")
     _conditional(c)
 
 
-def _conditional(c: dict[str, Any]) -> None:
-    if c["conditional_on"]:
+def _conditional(c: Certificate | CertificateRange) -> None:
+    if c.conditional_on:
         console.print(
             "CONDITIONAL: this answer assumes the claims "
-            + ", ".join(c["conditional_on"])
+            + ", ".join(c.conditional_on)
             + ", asserted by the user and not proved"
         )
     else:
@@ -185,32 +195,32 @@ def certify_cmd(
     source = Path(checked) if checked else known_result(model_path, model)
     k = checked_to(source, model) if source is not None else None
     if n is not None:
-        c = certificate(model, n, tau, checked_to=k, model_path=model_path)
-        c["checked_in"] = _rel(source) if source is not None and k is not None else None
+        where = _rel(source) if source is not None and k is not None else None
+        c = certificate(model, n, tau, checked_to=k, model_path=model_path).with_checked_in(where)
         if json_out:
-            write_json_atomic(Path(json_out), c)
+            write_json_atomic(Path(json_out), c.to_json())
         print_certificate(c)
-        sys.exit(0 if c["status"] == "certified" else 1)
+        sys.exit(0 if c.certified else 1)
     lo, hi = _range(rng or "")
     t0 = time.monotonic()
-    r = certify_range(model, lo, hi, tau, checked_to=k)
-    r["seconds"] = round(time.monotonic() - t0, 1)
-    r["checked_by_enumeration_to"] = k
-    r["checked_in"] = _rel(source) if source is not None and k is not None else None
+    r = range_certificate(model, lo, hi, tau, checked_to=k)
+    seconds = round(time.monotonic() - t0, 1)
+    where = _rel(source) if source is not None and k is not None else None
+    r = replace(r, run=RangeRun(seconds, k, where))
     if json_out:
-        write_json_atomic(Path(json_out), r)
-    f = r["first_failure"]
+        write_json_atomic(Path(json_out), r.to_json())
+    f = r.first_failure
     if f is None:
         console.print(
-            f"{model.name}, τ = {r['tau']}: certified for every n = {lo}..{hi} "
-            f"({r['evaluated']} lengths evaluated, {r['seconds']} s)"
+            f"{model.name}, τ = {r.tau}: certified for every n = {lo}..{hi} "
+            f"({r.evaluated} lengths evaluated, {seconds} s)"
         )
     else:
         console.print(
-            f"{model.name}, τ = {r['tau']}: first length not certified: n = {f['n']} "
-            f"({f['reason']}); certified for n = {lo}..{f['n'] - 1}"
-            if f["n"] > lo
-            else f"{model.name}, τ = {r['tau']}: not certified already at n = {lo} ({f['reason']})"
+            f"{model.name}, τ = {r.tau}: first length not certified: n = {f.n} "
+            f"({f.reason}); certified for n = {lo}..{f.n - 1}"
+            if f.n > lo
+            else f"{model.name}, τ = {r.tau}: not certified already at n = {lo} ({f.reason})"
         )
     _conditional(r)
     sys.exit(0 if f is None else 1)

@@ -7,6 +7,7 @@ Exit codes: 0 no flip found, 1 a decision flipped (precision) / n.a., 2 bad usag
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,17 @@ from exactattn.cli.common import _exact_cell, _restore, _snapshot
 from exactattn.core.errors import ExactAttnError
 from exactattn.core.jsonio import write_json_atomic
 from exactattn.engine.temperature import parse_tau
-from exactattn.inputs import count_text, inputs_exceed, words_of_length
+from exactattn.inputs import words_of_length
 from exactattn.inputs.families import families_for
+from exactattn.inputs.work import job_too_large
 from exactattn.model import load_model
-from exactattn.run.precision import PRECISION_FORMAT, backend_version, sweep_family, sweep_words
-from exactattn.run.search import run_search
+from exactattn.results.precision import (
+    Enclosure,
+    PrecisionResult,
+    PrecisionRun,
+    PrecisionSettings,
+    runs_of,
+)
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
@@ -56,31 +63,20 @@ def _taus(taus: tuple[str, ...]) -> list[tuple[str, Any]]:
     return [(t, None if t == "model" else parse_tau(t)) for t in taus]
 
 
-def precision_json(model: Any, runs: list[Any], settings: dict[str, Any]) -> dict[str, Any]:
-    """The exactattn-precision/1 document (one run: also the flat dtype/lengths keys)."""
-
-    doc: dict[str, Any] = {
-        "format": PRECISION_FORMAT,
-        "model": model.name,
-        "settings": settings,
-        "runs": [r.to_json() for r in runs],
-    }
-    if len(runs) == 1:
-        doc["dtype"] = runs[0].dtype
-        doc["tau"] = runs[0].tau
-        doc["lengths"] = runs[0].lengths
-    return doc
+def precision_json(model: Any, runs: list[Any], settings: PrecisionSettings) -> dict[str, Any]:
+    """The exactattn-precision/1 document of the sweeps' runs so far."""
+    return PrecisionResult(model.name, settings, runs_of(runs)).to_json()
 
 
-def _short(x: dict[str, str] | None) -> str:
+def _short(x: Enclosure | None) -> str:
     """An upper end for the terminal (3 digits; the JSON keeps the outward decimals)."""
-    if not x:
+    if x is None:
         return "—"
-    u = x["upper"]
+    _, u = x.texts()
     return u if u in ("inf", "-inf") else f"{float(u):.3g}"
 
 
-def print_precision(runs: list[Any]) -> None:
+def print_precision(runs: list[PrecisionRun]) -> None:
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for col in (
         "dtype",
@@ -106,28 +102,28 @@ def print_precision(runs: list[Any]) -> None:
     any_split = False
     for r in runs:
         for e in r.lengths:
-            ff = e["first_flip"]
+            ff = e.first_flip
             ffs = "—"
             if ff:
-                word = "".join(ff["input"]) if len(ff["input"]) <= 16 else f"{ff.get('family')}"
-                ffs = f"{word} ({ff['cause']})"
-            te = _short(e["total_error"])
-            ye = _short(e["readout_error"])
-            t.add_row(r.dtype, r.tau, str(e["n"]), str(e["inputs"]), str(e["flips"]), ffs, te, ye)
-            so = e.get("soft")
-            if so or e.get("softmax_error"):
+                word = "".join(ff.input) if len(ff.input) <= 16 else f"{ff.family}"
+                ffs = f"{word} ({ff.cause})"
+            te = _short(e.total_error)
+            ye = _short(e.readout_error)
+            t.add_row(r.dtype, r.tau, str(e.n), str(e.inputs), str(e.flips), ffs, te, ye)
+            so = e.soft
+            if so or e.softmax_error:
                 any_split = True
                 sos = "—"
                 if so:
-                    sos = f"{so['differs_from_hard']}/{so['decided']} ≠ hard"
-                    if so["undecided"]:
-                        sos += f", {so['undecided']} undecided"
+                    sos = f"{so.differs_from_hard}/{so.decided} ≠ hard"
+                    if so.undecided:
+                        sos += f", {so.undecided} undecided"
                 split.add_row(
                     r.dtype,
                     r.tau,
-                    str(e["n"]),
-                    _short(e.get("softmax_error")),
-                    _short(e.get("rounding_error")),
+                    str(e.n),
+                    _short(e.softmax_error),
+                    _short(e.rounding_error),
                     sos,
                 )
     console.print(t)
@@ -157,7 +153,8 @@ four dtypes: about 100× the cost of ``check`` per input, docs/limits.md)."""
 
 def _check_range(model: Any, lo: int, hi: int, max_inputs: int, force: bool) -> None:
     """Refuse an empty or unsupported range of lengths, and (without --force) one holding
-    more than ``max_inputs`` inputs, counted by arithmetic before any input is built."""
+    more than ``max_inputs`` inputs (long ones weighted by their work), counted by arithmetic
+    before any input is built."""
 
     if hi < lo:
         raise click.UsageError(
@@ -167,12 +164,10 @@ def _check_range(model: Any, lo: int, hi: int, max_inputs: int, force: bool) -> 
     for n in (lo, hi):
         model.check_length(n)
     k = len(model.alphabet)
-    if not force and inputs_exceed(k, lo, hi, max_inputs):
-        raise click.UsageError(
-            f"--max-inputs: {count_text(k, lo, hi)} inputs (n = {lo}..{hi}, alphabet of {k}) "
-            f"is more than --max-inputs {max_inputs:,} (fix: lower --max-n, raise "
-            "--max-inputs, or pass --force)"
-        )
+    # by count, then by work: long inputs weigh L·(n+2)²·d (inputs/work.py)
+    too_large = None if force else job_too_large(k, len(model.layers), model.d, lo, hi, max_inputs)
+    if too_large:
+        raise click.UsageError(too_large)
 
 
 @click.command("precision")
@@ -255,16 +250,24 @@ def precision_cmd(
     Exit 0: no decision flips; 1: some decision flips.
     """
 
+    # lazy: the precision sweep (dtype engines) only for this command (start-up time)
+    from exactattn.run.precision import backend_version, sweep_family, sweep_words
+
     model = load_model(model_path)
     dts = list(dtypes) or ["float16", "bfloat16", "float32", "float64"]
     tl = _taus(taus)
     modes = sum(x is not None and x != () for x in (max_n, inputs_file, families or None))
     if modes != 1:
         raise click.UsageError("give exactly one of --max-n, --inputs FILE, --family NAME")
-    settings: dict[str, Any] = {"dtypes": dts, "taus": [t[0] for t in tl], "seed": seed}
-
-    settings["backend"] = backend
-    settings["backend_version"] = backend_version(backend)
+    settings = PrecisionSettings(
+        tuple(dts),
+        tuple(t[0] for t in tl),
+        seed,
+        backend,
+        backend_version(backend),
+        mode="inputs",
+        certified=certified,
+    )
 
     def save(runs: list[Any]) -> None:
         if json_out:
@@ -279,8 +282,7 @@ def precision_cmd(
             nlist = _parse_ns(ns, n_pow2)
             if not nlist:
                 raise click.UsageError("--family needs --n N (repeatable) or --n-pow2 A:B")
-            settings.update({"families": fams, "ns": nlist, "mode": "family"})
-            settings["certified"] = certified
+            settings = replace(settings, mode="family", families=tuple(fams), ns=tuple(nlist))
             runs = sweep_family(
                 model,
                 fams,
@@ -308,14 +310,12 @@ def precision_cmd(
                     if bad:
                         raise click.UsageError(f"{inputs_file}:{ln + 1}: unknown symbol '{bad[0]}'")
                     words_by_n.setdefault(len(w), []).append(w)
-                settings["mode"] = "inputs"
             else:
                 assert max_n is not None
                 lo = min_n if min_n is not None else model.min_length
                 _check_range(model, lo, max_n, max_inputs, force)
                 words_by_n = {n: words_of_length(model.alphabet, n) for n in range(lo, max_n + 1)}
-                settings.update({"mode": "enumerate", "min_n": lo, "max_n": max_n})
-            settings["certified"] = certified
+                settings = replace(settings, mode="enumerate", min_n=lo, max_n=max_n)
             runs = sweep_words(
                 model,
                 words_by_n,
@@ -330,9 +330,10 @@ def precision_cmd(
     except (ExactAttnError, click.UsageError, OSError):
         _restore(json_out, before)
         raise
-    print_precision(runs)
-    console.print(f"forward pass: {backend} ({settings['backend_version']})", highlight=False)
-    sys.exit(1 if any(r.first_flip_n is not None for r in runs) else 0)
+    res = PrecisionResult(model.name, settings, runs_of(runs))
+    print_precision(list(res.runs))
+    console.print(f"forward pass: {backend} ({settings.backend_version})", highlight=False)
+    sys.exit(1 if res.flipped else 0)
 
 
 @click.command("search")
@@ -356,20 +357,24 @@ def search_cmd(
 ) -> None:
     """Local/beam search for certified witnesses at one length (bounds, not exhaustive)."""
 
+    # lazy: the search only for this command (start-up time)
+    from exactattn.run.search import run_search
+
     model = load_model(model_path)
     if beam < 1:
         raise click.UsageError("--beam must be at least 1 (the number of inputs kept per step)")
     _check_n(n, "--n")
-    doc = run_search(model, n, objective, budget, seed, beam, parse_tau(tau))
+    res = run_search(model, n, objective, budget, seed, beam, parse_tau(tau))
     if json_out:
-        write_json_atomic(Path(json_out), doc)
-    w = doc["witness"]
-    word = "".join(w["input"]) if len(w["input"]) <= 60 else f"{''.join(w['input'][:60])}…"
+        write_json_atomic(Path(json_out), res.to_json())
+    w = res.witness
+    word = "".join(w.input) if len(w.input) <= 60 else f"{''.join(w.input[:60])}…"
+    lo, hi = w.value.texts()  # the written (outward) ends, shortened for the terminal
     console.print(
-        f"{model.name} n = {n}, objective {objective}: {doc['evaluated']} inputs evaluated "
-        f"(a search, not an enumeration)\n{doc['meaning']}\n"
-        f"witness {word}\nvalue [{_long(w['value']['lower'])}, {_long(w['value']['upper'])}] "
-        f"layer {w['layer']} position {w['position']}",
+        f"{model.name} n = {n}, objective {objective}: {res.evaluated} inputs evaluated "
+        f"(a search, not an enumeration)\n{res.meaning}\n"
+        f"witness {word}\nvalue [{_long(lo)}, {_long(hi)}] "
+        f"layer {w.layer} position {w.position}",
         highlight=False,
     )
 

@@ -1,9 +1,10 @@
 """The command line's last line of defence: every failure becomes its documented exit code.
 
 0 clean · 1 problem found · 2 bad input or usage · 3 undecided · 4 internal error ·
-130 interrupted. A bug must never exit 1 ("problem found"), which a script or CI job
-would read as a finding: unexpected exceptions exit 4 with a short message, where to
-report it, and the traceback only with ``--debug`` (or ``EXACTATTN_DEBUG=1``).
+75 a ``--dask`` cluster lost mid-run (resumable) · 130 interrupted. A bug must never exit 1
+("problem found"), which a script or CI job would read as a finding: unexpected exceptions
+exit 4 with a short message, where to report it, and the traceback only with ``--debug`` (or
+``EXACTATTN_DEBUG=1``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ EXIT_BAD_INPUT = 2
 EXIT_UNDECIDED = 3
 EXIT_INTERNAL = 4
 EXIT_INTERRUPTED = 130
+EXIT_CLUSTER_LOST = 75
+"""A ``--dask`` cluster lost mid-run: not Ctrl-C (130), not a bug (4), not bad input (2). 75 is
+sysexits.h's EX_TEMPFAIL, "a temporary failure; retry": the incomplete result is kept and the
+same command (with ``--checkpoint``) resumes."""
 
 REPORT_TO = "the exactattn issue tracker (where you got exactattn; see README.md, 'Exit codes')"
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import NamedTuple
 
 import numpy as np
 
@@ -303,6 +304,16 @@ def _bias(b: RatArray) -> list[Scalar | None]:
     return [frac_dd(Fraction(int(v), b.den)) if v else None for v in np.asarray(b.num).reshape(-1)]
 
 
+class HeadRows(NamedTuple):
+    """A head's query, key, value and output weights as rows of scalar enclosures (the
+    δ form needs no biases: they cancel)."""
+
+    q: Rows
+    k: Rows
+    v: Rows
+    o: Rows | None
+
+
 class DDWeights:
     """A model's weights and biases as double-double enclosures (converted once per model)."""
 
@@ -312,12 +323,12 @@ class DDWeights:
             if isinstance(layer, list):
                 self.layers.append(
                     [
-                        {
-                            "Q": (_rows(ch.Q), _bias(ch.bq)),
-                            "K": (_rows(ch.K), _bias(ch.bk)),
-                            "V": (_rows(ch.V), _bias(ch.bv)),
-                            "O": None if ch.O is None else (_rows(ch.O), None),
-                        }
+                        HeadRows(
+                            q=_rows(ch.Q),
+                            k=_rows(ch.K),
+                            v=_rows(ch.V),
+                            o=None if ch.O is None else _rows(ch.O),
+                        )
                         for ch in layer
                     ]
                 )
@@ -434,14 +445,14 @@ def _gap(gnum: np.ndarray, den: int, ds: DD | None, itau: Scalar) -> DD:
     return out
 
 
-def _head(hw: dict, tr: HeadTrace, delta: Delta, itau: Scalar) -> Delta:
+def _head(hw: HeadRows, tr: HeadTrace, delta: Delta, itau: Scalar) -> Delta:
     """One head's δ contribution O·(Σ_j α_ij (v_j + δv_j) − Σ_j α°_ij v_j) per output column.
 
     Softmax arguments as (δs_ij − g_ij)/τ with g = max_j s − s ≥ 0 the exact hard score gap,
     so the large hard scores never enter rounded (proofs/double_double.md, "δ form")."""
-    dq = _lin(delta, hw["Q"][0])
-    dk = _lin(delta, hw["K"][0])
-    dv = _lin(delta, hw["V"][0])
+    dq = _lin(delta, hw.q)
+    dk = _lin(delta, hw.k)
+    dv = _lin(delta, hw.v)
     B, R, T = tr.top.shape
     vis = tr.visible[None]  # (1, i, j)
     snum = tr.scores.num
@@ -503,9 +514,9 @@ def _head(hw: dict, tr: HeadTrace, delta: Delta, itau: Scalar) -> Delta:
             on = _where(sup, (dvc[0] + z0, dvc[1] + z0, dvc[2] + z0), (z0, z0, z0))
             t = dd_add(t, dd_mul(_sum_last(on), inv))  # + Σ_j α°_ij δv_j
         mixed.append(t)
-    if hw["O"] is None:
+    if hw.o is None:
         return mixed
-    return _lin(mixed, hw["O"][0])
+    return _lin(mixed, hw.o)
 
 
 def _ffn(lw: tuple, pre: list[RatArray], delta: Delta) -> Delta:

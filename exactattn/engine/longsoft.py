@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from exactattn.core.numbers import arb_endpoints, interval_json
+from exactattn.core.numbers import arb_endpoints
 from exactattn.engine import softfloat as sf
 from exactattn.engine.certify import certify_word
 from exactattn.engine.hard import (
@@ -501,19 +501,6 @@ class LongSoft:
     notes: list[str] = field(default_factory=list)
     arb_delta: Any = None  # δ after the last layer (arb path): an arb_mat, or None = 0
     arb_prec: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-
-        out: Any = self.output
-        return {
-            "method": self.method,
-            "decided": self.decided,
-            "output": out,
-            "layer_errors": [
-                {**interval_json(lo, hi), "position": row} for lo, hi, row in self.layer_error
-            ],
-            "notes": self.notes,
-        }
 
 
 def _layer_error(delta: Cols) -> tuple[float, float, int]:

@@ -8,7 +8,12 @@ supports and every input of length n:
   by at least the value (the γ(n) that ``check`` measures; heads with no lower score are free);
 * ``x_max_upper``  x_max(n) ≤ value: every entry of the initial activations x^(0) (the
   embedding, the x_max(n) that ``check`` measures) is at most the value in absolute value;
-* ``margin_lower`` μ(n) ≥ value: the smallest hard read-out margin (``accept``, ``argmax``).
+* ``margin_lower`` μ(n) ≥ value: the smallest hard read-out margin (``accept``, ``argmax``);
+* ``activation_upper`` (optional) every entry of every layer's hard output x^(ℓ), ℓ ≥ 0, is at
+  most the value in absolute value (``certify`` takes the smaller of it and Lemma G's bound);
+* ``unique_top``   (no expression) every leftmost/rightmost head has a unique maximum visible
+  score at every query (the hypothesis H3 of ``proofs/``), so it equals average-hard attention
+  and Theorem 3 applies to it; without it ``certify`` refuses such heads.
 
 Each claim carries a ``justification``: ``"user"`` (an assertion; certificates that use it say
 they are conditional on it) or ``{"file": "proofs/….md", "statement": "…"}`` (where it is proved).
@@ -36,6 +41,8 @@ from exactattn.core.numbers import (
 from exactattn.model.expr import Expr, ExprError, parse_expression
 
 CLAIM_KEYS = ("gamma_lower", "x_max_upper", "margin_lower")
+UNIQUE_TOP = "unique_top"  # a claim without an expression: H3 for leftmost/rightmost heads
+ACTIVATION = "activation_upper"  # optional: a bound on every layer's hard activations
 DECISION_OUTPUTS = ("accept", "argmax")
 MAX_JUSTIFICATION = 300
 
@@ -44,7 +51,17 @@ CLAIM_MEANING = {
     "gamma_lower": "lower bound on the gap γ(n)",
     "x_max_upper": "upper bound on x_max(n), the largest |entry| of the embedding x^(0)",
     "margin_lower": "lower bound on the hard read-out margin μ(n)",
+    ACTIVATION: "upper bound on every layer's hard activations max_ℓ ‖x^(ℓ)‖∞",
+    UNIQUE_TOP: "every leftmost/rightmost head has a unique top score at every query (H3)",
 }
+CLAIM_SYMBOL = {
+    "gamma_lower": "γ(n) ≥",
+    "x_max_upper": "x_max(n) ≤",
+    "margin_lower": "μ(n) ≥",
+    ACTIVATION: "max_ℓ ‖x^(ℓ)‖∞ ≤",
+    UNIQUE_TOP: "top set of every leftmost/rightmost head ≤",
+}
+"""Each claim as a relation, for messages ("γ(n) ≥ 1/(n+1)")."""
 _FIX_JUST = 'use "justification": "user" or {"file": "proofs/<file>.md", "statement": "<lemma>"}'
 
 
@@ -80,23 +97,34 @@ class Claim:
 
 @dataclass(frozen=True)
 class Claims:
-    """The parsed ``claims`` object. ``from_n``: the claims hold for n ≥ from_n."""
+    """The parsed ``claims`` object. ``from_n``: the claims hold for n ≥ from_n.
+
+    ``items()`` are the claims with an expression; ``unique_top`` (H3, no expression) is kept
+    apart, as the justification alone."""
 
     gamma_lower: Claim
     x_max_upper: Claim
     margin_lower: Claim | None
     from_n: int
+    unique_top: Justification | None = None
+    activation_upper: Claim | None = None
 
     def items(self) -> list[Claim]:
-        return [c for c in (self.gamma_lower, self.x_max_upper, self.margin_lower) if c]
+        cs = (self.gamma_lower, self.x_max_upper, self.margin_lower, self.activation_upper)
+        return [c for c in cs if c]
 
     @property
     def conditional(self) -> list[str]:
         """Keys whose justification is "user": every certificate is conditional on them."""
-        return [c.key for c in self.items() if c.justification.user]
+        out = [c.key for c in self.items() if c.justification.user]
+        if self.unique_top is not None and self.unique_top.user:
+            out.append(UNIQUE_TOP)
+        return out
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {c.key: c.to_json() for c in self.items()}
+        if self.unique_top is not None:
+            out[UNIQUE_TOP] = {"justification": self.unique_top.to_json()}
         out["from_n"] = self.from_n
         return out
 
@@ -142,7 +170,7 @@ def parse_claims(raw: Any, output_kind: str, min_length: int, path: str = "claim
     """Validate the raw ``claims`` object (ModelError naming the JSON path on any problem)."""
     if not isinstance(raw, Mapping):
         raise ModelError(path, f"expected an object, got {type(raw).__name__}")
-    allowed = (*CLAIM_KEYS, "from_n")
+    allowed = (*CLAIM_KEYS, ACTIVATION, UNIQUE_TOP, "from_n")
     for k in raw:
         if k not in allowed and not str(k).startswith("x-"):
             raise ModelError(
@@ -174,7 +202,7 @@ def parse_claims(raw: Any, output_kind: str, min_length: int, path: str = "claim
             )
         from_n = max(int(t), min_length)
     out: dict[str, Claim] = {}
-    for k in CLAIM_KEYS:
+    for k in (*CLAIM_KEYS, ACTIVATION):
         if k not in raw:
             continue
         p = f"{path}.{k}"
@@ -204,7 +232,27 @@ def parse_claims(raw: Any, output_kind: str, min_length: int, path: str = "claim
                 "log, exp",
             ) from None
         out[k] = Claim(k, e, _justification(c["justification"], f"{p}.justification"))
-    return Claims(out["gamma_lower"], out["x_max_upper"], out.get("margin_lower"), from_n)
+    unique = None
+    if UNIQUE_TOP in raw:
+        p = f"{path}.{UNIQUE_TOP}"
+        c = raw[UNIQUE_TOP]
+        fix = '{"justification": "user"} (this claim has no expression)'
+        if not isinstance(c, Mapping):
+            raise ModelError(p, "expected an object", fix)
+        for kk in c:
+            if kk != "justification" and not str(kk).startswith("x-"):
+                raise ModelError(f"{p}.{kk}", f"unknown key '{kk}'", "allowed here: justification")
+        if "justification" not in c:
+            raise ModelError(p, "missing required key 'justification'", fix)
+        unique = _justification(c["justification"], f"{p}.justification")
+    return Claims(
+        out["gamma_lower"],
+        out["x_max_upper"],
+        out.get("margin_lower"),
+        from_n,
+        unique,
+        out.get(ACTIVATION),
+    )
 
 
 # --------------------------------------------------------------------------- evaluation

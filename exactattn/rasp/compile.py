@@ -43,6 +43,7 @@ from exactattn.rasp.ast import (
     TokenTest,
 )
 from exactattn.rasp.check import _int_literal, check_program, infer, refs
+from exactattn.rasp.claims import activation_bound, claims_for
 from exactattn.rasp.gap import PRIMITIVE_BOUND, min_bound
 from exactattn.rasp.interpret import _ev
 from exactattn.rasp.unparse import unparse
@@ -138,6 +139,8 @@ class _Compiler:
         self.def_aff: dict[str, Aff] = {}
         self.counter = 0
         self.overrides: dict[tuple, tuple[tuple[int, int], tuple[int, int]]] = {}
+        # coordinates holding a square (p², K²): ≤ n², not an (a·n + b) range (claims.py)
+        self.squares: set[str] = set()
         self.cur: Def | None = None
         self.bos_token = BOS
         while self.bos_token in prog.alphabet:  # a BOS token that is not an input symbol
@@ -147,6 +150,7 @@ class _Compiler:
         self.bos = self._embed_tok("bos", (self.bos_token,), "bool")
         self.pos = self._embed_pos("pos", "i", "int", ((0, 0), (1, 0)))
         self.pos_sq = self._embed_pos("pos_sq", "i^2", "int", ((0, 0), (0, 0)))
+        self.squares.add(self.pos_sq)
         self.inv = self._embed_pos("inv_pos", "1/(i+1)", "frac", ((0, 0), (0, 1)))
         self.len = self._embed_pos("len", "n", "int", ((1, 0), (1, 0)))
         self.pos_frac = self._embed_pos("pos_frac", "i/(n+1)", "frac", ((0, 0), (0, 1)))
@@ -721,6 +725,7 @@ class _Compiler:
             ),
             {"sq": ("int", ((0, 0), (0, 0)))},
         )["sq"]
+        self.squares.add(sq)
         out = Aff({sq: 1})
         self.memo[key] = out
         return out
@@ -810,6 +815,18 @@ class _Compiler:
             "head_gap_bounds": [[h.layer, h.head, h.bound or "inf"] for h in infos],
         }
         model = b.to_model(output, temperature=_temperature(bound), reference=ref, min_length=1)
+        # proved bounds at every n for `exactattn certify` (proofs/claims.md, Proposition R)
+        claims = claims_for(
+            bound,
+            list(self.embed_pos.values()),
+            output["kind"],
+            any(h.primitive == "select" for h in infos),
+            activation_bound(
+                [r for c, r in self.crange.items() if c not in self.squares], bool(self.squares)
+            ),
+        )
+        if claims is not None:
+            model["claims"] = claims
         return Compiled(model, infos, bound)
 
 

@@ -48,38 +48,6 @@ def min_bound(bounds: list[str | None]) -> str:
     return min(real, key=lambda b: (bound_at(b, 1), bound_at(b, 2)))
 
 
-def gap_bound_record(model: Any, rec: Any) -> dict[str, Any] | None:
-    """The compiler's bounds at this length beside the measured gaps (``check``).
-
-    ``holds`` is False when a bound is above the measured γ(n) (or a head's measured gap):
-    the compiler's lemma failed on this model, a finding (exit 1). Exact rationals throughout.
-    """
-    ref = model.reference
-    if ref is None or ref.kind != "rasp" or ref.gap_bound is None:
-        return None
-    n = rec.n
-    violations: list[dict[str, Any]] = []
-    b = bound_at(ref.gap_bound, n)
-    if b is not None and rec.gamma is not None and rec.gamma < b:
-        violations.append({"head": None, "bound": _s(b), "measured": _s(rec.gamma)})
-    heads = []
-    for li, hi, expr in ref.head_gap_bounds:
-        hb = bound_at(expr, n)
-        layer = rec.layers[li]
-        g = layer.heads[hi].gamma if layer.heads is not None else None
-        heads.append({"layer": li, "head": hi, "bound": _s(hb), "measured": _s(g)})
-        if hb is not None and g is not None and g < hb:
-            violations.append({"head": [li, hi], "bound": _s(hb), "measured": _s(g)})
-    return {
-        "expression": ref.gap_bound,
-        "bound": _s(b),
-        "measured": _s(rec.gamma),
-        "holds": not violations,
-        "violations": violations,
-        "heads": heads,
-    }
-
-
 def _s(q: Fraction | None) -> str | None:
     if q is None:
         return None

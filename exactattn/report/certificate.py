@@ -14,60 +14,70 @@ from exactattn.core.jsonio import write_text_atomic
 from exactattn.report.latex import PACKAGES
 from exactattn.report.latex import text as tex_escape
 from exactattn.report.markdown import plain as md_escape
+from exactattn.results.certificate import (
+    Certificate,
+    CertificateRange,
+    ball_ends,
+    ball_upper,
+    certificate_from_json,
+    up_text,
+)
+
+Cert = Certificate | CertificateRange
 
 
-def _lines(c: dict[str, Any], esc: Any) -> list[tuple[str, str]]:
+def _lines(c: Cert, esc: Any) -> list[tuple[str, str]]:
     """(label, text) pairs shared by both formats; every text already escaped."""
     out: list[tuple[str, str]] = []
-    if "range" in c:
-        f = c.get("first_failure")
-        lo, hi = c["range"]
+    if isinstance(c, CertificateRange):
+        f = c.first_failure
         verdict = (
-            f"certified for every n = {lo}..{hi}"
+            f"certified for every n = {c.lo}..{c.hi}"
             if f is None
-            else f"first length not certified: n = {f['n']} ({esc(f['reason'])})"
+            else f"first length not certified: n = {f.n} ({esc(str(f.reason))})"
         )
         out.append(("verdict", verdict))
-        out.append(("τ", esc(str(c["tau"]))))
-        out.append(("lengths evaluated", str(c["evaluated"])))
+        out.append(("τ", esc(str(c.tau))))
+        out.append(("lengths evaluated", str(c.evaluated)))
     else:
-        out.append(("verdict", f"{esc(c['status'])}: {esc(c['reason'])}"))
-        out.append(("n", str(c["n"])))
-        out.append(("τ", esc(str(c["tau"]))))
-        for layer in c["layers"]:
+        b = c.body
+        out.append(("verdict", f"{esc(str(b.verdict.status))}: {esc(str(b.verdict.reason))}"))
+        out.append(("n", str(c.n)))
+        out.append(("τ", esc(str(b.tau))))
+        for layer in b.layers:
             out.append(
                 (
-                    f"error bound after layer {layer['index']} ({layer['kind']})",
-                    layer["error_bound"],
+                    f"error bound after layer {layer.index} ({layer.kind})",
+                    up_text(layer.error_bound),
                 )
             )
-        t = c["tau_theorem"]
-        out.append(("τ_thm(n) (Theorem 5)", f"[{t['lower']}, {t['upper']}]"))
-        g = c.get("tau_grid") or {}
-        if g.get("last_certified"):
-            out.append(("last grid τ certified (2^(k/8))", g["last_certified"]["tau"]["upper"]))
-        if g.get("first_not_certified"):
-            out.append(("first grid τ not certified", g["first_not_certified"]["tau"]["upper"]))
+        lo, hi = ball_ends(b.tau_theorem)
+        out.append(("τ_thm(n) (Theorem 5)", f"[{lo}, {hi}]"))
+        g = b.tau_grid
+        if g is not None and g.last_certified is not None:
+            out.append(("last grid τ certified (2^(k/8))", ball_upper(g.last_certified.tau)))
+        if g is not None and g.first_not_certified is not None:
+            out.append(("first grid τ not certified", ball_upper(g.first_not_certified.tau)))
     return out
 
 
-def certificate_markdown(c: dict[str, Any]) -> str:
+def certificate_markdown(c: Cert) -> str:
     e = md_escape
     rows = ["| | |", "| --- | --- |"] + [f"| {e(k)} | {v} |" for k, v in _lines(c, e)]
     chain = [
-        f"{i}. **{e(s['step'])}**: {e(s['statement'])} — {e(s['proved_in'])}"
-        for i, s in enumerate(c["proof_chain"], 1)
+        f"{i}. **{e(s.step)}**: {e(s.statement)} — {e(s.proved_in)}"
+        for i, s in enumerate(c.proof_chain, 1)
     ]
     cond = (
         "**Conditional** on the claims "
-        + ", ".join(e(k) for k in c["conditional_on"])
+        + ", ".join(e(k) for k in c.conditional_on)
         + ", asserted by the user and not proved."
-        if c["conditional_on"]
+        if c.conditional_on
         else "Every claim used is proved."
     )
     return "\n".join(
         [
-            f"# Certificate: {e(c['model'])}",
+            f"# Certificate: {e(c.model)}",
             "",
             *rows,
             "",
@@ -81,18 +91,18 @@ def certificate_markdown(c: dict[str, Any]) -> str:
     )
 
 
-def certificate_latex(c: dict[str, Any]) -> str:
+def certificate_latex(c: Cert) -> str:
     e = tex_escape
     rows = [f"{e(k)} & {v} \\\\" for k, v in _lines(c, e)]
     chain = [
-        f"\\item \\textbf{{{e(s['step'])}}}: {e(s['statement'])} --- {e(s['proved_in'])}"
-        for s in c["proof_chain"]
+        f"\\item \\textbf{{{e(s.step)}}}: {e(s.statement)} --- {e(s.proved_in)}"
+        for s in c.proof_chain
     ]
     cond = (
         "\\textbf{Conditional} on the claims "
-        + ", ".join(e(k) for k in c["conditional_on"])
+        + ", ".join(e(k) for k in c.conditional_on)
         + ", asserted by the user and not proved."
-        if c["conditional_on"]
+        if c.conditional_on
         else "Every claim used is proved."
     )
     return "\n".join(
@@ -100,7 +110,7 @@ def certificate_latex(c: dict[str, Any]) -> str:
             "\\documentclass[11pt]{article}",
             "\\usepackage{" + ",".join(PACKAGES) + "}",
             "\\begin{document}",
-            f"\\section*{{Certificate: {e(c['model'])}}}",
+            f"\\section*{{Certificate: {e(c.model)}}}",
             "\\begin{tabular}{ll}",
             *rows,
             "\\end{tabular}",
@@ -115,14 +125,18 @@ def certificate_latex(c: dict[str, Any]) -> str:
     )
 
 
-def write_certificate_report(c: dict[str, Any], out: Path, fmt: str | None) -> Path:
-    """Write the rendering chosen by ``fmt`` or the suffix of ``out``."""
+def write_certificate_report(c: Cert | dict[str, Any], out: Path, fmt: str | None) -> Path:
+    """Write the rendering chosen by ``fmt`` or the suffix of ``out`` (a file's dict is read
+    into its record first)."""
 
     kind = fmt or ("tex" if out.suffix == ".tex" else "md" if out.suffix == ".md" else None)
     if kind is None:
         raise UsageError(f"{out}: give --format md|tex or a .md/.tex path")
-    if not isinstance(c.get("proof_chain"), list) or not isinstance(c.get("model"), str):
-        raise UsageError("not a complete exactattn-certificate/1 file")
+    if isinstance(c, dict):
+        try:
+            c = certificate_from_json(c)
+        except ValueError:
+            raise UsageError("not a complete exactattn-certificate/1 file") from None
     text = certificate_markdown(c) if kind == "md" else certificate_latex(c)
     write_text_atomic(out, text)
     return out

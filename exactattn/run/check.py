@@ -21,6 +21,7 @@ from exactattn.bounds.compare import bounds_for_length, dyadic_lower, tau_theore
 from exactattn.bounds.tau_search import search_tau
 from exactattn.certificate.verify import verify_claims
 from exactattn.core.errors import ClusterLost, ExactAttnError, UsageError
+from exactattn.core.guard import EXIT_CLUSTER_LOST
 from exactattn.core.numbers import frac_str
 from exactattn.engine.certify import MAX_PREC
 from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
@@ -30,10 +31,10 @@ from exactattn.inputs import (
     shards_of_length,
     word_of_rank,
 )
+from exactattn.inputs.work import relative_work, sample_length
 from exactattn.model import AttentionLayer, Model
 from exactattn.model.claimed import precheck
 from exactattn.model.expr import Expr, parse_expression
-from exactattn.rasp.gap import gap_bound_record
 from exactattn.results import (
     RESULT_FORMAT,
     LengthRecord,
@@ -42,6 +43,7 @@ from exactattn.results import (
     verdict_of,
     with_extras,
 )
+from exactattn.results.claims import gap_bound_entry
 from exactattn.run.executors import InProcess
 from exactattn.run.shard import (  # noqa: F401  (re-exported: the check's API)
     BATCH,
@@ -78,6 +80,8 @@ class CheckResult:
         )
 
     def exit_code(self) -> int:
+        if self.stopped_by:  # a lost cluster is no Ctrl-C: 75, retry (core/guard.py)
+            return EXIT_CLUSTER_LOST
         return self.verdict().exit_code
 
     def to_json(self) -> dict[str, Any]:
@@ -188,13 +192,15 @@ def run_check(
             job = LengthJob(model, n, job_tau, hard_only, batch, max_prec, float_filter)
             rec = check_length(job, run, progress)
             if model.reference is not None and model.reference.kind == "rasp":
-                gb = gap_bound_record(model, rec)
+                gb = gap_bound_entry(model, rec)
                 if gb is not None:  # the compiler's bound beside measured γ(n) (issue 22)
-                    rec = with_extras(rec, extra={**rec.extra, "compiler_gap_bound": gb})
+                    rec = with_extras(rec, extra={**rec.extra, "compiler_gap_bound": gb.to_json()})
             if (bounds or tau_theorem) and not hard_only:
                 rec = with_extras(rec, bounds=bounds_for_length(model, rec, temps.at(n, BASE_PREC)))
             if model.claims is not None:  # claimed bounds vs the measured values (issue 23)
-                rec = with_extras(rec, extra={**rec.extra, "claims": verify_claims(model, rec)})
+                rec = with_extras(
+                    rec, extra={**rec.extra, "claims": verify_claims(model, rec).to_json()}
+                )
             if find_tau and not hard_only:
                 rec = with_extras(
                     rec, tau_star=search_tau(model, _compiled(model), n, None, batch, max_prec)
@@ -240,11 +246,13 @@ def estimate(model: Model, min_n: int, max_n: int, hard_only: bool, jobs: int = 
     expensive model (d = 10^6: seconds per input) does not cost as much as the check; the
     largest part timed gives the cost per input (the least per-call overhead, as in the
     check's batches). Smaller lengths are scaled by their inputs and (length/largest
-    length)², and the total is divided among the processes.
+    length)², and the total is divided among the processes. An input too long to time in the
+    budget (one-letter alphabets, --max-n 10^5) is replaced by the longest length that is
+    not (inputs.work.sample_length), scaled the same way.
     """
 
     k = len(model.alphabet)
-    n = max_n
+    n = sample_length(len(model.layers), model.d, max_n)
     if n * math.log2(max(k, 1)) > 1000:  # 2^1000 inputs (only with --force): no sample needed
         return math.inf
     total_n = k**n
@@ -273,8 +281,7 @@ def estimate(model: Model, min_n: int, max_n: int, hard_only: bool, jobs: int = 
     except ExactAttnError:
         return 0.0
     per = best[1] / best[0]
-    total = sum(float(k**m) * per * ((m + 2) / (n + 2)) ** 2 for m in range(min_n, max_n + 1))
-    return total / max(1, jobs)
+    return per * relative_work(k, min_n, max_n, n) / max(1, jobs)
 
 
 __all__ = [

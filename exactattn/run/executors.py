@@ -9,18 +9,16 @@ shards are stored atomically as they arrive and skipped when the same job runs a
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
-import multiprocessing
 import os
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, CancelledError, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, CancelledError, wait
 from pathlib import Path
 from typing import Any
 
@@ -385,6 +383,12 @@ class Processes(_Base):
         if not todo:
             return
         if self._pool is None:
+            # lazy: multiprocessing is only for --jobs N (start-up time of every command)
+            import multiprocessing
+
+            # lazy: concurrent.futures.process imports multiprocessing (as above)
+            from concurrent.futures import ProcessPoolExecutor
+
             self._pool = ProcessPoolExecutor(
                 max_workers=self.jobs,
                 mp_context=multiprocessing.get_context("fork"),
@@ -470,10 +474,11 @@ def parse_dask_address(address: str) -> str:
 class Dask(_Base):
     """Shards on an existing ``dask.distributed`` cluster (the scheduler's address).
 
-    A bad or unreachable address is exit 2 (after at most :func:`dask_timeout` seconds). A
-    scheduler that dies, a shard that kills its workers, or a cluster left without workers
-    for :func:`dask_timeout` seconds mid-run raises :class:`ClusterLost`: the run stops as an
-    incomplete result that the same command (with ``--checkpoint``) resumes.
+    A bad or unreachable address, or a scheduler where no worker joins within
+    :func:`dask_timeout` seconds, is exit 2 before any work. A scheduler that dies, a shard
+    that kills its workers, or a cluster left without workers for :func:`dask_timeout`
+    seconds mid-run raises :class:`ClusterLost`: the run stops as an incomplete result that
+    the same command (with ``--checkpoint``) resumes.
     """
 
     def __init__(self, address: Any, checkpoint: Checkpoint | None = None) -> None:
@@ -482,6 +487,7 @@ class Dask(_Base):
         if not self._own:
             self.client = address
             self.address = str(getattr(getattr(address, "scheduler", None), "address", "client"))
+            self._require_workers(dask_timeout())
             return
         try:
             # lazy: dask.distributed, an optional extra (≈ 1 s to import)
@@ -507,6 +513,34 @@ class Dask(_Base):
                 f"--dask {clip(address, 80)}: cannot connect to a dask scheduler there "
                 f"({type(exc).__name__}: {_short(exc)}); check the address and that "
                 "`dask scheduler` runs there"
+            ) from None
+        try:
+            self._require_workers(timeout)
+        except UsageError:
+            self.close()
+            raise
+
+    def _require_workers(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for a worker: a scheduler that has none is a usage
+        error before any work (it used to surface as "lost the cluster mid-run", exit 130)."""
+        wait = getattr(self.client, "wait_for_workers", None)
+        if wait is None:  # a duck-typed client (tests) has no scheduler to ask
+            return
+        try:
+            wait(1, timeout=timeout)
+        except TimeoutError:  # distributed's WorkerStartTimeoutError is one
+            raise UsageError(
+                f"--dask {clip(self.address, 80)}: the scheduler there has no workers (none "
+                f"joined within {timeout:g} s); start workers with `dask worker "
+                f"{clip(self.address, 80)}`, or wait longer with EXACTATTN_DASK_TIMEOUT"
+            ) from None
+        except Exception as exc:  # noqa: BLE001 - the scheduler went away before any work
+            if not self._lost(exc):
+                raise
+            raise UsageError(
+                f"--dask {clip(self.address, 80)}: lost the scheduler while waiting for a "
+                f"worker ({type(exc).__name__}: {_short(exc)}); check that `dask scheduler` "
+                "still runs there"
             ) from None
 
     def _run(self, job, todo, finished, progress, stage, total, done_now) -> None:  # type: ignore[no-untyped-def]
@@ -577,6 +611,9 @@ class Dask(_Base):
 
 def _probe_scheduler(address: str, timeout: float) -> None:
     """Connect, ask for the peer's identity, and raise unless it is a dask scheduler."""
+
+    # lazy: asyncio (and ssl, sockets with it) is only for --dask (start-up time)
+    import asyncio
 
     # lazy: dask.distributed, an optional extra (≈ 1 s to import)
     from distributed.comm import connect

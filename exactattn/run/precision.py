@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import time as _t
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -32,8 +32,14 @@ import numpy as np
 from flint import arb, ctx
 
 from exactattn.core.errors import UsageError
-from exactattn.core.numbers import arb_endpoints_outward, interval_json, parse_decimal
+from exactattn.core.numbers import arb_endpoints_outward
 from exactattn.engine.certify import certify_word
+from exactattn.engine.diagnosis import (  # noqa: F401  (re-exported: precision's API)
+    diagnose,
+    error_enclosure,
+    flipped,
+    relative_error,
+)
 from exactattn.engine.dtypes import (  # noqa: E402,F401  (re-exported: precision's API)
     BACKENDS,
     BLOCK_ENTRIES,
@@ -68,7 +74,7 @@ from exactattn.engine.hard import (
 from exactattn.engine.longinput import LongHard, RowRat, hard_output, run_hard_long
 from exactattn.engine.longsoft import certify_long, labels_differ, rounding_enclosure, soft_differs
 from exactattn.engine.measure import LengthAccumulator
-from exactattn.engine.ratarray import RatArray, int_matmul
+from exactattn.engine.ratarray import RatArray
 from exactattn.engine.soft import WeightCache
 from exactattn.engine.temperature import Temperatures
 from exactattn.export import require
@@ -76,6 +82,16 @@ from exactattn.inputs import batches
 from exactattn.inputs.families import family_word
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model
 from exactattn.model.reference import Oracle
+from exactattn.results.precision import (  # noqa: F401  (PRECISION_FORMAT re-exported)
+    PRECISION_FORMAT,
+    Diagnosis,
+    Enclosure,
+    FirstFlip,
+    PrecisionLength,
+    PrecisionRun,
+    SoftCounts,
+    plain_output,
+)
 
 
 def backend_version(backend: str) -> str:
@@ -102,206 +118,6 @@ def run_dtype(
     return run_numpy(dm, x0, n, tau_override, block)
 
 
-def flipped(model: Model, hard: Any, dtype_out: Any, hard_tie: bool = False) -> bool:
-    """Whether the dtype's decision differs from the exact hard decision.
-
-    As in ``check``, a hard tie decides nothing, so no dtype output flips it: an accept
-    read-out exactly at the threshold (``hard_tie``), an argmax position whose hard label is
-    None. Value outputs are compared with the tolerance exactly (dtype values are binary
-    fractions, the hard values and the tolerance rationals).
-    """
-    out = model.output
-    if isinstance(out, AcceptOutput):
-        return not hard_tie and hard != dtype_out
-    if isinstance(out, ArgmaxOutput):
-        return any(h is not None and h != d for h, d in zip(hard, dtype_out, strict=True))
-    tol = Fraction(out.tolerance)
-    for hrow, drow in zip(hard, dtype_out, strict=True):
-        for hv, dv in zip(hrow, drow, strict=True):
-            if not np.isfinite(dv) or abs(Fraction(hv) - Fraction(float(dv))) > tol:
-                return True
-    return False
-
-
-# ---------------------------------------------------------------------------
-# errors (dtype − hard) with an explicit enclosure
-# ---------------------------------------------------------------------------
-
-
-def error_enclosure(a: np.ndarray, hard: RowRat | RatArray) -> tuple[float, float, int]:
-    """‖a − hard‖∞ over (T, d) as (lower, upper, row): float64 with an explicit allowance.
-
-    a holds exact binary values; hard is rounded to float64 (relative error ≤ 2⁻⁵³), the
-    difference is one more rounding; the allowance 2⁻⁵⁰(|h| + |a − h|) + 2⁻¹⁰⁷⁰ covers both.
-    Non-finite entries give (inf, inf).
-    """
-    a64 = a.astype(np.float64)
-    if isinstance(hard, RowRat):
-        h = _f64(hard.num, hard.den[:, None])
-    else:
-        h = _f64(hard.num, np.array(hard.den, dtype=object if hard.den >= 2**53 else np.int64))
-    if not np.isfinite(a64).all():
-        bad = np.argwhere(~np.isfinite(a64))[0]
-        return math.inf, math.inf, int(bad[0])
-    diff = np.abs(a64 - h)
-    allow = 2.0**-50 * (np.abs(h) + diff) + 2.0**-1070
-    up = diff + allow
-    lo = np.maximum(diff - allow, 0)
-    idx = int(np.argmax(up.max(axis=-1)))
-    return float(lo.max()), float(up.max() * (1 + 2.0**-50)), idx
-
-
-def relative_error(a: np.ndarray, hard: RowRat) -> float:
-    """max over entries of |a − h| / max(1, |h|) (float64; a diagnostic, not certified)."""
-    a64 = a.astype(np.float64)
-    if not np.isfinite(a64).all():
-        return math.inf
-    h = _f64(hard.num, hard.den[:, None])
-    return float((np.abs(a64 - h) / np.maximum(1.0, np.abs(h))).max())
-
-
-# ---------------------------------------------------------------------------
-# diagnosis: which operation broke
-# ---------------------------------------------------------------------------
-
-
-def diagnose(
-    dm: DtypeModel, run: DtypeRun, b: int, lh: LongHard, threshold: float = 0.1
-) -> dict[str, Any]:
-    """Which operation broke, for word b of a dtype run whose exact hard meaning is lh.
-
-    Walks the layers in order and reports the first *event* at or before the first layer
-    whose relative error max |dtype − hard| / max(1, |hard|) exceeds ``threshold``:
-    overflow (a non-finite logit or activation, or τ rounding to 0 or ∞), absorption of a
-    score difference (a key outside the exact argmax set whose dtype logit is ≥ that of a
-    key inside it), underflow of a weight (a key of the exact argmax set, |A| > 1, whose
-    dtype weight is 0). If none is found: "rounding" (errors accumulated without any of
-    those events).
-    """
-    dt = dm.dt
-    fi = finfo(dt)
-    layer_err = [relative_error(run.acts[li][b], lh.acts[li]) for li in range(1, len(run.acts))]
-    limit = next((i for i, e in enumerate(layer_err) if e > threshold), len(layer_err) - 1)
-    with np.errstate(all="ignore"):
-        for li in range(limit + 1):
-            layer = dm.layers[li]
-            x = run.acts[li][b : b + 1]
-            if isinstance(layer, list):
-                taus = run.taus[li]
-                assert taus is not None
-                for hi, h in enumerate(layer):
-                    ev = _head_event(dm, h, x, taus[hi], lh, li, hi, fi)
-                    if ev is not None:
-                        ev["layer_errors"] = layer_err
-                        return ev
-            if not np.isfinite(run.acts[li + 1][b]).all():
-                return {
-                    "cause": "overflow",
-                    "layer": li,
-                    "detail": f"a non-finite activation after layer {li}",
-                    "layer_errors": layer_err,
-                }
-    return {
-        "cause": "rounding",
-        "layer": limit,
-        "detail": "no overflow, absorbed score difference or underflowed weight: "
-        "rounding errors of ordinary operations accumulated",
-        "layer_errors": layer_err,
-    }
-
-
-def _head_event(
-    dm: DtypeModel,
-    h: DHead,
-    x: np.ndarray,
-    tau: Any,
-    lh: LongHard,
-    li: int,
-    hi: int,
-    fi: Any,
-) -> dict[str, Any] | None:
-    ftau = float(tau)
-    if ftau == 0 or not math.isfinite(ftau):
-        return {
-            "cause": "overflow" if ftau == 0 else "underflow",
-            "layer": li,
-            "head": hi,
-            "detail": f"τ rounds to {ftau} in {dm.name}: logits s/τ are not finite",
-        }
-    info = lh.heads[(li, hi)]
-    T = x.shape[1]
-    q = proj(x, h.Q, h.bq)
-    k = proj(x, h.K, h.bk)
-    cols = [c for c in range(q.shape[2]) if not _skippable(q[..., c], k[..., c])]
-    B = max(1, BLOCK_ENTRIES // max(1, T))
-
-    for start in range(0, T, B):
-        rows = np.arange(start, min(T, start + B))
-        hb = head_block(h, q, k, rows, tau, cols)
-        L = hb.logits[0].astype(np.float64)
-        vis = hb.vis
-        if not np.isfinite(np.where(vis, L, 0)).all():
-            r, j = np.argwhere(vis & ~np.isfinite(L))[0]
-            return {
-                "cause": "overflow",
-                "layer": li,
-                "head": hi,
-                "query": int(rows[r]),
-                "key": int(j),
-                "detail": f"logit s/τ is {L[r, j]} (max finite {float(fi.max):.4g})",
-            }
-        S = int_matmul(info.q.num[rows], info.kc.T)
-        lo = -np.inf
-        Sf = S  # exact integers; per-row positive scale, so comparisons per row are exact
-        if S.dtype == object:
-            floor = -(max(abs(int(S.max())), abs(int(S.min()))) + 1)
-        else:
-            floor = np.iinfo(np.int64).min
-        masked = np.where(vis, Sf, floor)
-        rmax = masked.max(axis=1, keepdims=True)
-        top = vis & (Sf == rmax)
-        # absorption: a non-top visible key with logit >= the smallest top logit
-        top_min = np.where(top, L, np.inf).min(axis=1, keepdims=True)
-        bad = vis & ~top & (L >= top_min)
-        if bad.any():
-            r, j = np.argwhere(bad)[0]
-            i = int(rows[r])
-            s_exact = lh.scores_row(li, hi, i)
-            jt = int(np.flatnonzero(top[r])[0])
-            gap = s_exact[jt] - s_exact[int(j)]
-            return {
-                "cause": "absorption",
-                "layer": li,
-                "head": hi,
-                "query": i,
-                "key": int(j),
-                "top_key": jt,
-                "exact_gap": f"{gap.numerator}/{gap.denominator}",
-                "detail": (
-                    f"exact scores differ by {float(gap):.3g} (key {jt} above key {int(j)}) "
-                    f"but the {dm.name} logits are {L[r, jt]:.6g} and {L[r, j]:.6g}"
-                ),
-            }
-        a = hb.alpha[0].astype(np.float64)
-        multi = top.sum(axis=1) > 1
-        under = top & multi[:, None] & (a == 0)
-        if under.any():
-            r, j = np.argwhere(under)[0]
-            return {
-                "cause": "underflow",
-                "layer": li,
-                "head": hi,
-                "query": int(rows[r]),
-                "key": int(j),
-                "detail": (
-                    f"key {int(j)} ties for the maximum exactly but its {dm.name} weight "
-                    f"underflows to 0 (its logit is {L[r, j]:.6g} against a row maximum "
-                    f"{np.where(vis[r], L[r], lo).max():.6g})"
-                ),
-            }
-    return None
-
-
 # ---------------------------------------------------------------------------
 # one long input, every dtype
 # ---------------------------------------------------------------------------
@@ -317,7 +133,7 @@ class SingleResult:
     dtype_output: Any
     flip: bool
     error: tuple[float, float]  # ‖dtype − hard‖∞ after the last layer (enclosure)
-    cause: dict[str, Any] | None
+    cause: Diagnosis | None
 
 
 def evaluate_long(
@@ -359,18 +175,7 @@ def evaluate_long(
 # sweeps: enumerated inputs, input files, families
 # ---------------------------------------------------------------------------
 
-PRECISION_FORMAT = "exactattn-precision/1"
 LONG_N = 40  # listed inputs longer than this use the streaming evaluators (longsoft.ARB_MAX_N)
-
-
-def _plain_output(x: Any) -> Any:
-    if isinstance(x, np.ndarray):
-        return [repr(float(v)) for v in x.reshape(-1)]
-    if isinstance(x, Fraction):
-        return f"{x.numerator}/{x.denominator}" if x.denominator != 1 else str(x.numerator)
-    if isinstance(x, list):
-        return [_plain_output(v) for v in x]
-    return x
 
 
 def readout_value(dm: DtypeModel, x: np.ndarray, n: int) -> np.ndarray | None:
@@ -394,54 +199,74 @@ def hard_readout(model: Model, lh: LongHard) -> Fraction | None:
     return sum((w * x.fraction(slot, c) for c, w in enumerate(out.weight)), Fraction(0)) + out.bias
 
 
+@dataclass
+class _Tally:
+    """One length of a run while inputs are folded in (mutable; ``record`` freezes it)."""
+
+    n: int
+    inputs: int = 0
+    flips: int = 0
+    first_flip: FirstFlip | None = None
+    rounding_error: Enclosure | None = None
+    softmax_error: Enclosure | None = None
+    total_error: Enclosure | None = None
+    readout_error: Enclosure | None = None
+    soft: list[int] | None = None  # decided, undecided, differs_from_hard
+
+    def record(self) -> PrecisionLength:
+        so = self.soft
+        return PrecisionLength(
+            self.n,
+            self.inputs,
+            self.flips,
+            self.first_flip,
+            self.rounding_error,
+            self.softmax_error,
+            self.total_error,
+            self.readout_error,
+            None if so is None else SoftCounts(*so),
+        )
+
+    def count_soft(self, diff: bool | None) -> None:
+        """One certified soft decision (``None``: undecided)."""
+        if self.soft is None:
+            self.soft = [0, 0, 0]
+        if diff is None:
+            self.soft[1] += 1
+        else:
+            self.soft[0] += 1
+            self.soft[2] += int(diff)
+
+    def soft_of_flip(self, word: Sequence[str], diff: bool | None, value: Any) -> None:
+        """The certified soft output of the first flip's input, once."""
+        ff = self.first_flip
+        if ff is not None and ff.input == tuple(word) and not ff.soft_known:
+            out = "undecided" if diff is None else value
+            self.first_flip = replace(ff, soft_known=True, soft_output=out)
+
+
 class RunAcc:
-    """One (dtype, τ) run over many lengths: the per-length entries of the JSON."""
+    """One (dtype, τ) run over many lengths, folded input by input; ``record()`` is the
+    run's typed record (results/precision.py)."""
 
     def __init__(self, dtype: str, tau_label: str) -> None:
         self.dtype = dtype
         self.tau = tau_label
-        self.lengths: list[dict[str, Any]] = []
+        self.tallies: list[_Tally] = []
         self.first_flip_n: int | None = None
         self.stopped = False
 
-    def entry(self, n: int) -> dict[str, Any]:
-        if not self.lengths or self.lengths[-1]["n"] != n:
-            self.lengths.append(
-                {
-                    "n": n,
-                    "inputs": 0,
-                    "flips": 0,
-                    "first_flip": None,
-                    "rounding_error": None,
-                    "softmax_error": None,
-                    "total_error": None,
-                    "readout_error": None,
-                    "soft": None,
-                }
-            )
-        return self.lengths[-1]
+    def entry(self, n: int) -> _Tally:
+        if not self.tallies or self.tallies[-1].n != n:
+            self.tallies.append(_Tally(n))
+        return self.tallies[-1]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "dtype": self.dtype,
-            "tau": self.tau,
-            "first_flip_n": self.first_flip_n,
-            "lengths": self.lengths,
-        }
+    @property
+    def lengths(self) -> tuple[PrecisionLength, ...]:
+        return tuple(t.record() for t in self.tallies)
 
-
-def _max_interval(cur: dict[str, str] | None, lo: float, hi: float) -> dict[str, str]:
-    new = interval_json(lo, hi)
-    if cur is None:
-        return new
-
-    def val(s: str) -> Fraction | float:
-        return math.inf if s == "inf" else parse_decimal(s)
-
-    return {
-        "lower": cur["lower"] if val(cur["lower"]) >= val(new["lower"]) else new["lower"],
-        "upper": cur["upper"] if val(cur["upper"]) >= val(new["upper"]) else new["upper"],
-    }
+    def record(self) -> PrecisionRun:
+        return PrecisionRun(self.dtype, self.tau, self.first_flip_n, self.lengths)
 
 
 def record_word(
@@ -463,24 +288,24 @@ def record_word(
     """Fold one evaluated word into the run's entry for its length."""
     n = len(word)
     e = acc.entry(n)
-    e["inputs"] += 1
+    e.inputs += 1
     lo, hi, _ = error_enclosure(run.acts[-1][b], final_hard)
-    e["total_error"] = _max_interval(e["total_error"], lo, hi)
+    e.total_error = Enclosure.max_of(e.total_error, lo, hi)
     if hard_y is not None and dtype_y is not None:
         yv = float(dtype_y)
         if math.isfinite(yv):
             diff = abs(Fraction(yv) - hard_y)
-            e["readout_error"] = _max_interval(e["readout_error"], diff, diff)
+            e.readout_error = Enclosure.max_of(e.readout_error, diff, diff)
         else:
-            e["readout_error"] = _max_interval(e["readout_error"], math.inf, math.inf)
+            e.readout_error = Enclosure.max_of(e.readout_error, math.inf, math.inf)
     o = model.output
     tie = isinstance(o, AcceptOutput) and hard_y is not None and hard_y == o.threshold
     if not flipped(model, hard, dtype_out, tie):
         return
-    e["flips"] += 1
+    e.flips += 1
     if acc.first_flip_n is None:
         acc.first_flip_n = n
-    if e["first_flip"] is not None:
+    if e.first_flip is not None:
         return
     lh = lh_factory()
     cause = diagnose(dm, run, b, lh)
@@ -491,21 +316,8 @@ def record_word(
         replay = dtype_decisions(dm, alone.acts[-1], n)[0]
     else:
         replay = dtype_out
-    e["first_flip"] = {
-        "input": list(word),
-        "family": label,
-        "hard": _plain_output(hard),
-        "dtype_output": _plain_output(dtype_out),
-        "cause": cause["cause"],
-        "diagnosis": {k: v for k, v in cause.items() if k != "cause"},
-        "replayed": bool(flipped(model, hard, replay, tie)),
-    }
-
-
-def _soft_entry(e: dict[str, Any]) -> dict[str, int]:
-    if e.get("soft") is None:
-        e["soft"] = {"decided": 0, "undecided": 0, "differs_from_hard": 0}
-    return e["soft"]
+    replayed = bool(flipped(model, hard, replay, tie))
+    e.first_flip = FirstFlip(tuple(word), label, hard, dtype_out, cause, replayed)
 
 
 def _record_soft(
@@ -517,7 +329,7 @@ def _record_soft(
 
     e = acc.entry(n)
     lo, hi, _ = ls.layer_error[-1] if ls.layer_error else (0.0, 0.0, 0)
-    e["softmax_error"] = _max_interval(e["softmax_error"], lo, hi)
+    e.softmax_error = Enclosure.max_of(e.softmax_error, lo, hi)
     if ls.delta is not None:
         rlo, rhi = rounding_enclosure(a, lh.acts[-1], ls.delta)
     elif ls.arb_delta is not None or ls.method == "arb":
@@ -525,40 +337,28 @@ def _record_soft(
         rlo, rhi = _rounding_enclosure(a, num, den, ls.arb_delta, ls.arb_prec)
     else:
         rlo, rhi = math.inf, math.inf
-    e["rounding_error"] = _max_interval(e["rounding_error"], rlo, rhi)
-    se = _soft_entry(e)
+    e.rounding_error = Enclosure.max_of(e.rounding_error, rlo, rhi)
     diff = soft_differs(model, hard, ls)
-    if diff is None:
-        se["undecided"] += 1
-    else:
-        se["decided"] += 1
-        se["differs_from_hard"] += int(diff)
-    ff = e["first_flip"]
-    if ff is not None and ff["input"] == list(lh.word) and "soft_output" not in ff:
-        ff["soft_output"] = "undecided" if diff is None else _plain_output(ls.output)
+    e.count_soft(diff)
+    e.soft_of_flip(lh.word, diff, ls.output)
 
 
 def _record_verdict(
-    e: dict[str, Any], model: Model, word: tuple[str, ...], hard: Any, verdict: Any
+    e: _Tally, model: Model, word: tuple[str, ...], hard: Any, verdict: Any
 ) -> None:
     """The certified soft decision of an enumerated word (the check's SoftVerdict)."""
-    se = _soft_entry(e)
     out = model.output
+    diff: bool | None
     if not verdict.decided:
-        se["undecided"] += 1
         diff = None
+    elif isinstance(out, AcceptOutput):
+        diff = verdict.value != hard
+    elif isinstance(out, ArgmaxOutput):
+        diff = bool(labels_differ(hard, verdict.value, None))
     else:
-        se["decided"] += 1
-        if isinstance(out, AcceptOutput):
-            diff = verdict.value != hard
-        elif isinstance(out, ArgmaxOutput):
-            diff = bool(labels_differ(hard, verdict.value, None))
-        else:
-            diff = verdict.within_tol is False
-        se["differs_from_hard"] += int(diff)
-    ff = e["first_flip"]
-    if ff is not None and ff["input"] == list(word) and "soft_output" not in ff:
-        ff["soft_output"] = "undecided" if diff is None else _plain_output(verdict.value)
+        diff = verdict.within_tol is False
+    e.count_soft(diff)
+    e.soft_of_flip(word, diff, verdict.value)
 
 
 def _long_word(
@@ -582,7 +382,7 @@ def _long_word(
     hy = hard_readout(model, lh)
     name = label or "input"
     if log:
-        log(f"n={n} {name}: exact hard {_t.time() - t0:.1f}s, hard={_plain_output(hard)}")
+        log(f"n={n} {name}: exact hard {_t.time() - t0:.1f}s, hard={plain_output(hard)}")
     soft: dict[str, Any] = {}
     for (d, tl), acc in runs.items():
         if acc.stopped:
@@ -593,7 +393,7 @@ def _long_word(
             soft[tl] = certify_long(cm, lh, texpr)
             if log:
                 ls = soft[tl]
-                state = _plain_output(ls.output) if ls.decided else "undecided"
+                state = plain_output(ls.output) if ls.decided else "undecided"
                 log(
                     f"  certified soft τ={tl}: {_t.time() - t0:.1f}s ({ls.method}), "
                     f"soft={state}, max|soft−hard| ≤ {ls.layer_error[-1][1]:.3g}"
@@ -622,10 +422,10 @@ def _long_word(
         if certified:
             _record_soft(acc, model, n, hard, soft[tl], run.acts[-1][0], lh)
         if log:
-            ff = acc.lengths[-1]["first_flip"]
+            ff = acc.tallies[-1].first_flip
             log(
                 f"  {d:8s} τ={tl}: {_t.time() - t0:.1f}s "
-                f"{'FLIP ' + ff['cause'] if ff and ff['input'] == list(word) else 'ok'}"
+                f"{'FLIP ' + ff.cause if ff and ff.input == word else 'ok'}"
             )
 
 
@@ -749,13 +549,13 @@ def sweep_words(
                             lo_s, hi_s, _ = bnds[-1] if bnds else (arb(0), arb(0), 0)
                             slo, _ = arb_endpoints_outward(lo_s)  # tiny τ: e^(-e^700)
                             _, shi = arb_endpoints_outward(hi_s)
-                            e["softmax_error"] = _max_interval(
-                                e["softmax_error"], max(slo, Fraction(0)), shi
+                            e.softmax_error = Enclosure.max_of(
+                                e.softmax_error, max(slo, Fraction(0)), shi
                             )
                             rlo, rhi = _rounding_enclosure(
                                 run.acts[-1][b], final.num[b], final.den, delta, p
                             )
-                            e["rounding_error"] = _max_interval(e["rounding_error"], rlo, rhi)
+                            e.rounding_error = Enclosure.max_of(e.rounding_error, rlo, rhi)
                             _record_verdict(e, model, tuple(w), hard_out[b], verdict)
         if on_length:
             on_length(list(runs.values()))

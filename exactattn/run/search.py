@@ -18,14 +18,7 @@ from fractions import Fraction
 from typing import Any
 
 from exactattn.core.errors import UsageError
-from exactattn.core.numbers import (
-    arb_endpoints_outward,
-    arb_lower_str,
-    arb_upper_str,
-    decimal_down,
-    decimal_up,
-    frac_str,
-)
+from exactattn.core.numbers import arb_endpoints_outward
 from exactattn.engine.certify import certify_word
 from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.longinput import hard_output, run_hard_long
@@ -35,8 +28,9 @@ from exactattn.engine.soft import WeightCache
 from exactattn.engine.temperature import Temperatures
 from exactattn.inputs.families import families_for
 from exactattn.model import Model
+from exactattn.results.search import SEARCH_FORMAT, SearchResult, SearchValue, SearchWitness
 
-SEARCH_FORMAT = "exactattn-search/1"
+__all__ = ["OBJECTIVES", "SEARCH_FORMAT", "Scored", "SearchResult", "run_search"]
 OBJECTIVES = ("margin", "error", "gamma")
 MAX_ERROR_N = 40  # up to here certify_word (arb, batched engine); past it engine/longsoft.py
 
@@ -45,10 +39,13 @@ MAX_ERROR_N = 40  # up to here certify_word (arb, batched engine); past it engin
 class Scored:
     word: tuple[str, ...]
     key: Fraction  # smaller is better (error is negated)
-    value: dict[str, str]
+    value: SearchValue
     layer: int | None
     position: int | None
-    extra: dict[str, Any]
+    decision: bool | None = None
+    head: int | None = None
+    prec: int | None = None
+    method: str | None = None
 
 
 def _spec_pos(model: Model, slot: int) -> int:
@@ -60,14 +57,13 @@ def score_margin(model: Model, cm: CompiledModel, w: tuple[str, ...]) -> Scored:
     dec, margin = hard_output(model, lh)
     n = len(w)
     pos = model.accept_slot(n) if model.output.kind == "accept" else None
-    v = frac_str(margin)
     return Scored(
         w,
         margin,
-        {"lower": v, "upper": v},
+        SearchValue.point(margin),
         len(model.layers) - 1,
         None if pos is None else _spec_pos(model, pos),
-        {"decision": dec if isinstance(dec, bool) else None},
+        decision=dec if isinstance(dec, bool) else None,
     )
 
 
@@ -80,10 +76,9 @@ def score_gamma(model: Model, cm: CompiledModel, w: tuple[str, ...]) -> Scored:
             best = (info.gap, li, hi, info.gap_row)
     if best is None:
         big = Fraction(10**30)
-        return Scored(w, big, {"lower": "inf", "upper": "inf"}, None, None, {})
+        return Scored(w, big, SearchValue.point(None), None, None)
     g, li, hi, row = best
-    v = frac_str(g)
-    return Scored(w, g, {"lower": v, "upper": v}, li, _spec_pos(model, row), {"head": hi})
+    return Scored(w, g, SearchValue.point(g), li, _spec_pos(model, row), head=hi)
 
 
 def score_error(model: Model, cm: CompiledModel, w: tuple[str, ...], tau: Any = None) -> Scored:
@@ -102,10 +97,10 @@ def score_error(model: Model, cm: CompiledModel, w: tuple[str, ...], tau: Any = 
     return Scored(
         w,
         -flo,
-        {"lower": arb_lower_str(lo) if flo else "0", "upper": arb_upper_str(hi)},
+        SearchValue(lo if flo else Fraction(0), hi),
         len(model.layers) - 1,
         _spec_pos(model, int(row)),
-        {"prec": sr.prec},
+        prec=sr.prec,
     )
 
 
@@ -115,14 +110,14 @@ def _score_error_long(model: Model, cm: CompiledModel, w: tuple[str, ...], tau: 
     ls = certify_long(cm, run_hard_long(cm, w), tau)
     lo, hi, row = ls.layer_error[-1]
     flo = Fraction(lo)
-    up = "inf" if hi == float("inf") else decimal_up(Fraction(hi))
+    up = None if hi == float("inf") else Fraction(hi)
     return Scored(
         w,
         -flo,
-        {"lower": decimal_down(flo), "upper": up},
+        SearchValue(flo, up),
         len(model.layers) - 1,
         _spec_pos(model, int(row)),
-        {"method": ls.method},
+        method=ls.method,
     )
 
 
@@ -135,8 +130,8 @@ def run_search(
     beam: int = 4,
     tau: Any = None,
     progress: Callable[[int, Scored], None] | None = None,
-) -> dict[str, Any]:
-    """Local/beam search; returns the exactattn-search/1 document."""
+) -> SearchResult:
+    """Local/beam search; returns the exactattn-search/1 record."""
     if objective not in OBJECTIVES:
         raise UsageError(f"--objective must be one of {', '.join(OBJECTIVES)}")
     model.check_length(n)
@@ -190,26 +185,15 @@ def run_search(
             continue
         evaluate(tw)
     best = min(seen.values(), key=lambda s: (s.key, s.word))
-    return {
-        "format": SEARCH_FORMAT,
-        "model": model.name,
-        "n": n,
-        "objective": objective,
-        "evaluated": len(seen),
-        "seed": seed,
-        "budget": budget,
-        "exhaustive": False,
-        "meaning": {
-            "margin": "smallest exact hard margin found: an upper bound on the smallest margin",
-            "gamma": "smallest exact score gap found: an upper bound on γ(n)",
-            "error": "largest certified ‖soft − hard‖∞ after the last layer found: "
-            "a lower bound on the largest error",
-        }[objective],
-        "witness": {
-            "input": list(best.word),
-            "value": best.value,
-            "layer": best.layer,
-            "position": best.position,
-            **best.extra,
-        },
-    }
+    witness = SearchWitness(
+        best.word,
+        best.value,
+        best.layer,
+        best.position,
+        decision=best.decision,
+        head=best.head,
+        prec=best.prec,
+        method=best.method,
+        objective=objective,
+    )
+    return SearchResult(model.name, n, objective, len(seen), seed, budget, witness)

@@ -1,0 +1,133 @@
+"""The ``claims`` a compiled RASP model carries (proofs/claims.md, Proposition R).
+
+``exactattn certify`` needs, for every length n, a lower bound on γ(n), an upper bound on the
+embedding's largest entry x_max(n), a lower bound on the read-out margin μ(n) and, because
+B-RASP attention compiles to leftmost/rightmost heads, that each such head's top is unique
+(H3). The compiler knows all four by construction:
+
+* γ(n): the minimum of its per-head bounds (``gap.py``; Lemmas R1–R4 of proofs/rasp-gaps.md);
+  a model whose heads have no lower score at all gets the vacuous bound 1;
+* x_max(n): from the range of every embedding coordinate it allocates over positions 0..n
+  (``EMBED_BOUNDS``; token coordinates are 0/1): the largest is ``pos_sq`` = i² ≤ n²;
+* μ(n): the read-out is an affine form of coordinates whose hard value is a Boolean 0/1
+  (Lemmas R1, R5): 1/2 for ``accept`` (threshold 1/2), 1 for a Boolean ``output`` (argmax of
+  (1 − y, y)); an integer ``output`` is a ``value`` read-out, which has no margin;
+* H3: every select head has all its scores distinct (Lemma R1), so its top is unique;
+* every layer's activations (optional claim ``activation_upper``): every coordinate the compiler
+  allocates has a range a·n + b it proves by interval analysis (or holds a square ≤ n²), and a
+  coordinate is written once into a zero slot, so max_ℓ ‖x^(ℓ)‖∞ ≤ max(n², a*·n + b*).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from exactattn.model.claimed import UNIQUE_TOP
+from exactattn.model.expr import parse_expression
+
+__all__ = ["EMBED_BOUNDS", "PROOF", "activation_bound", "claims_for", "x_max_bound"]
+
+Range = tuple[tuple[int, int], tuple[int, int]]  # ((l0, l1), (h0, h1)): l0·n + l1 ≤ v ≤ h0·n + h1
+
+PROOF = "proofs/claims.md"
+
+#: the position expressions the compiler embeds (in i, n; positions i = 0 (BOS) .. n) and an
+#: upper bound on |value| for every n ≥ 1 (Proposition R(b), checked by proofs/check_claims.py)
+EMBED_BOUNDS: dict[str, str] = {
+    "i": "n",
+    "i^2": "n^2",
+    "1/(i+1)": "1",
+    "n": "n",
+    "i/(n+1)": "1",
+}
+#: every bound above is at most this one for every n ≥ 1 (1 ≤ n ≤ n²)
+X_MAX = "n^2"
+
+
+def x_max_bound(position_exprs: list[str]) -> str | None:
+    """The x_max(n) claim for an embedding with these position expressions (tokens 0/1), or
+    None when some expression is not one Proposition R(b) covers (then no claims)."""
+    if any(e not in EMBED_BOUNDS for e in position_exprs):
+        return None
+    return X_MAX
+
+
+def activation_bound(ranges: list[Range], squares: bool) -> str:
+    """An upper bound on |entry| of every coordinate at every layer, as an expression in n.
+
+    Each range gives |v| ≤ a·n + b with a = max(|l0|, |h0|), b = max(|l1|, |h1|), for n ≥ 1
+    (Proposition R(e)); the bound is the maximum of these forms (and n² when a coordinate
+    holds a square), leaving out a form another one dominates and, with squares, a form with
+    a ≤ 2 and a + b ≤ 1, which is ≤ n² for every n ≥ 1.
+    """
+    forms = {(max(abs(l0), abs(h0)), max(abs(l1), abs(h1))) for (l0, l1), (h0, h1) in ranges}
+    keep = sorted(
+        f
+        for f in forms
+        if not any(g != f and g[0] >= f[0] and g[1] >= f[1] for g in forms)
+        and not (squares and f[0] <= 2 and f[0] + f[1] <= 1)
+    )
+    texts = ["n^2"] if squares else []
+    for a, b in keep:
+        lin = "n" if a == 1 else f"{a}*n"
+        texts.append(f"{lin} + {b}" if a and b else lin if a else str(b))
+    if not texts:
+        return "0"
+    return texts[0] if len(texts) == 1 else f"max({', '.join(texts)})"
+
+
+def _statement(part: str, why: str) -> dict[str, str]:
+    return {"file": PROOF, "statement": f"Proposition R({part}): {why}"}
+
+
+def claims_for(
+    gap_bound: str,
+    position_exprs: list[str],
+    output_kind: str,
+    unique_heads: bool,
+    activation: str | None = None,
+) -> dict[str, Any] | None:
+    """The ``claims`` object of a compiled model (None: a part is not covered by the proof).
+
+    ``gap_bound``: the compiler's model bound (``"inf"`` when no head has a lower score);
+    ``output_kind``: ``accept``, ``argmax`` (a Boolean per position) or ``value``;
+    ``unique_heads``: the model has leftmost/rightmost (select) heads;
+    ``activation``: the bound on every layer's activations (``activation_bound``), if known.
+    """
+    x_max = x_max_bound(position_exprs)
+    if x_max is None:
+        return None
+    gamma = "1" if gap_bound == "inf" else gap_bound
+    # the bound must be a positive expression in n (it is 1/(n + 1) or 1)
+    if parse_expression(gamma, ("n",)).eval_exact({"n": 1}) <= Fraction(0):
+        return None
+    out: dict[str, Any] = {
+        "gamma_lower": {
+            "expr": gamma,
+            "justification": _statement("a", "min over heads of Lemmas R1–R4, rasp-gaps.md"),
+        },
+        "x_max_upper": {
+            "expr": x_max,
+            "justification": _statement("b", "embedding coordinates over positions 0..n"),
+        },
+    }
+    margin = {"accept": "1/2", "argmax": "1"}.get(output_kind)
+    if margin is not None:
+        out["margin_lower"] = {
+            "expr": margin,
+            "justification": _statement("c", "a Boolean read-out, Lemmas R1 and R5"),
+        }
+    elif output_kind != "value":
+        return None
+    if activation is not None:
+        out["activation_upper"] = {
+            "expr": activation,
+            "justification": _statement("e", "coordinate ranges by interval analysis"),
+        }
+    if unique_heads:
+        out[UNIQUE_TOP] = {
+            "justification": _statement("d", "select scores are distinct, Lemma R1"),
+        }
+    out["from_n"] = 1
+    return out
