@@ -6,18 +6,20 @@ repeated until 4,096 inputs were timed), in one process:
 
 * baseline: benchmarks/float_baseline.py, plain float64 numpy softmax, all inputs;
 * certified: exactattn.engine.hard.run_hard + exactattn.engine.softfloat.certify_float, all
-  inputs, in batches of the check's size (the fraction the check settles without arb is
-  printed — tight words and loose ones below a reported lower end; the rest goes to arb);
+  inputs, in batches of the check's size, then the double-double tier (second_tier) on what
+  float64 left (the fractions the check settles without arb are printed per tier — tight
+  words and loose ones below a reported lower end; the rest goes to arb);
 * arb: the existing per-word path (certify.certify_word) on a sample, scaled to all inputs.
 
 Times are CPU seconds (``time.process_time``), so the ratios stay meaningful on a shared
 machine.
 
     python benchmarks/bench_softfloat.py [--n 8] [--random-n 12] [--sample 200] [--batch 2048]
-        [--only dyck2,random,ltl,tracr]
+        [--only dyck2,random,random3,ltl,tracr]
 
-"float tier" is the share of inputs the float64 filter settles (there is no second float tier
-yet); the rest goes to arb, whose time is the "arb (est.)" column.
+"by f64" is the share of inputs the float64 filter settles, "by dd" the share the double-double
+tier (engine/ddtier.py; EXACTATTN_DD=0 turns it off) settles of the rest; what is left goes to
+arb ("left (est.)": its estimated time; "arb (est.)": arb for every input).
 """
 
 from __future__ import annotations
@@ -43,7 +45,13 @@ from exactattn.engine.certify import certify_word  # noqa: E402
 from exactattn.engine.hard import CompiledModel, run_hard  # noqa: E402
 from exactattn.engine.measure import LengthAccumulator  # noqa: E402
 from exactattn.engine.soft import WeightCache  # noqa: E402
-from exactattn.engine.softfloat import certify_float, tau_enclosures  # noqa: E402
+from exactattn.engine.softfloat import (  # noqa: E402
+    DD_PREC,
+    USE_DD,
+    certify_float,
+    second_tier,
+    tau_enclosures,
+)
 from exactattn.engine.temperature import BASE_PREC, Temperatures  # noqa: E402
 from exactattn.importers.tracr import import_tracr  # noqa: E402
 from exactattn.inputs import batches, words_of_length  # noqa: E402
@@ -62,6 +70,7 @@ def bench(name: str, model, n: int, batch: int, sample: int, min_inputs: int = 0
     fm = FloatModel(model, n)
     temps = Temperatures(model, None)
     taus = tau_enclosures(temps.at(n, BASE_PREC))
+    dtaus = tau_enclosures(temps.at(n, DD_PREC))
 
     t0 = time.process_time()
     for _ in range(reps):
@@ -69,8 +78,8 @@ def bench(name: str, model, n: int, batch: int, sample: int, min_inputs: int = 0
             fm.forward(chunk)
     base = (time.process_time() - t0) / reps
 
-    hard = flt = 0.0
-    settled = 0
+    hard = flt = dd = 0.0
+    settled = settled_dd = 0
     lower = [0.0] * len(model.layers)  # reported lower error ends so far, as in the check
     for chunk in batches(words_of_length(model.alphabet, n), batch):
         t0 = time.process_time()
@@ -85,9 +94,20 @@ def bench(name: str, model, n: int, batch: int, sample: int, min_inputs: int = 0
         # what the check settles: tight words, and loose ones below a reported lower end
         under = fb.underflowed()
         ok = settle_dominated(fb, fb.settled & ~under, under, lower)
-        if ok.any():
-            lower = np.maximum(lower, fb.err_lo[fb.settled & ~under].max(axis=0, initial=0.0))
         settled += int(ok.sum())
+        if USE_DD and not ok.all():  # the double-double tier, as in run/shard.py
+            t3 = time.process_time()
+            for _ in range(reps):
+                fb2 = second_tier(cm, hb, fb, ~ok, dtaus)
+            dd += (time.process_time() - t3) / reps
+            under = fb2.underflowed()
+            todo = fb2.settled & ~under & ~ok
+            ok2 = settle_dominated(fb2, ok | todo, under, lower)
+            settled_dd += int(ok2.sum()) - int(ok.sum())
+            fb, ok = fb2, ok2
+        good = fb.settled & ~under
+        if good.any():
+            lower = np.maximum(lower, fb.err_lo[good].max(axis=0, initial=0.0))
 
     words = list(itertools.islice(words_of_length(model.alphabet, n), min(sample, total)))
     hb = run_hard(cm, words, n)
@@ -106,6 +126,8 @@ def bench(name: str, model, n: int, batch: int, sample: int, min_inputs: int = 0
         hard=hard,
         flt=flt,
         settled=settled / total,
+        settled_dd=settled_dd / total,
+        dd=dd,
         arb=arb_s,
     )
 
@@ -117,7 +139,9 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=200, help="arb-path words timed")
     ap.add_argument("--batch", type=int, default=BATCH)
     ap.add_argument("--ltl-n", type=int, default=12, help="deep LTL model length")
-    ap.add_argument("--only", default="dyck2,random,ltl,tracr", help="comma-separated groups")
+    ap.add_argument(
+        "--only", default="dyck2,random,random3,ltl,tracr", help="comma-separated groups"
+    )
     args = ap.parse_args()
     only = set(args.only.split(","))
     rows = []
@@ -129,6 +153,9 @@ def main() -> None:
         rows.append(
             bench("random d16 4×(attn 2 heads + ffn)", rnd, args.random_n, args.batch, args.sample)
         )
+    if "random3" in only:  # shallower: what double-double settles (float64 settles ~3%)
+        rnd3 = model_from_dict(random_model(d=16, blocks=3, heads=2, seed=1))
+        rows.append(bench("random d16 3×(…) seed 1", rnd3, args.random_n, args.batch, args.sample))
     if "ltl" in only:
         ltl = model_from_dict(compile_ltl(DEEP_LTL, ("a", "b")))
         rows.append(bench(f"LTL {DEEP_LTL} (12 layers)", ltl, args.ltl_n, args.batch, args.sample))
@@ -139,21 +166,28 @@ def main() -> None:
             m = model_from_dict(raw)
             rows.append(bench(f"tracr {name}", m, n, args.batch, args.sample, min_inputs=4096))
     print(
-        f"{'model':<44} {'n':>3} {'inputs':>8} {'float64':>8} {'hard':>7} {'cert.':>7} "
-        f"{'float tier':>10} {'arb (est.)':>10} {'cert+hard/f64':>13} {'cert/f64':>9} {'µs/in':>6}"
+        f"{'model':<44} {'n':>3} {'inputs':>8} {'float64':>8} {'hard':>7} {'f64 tier':>8} "
+        f"{'dd tier':>7} {'by f64':>7} {'by dd':>7} {'arb left':>8} {'arb (est.)':>10} "
+        f"{'left (est.)':>11} {'cert+hard/f64':>13} {'cert/f64':>9} {'µs/in':>6}"
     )
     for r in rows:
-        both = r["hard"] + r["flt"]
+        cert = r["flt"] + r["dd"]
+        both = r["hard"] + cert
+        left = 1 - r["settled"] - r["settled_dd"]
         print(
             f"{r['name']:<44} {r['n']:>3} {r['inputs']:>8,} {r['base']:>7.3f}s {r['hard']:>6.3f}s "
-            f"{r['flt']:>6.3f}s {r['settled']:>10.2%} {r['arb']:>9.1f}s "
-            f"{both / r['base']:>12.1f}× {r['flt'] / r['base']:>8.1f}× "
+            f"{r['flt']:>7.3f}s {r['dd']:>6.3f}s {r['settled']:>7.2%} {r['settled_dd']:>7.2%} "
+            f"{left:>8.2%} {r['arb']:>9.1f}s {r['arb'] * left:>10.1f}s "
+            f"{both / r['base']:>12.1f}× {cert / r['base']:>8.1f}× "
             f"{both / r['inputs'] * 1e6:>6.1f}"
         )
     print(
         "float64: uncertified numpy softmax forward pass (benchmarks/float_baseline.py); "
-        "hard: exact run_hard; cert.: certify_float (certified δ, all layers, read-out); "
-        "arb: per-word certify_word on a sample, scaled; µs/in: hard + cert. per input.\n"
+        "hard: exact run_hard; f64 tier: certify_float (certified δ, all layers, read-out); "
+        "dd tier: the double-double second tier (second_tier) on the words float64 left; "
+        "by f64 / by dd: share of inputs settled without arb by each tier; arb left: the rest; "
+        "arb (est.): per-word certify_word on a sample, scaled to all inputs; left (est.): "
+        "scaled to the words left; cert: both float tiers; µs/in: hard + cert. per input.\n"
         "All times are CPU seconds of this process (time.process_time: the machine is shared, "
         "so wall time would measure the other tenants; numpy/BLAS threads are included)."
     )

@@ -505,6 +505,47 @@ MUTATIONS: list[Mutation] = [
         "BLAS product radius: γ_k → 0.9·γ_k",
         tests=("tests/test_blasprod.py",),
     ),
+    # ---- exactattn/engine/ddtier.py: the double-double tier (proofs/double_double.md)
+    Mutation(
+        "DD1",
+        "exactattn/engine/ddtier.py",
+        "U = 2.0**-53  # unit roundoff",
+        "U = 2.0**-56  # unit roundoff",
+        "double-double add/mul rounding allowance: u → u/8 (Lemmas A, M)",
+        tests=("tests/test_ddtier.py",),
+    ),
+    Mutation(
+        "DD2",
+        "exactattn/engine/ddtier.py",
+        "ETA = 2.0**-1000  #",
+        "ETA = 0.0  #",
+        "double-double absolute allowance (underflow): ETA → 0 (Lemma R, fact D)",
+        tests=("tests/test_ddtier.py",),
+    ),
+    Mutation(
+        "DD3",
+        "exactattn/engine/ddtier.py",
+        "RAT_ERR = 2.0**-51  #",
+        "RAT_ERR = 2.0**-60  #",
+        "exact rational → double-double: 2^-51 → 2^-60 (Lemma C)",
+        tests=("tests/test_ddtier.py",),
+    ),
+    Mutation(
+        "DD4",
+        "exactattn/engine/ddtier.py",
+        "REM = 2.0**-123  #",
+        "REM = 2.0**-126  #",
+        "exp: Taylor remainder 2^-123 → 2^-126 (Lemma E)",
+        tests=("tests/test_ddtier.py",),
+    ),
+    Mutation(
+        "DD5",
+        "exactattn/engine/ddtier.py",
+        "rho = np.abs(f2) * (1 + U) + np.abs(f1) * U + d[2]",
+        "rho = d[2]",
+        "reciprocal: residual |1 − Z·Y| dropped (Lemma Q)",
+        tests=("tests/test_ddtier.py",),
+    ),
     # ---- exactattn/bounds/tau_search.py: the invariant of τ*_inv
     Mutation(
         "TS1",

@@ -4,7 +4,8 @@ Same *hard + δ* formulation as :mod:`exactattn.engine.soft` (read its docstring
 evaluated for every word of a :class:`~exactattn.engine.hard.HardBatch` at once with numpy,
 so a word costs tens of microseconds instead of a millisecond. Every number is an
 enclosure ``mid ± rad`` (the real interval [mid − rad, mid + rad]). :func:`certify_float`
-says which words the floats settle; the others go to the arb path.
+says which words the floats settle; the others go to the double-double tier
+(:func:`second_tier`, :mod:`exactattn.engine.ddtier`) and what that leaves to the arb path.
 
 Why the enclosures are sound (u = 2^-53, IEEE binary64, round to nearest):
 
@@ -93,6 +94,8 @@ from flint import arb, ctx
 
 from exactattn.core.numbers import arb_endpoints
 from exactattn.engine.blasprod import mr_matmul, one_thread
+from exactattn.engine.ddtier import dd_deltas
+from exactattn.engine.ddtier import to_mr as dd_to_mr
 from exactattn.engine.hard import (
     CompiledFFN,
     CompiledModel,
@@ -655,10 +658,13 @@ def _head(
         ir = np.flatnonzero(rest)
         s = tr.scores.num  # (B, i, j)
         if s.dtype == object or (s.size and int(np.abs(s).max()) >= 2**61):
-            so = s.astype(object)
-            big = max(abs(int(so.max())), abs(int(so.min()))) * 2 + 1
-            smax = np.where(top_q, so, -big).max(axis=2)
-            gnum = (smax[:, None, :] - so.transpose(0, 2, 1)).reshape(-1)[ir]
+            # Python integers: every top key holds the row's maximum, so read it at the
+            # first top key, and subtract only where needed (the visible non-top keys)
+            so = s if s.dtype == object else s.astype(object)
+            first = np.argmax(top_q, axis=2)  # (B, i)
+            smax = np.take_along_axis(so, first[:, :, None], axis=2)[:, :, 0]
+            bb, jj, qq = np.unravel_index(ir, (B, T, R))
+            gnum = smax[bb, qq] - so[bb, qq, jj]
         else:
             sT = s.transpose(0, 2, 1)  # (B, j, i)
             pen = np.where(tr.visible.T, 0, np.iinfo(np.int64).min // 2)  # (j, i)
@@ -1180,19 +1186,139 @@ def _certify_chunk(
                 else:
                     delta = ffn_generic(pre, delta, hidden, out_rows)
             err_lo[:, li], err_hi[:, li], err_row[:, li] = _layer_errors(delta, B, T, d)
-        decided = np.full(B, fw.ok)
-        tight = np.zeros((B, L), dtype=bool)
-        for li in range(L):
-            tight[:, li] = _tight(err_lo[:, li], err_hi[:, li])
-            if li < L - 1:
-                lo_ = err_lo[:, li]
-                decided &= (err_hi[:, li] <= 1) | ((lo_ > 1) & np.isfinite(lo_))
-        res = FloatBatch(decided, err_lo, err_hi, err_row)
-        _readout(cm, hb, delta, fw, res)  # narrows ``settled`` to decided read-outs
-        res.decided = res.settled
-        res.tight = tight
-        res.settled = res.decided & tight.all(axis=1)
+        return _finish(cm, hb, delta, fw, err_lo, err_hi, err_row)
+
+
+def _finish(
+    cm: CompiledModel,
+    hb: HardBatch,
+    delta: Cols,
+    fw: FloatWeights,
+    err_lo: np.ndarray,
+    err_hi: np.ndarray,
+    err_row: np.ndarray,
+) -> FloatBatch:
+    """Decisions from the per-layer error enclosures and the last layer's δ (both tiers)."""
+    B, L = err_lo.shape
+    decided = np.full(B, fw.ok)
+    tight = np.zeros((B, L), dtype=bool)
+    for li in range(L):
+        tight[:, li] = _tight(err_lo[:, li], err_hi[:, li])
+        if li < L - 1:
+            lo_ = err_lo[:, li]
+            decided &= (err_hi[:, li] <= 1) | ((lo_ > 1) & np.isfinite(lo_))
+    res = FloatBatch(decided, err_lo, err_hi, err_row)
+    _readout(cm, hb, delta, fw, res)  # narrows ``settled`` to decided read-outs
+    res.decided = res.settled
+    res.tight = tight
+    res.settled = res.decided & tight.all(axis=1)
     return res
+
+
+# ---------------------------------------------------------------------------------------
+# the second tier: double-double (exactattn.engine.ddtier, proofs/double_double.md)
+# ---------------------------------------------------------------------------------------
+
+USE_DD = os.environ.get("EXACTATTN_DD", "1") != "0"  # the double-double tier (docs/scale.md)
+DD_PREC = 220  # bits of the temperature balls the second tier reads (τ to ≈ 2^-220)
+
+
+def _take_batch(hb: HardBatch, idx: np.ndarray) -> HardBatch:
+    """Words ``idx`` of a hard batch (copies)."""
+    layers = []
+    for lt in hb.layers:
+        heads = None
+        if lt.heads is not None:
+            heads = [_slice_trace(h, idx) for h in lt.heads]  # type: ignore[arg-type]
+        pre = None if lt.pre is None else [_ra(z, idx) for z in lt.pre]  # type: ignore[arg-type]
+        layers.append(
+            LayerTrace(lt.kind, _ra(lt.x_in, idx), _ra(lt.x_out, idx), heads, pre)  # type: ignore[arg-type]
+        )
+    words = [hb.words[i] for i in idx.tolist()]
+    return HardBatch(n=hb.n, words=words, x0=_ra(hb.x0, idx), layers=layers)  # type: ignore[arg-type]
+
+
+def certify_dd(
+    cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
+) -> FloatBatch:
+    """The second float tier on every word of ``hb``: a :class:`FloatBatch` like
+    :func:`certify_float`'s, from double-double enclosures of the direct soft forward pass
+    (:mod:`exactattn.engine.ddtier`). Sound in the same sense: a word it settles has every
+    decision certain and every reported enclosure tight; the rest goes on to arb."""
+    B = len(hb.words)
+    T = hb.x0.shape[1]
+    chunk = max(1, min(SUB_BATCH, CHUNK_ENTRIES // (T * T)))
+    parts = [
+        _certify_dd_chunk(cm, _slice_batch(hb, slice(i, i + chunk)), taus)
+        for i in range(0, B, chunk)
+    ]
+    return _concat(parts)
+
+
+def _concat(parts: list[FloatBatch]) -> FloatBatch:
+    def cat(name: str) -> np.ndarray | None:
+        xs = [getattr(p, name) for p in parts]
+        return None if xs[0] is None else np.concatenate(xs)
+
+    return FloatBatch(
+        settled=cat("settled"),  # type: ignore[arg-type]
+        decided=cat("decided"),
+        tight=cat("tight"),
+        err_lo=cat("err_lo"),  # type: ignore[arg-type]
+        err_hi=cat("err_hi"),  # type: ignore[arg-type]
+        err_row=cat("err_row"),  # type: ignore[arg-type]
+        accept=cat("accept"),
+        labels=cat("labels"),
+        within_tol=cat("within_tol"),
+    )
+
+
+def _certify_dd_chunk(
+    cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
+) -> FloatBatch:
+    fw = float_weights(cm)
+    B = len(hb.words)
+    T = hb.x0.shape[1]
+    d = hb.x0.shape[2]
+    L = len(cm.layers)
+    err_lo = np.zeros((B, L))
+    err_hi = np.full((B, L), np.inf)
+    err_row = np.zeros((B, L), dtype=np.int64)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
+        deltas = dd_deltas(cm, hb, taus)
+        if deltas is None:  # numbers beyond the conversion: nothing settled here
+            no = np.zeros(B, dtype=bool)
+            return FloatBatch(no, err_lo, err_hi, err_row, decided=no, tight=np.zeros((B, L), bool))
+        delta: Cols = {}
+        for li, cols in enumerate(deltas):
+            delta = {c: dd_to_mr(v, TINY) for c, v in enumerate(cols) if v is not None}
+            err_lo[:, li], err_hi[:, li], err_row[:, li] = _layer_errors(delta, B, T, d)
+        return _finish(cm, hb, delta, fw, err_lo, err_hi, err_row)
+
+
+def second_tier(
+    cm: CompiledModel,
+    hb: HardBatch,
+    fb: FloatBatch,
+    todo: np.ndarray,
+    taus: list[list[tuple[Fraction, Fraction]] | None],
+) -> FloatBatch:
+    """``fb`` with the words ``todo`` recomputed by :func:`certify_dd`: their rows are
+    replaced where the second tier decided everything (each row is one tier's enclosures,
+    never a mix); the other words keep the float64 tier's rows."""
+    idx = np.flatnonzero(todo)
+    if idx.size == 0:
+        return fb
+    fb2 = certify_dd(cm, _take_batch(hb, idx), taus)
+    assert fb2.decided is not None
+    use = idx[fb2.decided]
+    src = np.flatnonzero(fb2.decided)
+    out = FloatBatch(**{k: (None if v is None else v.copy()) for k, v in vars(fb).items()})
+    for name, v in vars(out).items():
+        w = getattr(fb2, name)
+        if v is not None and w is not None:
+            v[use] = w[src]
+    return out
 
 
 def _shared_layer(

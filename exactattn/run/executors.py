@@ -161,6 +161,7 @@ class Checkpoint:
             "hard_only": job.hard_only,
             "max_prec": job.max_prec,
             "float_filter": job.float_filter,
+            "dd_tier": job.dd_tier,
             "shard": {"index": shard.index, "start": shard.start, "stop": shard.stop},
         }
 

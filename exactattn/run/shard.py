@@ -7,17 +7,18 @@ Below :mod:`exactattn.run.check` (which chains the lengths) and :mod:`exactattn.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from flint import arb
 
+from exactattn.engine import softfloat
 from exactattn.engine.certify import MAX_PREC, certify_word
 from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.measure import LengthAccumulator
 from exactattn.engine.soft import WeightCache
-from exactattn.engine.softfloat import certify_float, tau_enclosures
+from exactattn.engine.softfloat import DD_PREC, certify_float, second_tier, tau_enclosures
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import Shard, batches, words_in
 from exactattn.model import Model
@@ -40,6 +41,10 @@ class LengthJob:
     batch: int = BATCH
     max_prec: int = MAX_PREC
     float_filter: bool = True  # settle what float64 enclosures can; arb for the rest
+    # the double-double tier between float64 and arb: decided where the job is made (the
+    # client's EXACTATTN_DD), so every worker of a run does the same, and recorded in
+    # checkpoint shard identities
+    dd_tier: bool = field(default_factory=lambda: softfloat.USE_DD)
 
     @property
     def tau_expr(self) -> Expr | None:
@@ -105,6 +110,7 @@ def check_shard(
     )
     if use_float:
         ftaus = tau_enclosures(temps.at(n, BASE_PREC))
+        dtaus = tau_enclosures(temps.at(n, DD_PREC)) if job.dd_tier else None
     source = iter(words) if words is not None else words_in(model.alphabet, shard)
     for chunk in batches(source, job.batch):
         hb = run_hard(cm, chunk, n)
@@ -123,6 +129,19 @@ def check_shard(
                     settled = fb.settled & ~under
                     if not settled.all():
                         settled = settle_dominated(fb, settled, under, acc.error_lower_floats())
+                    if dtaus is not None and not settled.all():
+                        # the double-double tier for what float64 could not settle
+                        try:
+                            fb2 = second_tier(cm, hb, fb, ~settled, dtaus)
+                        except OverflowError:  # numbers beyond float range: arb for these
+                            fb2 = None
+                        if fb2 is not None:
+                            fb = fb2
+                            under = fb.underflowed()
+                            todo = fb.settled & ~under & ~settled
+                            settled = settle_dominated(
+                                fb, settled | todo, under, acc.error_lower_floats()
+                            )
                     acc.add_soft_float(hb, fb, settled)
                     acc.float_settled += int(settled.sum())
             for b in range(len(chunk)):
