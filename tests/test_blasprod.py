@@ -257,10 +257,10 @@ def test_check_json_identical_across_blas_threads(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["dyck2", "ltl_since_until_temperature", "induction_k2"])
-def test_filter_with_blas_contains_arb(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    monkeypatch.setattr(sf, "USE_BLAS", True)
+def test_filter_with_blas_contains_arb(name: str) -> None:
     model = load_model(ROOT / "models" / f"{name}.json")
-    settled, total = tsf.compare(model, tsf.BUNDLED[name])
+    with sf.blas_products(True):
+        settled, total = tsf.compare(model, tsf.BUNDLED[name])
     assert settled == total
 
 
@@ -268,9 +268,7 @@ def _blas_sweep(d: dict) -> None:
     """One random model (tests/strategies.py) at every length, BLAS score products, vs arb."""
     model = tsf._random_model(d)
     assume(model is not None)
-    saved = sf.USE_BLAS
-    sf.USE_BLAS = True
-    try:
+    with sf.blas_products(True):
         for n in range(max(1, model.min_length), S.MAX_N + 1):
             try:
                 model.check_length(n)
@@ -278,8 +276,6 @@ def _blas_sweep(d: dict) -> None:
             except ExactAttnError:
                 return
             tsf.compare(model, n)
-    finally:
-        sf.USE_BLAS = saved
 
 
 @settings(max_examples=40, **tsf.SETTINGS)
@@ -311,3 +307,38 @@ def test_blas_scores_are_enclosed_in_fixed_order_ones(monkeypatch: pytest.Monkey
     assert m1.shape == m2.shape == (B, T, R)
     assert (np.abs(m1 - m2) <= r1 + r2).all()
     assert (r2 <= r1 * (1 + 2.0**-20)).all()
+
+
+def test_the_blas_switch_travels_with_the_job(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A job made with BLAS products uses them in every shard whatever the worker's own
+    environment says, and a checkpoint records the choice (resuming with the other choice
+    recomputes rather than mixing bits)."""
+    from exactattn.run.executors import Checkpoint, fingerprint
+    from exactattn.run.shard import LengthJob, Shard, check_shard
+
+    calls: list[int] = []
+    real = sf._outer_sum_blas
+
+    def spy(pairs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(pairs)
+
+    monkeypatch.setattr(sf, "_outer_sum_blas", spy)
+    model = load_model(ROOT / "models" / "dyck2.json")
+    shard = Shard(4, 0, 0, 16)
+    off = check_shard(LengthJob(model, 4, None, False, blas=False), shard)
+    assert calls == []
+    on = check_shard(LengthJob(model, 4, None, False, blas=True), shard)
+    assert calls and sf._BLAS_ON.get() is sf.USE_BLAS  # restored after the shard
+    assert on.to_json() == off.to_json()  # Dyck-2: the same reported values either way
+    ck = Checkpoint(tmp_path / "ck", fingerprint("dyck2", {}))
+    try:
+        ids = [ck.identity(LengthJob(model, 4, None, False, blas=b), shard) for b in (False, True)]
+    finally:
+        ck.close()
+    assert ids[0]["blas"] is False and ids[1]["blas"] is True
+    assert {k: v for k, v in ids[0].items() if k != "blas"} == {
+        k: v for k, v in ids[1].items() if k != "blas"
+    }

@@ -14,6 +14,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from flint import arb
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -254,3 +255,7 @@ def test_a_program_without_heads_gets_vacuous_claims_and_a_certificate() -> None
     assert run_check(m, max_n=4, hard_only=True).exit_code() == 0
     c = certificate(m, 10**6, "theorem").to_json()
     assert c["status"] == "certified" and c["final_error_bound"] == "0"
+    # check --bounds and --tau theorem on it (a max over no layers once crashed, exit 4)
+    res = run_check(m, max_n=3, bounds=True, tau="theorem")
+    assert res.exit_code() == 0
+    assert [r.tau.lower for r in res.lengths] == [arb(1)] * 3  # τ_thm = 1: soft = hard

@@ -77,7 +77,7 @@ def theorem_inputs(model: Model, rec: LengthRecord) -> TheoremConstants:
     """L, K, x_max, γ, m for Theorems 4/5 from one length's measurements (and the read-out's
     Lipschitz constant)."""
     cs = layer_constants(model)
-    K = max(B.paper_K(c) for c in cs)
+    K = max((B.paper_K(c) for c in cs), default=Fraction(1))  # no layer: unused
     x_in = [rec.x_max] + [layer.activation_max for layer in rec.layers]
     xs = [x_in[li] for li, layer in enumerate(model.layers) if isinstance(layer, AttentionLayer)]
     m = max((h.max_nontop for layer in rec.layers for h in layer.heads or ()), default=0)
@@ -115,7 +115,8 @@ def tau_theorem_value(model: Model, rec: LengthRecord) -> tuple[arb | None, Frac
         return None, eps_star(model, rec.min_margin)
     ti = theorem_inputs(model, rec)
     es = eps_star(model, rec.min_margin)
-    t = B.tau_theorem(ti.L, ti.K, ti.x_max, ti.gamma, ti.m, es)
+    # no layer (a compiled program of token tests only): soft = hard at every τ
+    t = B.tau_theorem(ti.L, ti.K, ti.x_max, ti.gamma, ti.m, es) if ti.L else arb(1)
     return t, es
 
 

@@ -82,9 +82,11 @@ batching (tests/test_softfloat.py), and tests/test_results_merge.py allows the d
 
 from __future__ import annotations
 
+import contextvars
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -120,6 +122,22 @@ EXP_ERR_X = 2.0**-46  # ... and per unit |x|
 WEIGHT_MIN = 2.0**-100
 WEIGHT_MAX = 2.0**100
 USE_BLAS = os.environ.get("EXACTATTN_BLAS", "") == "1"  # BLAS score products (docs/scale.md)
+# the switch in force for the products being computed: a job sets it for its shards (the
+# client's EXACTATTN_BLAS travels with the job, so every worker of a run does the same); a
+# ContextVar, so threads of one Dask worker running different jobs do not see each other's
+_BLAS_ON = contextvars.ContextVar("exactattn_blas", default=USE_BLAS)
+
+
+@contextmanager
+def blas_products(on: bool) -> Iterator[None]:
+    """Compute score perturbations with BLAS (``on``) or in fixed order, inside the block."""
+    token = _BLAS_ON.set(on)
+    try:
+        yield
+    finally:
+        _BLAS_ON.reset(token)
+
+
 TIGHT_REL_F = float(np.nextafter(1e-6, 0))  # < 1e-6 exactly
 ZERO_UPPER_F = float(np.nextafter(1e-40, 0))  # < 1e-40 exactly
 assert Fraction(TIGHT_REL_F) < Fraction(1, 10**6) and Fraction(ZERO_UPPER_F) < Fraction(1, 10**40)
@@ -267,7 +285,7 @@ def outer_sum(pairs: list[tuple[MR, MR]]) -> MR:
     Fixed-order elementwise sums by default (bit-identical on every machine); with
     ``EXACTATTN_BLAS=1`` one BLAS product per word with Rump's a priori bound (sound for any
     summation order, but its last bits depend on the BLAS kernel: docs/scale.md)."""
-    return _outer_sum_blas(pairs) if USE_BLAS else _outer_sum_fixed(pairs)
+    return _outer_sum_blas(pairs) if _BLAS_ON.get() else _outer_sum_fixed(pairs)
 
 
 def _outer_sum_fixed(pairs: list[tuple[MR, MR]]) -> MR:

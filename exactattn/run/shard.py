@@ -45,6 +45,8 @@ class LengthJob:
     # client's EXACTATTN_DD), so every worker of a run does the same, and recorded in
     # checkpoint shard identities
     dd_tier: bool = field(default_factory=lambda: softfloat.USE_DD)
+    # BLAS score products (EXACTATTN_BLAS=1, off by default): the client's choice, likewise
+    blas: bool = field(default_factory=lambda: softfloat.USE_BLAS)
 
     @property
     def tau_expr(self) -> Expr | None:
@@ -85,8 +87,18 @@ def check_shard(
     """Both meanings of every input of one shard: its mergeable record.
 
     ``words`` replaces the shard's own inputs (a sample, for :func:`estimate`; its witnesses'
-    ranks are then meaningless).
+    ranks are then meaningless). The job's BLAS switch holds for the whole shard.
     """
+    with softfloat.blas_products(job.blas):
+        return _check_shard(job, shard, progress, words)
+
+
+def _check_shard(
+    job: LengthJob,
+    shard: Shard,
+    progress: Callable[[int], None] | None,
+    words: Sequence[tuple[str, ...]] | None,
+) -> LengthRecord:
     model, n = job.model, job.n
     cm = _compiled(model)
     temps = Temperatures(model, job.tau_expr)
