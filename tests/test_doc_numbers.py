@@ -184,13 +184,24 @@ def test_readme_float_filter_ratio() -> None:
 
 
 def test_readme_stored_dyck2_runs() -> None:
-    """The README's stored Dyck-2 verdicts: n ≤ 10 certified clean at the model's τ (1.4 M
-    inputs), and the n ≤ 12 run named as a timing run without a result file."""
-    d = json.loads((ROOT / "reports" / "scale" / "dyck2-max-n-10.json").read_text("utf-8"))
-    assert d["verdict"]["status"] == "clean" and d["settings"]["max_n"] == 10
-    assert sum(r["inputs"] for r in d["lengths"]) == 1_398_100
-    assert all(r["disagreements"] == 0 and r["undecided"] == 0 for r in d["lengths"])
+    """The README's stored Dyck-2 verdicts: n ≤ 10 and n ≤ 12 certified clean at the model's
+    τ (1.4 M and 22.4 M inputs), the n ≤ 12 wall time as its stored timing file says."""
+    for max_n, inputs in ((10, 1_398_100), (12, 22_369_620)):
+        d = json.loads(
+            (ROOT / "reports" / "scale" / f"dyck2-max-n-{max_n}.json").read_text("utf-8")
+        )
+        assert d["verdict"]["status"] == "clean" and d["settings"]["max_n"] == max_n
+        assert sum(r["inputs"] for r in d["lengths"]) == inputs
+        assert all(r["disagreements"] == 0 and r["undecided"] == 0 for r in d["lengths"])
+        assert d["settings"]["tau_override"] is None  # the model's own τ
+    d12 = json.loads((ROOT / "reports" / "scale" / "dyck2-max-n-12.json").read_text("utf-8"))
+    assert all(r["float_settled"] == r["inputs"] for r in d12["lengths"])
+    timing = (ROOT / "reports" / "scale" / "dyck2-max-n-12.time").read_text("utf-8")
+    wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\d+):(\d+)", timing)
+    assert wall is not None and (wall[1], wall[2].split(".")[0]) == ("5", "53")
+    cpu = sum(float(x) for x in re.findall(r"(?:User|System) time \(seconds\): ([0-9.]+)", timing))
     flat = _flat(README)
-    assert "every input n ≤ 10 at the model's τ, certified, clean" in flat
-    assert "this repository backs no verdict at n = 11, 12" in flat
+    assert "every input n ≤ 12 at the model's τ, certified, clean" in flat
+    assert f"**5 min 53 s** ({round(cpu)} s of CPU" in flat
+    assert "this repository backs no verdict at n = 11, 12" not in flat
     assert "every one certified, exit 0: clean) **12.3 minutes**" not in flat
