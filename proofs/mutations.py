@@ -482,7 +482,7 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "B4",
         BCHECK,
-        "K = max(B.paper_K(c) for c in cs)",
+        "K = max((B.paper_K(c) for c in cs), default=Fraction(1))",
         "K = B.paper_K(cs[0])",
         "τ_thm: K of the first layer, not the max over layers",
         tests=ENGINE_TESTS,
