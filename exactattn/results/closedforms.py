@@ -71,6 +71,8 @@ class Form:
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> Form:
         """A written form (a result file's; check it with ``results.resultfile`` first)."""
+        if not isinstance(d, Mapping):
+            raise TypeError(f"a structured form is an object, not {type(d).__name__}")
         kind = d.get("kind")
         if kind == PARITY:
             halves = [d.get(h) for h in ("even", "odd")]
