@@ -29,12 +29,9 @@ import exactattn
 
 PKG = Path(exactattn.__file__).resolve().parent
 
-# Still to move into exactattn/results/: the closed_forms records are built (fit records,
-# brackets, structured forms) and summarised in bounds/closedforms.py; reports read them
-# through results.sequences.ClosedForm. Paths relative to the package; a folder ends with "/".
-PENDING_H21A = {
-    "bounds/closedforms.py",
-}
+# Modules still to move into exactattn/results/ (paths relative to the package; a folder ends
+# with "/"). Empty: the closed_forms records moved to results/closedforms.py (issue 21).
+PENDING_H21A: set[str] = set()
 
 # Modules that read or build model dicts (the exactattn/1 model format, owned by model/):
 # they may use model-format keys, and only those.
@@ -56,6 +53,9 @@ _EXPORT = "export files (export/: the torch / TransformerLens configs, the round
 OTHER_SHAPE_KEYS: dict[tuple[str, str], str] = {
     ("core/numbers.py", "lower"): "the {lower, upper} interval encoding every format shares",
     ("core/numbers.py", "upper"): "the {lower, upper} interval encoding every format shares",
+    ("core/numbers.py", "num"): "a named group of the rational-number regex (m['num'])",
+    ("core/numbers.py", "den"): "a named group of the rational-number regex (m['den'])",
+    ("bounds/closedforms.py", "n"): "sympy's local_dict (the symbol n) re-parsing our own text",
     ("engine/softfloat.py", "K"): "a compiled head's weight matrices by name, in memory",
     ("engine/longsoft.py", "K"): "a compiled head's weight matrices by name, in memory",
     ("constructions/dyck.py", "step"): "a hidden unit's name in a construction",

@@ -42,6 +42,7 @@ from exactattn.results.claims import (
     HeadGapBound,
     length_entries,
 )
+from exactattn.results.settings import TauChoice
 from exactattn.run.check import run_check
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -169,9 +170,12 @@ def test_precision_option_parsing() -> None:
             _parse_ns((), bad)
     with pytest.raises(click.UsageError, match="2\\^24"):
         _parse_ns((2**24 + 1,), None)
-    assert _taus(()) == [("model", None)]
-    (label, tau), (m, none) = _taus(("1/n", "model"))
-    assert label == "1/n" and tau.text == "1/n" and (m, none) == ("model", None)
+    assert _taus(()) == [("model", TauChoice.model())]  # each --tau parsed once, typed
+    (label, tau), (m, own) = _taus(("1/n", "model"))
+    assert label == "1/n" and tau.kind == "override" and tau.expr.text == "1/n"
+    assert (m, own) == ("model", TauChoice.model())
+    with pytest.raises(UsageError, match="bad expression 'theorem'"):
+        _taus(("theorem",))  # precision has no theorem mode
     model = load_model(DYCK1)
     _check_range(model, 1, 10, 2**11 - 2, force=False)  # 2 + 4 + … + 1024 = 2046 inputs
     with pytest.raises(click.UsageError, match="2,046"):

@@ -32,15 +32,41 @@ brackets are computed in arb ball arithmetic and rounded outward.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 from flint import arb, ctx, fmpz
 
-from exactattn.core.numbers import arb_endpoints, decimal_down, decimal_is_huge, decimal_up
-from exactattn.results.sequences import EXACT_QUANTITIES, LengthValues
+from exactattn.core.numbers import arb_endpoints, decimal_is_huge
+from exactattn.results.closedforms import (
+    HYPERGEOMETRIC,
+    PARITY,
+    POWER,
+    RATIONAL,
+    Bracket,
+    ClosedFormRecord,
+    ClosedForms,
+    FitRecord,
+    Form,
+    fraction_text,
+)
+from exactattn.results.sequences import (
+    ACCEPTED,
+    EXACT_QUANTITIES,
+    GAMMA,
+    MIN_MARGIN,
+    TAU_STAR,
+    TAU_STAR_DEC,
+    TAU_STAR_INV,
+    TAU_THM,
+    X_MAX,
+    LengthValues,
+    closed_form_records,
+)
+from exactattn.results.views import ABSENT
 
 #: Largest number of free parameters of a conjectured form (degree (p, q) with p + q ≤ 4).
 MAX_PARAMS = 5
@@ -112,19 +138,20 @@ def _poly(coeffs: Sequence[Fraction], n: int | Fraction) -> Fraction:
 # forms: structured, evaluated exactly without parsing anything
 
 
-def evaluate_form(form: dict[str, Any], n: int) -> Fraction | None:
-    """The exact value of a structured form at n (None where it is undefined)."""
-    kind = form.get("kind")
-    if kind == "parity":
-        half = form["even"] if n % 2 == 0 else form["odd"]
+def evaluate_form(form: Form | Mapping[str, Any], n: int) -> Fraction | None:
+    """The exact value of a structured form at n (None where it is undefined); a written
+    form (a result file's) is read by :meth:`Form.from_json` first."""
+    if not isinstance(form, Form):
+        form = Form.from_json(form)
+    if form.kind == PARITY:
+        half = form.even if n % 2 == 0 else form.odd
         return None if half is None else evaluate_form(half, n)
-    num = [Fraction(c) for c in form["num"]]
-    den = [Fraction(c) for c in form["den"]]
-    if kind == "hypergeometric":
-        start, step = int(form["start"]), int(form["step"])
+    num, den = form.num, form.den
+    if form.kind == HYPERGEOMETRIC:
+        start, step = form.start, form.step
         if n < start or (n - start) % step:
             return None
-        value = Fraction(form["value"])
+        value = form.value
         for j in range(start, n, step):
             q = _poly(den, j)
             if q == 0:
@@ -135,8 +162,8 @@ def evaluate_form(form: dict[str, Any], n: int) -> Fraction | None:
     if q == 0:
         return None
     value = _poly(num, n) / q
-    if form.get("base") is not None:
-        value *= Fraction(form["base"]) ** n
+    if form.base is not None:
+        value *= form.base**n
     return value
 
 
@@ -161,14 +188,14 @@ def _fit_rational(points: Sequence[Point], p: int, q: int) -> tuple[list, list] 
     return [c / lead for c in num], [c / lead for c in den]
 
 
-def _candidate_forms(fit: Sequence[Point], c: int) -> list[dict[str, Any]]:
+def _candidate_forms(fit: Sequence[Point], c: int) -> list[Form]:
     """Every form with c free parameters through the fitting points (exactly)."""
     out = []
     for q in range(c):  # polynomials first
         p = c - 1 - q
         got = _fit_rational(fit, p, q)
         if got is not None:
-            out.append({"kind": "rational", "num": got[0], "den": got[1], "base": None})
+            out.append(Form(RATIONAL, tuple(got[0]), tuple(got[1])))
     if c >= 2 and all(y != 0 for _, y in fit):
         bases: list[Fraction] = []
         (n0, y0), (n1, y1) = fit[-2], fit[-1]
@@ -183,11 +210,11 @@ def _candidate_forms(fit: Sequence[Point], c: int) -> list[dict[str, Any]]:
                 p = c - 2 - q
                 got = _fit_rational(scaled, p, q)
                 if got is not None:
-                    out.append({"kind": "power", "num": got[0], "den": got[1], "base": k})
+                    out.append(Form(POWER, tuple(got[0]), tuple(got[1]), base=k))
     return out
 
 
-def _hypergeometric(fit: Sequence[Point], c: int, step: int) -> list[dict[str, Any]]:
+def _hypergeometric(fit: Sequence[Point], c: int, step: int) -> list[Form]:
     """y(n + step) = R(n)·y(n) with R rational of c − 1 parameters, through the fit points."""
     if c < 2 or any(y == 0 for _, y in fit):
         return []
@@ -202,19 +229,21 @@ def _hypergeometric(fit: Sequence[Point], c: int, step: int) -> list[dict[str, A
         got = _fit_rational(ratios, p, q)
         if got is not None:
             out.append(
-                {
-                    "kind": "hypergeometric",
-                    "start": fit[0][0],
-                    "value": fit[0][1],
-                    "step": step,
-                    "num": got[0],
-                    "den": got[1],
-                }
+                Form(
+                    HYPERGEOMETRIC,
+                    tuple(got[0]),
+                    tuple(got[1]),
+                    start=fit[0][0],
+                    step=step,
+                    value=fit[0][1],
+                )
             )
     return out
 
 
-def _search(points: Sequence[Point], step: int, max_skip: int) -> tuple[Any, ...] | None:
+def _search(
+    points: Sequence[Point], step: int, max_skip: int
+) -> tuple[Form, Sequence[Point], Sequence[Point], int] | None:
     """The first form (fewest parameters, then fewest skipped lengths) that verifies."""
     for c in range(1, MAX_PARAMS + 1):
         for skip in range(max_skip + 1):
@@ -230,6 +259,11 @@ def _search(points: Sequence[Point], step: int, max_skip: int) -> tuple[Any, ...
 
 
 def fit_sequence(values: dict[int, Fraction | None]) -> dict[str, Any]:
+    """The written record of :func:`fit_record` (what a result's ``closed_forms`` holds)."""
+    return fit_record(values).to_json()
+
+
+def fit_record(values: dict[int, Fraction | None]) -> FitRecord:
     """Conjecture a closed form for {n: value} and verify it on held-back lengths.
 
     Lengths whose value is None (e.g. γ = ∞: no strict gap) are left out and listed under
@@ -237,58 +271,54 @@ def fit_sequence(values: dict[int, Fraction | None]) -> dict[str, Any]:
     ``fitted_on``, ``verified_on``, maybe ``valid_from``) or a none record (``expression``
     None, ``reason``, ``kinds_tried``, ``lengths``).
     """
-    undefined = sorted(n for n, v in values.items() if v is None)
+    undefined = tuple(sorted(n for n, v in values.items() if v is None))
     points = sorted((n, Fraction(v)) for n, v in values.items() if v is not None)
-    ns = [n for n, _ in points]
-    base: dict[str, Any] = {}
-    if undefined:
-        base["undefined_at"] = undefined
+    ns = tuple(n for n, _ in points)
     if len(points) < 1 + MIN_VERIFY:
-        return {
-            "expression": None,
-            "reason": f"too few lengths: a closed form needs at least {1 + MIN_VERIFY} "
+        return FitRecord(
+            None,
+            reason=f"too few lengths: a closed form needs at least {1 + MIN_VERIFY} "
             f"(one to fit a constant, {MIN_VERIFY} to verify it)",
-            "lengths": ns,
-            **base,
-        }
+            lengths=ns,
+            undefined_at=undefined,
+        )
     # ns is sorted and distinct; no list of the range (a result file may say n = 10^100)
     consecutive = ns[-1] - ns[0] + 1 == len(ns)
     got = _search(points, 1, MAX_SKIP)
     if got is not None:
         form, fit, held, skip = got
-        record = _found(form, fit, held, points[skip:])
+        record = _found(form, fit, held, points[skip:], undefined)
         if record is not None:
             if skip:
-                record["valid_from"] = points[skip][0]
-                record["exceptions"] = ns[:skip]
-            return {**record, **base}
+                return replace(record, valid_from=points[skip][0], exceptions=ns[:skip])
+            return record
     if consecutive:  # one form for even n and one for odd n (e.g. Dyck counts: 0 at odd n)
         halves = [[pt for pt in points if pt[0] % 2 == r] for r in (0, 1)]
         found = [_search(h, 2, 0) for h in halves]
         if all(f is not None for f in found):
             even, odd = found
             assert even is not None and odd is not None
-            form = {"kind": "parity", "even": even[0], "odd": odd[0]}
             record = _found(
-                form,
+                Form(PARITY, even=even[0], odd=odd[0]),
                 sorted([*even[1], *odd[1]]),
                 sorted([*even[2], *odd[2]]),
                 points,
+                undefined,
             )
             if record is not None:
-                return {**record, **base}
-    return {
-        "expression": None,
-        "reason": NONE_FITS,
-        "kinds_tried": KINDS_TRIED,
-        "lengths": ns,
-        **base,
-    }
+                return record
+    return FitRecord(
+        None, reason=NONE_FITS, kinds_tried=tuple(KINDS_TRIED), lengths=ns, undefined_at=undefined
+    )
 
 
 def _found(
-    form: dict[str, Any], fit: Sequence[Point], held: Sequence[Point], used: Sequence[Point]
-) -> dict[str, Any] | None:
+    form: Form,
+    fit: Sequence[Point],
+    held: Sequence[Point],
+    used: Sequence[Point],
+    undefined: tuple[int, ...],
+) -> FitRecord | None:
     """The record of a verified form; its sympy expression is re-checked at every length."""
     # lazy: sympy costs ≈ 0.5 s to import; only closed-form typesetting and checks need it
     import sympy
@@ -303,67 +333,47 @@ def _found(
     text = sympy.sstr(expr)
     if sympy.parse_expr(text, local_dict={"n": n}) != expr:  # our own text, not user input
         return None
-    return {
-        "expression": text,
-        "latex": sympy.latex(expr),
-        "fitted_on": [m for m, _ in fit],
-        "verified_on": [m for m, _ in held],
-        "form": _form_json(form),
-    }
+    return FitRecord(
+        text,
+        latex=sympy.latex(expr),
+        fitted_on=tuple(m for m, _ in fit),
+        verified_on=tuple(m for m, _ in held),
+        form=form,
+        undefined_at=undefined,
+    )
 
 
-def form_expr(form: dict[str, Any], n: Any = None) -> Any:
-    """The sympy expression of a structured form (built from numbers, never parsed)."""
+def form_expr(form: Form | Mapping[str, Any], n: Any = None) -> Any:
+    """The sympy expression of a structured form (built from numbers, never parsed); a
+    written form (a result file's) is read by :meth:`Form.from_json` first."""
     # lazy: sympy costs ≈ 0.5 s to import; only closed-form typesetting and checks need it
     import sympy
 
+    if not isinstance(form, Form):
+        form = Form.from_json(form)
     n = sympy.Symbol("n") if n is None else n
 
-    def rat(x: Fraction | str) -> Any:
-        x = Fraction(x)
+    def rat(x: Fraction) -> Any:
         return sympy.Rational(x.numerator, x.denominator)
 
-    kind = form.get("kind")
-    if kind == "parity":
-        halves = [form_expr(form[h], n) if form.get(h) else sympy.nan for h in ("even", "odd")]
+    if form.kind == PARITY:
+        halves = [sympy.nan if h is None else form_expr(h, n) for h in (form.even, form.odd)]
         return sympy.Piecewise((halves[0], sympy.Eq(sympy.Mod(n, 2), 0)), (halves[1], True))
 
     def ratio(x: Any) -> Any:
-        num = sum(rat(c) * x**i for i, c in enumerate(form["num"]))
-        den = sum(rat(c) * x**i for i, c in enumerate(form["den"]))
+        num = sum(rat(c) * x**i for i, c in enumerate(form.num))
+        den = sum(rat(c) * x**i for i, c in enumerate(form.den))
         return sympy.factor(sympy.cancel(num / den))
 
-    if kind == "hypergeometric":
+    if form.kind == HYPERGEOMETRIC:
         k = sympy.Dummy("k", integer=True, nonnegative=True)
-        start, step = int(form["start"]), int(form["step"])
+        start, step = form.start, form.step
         prod = sympy.Product(ratio(start + step * k), (k, 0, (n - start) / step - 1)).doit()
-        return sympy.simplify(rat(form["value"]) * sympy.gammasimp(prod))
+        return sympy.simplify(rat(form.value) * sympy.gammasimp(prod))
     expr = ratio(n)
-    if form.get("base") is not None:
-        expr = expr * rat(form["base"]) ** n
+    if form.base is not None:
+        expr = expr * rat(form.base) ** n
     return expr
-
-
-def _form_json(form: dict[str, Any]) -> dict[str, Any]:
-    if form.get("kind") == "parity":
-        return {
-            "kind": "parity",
-            "even": _form_json(form["even"]),
-            "odd": _form_json(form["odd"]),
-        }
-    out: dict[str, Any] = {"kind": form["kind"]}
-    if form["kind"] == "hypergeometric":
-        out.update(start=form["start"], step=form["step"], value=_q(form["value"]))
-    out["num"] = [_q(c) for c in form["num"]]
-    out["den"] = [_q(c) for c in form["den"]]
-    if form.get("base") is not None:
-        out["base"] = _q(form["base"])
-    return out
-
-
-def _q(x: Fraction) -> str:
-    x = Fraction(x)
-    return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -413,9 +423,7 @@ def _is_zero(text: str) -> bool:
     return Decimal(mant) == 0
 
 
-def bracket_sequence(
-    encl: dict[int, tuple[str, str] | None], exp_allowed: bool = True
-) -> dict[str, Any]:
+def bracket_sequence(encl: dict[int, tuple[str, str] | None], exp_allowed: bool = True) -> Bracket:
     """The bracket c1·n^b·e^(−a n) ≤ v(n) ≤ c2·n^b·e^(−a n) over the n with two-sided
     positive enclosures; ``rests_on`` lists those enclosures (the bracket's only evidence)."""
 
@@ -423,24 +431,25 @@ def bracket_sequence(
     # every quantity bracketed here is ≥ 0, so a negative lower end says no more than 0
     encl = {n: _nonnegative(e) for n, e in encl.items()}
     pts = {n: e for n, e in sorted(encl.items()) if e is not None}
-    zeros = [n for n, (lo, hi) in pts.items() if _is_zero(hi)]
+    zeros = tuple(n for n, (lo, hi) in pts.items() if _is_zero(hi))
     usable = {n: e for n, e in pts.items() if not _is_zero(e[1])}
-    base: dict[str, Any] = {"kind": "bracket"}
-    if zeros:
-        base["exactly_zero_at"] = zeros
-    open_at = sorted(n for n, e in encl.items() if e is None)
-    if open_at:
-        base["open_at"] = open_at
+    open_at = tuple(sorted(n for n, e in encl.items() if e is None))
     if len(usable) < 2:
-        return {
-            **base,
-            "shape": None,
-            "reason": "fewer than two lengths with a positive enclosure",
-        }
+        return Bracket(
+            None,
+            reason="fewer than two lengths with a positive enclosure",
+            exactly_zero_at=zeros,
+            open_at=open_at,
+        )
 
     if any(decimal_is_huge(t) for e in usable.values() for t in e):
         # e.g. e^(-2^40) at a tiny τ: exact endpoints would need 10^12-bit rationals
-        return {**base, "shape": None, "reason": "enclosures beyond the exact range (tiny τ)"}
+        return Bracket(
+            None,
+            reason="enclosures beyond the exact range (tiny τ)",
+            exactly_zero_at=zeros,
+            open_at=open_at,
+        )
     old = ctx.prec
     ctx.prec = _PREC
     try:
@@ -488,19 +497,17 @@ def bracket_sequence(
         c1_lo = max(c1_lo, Fraction(0))
     finally:
         ctx.prec = old
-    shape = _shape_text(a, b)
-    return {
-        **base,
-        "shape": shape,
-        "a": _q(a),
-        "b": _q(b),
-        "c_lower": decimal_down(c1_lo, 6),
-        "c_upper": decimal_up(c2_hi, 6),
-        "on": ns,
-        "rests_on": {str(n): {"lower": usable[n][0], "upper": usable[n][1]} for n in ns},
-        "note": "holds at every listed n (certified); a description of the data, not a proof "
-        "about larger n",
-    }
+    return Bracket(
+        _shape_text(a, b),
+        a=a,
+        b=b,
+        c_lower=c1_lo,
+        c_upper=c2_hi,
+        on=tuple(ns),
+        rests_on=tuple((n, usable[n][0], usable[n][1]) for n in ns),
+        exactly_zero_at=zeros,
+        open_at=open_at,
+    )
 
 
 def _scaled(x: Any) -> int:
@@ -527,9 +534,15 @@ def _best_a(spread: Any, jb: int) -> int:
 def _shape_text(a: Fraction, b: Fraction) -> str:
     parts = []
     if b != 0:
-        parts.append(f"n^({_q(b)})" if b.denominator != 1 or b < 0 else f"n^{_q(b)}")
+        parts.append(
+            f"n^({fraction_text(b)})" if b.denominator != 1 or b < 0 else f"n^{fraction_text(b)}"
+        )
     if a != 0:
-        parts.append(f"exp(-({_q(a)})*n)" if a.denominator != 1 or a < 0 else f"exp(-{_q(a)}*n)")
+        parts.append(
+            f"exp(-({fraction_text(a)})*n)"
+            if a.denominator != 1 or a < 0
+            else f"exp(-{fraction_text(a)}*n)"
+        )
     return "*".join(parts) or "1"
 
 
@@ -538,38 +551,43 @@ def _shape_text(a: Fraction, b: Fraction) -> str:
 
 
 def closed_forms(lengths: Sequence[LengthValues]) -> dict[str, Any]:
-    """The ``closed_forms`` object of a result, from the lengths present.
+    """The written ``closed_forms`` object of :func:`fit_closed_forms`."""
+    return fit_closed_forms(lengths).to_json()
+
+
+def fit_closed_forms(lengths: Sequence[LengthValues]) -> ClosedForms:
+    """The ``closed_forms`` of a result, from the lengths present.
 
     ``lengths``: :meth:`LengthValues.of` a check's records (exact values as computed), or
     :meth:`LengthValues.from_row` of a result file's entries.
     """
     rows = sorted(lengths, key=lambda r: r.n)
-    out: dict[str, Any] = {}
+    out: list[tuple[str, ClosedFormRecord]] = []
     for key in EXACT_QUANTITIES:
         if not any(key in r.exact for r in rows):
             continue
-        if key != "gamma" and all(r.exact.get(key) is None for r in rows):
+        if key != GAMMA and all(r.exact.get(key) is None for r in rows):
             continue
-        out[key] = fit_sequence({r.n: r.exact.get(key) for r in rows})
+        out.append((key, fit_record({r.n: r.exact.get(key) for r in rows})))
     # certified: per-layer errors, τ_thm, τ*
     layer_ids = sorted({li for r in rows for li in r.layers})
     for li in layer_ids:
         encl = {r.n: r.errors[li] for r in rows if li in r.errors}
         if encl:
-            out[f"error_layer_{li}"] = _certified(encl)
+            out.append((f"error_layer_{li}", _certified(encl)))
     thm = {r.n: r.tau_theorem for r in rows if r.tau_theorem is not None}
     if thm:
-        out["tau_theorem"] = bracket_sequence(thm)  # type: ignore[arg-type]
+        out.append((TAU_THM, bracket_sequence(thm)))  # type: ignore[arg-type]
     star: dict[str, dict[int, tuple[str, str] | None]] = {}
     for r in rows:
         for key, ends in r.tau_star.items():
             star.setdefault(key, {})[r.n] = ends
     for key, encl in star.items():
-        out[key] = bracket_sequence(encl)
-    return out
+        out.append((key, bracket_sequence(encl)))
+    return ClosedForms(tuple(out))
 
 
-def _certified(encl: dict[int, tuple[str, str]]) -> dict[str, Any]:
+def _certified(encl: dict[int, tuple[str, str]]) -> ClosedFormRecord:
     """Point enclosures (lower = upper, e.g. an exact 0) are exact data: fit them; else bracket."""
 
     if not all(_finite(e) for e in encl.values()):
@@ -579,8 +597,8 @@ def _certified(encl: dict[int, tuple[str, str]]) -> dict[str, Any]:
     if all(Decimal(lo) == Decimal(hi) for lo, hi in encl.values()):
         vals = {n: Fraction(Decimal(lo)) for n, (lo, _) in encl.items()}
         if len(vals) >= 1 + MIN_VERIFY or all(v == 0 for v in vals.values()):
-            rec = fit_sequence(vals)
-            if rec.get("expression") is not None:
+            rec = fit_record(vals)
+            if rec.found:
                 return rec
     return bracket_sequence(encl)
 
@@ -589,14 +607,14 @@ def _certified(encl: dict[int, tuple[str, str]]) -> dict[str, Any]:
 # terminal summary
 
 _NAMES = {
-    "gamma": "γ(n)",
-    "x_max": "x_max(n)",
-    "min_margin": "μ(n)",
-    "accepted": "accepted(n)",
-    "tau_theorem": "τ_thm(n)",
-    "tau_star": "τ*(n)",
-    "tau_star_decisions": "τ*_dec(n)",
-    "tau_star_invariant": "τ*_inv(n)",
+    GAMMA: "γ(n)",
+    X_MAX: "x_max(n)",
+    MIN_MARGIN: "μ(n)",
+    ACCEPTED: "accepted(n)",
+    TAU_THM: "τ_thm(n)",
+    TAU_STAR: "τ*(n)",
+    TAU_STAR_DEC: "τ*_dec(n)",
+    TAU_STAR_INV: "τ*_inv(n)",
 }
 
 
@@ -610,25 +628,26 @@ def _runs(ns: Sequence[int]) -> str:
 def summary_lines(cf: dict[str, Any]) -> list[str]:
     """One line per quantity for the terminal: verified closed forms, then brackets."""
     lines = []
-    for key, rec in cf.items():
+    for key, rec in closed_form_records(cf).items():
         name = _NAMES.get(key) or (
             f"ε L{key.removeprefix('error_layer_')}" if key.startswith("error_layer_") else key
         )
-        if rec.get("kind") == "bracket":
-            if rec.get("shape") is None:
+        if rec.is_bracket:
+            if rec.shape is None:
                 continue
             lines.append(
-                f"  {name} ∈ [{rec['c_lower']}, {rec['c_upper']}]·{rec['shape']} "
-                f"at n = {_runs(rec['on'])} (certified bracket of the data, not a proof)"
+                f"  {name} ∈ [{rec.c_lower}, {rec.c_upper}]·{rec.shape} "
+                f"at n = {_runs(rec.on)} (certified bracket of the data, not a proof)"
             )
-        elif rec.get("expression") is not None:
-            extra = f", from n = {rec['valid_from']}" if rec.get("valid_from") else ""
+        elif rec.expression is not None:
+            extra = f", from n = {rec.valid_from}" if rec.valid_from else ""
             lines.append(
-                f"  {name} = {rec['expression']}   (fitted n = {_runs(rec['fitted_on'])}, "
-                f"verified exactly n = {_runs(rec['verified_on'])}{extra})"
+                f"  {name} = {rec.expression}   (fitted n = {_runs(rec.fitted_on)}, "
+                f"verified exactly n = {_runs(rec.verified_on)}{extra})"
             )
         else:
-            lines.append(f"  {name}: {rec.get('reason')} (n = {_runs(rec.get('lengths', []))})")
+            reason = None if rec.reason is ABSENT else rec.reason
+            lines.append(f"  {name}: {reason} (n = {_runs(rec.lengths)})")
     if lines:
         lines.insert(0, "closed forms (conjectured on the smallest n, verified on the rest):")
     return lines

@@ -29,7 +29,7 @@ from exactattn import bounds as B
 from exactattn.bounds.compare import layer_constants, readout_constant
 from exactattn.core.errors import ModelError, UsageError
 from exactattn.core.numbers import arb_endpoints, arb_upper_str, to_arb
-from exactattn.engine.temperature import Temperatures, parse_tau
+from exactattn.engine.temperature import Temperatures
 from exactattn.model import AttentionLayer, Model, ValueOutput
 from exactattn.model.claimed import (
     CLAIM_MEANING,
@@ -55,6 +55,7 @@ from exactattn.results.certificate import (
     ProofStep,
     TauGrid,
 )
+from exactattn.results.settings import TauChoice
 
 __all__ = ["CERT_FORMAT", "Prepared", "certificate", "certify_length", "certify_range"]
 PREC = 128  # bits of the balls; every reported bound is an outward-rounded upper end
@@ -141,7 +142,7 @@ def _u(x: arb) -> str:
 def certify_length(
     prep: Prepared,
     n: int,
-    tau: str | None = None,
+    tau: TauChoice | str | None = None,
     brief: Literal[False] = False,
     tau_ball: arb | None = None,
 ) -> LengthCertificate: ...
@@ -149,7 +150,11 @@ def certify_length(
 
 @overload
 def certify_length(
-    prep: Prepared, n: int, tau: str | None, brief: Literal[True], tau_ball: arb | None = None
+    prep: Prepared,
+    n: int,
+    tau: TauChoice | str | None,
+    brief: Literal[True],
+    tau_ball: arb | None = None,
 ) -> LengthVerdict: ...
 
 
@@ -157,7 +162,7 @@ def certify_length(
 def certify_length(
     prep: Prepared,
     n: int,
-    tau: str | None = None,
+    tau: TauChoice | str | None = None,
     *,
     brief: Literal[True],
     tau_ball: arb | None = None,
@@ -167,17 +172,19 @@ def certify_length(
 def certify_length(
     prep: Prepared,
     n: int,
-    tau: str | None = None,
+    tau: TauChoice | str | None = None,
     brief: bool = False,
     tau_ball: arb | None = None,
 ) -> LengthCertificate | LengthVerdict:
     """The certificate for every input of length n (a ``LengthCertificate`` record).
 
-    ``tau``: None (the model's temperatures), "theorem" (the lower end of τ_thm(n)) or an
-    expression in n; ``tau_ball`` (internal): one ball for every head, overriding ``tau``.
+    ``tau``: a :class:`~exactattn.results.settings.TauChoice` or its text: None (the model's
+    temperatures), "theorem" (the lower end of τ_thm(n)) or an expression in n;
+    ``tau_ball`` (internal): one ball for every head, overriding ``tau``.
     ``brief``: only what ``--range`` and the τ grid need (a ``LengthVerdict``).
     """
 
+    choice = TauChoice.of(tau)
     model, cl = prep.model, prep.claims
     if n < cl.from_n:
         raise UsageError(f"the claims hold for n >= {cl.from_n} (claims.from_n), not n = {n}")
@@ -210,7 +217,7 @@ def certify_length(
         es = Fraction(1, 2) if mu is None or mu <= 0 or C == 0 else min(mu / C, Fraction(1)) / 2
         tau_thm = (
             (B.tau_theorem(L, prep.K, X, gamma, m, es) if L else arb(1))  # no layer: soft = hard
-            if tau == "theorem" or not brief
+            if choice.is_theorem or not brief
             else None
         )
         if tau_ball is not None:
@@ -219,7 +226,7 @@ def certify_length(
                 for layer in model.layers
             ]
             tau_text = arb_upper_str(tau_ball)
-        elif tau == "theorem":
+        elif choice.is_theorem:
             assert tau_thm is not None
             t_low = arb_endpoints(tau_thm)[0]
             taus = [  # the exact lower end for every head (no detour through text)
@@ -230,8 +237,8 @@ def certify_length(
             ]
             tau_text = f"theorem (τ_thm({n}) lower end, {arb_upper_str(to_arb(t_low))})"
         else:
-            taus = _taus(model, parse_tau(tau), n)
-            tau_text = tau if tau is not None else model.temperature.text
+            taus = _taus(model, choice.expr, n)
+            tau_text = choice.record_text() or model.temperature.text
         # Theorem 3(b) per layer, Theorem 4(iii): ε_ℓ ≤ E_ℓ for every input of length n
         eps: arb = arb(0)
         chain = []
@@ -300,7 +307,7 @@ def certify_length(
             verdict,
             grid_tau(prep, n, t_lo) if not isinstance(out, ValueOutput) else None,
             tau_text,
-            q_text(t_low, False) if tau == "theorem" else tau,
+            q_text(t_low, False) if choice.is_theorem else choice.record_text(),
             tuple(None if row is None else tuple(row) for row in taus),
             ClaimsAtN(gamma, x0, mu),
             Constants(L, T, m, prep.K, X, prep.C, es, tuple(x_in[:-1])),
@@ -426,13 +433,13 @@ def proof_chain(prep: Prepared, checked_to: int | None) -> tuple[ProofStep, ...]
 def certificate(
     model: Model,
     n: int,
-    tau: str | None = None,
+    tau: TauChoice | str | None = None,
     checked_to: int | None = None,
     model_path: str | None = None,
 ) -> Certificate:
     """The whole ``exactattn-certificate/1`` record for one length."""
     prep = Prepared.of(model)
-    body = certify_length(prep, n, tau)
+    body = certify_length(prep, n, TauChoice.of(tau))
     assert isinstance(body, LengthCertificate)
     cl = prep.claims
     return Certificate(
@@ -447,14 +454,19 @@ def certificate(
 
 
 def range_certificate(
-    model: Model, lo: int, hi: int, tau: str | None = None, checked_to: int | None = None
+    model: Model,
+    lo: int,
+    hi: int,
+    tau: TauChoice | str | None = None,
+    checked_to: int | None = None,
 ) -> CertificateRange:
     """Every n in [lo, hi], each evaluated (no monotonicity is assumed): the first failure."""
     prep = Prepared.of(model)
+    choice = TauChoice.of(tau)  # parsed once, not per length
     first_fail = None
     count = 0
     for n in range(lo, hi + 1):
-        r = certify_length(prep, n, tau, brief=True)
+        r = certify_length(prep, n, choice, brief=True)
         assert isinstance(r, LengthVerdict)
         count += 1
         if not r.certified:
@@ -464,7 +476,7 @@ def range_certificate(
         model.name,
         lo,
         hi,
-        tau if tau is not None else model.temperature.text,
+        choice.record_text() or model.temperature.text,
         count,
         first_fail,
         prep.claims.to_json(),
@@ -474,7 +486,11 @@ def range_certificate(
 
 
 def certify_range(
-    model: Model, lo: int, hi: int, tau: str | None = None, checked_to: int | None = None
+    model: Model,
+    lo: int,
+    hi: int,
+    tau: TauChoice | str | None = None,
+    checked_to: int | None = None,
 ) -> dict[str, Any]:
     """:func:`range_certificate` as its JSON document (report/claims.py stores it; the lead
     drops this once that module takes the record)."""

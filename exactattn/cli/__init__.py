@@ -488,7 +488,7 @@ def gap_lines(view: ResultView) -> list[str]:
         g = r.compiler_gap
         if g is None:
             continue
-        verdict = "holds" if g.holds else f"VIOLATED ({g.violations})"
+        verdict = "holds" if g.holds else f"VIOLATED ({len(g.violations)})"
         out.append(
             f"n = {r.n}: measured γ(n) = {g.measured or '∞'} ≥ compiler bound "
             f"{g.expression} = {g.bound or '∞'}: {verdict}"

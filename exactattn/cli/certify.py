@@ -34,6 +34,7 @@ from exactattn.results.certificate import (
     up_text,
 )
 from exactattn.results.claims import length_entries, result_model
+from exactattn.results.settings import TauChoice
 
 console = Console(soft_wrap=True, highlight=False, markup=False)  # user text: no markup
 MAX_N = 10**12
@@ -192,18 +193,20 @@ def certify_cmd(
     model = load_model(model_path)
 
     _need_claims(model)
+    choice = TauChoice.parse(tau)  # --tau, parsed once: a bad expression is exit 2 here
     source = Path(checked) if checked else known_result(model_path, model)
     k = checked_to(source, model) if source is not None else None
     if n is not None:
         where = _rel(source) if source is not None and k is not None else None
-        c = certificate(model, n, tau, checked_to=k, model_path=model_path).with_checked_in(where)
+        c = certificate(model, n, choice, checked_to=k, model_path=model_path)
+        c = c.with_checked_in(where)
         if json_out:
             write_json_atomic(Path(json_out), c.to_json())
         print_certificate(c)
         sys.exit(0 if c.certified else 1)
     lo, hi = _range(rng or "")
     t0 = time.monotonic()
-    r = range_certificate(model, lo, hi, tau, checked_to=k)
+    r = range_certificate(model, lo, hi, choice, checked_to=k)
     seconds = round(time.monotonic() - t0, 1)
     where = _rel(source) if source is not None and k is not None else None
     r = replace(r, run=RangeRun(seconds, k, where))

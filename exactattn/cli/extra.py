@@ -19,7 +19,6 @@ from rich.table import Table
 from exactattn.cli.common import _exact_cell, _restore, _snapshot
 from exactattn.core.errors import ExactAttnError
 from exactattn.core.jsonio import write_json_atomic
-from exactattn.engine.temperature import parse_tau
 from exactattn.inputs import words_of_length
 from exactattn.inputs.families import families_for
 from exactattn.inputs.work import job_too_large
@@ -31,6 +30,7 @@ from exactattn.results.precision import (
     PrecisionSettings,
     runs_of,
 )
+from exactattn.results.settings import TauChoice
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
@@ -56,11 +56,11 @@ def _parse_ns(ns: tuple[int, ...], pow2: str | None) -> list[int]:
     return sorted(set(out))
 
 
-def _taus(taus: tuple[str, ...]) -> list[tuple[str, Any]]:
-
+def _taus(taus: tuple[str, ...]) -> list[tuple[str, TauChoice]]:
+    """Each ``--tau`` with its label, parsed once ("model": the model's; no theorem mode)."""
     if not taus:
-        return [("model", None)]
-    return [(t, None if t == "model" else parse_tau(t)) for t in taus]
+        return [("model", TauChoice.model())]
+    return [(t, TauChoice.model() if t == "model" else TauChoice.parse(t, False)) for t in taus]
 
 
 def precision_json(model: Any, runs: list[Any], settings: PrecisionSettings) -> dict[str, Any]:
@@ -364,7 +364,7 @@ def search_cmd(
     if beam < 1:
         raise click.UsageError("--beam must be at least 1 (the number of inputs kept per step)")
     _check_n(n, "--n")
-    res = run_search(model, n, objective, budget, seed, beam, parse_tau(tau))
+    res = run_search(model, n, objective, budget, seed, beam, TauChoice.parse(tau, False))
     if json_out:
         write_json_atomic(Path(json_out), res.to_json())
     w = res.witness

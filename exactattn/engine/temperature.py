@@ -11,9 +11,9 @@ from fractions import Fraction
 
 from flint import arb, ctx
 
-from exactattn.core.errors import ModelError, UsageError
+from exactattn.core.errors import ModelError
 from exactattn.model import AttentionLayer, Model
-from exactattn.model.expr import Expr, ExprError, LimitError, UndecidedError, parse_expression
+from exactattn.model.expr import Expr, ExprError, LimitError, UndecidedError
 from exactattn.results.settings import TauChoice
 
 BASE_PREC = 96
@@ -26,13 +26,9 @@ usual cheap path (tests/test_tiny_tau.py)."""
 
 
 def parse_tau(text: str | None) -> Expr | None:
-    """A --tau override: an expression in n (``None`` keeps the model's)."""
-    if text is None:
-        return None
-    try:
-        return parse_expression(text, ("n",), transcendental=True)
-    except ExprError as exc:
-        raise UsageError(f"--tau: bad expression '{text}': {exc}") from None
+    """A --tau override: an expression in n (``None`` keeps the model's; no "theorem" word:
+    :meth:`TauChoice.parse` with ``theorem=False``, for commands that take an expression)."""
+    return TauChoice.parse(text, theorem=False).expr
 
 
 class Temperatures:

@@ -25,7 +25,7 @@ from exactattn.results.bounds import (
     TauStarRecord,
     tau_star_brackets,
 )
-from exactattn.results.extensions import CompilerGap
+from exactattn.results.claims import GapBoundEntry
 from exactattn.results.sequences import GAMMA, ClosedForm, LengthValues, closed_form_records
 from exactattn.results.settings import CheckSettings
 from exactattn.results.views import (
@@ -141,7 +141,7 @@ class ReportData:
         lb = None if b is None else b.layer(index)
         return None if lb is None else LayerBoundView(lb)
 
-    def compiler_gap_rows(self) -> list[tuple[int, CompilerGap]]:
+    def compiler_gap_rows(self) -> list[tuple[int, GapBoundEntry]]:
         """(n, compiler gap bound) of the lengths that have one (compiled RASP models)."""
         return [(r.n, r.compiler_gap) for r in self.rows if r.compiler_gap is not None]
 

@@ -242,7 +242,7 @@ def compiler_gap(data: ReportData) -> Table | None:
         status: Cell = (
             Text("holds")
             if g.holds
-            else rich(Lit("**violated**", r"\textbf{violated}"), f" ({g.violations})")
+            else rich(Lit("**violated**", r"\textbf{violated}"), f" ({len(g.violations)})")
         )
         t.rows.append([Text(str(n)), Code(g.measured or "∞"), Code(g.bound or "∞"), status])
     return t

@@ -30,6 +30,7 @@ from exactattn.core.numbers import (
 )
 from exactattn.model import AttentionLayer, Model
 from exactattn.results.bounds import BoundsRecord, TauStarRecord
+from exactattn.results.closedforms import ClosedForms
 from exactattn.results.settings import CheckSettings
 from exactattn.results.views import decisions
 
@@ -709,11 +710,11 @@ def result_json(
     verdict: Verdict,
     interrupted: bool,
     lengths: Sequence[LengthRecord],
-    closed_forms: dict[str, Any],
+    closed_forms: ClosedForms,
 ) -> dict[str, Any]:
     """A whole check in format ``exactattn-result/1``: the model's description, the
     settings, the verdict and every length (``closed_forms`` as fitted by
-    :func:`exactattn.bounds.closedforms.closed_forms`)."""
+    :func:`exactattn.bounds.closedforms.fit_closed_forms`)."""
     info_layers: list[dict[str, Any]] = []
     for li, layer in enumerate(model.layers):
         if isinstance(layer, AttentionLayer):
@@ -738,7 +739,7 @@ def result_json(
         "verdict": verdict.to_json(),
         "interrupted": interrupted,
         "lengths": [r.to_json() for r in lengths],
-        "closed_forms": closed_forms,
+        "closed_forms": closed_forms.to_json(),
     }
 
 

@@ -176,17 +176,22 @@ class GapViolation:
 
 @dataclass(frozen=True)
 class GapBoundEntry:
-    """The ``compiler_gap_bound`` entry of one length (a compiled RASP program)."""
+    """The ``compiler_gap_bound`` entry of one length (a compiled RASP program).
 
-    expression: str
+    Built by :func:`gap_bound_entry` (exact values), read back strictly by :meth:`from_json`
+    (``certify --checked``) and tolerantly by :meth:`read` (reports and the terminal: the
+    written texts, ``stated_holds`` as the file says)."""
+
+    expression: str | None
     bound: Fraction | str | None
     measured: Fraction | str | None
     violations: tuple[GapViolation, ...]
     heads: tuple[HeadGapBound, ...]
+    stated_holds: bool | None = None  # None: computed from the violations
 
     @property
     def holds(self) -> bool:
-        return not self.violations
+        return not self.violations if self.stated_holds is None else self.stated_holds
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -208,6 +213,47 @@ class GapBoundEntry:
             HeadGapBound(h["layer"], h["head"], h["bound"], h["measured"]) for h in d["heads"]
         )
         return GapBoundEntry(d["expression"], d["bound"], d["measured"], vs, heads)
+
+    @staticmethod
+    def read(d: Any) -> GapBoundEntry | None:
+        """A result file's entry for a report, from any JSON without an exception: None when
+        it is not a non-empty object; values are the written texts (a falsy value reads as
+        None: ∞), malformed violations and heads read as absent parts."""
+        if not isinstance(d, dict) or not d:
+            return None
+        e = d.get("expression")
+        vs = d.get("violations")
+        hs = d.get("heads")
+        return GapBoundEntry(
+            None if e is None else str(e),
+            _gap_text(d.get("bound")),
+            _gap_text(d.get("measured")),
+            tuple(_read_violation(v) for v in vs) if isinstance(vs, list) else (),
+            tuple(
+                HeadGapBound(
+                    h["layer"], h["head"], _gap_text(h.get("bound")), _gap_text(h.get("measured"))
+                )
+                for h in (hs if isinstance(hs, list) else [])
+                if isinstance(h, dict)
+                and isinstance(h.get("layer"), int)
+                and isinstance(h.get("head"), int)
+            ),
+            bool(d.get("holds")),
+        )
+
+
+def _gap_text(x: Any) -> str | None:
+    return str(x) if x else None
+
+
+def _read_violation(v: Any) -> GapViolation:
+    """A written violation, tolerantly (the count is what reports show)."""
+    if not isinstance(v, dict):
+        return GapViolation(None, None, None)
+    h = v.get("head")
+    ok = isinstance(h, list) and len(h) == 2 and all(isinstance(x, int) for x in h)
+    head = (h[0], h[1]) if ok else None
+    return GapViolation(head, _gap_text(v.get("bound")), _gap_text(v.get("measured")))
 
 
 def gap_bound_entry(model: Any, rec: Any) -> GapBoundEntry | None:

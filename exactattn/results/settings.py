@@ -49,11 +49,13 @@ class TauChoice:
         return TauChoice("theorem")
 
     @staticmethod
-    def parse(text: str | None) -> TauChoice:
-        """The ``--tau`` text: ``None`` (the model's), ``"theorem"``, or an expression in n."""
+    def parse(text: str | None, theorem: bool = True) -> TauChoice:
+        """The ``--tau`` text: ``None`` (the model's), ``"theorem"``, or an expression in n
+        (``theorem`` False: commands without a theorem mode read the word as an expression,
+        which it is not)."""
         if text is None:
             return TauChoice.model()
-        if text == THEOREM:
+        if theorem and text == THEOREM:
             return TauChoice.theorem()
         try:
             return TauChoice.override(parse_expression(text, ("n",), transcendental=True))
@@ -72,6 +74,16 @@ class TauChoice:
     @property
     def is_theorem(self) -> bool:
         return self.kind == "theorem"
+
+    @staticmethod
+    def override_expr(tau: TauChoice | Expr | None, command: str) -> Expr | None:
+        """The expression an engine runs at, for a command without a theorem mode (None: the
+        model's temperatures); a theorem choice is refused, never run at the model's."""
+        if not isinstance(tau, TauChoice):
+            return tau
+        if tau.is_theorem:
+            raise UsageError(f"{command} has no --tau theorem mode; give an expression in n")
+        return tau.expr
 
     def at_theorem_value(self, value: Fraction) -> TauChoice:
         """The theorem's choice at one length: the exact constant ``value`` for every head."""

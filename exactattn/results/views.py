@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from exactattn.results.bounds import BoundsRecord, TauStarRecord
-from exactattn.results.extensions import CompilerGap, compiler_gap
+from exactattn.results.claims import GapBoundEntry
+from exactattn.results.extensions import compiler_gap
 from exactattn.results.settings import CheckSettings
 
 
@@ -150,7 +151,7 @@ class LengthView:
     gamma_witness: GammaWitness | None
     bounds: BoundsRecord | None
     tau_star: TauStarRecord | None
-    compiler_gap: CompilerGap | None
+    compiler_gap: GapBoundEntry | None
     entry: dict[str, Any]  # the entry as read (closed forms of files without them)
     tie_positions: int | None = None  # output positions where the hard meaning ties
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from exactattn.bounds.closedforms import closed_forms
+from exactattn.bounds.closedforms import fit_closed_forms
 from exactattn.bounds.compare import bounds_for_length, dyadic_lower, tau_theorem_value
 from exactattn.bounds.tau_search import search_tau
 from exactattn.certificate.verify import verify_claims
@@ -95,7 +95,7 @@ class CheckResult:
             self.verdict(),
             self.interrupted,
             self.lengths,
-            closed_forms([LengthValues.of(r) for r in self.lengths]),
+            fit_closed_forms([LengthValues.of(r) for r in self.lengths]),
         )
 
 

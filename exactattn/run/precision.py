@@ -92,6 +92,7 @@ from exactattn.results.precision import (  # noqa: F401  (PRECISION_FORMAT re-ex
     SoftCounts,
     plain_output,
 )
+from exactattn.results.settings import TauChoice
 
 
 def backend_version(backend: str) -> str:
@@ -387,7 +388,7 @@ def _long_word(
     for (d, tl), acc in runs.items():
         if acc.stopped:
             continue
-        texpr = next(t[1] for t in taus if t[0] == tl)
+        texpr = TauChoice.override_expr(next(t[1] for t in taus if t[0] == tl), "precision")
         if certified and tl not in soft:
             t0 = _t.time()
             soft[tl] = certify_long(cm, lh, texpr)
@@ -507,7 +508,8 @@ def sweep_words(
                 hard_out = hy_all.values.to_fractions()
                 hard_y = [None] * len(chunk)
             final = hb.activations[-1]
-            for tl, texpr in taus:
+            for tl, choice in taus:
+                texpr = TauChoice.override_expr(choice, "precision")
                 soft_deltas: list[Any] = [None] * len(chunk)
                 if certified:
                     temps = Temperatures(model, texpr)

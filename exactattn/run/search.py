@@ -29,6 +29,7 @@ from exactattn.engine.temperature import Temperatures
 from exactattn.inputs.families import families_for
 from exactattn.model import Model
 from exactattn.results.search import SEARCH_FORMAT, SearchResult, SearchValue, SearchWitness
+from exactattn.results.settings import TauChoice
 
 __all__ = ["OBJECTIVES", "SEARCH_FORMAT", "Scored", "SearchResult", "run_search"]
 OBJECTIVES = ("margin", "error", "gamma")
@@ -131,7 +132,9 @@ def run_search(
     tau: Any = None,
     progress: Callable[[int, Scored], None] | None = None,
 ) -> SearchResult:
-    """Local/beam search; returns the exactattn-search/1 record."""
+    """Local/beam search; returns the exactattn-search/1 record (``tau``: a
+    :class:`~exactattn.results.settings.TauChoice` without theorem mode, or an expression)."""
+    tau = TauChoice.override_expr(tau, "search")
     if objective not in OBJECTIVES:
         raise UsageError(f"--objective must be one of {', '.join(OBJECTIVES)}")
     model.check_length(n)

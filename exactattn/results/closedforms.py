@@ -1,0 +1,194 @@
+"""The records of a result's ``closed_forms``, as fitted: exact until the writer.
+
+:mod:`exactattn.bounds.closedforms` conjectures and verifies the forms; it builds these
+records, and only their ``to_json`` spells the keys. A structured :class:`Form` keeps its
+coefficients as Fractions, a :class:`Bracket` its certified constants as exact rationals
+(rounded outward to six digits by the writer). Reports read written records back through
+:class:`exactattn.results.sequences.ClosedForm`, which tolerates any file; :meth:`Form.from_json`
+reads a written structured form for evaluation (a bad form raises ``KeyError``,
+``TypeError`` or ``ValueError``, which the report catches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from exactattn.core.numbers import decimal_down, decimal_up
+
+BRACKET_NOTE = (
+    "holds at every listed n (certified); a description of the data, not a proof about larger n"
+)
+"""The ``note`` every bracket carries."""
+
+PARITY, HYPERGEOMETRIC, RATIONAL, POWER = "parity", "hypergeometric", "rational", "power"
+"""The kinds of a structured form."""
+
+
+def fraction_text(x: Fraction | int) -> str:
+    """An exact rational as written: ``"3"`` or ``"3/4"``."""
+    x = Fraction(x)
+    return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
+
+
+@dataclass(frozen=True)
+class Form:
+    """A structured closed form, evaluated exactly without parsing anything.
+
+    ``rational``: num(n)/den(n) (coefficients in ascending powers of n); ``power``: the same
+    times ``base``^n; ``hypergeometric``: y(``start``) = ``value`` and y(n + ``step``) =
+    num(n)/den(n)·y(n); ``parity``: the form ``even`` at even n, ``odd`` at odd n (None: no
+    value there)."""
+
+    kind: str
+    num: tuple[Fraction, ...] = ()
+    den: tuple[Fraction, ...] = ()
+    base: Fraction | None = None
+    start: int = 0
+    step: int = 1
+    value: Fraction = Fraction(0)
+    even: Form | None = None
+    odd: Form | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.kind == PARITY:
+            return {
+                "kind": PARITY,
+                "even": None if self.even is None else self.even.to_json(),
+                "odd": None if self.odd is None else self.odd.to_json(),
+            }
+        out: dict[str, Any] = {"kind": self.kind}
+        if self.kind == HYPERGEOMETRIC:
+            out.update(start=self.start, step=self.step, value=fraction_text(self.value))
+        out["num"] = [fraction_text(c) for c in self.num]
+        out["den"] = [fraction_text(c) for c in self.den]
+        if self.base is not None:
+            out["base"] = fraction_text(self.base)
+        return out
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> Form:
+        """A written form (a result file's; check it with ``results.resultfile`` first)."""
+        if not isinstance(d, Mapping):
+            raise TypeError(f"a structured form is an object, not {type(d).__name__}")
+        kind = d.get("kind")
+        if kind == PARITY:
+            halves = [d.get(h) for h in ("even", "odd")]
+            even, odd = (Form.from_json(h) if h else None for h in halves)
+            return Form(PARITY, even=even, odd=odd)
+        num = tuple(Fraction(c) for c in d["num"])
+        den = tuple(Fraction(c) for c in d["den"])
+        if kind == HYPERGEOMETRIC:
+            return Form(
+                HYPERGEOMETRIC,
+                num,
+                den,
+                start=int(d["start"]),
+                step=int(d["step"]),
+                value=Fraction(d["value"]),
+            )
+        base = d.get("base")
+        return Form(str(kind), num, den, None if base is None else Fraction(base))
+
+
+@dataclass(frozen=True)
+class FitRecord:
+    """One exact sequence's closed form: found (``expression`` and its ``latex``, the
+    ``form``, the lengths it was ``fitted_on`` and ``verified_on``, and ``valid_from`` with
+    the ``exceptions`` before it) or not (``expression`` None, the ``reason``, the
+    ``kinds_tried`` when a search ran, the ``lengths``); ``undefined_at``: lengths without a
+    value (γ = ∞)."""
+
+    expression: str | None
+    latex: str | None = None
+    fitted_on: tuple[int, ...] = ()
+    verified_on: tuple[int, ...] = ()
+    form: Form | None = None
+    valid_from: int | None = None
+    exceptions: tuple[int, ...] = ()
+    reason: str | None = None
+    kinds_tried: tuple[str, ...] | None = None
+    lengths: tuple[int, ...] = ()
+    undefined_at: tuple[int, ...] = ()
+
+    @property
+    def found(self) -> bool:
+        return self.expression is not None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any]
+        if self.expression is not None:
+            assert self.form is not None
+            out = {
+                "expression": self.expression,
+                "latex": self.latex,
+                "fitted_on": list(self.fitted_on),
+                "verified_on": list(self.verified_on),
+                "form": self.form.to_json(),
+            }
+            if self.valid_from is not None:
+                out["valid_from"] = self.valid_from
+                out["exceptions"] = list(self.exceptions)
+        else:
+            out = {"expression": None, "reason": self.reason}
+            if self.kinds_tried is not None:
+                out["kinds_tried"] = list(self.kinds_tried)
+            out["lengths"] = list(self.lengths)
+        if self.undefined_at:
+            out["undefined_at"] = list(self.undefined_at)
+        return out
+
+
+@dataclass(frozen=True)
+class Bracket:
+    """A certified bracket c_lower·n^b·e^(−a n) ≤ v(n) ≤ c_upper·n^b·e^(−a n) at the lengths
+    ``on`` (``shape`` None: no bracket, and the ``reason``). ``c_lower``/``c_upper`` are
+    exact certified rationals (the writer rounds them outward); ``rests_on`` holds the
+    enclosures (n, lower, upper) the bracket rests on, as the result publishes them."""
+
+    shape: str | None
+    reason: str | None = None
+    a: Fraction = Fraction(0)
+    b: Fraction = Fraction(0)
+    c_lower: Fraction = Fraction(0)
+    c_upper: Fraction = Fraction(0)
+    on: tuple[int, ...] = ()
+    rests_on: tuple[tuple[int, str, str], ...] = ()
+    exactly_zero_at: tuple[int, ...] = ()
+    open_at: tuple[int, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": "bracket"}
+        if self.exactly_zero_at:
+            out["exactly_zero_at"] = list(self.exactly_zero_at)
+        if self.open_at:
+            out["open_at"] = list(self.open_at)
+        if self.shape is None:
+            out.update(shape=None, reason=self.reason)
+            return out
+        out.update(
+            shape=self.shape,
+            a=fraction_text(self.a),
+            b=fraction_text(self.b),
+            c_lower=decimal_down(self.c_lower, 6),
+            c_upper=decimal_up(self.c_upper, 6),
+            on=list(self.on),
+            rests_on={str(n): {"lower": lo, "upper": hi} for n, lo, hi in self.rests_on},
+            note=BRACKET_NOTE,
+        )
+        return out
+
+
+ClosedFormRecord = FitRecord | Bracket
+
+
+@dataclass(frozen=True)
+class ClosedForms:
+    """A result's ``closed_forms``: (quantity key, record) in the order written."""
+
+    records: tuple[tuple[str, ClosedFormRecord], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {key: rec.to_json() for key, rec in self.records}
