@@ -29,10 +29,6 @@ import exactattn
 
 PKG = Path(exactattn.__file__).resolve().parent
 
-# Modules still to move into exactattn/results/ (paths relative to the package; a folder ends
-# with "/"). Empty: the closed_forms records moved to results/closedforms.py (issue 21).
-PENDING_H21A: set[str] = set()
-
 # Modules that read or build model dicts (the exactattn/1 model format, owned by model/):
 # they may use model-format keys, and only those.
 MODEL_DICT_MODULES = (
@@ -176,7 +172,7 @@ def test_no_result_key_literals_outside_results() -> None:
     bad: list[str] = []
     for p in _modules(PKG):
         rel = _rel(p)
-        if rel.startswith("results/") or _under(rel, PENDING_H21A):
+        if rel.startswith("results/"):
             continue
         bad += offences(p.read_text(), rel, rkeys, mkeys)
     assert not bad, (
@@ -187,7 +183,7 @@ def test_no_result_key_literals_outside_results() -> None:
 
 def test_exemptions_are_live() -> None:
     """Every pending path exists and every (module, key) exemption still occurs."""
-    for p in PENDING_H21A | set(MODEL_DICT_MODULES):
+    for p in MODEL_DICT_MODULES:
         assert (PKG / p).exists(), p
     for (rel, key), why in OTHER_SHAPE_KEYS.items():
         found = {k for k, _ in _key_literals(ast.parse((PKG / rel).read_text()))}
