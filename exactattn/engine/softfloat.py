@@ -480,7 +480,21 @@ def tau_enclosures(taus: list[list[arb] | None]) -> list[list[tuple[Fraction, Fr
     return [None if row is None else [arb_endpoints(t) for t in row] for row in taus]
 
 
+_INV_TAU: dict[tuple[Fraction, Fraction], MR] = {}
+
+
 def inv_tau(lo: Fraction, hi: Fraction) -> MR:
+    """1/τ for lo ≤ τ ≤ hi as a scalar enclosure (memoised: exact arithmetic on the same
+    temperatures was a fixed cost of every batch and head)."""
+    got = _INV_TAU.get((lo, hi))
+    if got is None:
+        if len(_INV_TAU) > 4096:
+            _INV_TAU.clear()
+        got = _INV_TAU[(lo, hi)] = _inv_tau(lo, hi)
+    return got
+
+
+def _inv_tau(lo: Fraction, hi: Fraction) -> MR:
     """1/τ for lo ≤ τ ≤ hi as a scalar enclosure, from exact arithmetic (lo ≤ 0: infinite)."""
     if lo <= 0:
         return np.float64(0.0), np.float64(np.inf)
@@ -1398,7 +1412,10 @@ def _readout(
     if isinstance(o, ArgmaxOutput):
         P = len(slots)
         labels = np.full((B, P), -1, dtype=np.int64)
-        numo = num.astype(object)
+        # int64 differences are exact below 2^62; else Python integers (same floats either way)
+        small = num.dtype != object and (num.size == 0 or int(np.abs(num).max()) < 2**61)
+        numo = num if small else num.astype(object)
+        off = ~np.eye(nr, dtype=bool)  # the pairs i ≠ j
         for pi, p in enumerate(slots):
             hard = numo[:, pi, :]
             best = hard.max(axis=1)
@@ -1414,16 +1431,16 @@ def _readout(
             allzero = np.ones(B, dtype=bool)
             for x in dmr:
                 allzero &= x[1] == 0
-            dominated = np.zeros((B, nr), dtype=bool)
-            fin = np.ones(B, dtype=bool)
-            for i in range(nr):
-                for j in range(nr):
-                    if i == j:
-                        continue
-                    hd = from_rat(hard[:, j] - hard[:, i], vals.den)
-                    diff = add(hd, sub(dmr[j], dmr[i]))  # s_j − s_i
-                    dominated[:, i] |= diff[0] > diff[1]
-                    fin &= np.isfinite(diff[0]) & np.isfinite(diff[1])
+            # every pair (i, j) at once, [b, i, j]: the same elementwise operations as one
+            # pair at a time, so the same bits
+            dm = np.stack([x[0] for x in dmr], axis=1)
+            dr = np.stack([x[1] for x in dmr], axis=1)
+            hd = from_rat(hard[:, None, :] - hard[:, :, None], vals.den)
+            dd = (dm[:, None, :] - dm[:, :, None], dr[:, None, :] + dr[:, :, None])
+            dd = (dd[0], dd[1] * (1 + WIDEN) + np.abs(dd[0]) * WIDEN)  # sub(dmr[j], dmr[i])
+            diff = add(hd, dd)  # s_j − s_i
+            dominated = ((diff[0] > diff[1]) & off).any(axis=2)
+            fin = ((np.isfinite(diff[0]) & np.isfinite(diff[1])) | ~off).all(axis=(1, 2))
             cand = ~dominated
             one = cand.sum(axis=1) == 1
             lab = np.where(allzero, hard_lab, np.where(one, np.argmax(cand, axis=1), -1))
