@@ -1411,41 +1411,44 @@ def _readout(
     nr = num.shape[2]
     if isinstance(o, ArgmaxOutput):
         P = len(slots)
-        labels = np.full((B, P), -1, dtype=np.int64)
         # int64 differences are exact below 2^62; else Python integers (same floats either way)
         small = num.dtype != object and (num.size == 0 or int(np.abs(num).max()) < 2**61)
         numo = num if small else num.astype(object)
         off = ~np.eye(nr, dtype=bool)  # the pairs i ≠ j
-        for pi, p in enumerate(slots):
-            hard = numo[:, pi, :]
-            best = hard.max(axis=1)
-            is_best = np.array(hard == best[:, None], dtype=bool)
-            uniq = is_best.sum(axis=1) == 1
-            hard_lab = np.where(uniq, np.argmax(is_best, axis=1), -1)
-            dys = _dot_out(delta, fw.out, p)
-            if all(x is None for x in dys):
-                labels[:, pi] = hard_lab
-                continue
-            z = np.zeros(B)
-            dmr = [x if x is not None else (z, z) for x in dys]
-            allzero = np.ones(B, dtype=bool)
+        best = numo.max(axis=2)
+        is_best = np.array(numo == best[:, :, None], dtype=bool)
+        uniq = is_best.sum(axis=2) == 1
+        labels = np.where(uniq, np.argmax(is_best, axis=2), -1).astype(np.int64)  # hard labels
+        # the output rows at every slot at once (elementwise, so the same bits as slot by slot)
+        sel = np.asarray(slots, dtype=np.intp)
+        got = lin({c: (v[0][:, sel], v[1][:, sel]) for c, v in delta.items()}, fw.out)
+        if got:  # else δ reaches no output row: the hard labels
+            z = np.zeros((B, P))
+            dmr = [got.get(r, (z, z)) for r in range(nr)]
+            allzero = np.ones((B, P), dtype=bool)
             for x in dmr:
                 allzero &= x[1] == 0
-            # every pair (i, j) at once, [b, i, j]: the same elementwise operations as one
-            # pair at a time, so the same bits
-            dm = np.stack([x[0] for x in dmr], axis=1)
-            dr = np.stack([x[1] for x in dmr], axis=1)
-            hd = from_rat(hard[:, None, :] - hard[:, :, None], vals.den)
-            dd = (dm[:, None, :] - dm[:, :, None], dr[:, None, :] + dr[:, :, None])
-            dd = (dd[0], dd[1] * (1 + WIDEN) + np.abs(dd[0]) * WIDEN)  # sub(dmr[j], dmr[i])
-            diff = add(hd, dd)  # s_j − s_i
-            dominated = ((diff[0] > diff[1]) & off).any(axis=2)
-            fin = ((np.isfinite(diff[0]) & np.isfinite(diff[1])) | ~off).all(axis=(1, 2))
-            cand = ~dominated
-            one = cand.sum(axis=1) == 1
-            lab = np.where(allzero, hard_lab, np.where(one, np.argmax(cand, axis=1), -1))
-            labels[:, pi] = lab
-            res.settled &= allzero | (one & fin)
+            dm_all = np.stack([x[0] for x in dmr], axis=2)  # (B, P, r)
+            dr_all = np.stack([x[1] for x in dmr], axis=2)
+            # every pair (i, j) of labels at once, [b, p, i, j], over groups of slots that
+            # keep the arrays small: the same elementwise operations as one pair at a time
+            g = max(1, (1 << 20) // max(1, B * nr * nr))
+            for a in range(0, P, g):
+                sl = slice(a, a + g)
+                hard = numo[:, sl]
+                dm, dr = dm_all[:, sl], dr_all[:, sl]
+                hd = from_rat(hard[:, :, None, :] - hard[:, :, :, None], vals.den)
+                dm2 = dm[:, :, None, :] - dm[:, :, :, None]
+                dr2 = (dr[:, :, None, :] + dr[:, :, :, None]) * (1 + WIDEN) + np.abs(dm2) * WIDEN
+                diff = add(hd, (dm2, dr2))  # s_j − s_i = hard + sub(dmr[j], dmr[i])
+                dominated = ((diff[0] > diff[1]) & off).any(axis=3)
+                fin = ((np.isfinite(diff[0]) & np.isfinite(diff[1])) | ~off).all(axis=(2, 3))
+                cand = ~dominated
+                one = cand.sum(axis=2) == 1
+                az = allzero[:, sl]
+                lab = np.where(az, labels[:, sl], np.where(one, np.argmax(cand, axis=2), -1))
+                labels[:, sl] = lab
+                res.settled &= (az | (one & fin)).all(axis=1)
         res.labels = labels
         return
     assert isinstance(o, ValueOutput)
