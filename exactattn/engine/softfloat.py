@@ -1028,6 +1028,7 @@ class FloatBatch:
     within_tol: np.ndarray | None = None  # (B,) bool
     decided: np.ndarray | None = None  # (B,) bool: ε ≤ 1 before the last layer and read-out
     tight: np.ndarray | None = None  # (B, L) bool: the layer's enclosure meets the accuracy
+    tie: np.ndarray | None = None  # (B,) bool: read-out undecided only where the hard one ties
 
     def underflowed(self) -> np.ndarray:
         """(B,) words with an error that underflowed to [0, ≲ TINY] in some layer (tiny τ):
@@ -1163,6 +1164,11 @@ def certify_float(
 
     def cat(name: str) -> np.ndarray | None:
         xs = [getattr(p, name) for p in parts]
+        if name == "tie" and any(x is not None for x in xs):  # a part may not know it
+            xs = [
+                np.zeros(len(p.settled), bool) if x is None else x
+                for p, x in zip(parts, xs, strict=True)
+            ]
         return None if xs[0] is None else np.concatenate(xs)
 
     return FloatBatch(
@@ -1175,6 +1181,7 @@ def certify_float(
         accept=cat("accept"),
         labels=cat("labels"),
         within_tol=cat("within_tol"),
+        tie=cat("tie"),
     )
 
 
@@ -1290,6 +1297,11 @@ def certify_dd(
 def _concat(parts: list[FloatBatch]) -> FloatBatch:
     def cat(name: str) -> np.ndarray | None:
         xs = [getattr(p, name) for p in parts]
+        if name == "tie" and any(x is not None for x in xs):  # a part may not know it
+            xs = [
+                np.zeros(len(p.settled), bool) if x is None else x
+                for p, x in zip(parts, xs, strict=True)
+            ]
         return None if xs[0] is None else np.concatenate(xs)
 
     return FloatBatch(
@@ -1302,6 +1314,7 @@ def _concat(parts: list[FloatBatch]) -> FloatBatch:
         accept=cat("accept"),
         labels=cat("labels"),
         within_tol=cat("within_tol"),
+        tie=cat("tie"),
     )
 
 
@@ -1337,7 +1350,15 @@ def second_tier(
 ) -> FloatBatch:
     """``fb`` with the words ``todo`` recomputed by :func:`certify_dd`: their rows are
     replaced where the second tier decided everything (each row is one tier's enclosures,
-    never a mix); the other words keep the float64 tier's rows."""
+    never a mix); the other words keep the float64 tier's rows.
+
+    Words whose float64 read-out is undecided only where the exact hard read-out ties
+    (``fb.tie``: equal top scores, or exactly the threshold) skip this tier: the soft read-out
+    there is a sign of δ differences that are equal by the same symmetry in the typical case,
+    and no precision decides an exact tie; they go straight to arb. Skipping a tier only
+    moves work to arb, which decides the same results."""
+    if fb.tie is not None:
+        todo = todo & ~fb.tie
     idx = np.flatnonzero(todo)
     if idx.size == 0:
         return fb
@@ -1396,6 +1417,7 @@ def _readout(
         (dy,) = _dot_out(delta, fw.out, slot)
         if dy is None:
             res.accept = cpos
+            res.tie = np.zeros(B, dtype=bool)
             return
         c = from_rat(cnum, cden)
         val = add(c, dy)
@@ -1404,7 +1426,9 @@ def _readout(
         no = -val[0] >= val[1]
         fin = np.isfinite(val[0]) & np.isfinite(val[1])
         res.accept = np.where(exact0, cpos, yes)
-        res.settled &= exact0 | (fin & (yes | no))
+        ok = exact0 | (fin & (yes | no))
+        res.settled &= ok
+        res.tie = ~ok & np.array(cnum == 0, dtype=bool)  # exactly at the threshold
         return
     slots = model.output_positions(n)
     num = vals.num  # (B, P, r)
@@ -1422,6 +1446,8 @@ def _readout(
         # the output rows at every slot at once (elementwise, so the same bits as slot by slot)
         sel = np.asarray(slots, dtype=np.intp)
         got = lin({c: (v[0][:, sel], v[1][:, sel]) for c, v in delta.items()}, fw.out)
+        fail_tie = np.zeros(B, dtype=bool)  # an undecided slot where the hard labels tie
+        fail_other = np.zeros(B, dtype=bool)  # an undecided slot with a unique hard label
         if got:  # else δ reaches no output row: the hard labels
             z = np.zeros((B, P))
             dmr = [got.get(r, (z, z)) for r in range(nr)]
@@ -1448,7 +1474,11 @@ def _readout(
                 az = allzero[:, sl]
                 lab = np.where(az, labels[:, sl], np.where(one, np.argmax(cand, axis=2), -1))
                 labels[:, sl] = lab
-                res.settled &= (az | (one & fin)).all(axis=1)
+                fail = ~(az | (one & fin))
+                res.settled &= ~fail.any(axis=1)
+                fail_tie |= (fail & ~uniq[:, sl]).any(axis=1)
+                fail_other |= (fail & uniq[:, sl]).any(axis=1)
+        res.tie = fail_tie & ~fail_other
         res.labels = labels
         return
     assert isinstance(o, ValueOutput)
