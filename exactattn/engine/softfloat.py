@@ -905,9 +905,20 @@ PreCols = Callable[[int, int], tuple[np.ndarray, np.ndarray, MR]]
 def rat_pre(pre: list[RatArray]) -> PreCols:
     """PreCols of pre-activations stored as RatArrays (one denominator each)."""
 
+    full: dict[int, tuple[np.ndarray, np.ndarray, MR]] = {}
+
     def col(k: int, h: int) -> tuple[np.ndarray, np.ndarray, MR]:
-        zn = pre[k].num[..., h]
-        return zn > 0, zn < 0, from_rat(zn, pre[k].den)
+        # one conversion per hidden layer, not per unit (elementwise: the same bits)
+        got = full.get(k)
+        if got is None:
+            zn = pre[k].num
+            got = full[k] = (
+                np.array(zn > 0, bool),
+                np.array(zn < 0, bool),
+                from_rat(zn, pre[k].den),
+            )
+        zpos, zneg, (m, r) = got
+        return zpos[..., h], zneg[..., h], (m[..., h], r[..., h])
 
     return col
 
