@@ -192,7 +192,7 @@ def _exp(x: np.ndarray) -> np.ndarray:
     for c in reversed(_EXP_C[:-1]):
         p *= r
         p += c
-    k = np.nan_to_num(kf).astype(np.int64)
+    k = np.where(np.isnan(kf), 0.0, kf).astype(np.int64)  # kf is finite or nan (clipped)
     p *= _EXP_TAB[k & 31]
     return np.ldexp(p, (k >> 5).astype(np.int32))
 
@@ -1251,9 +1251,8 @@ def _finish(
     """Decisions from the per-layer error enclosures and the last layer's δ (both tiers)."""
     B, L = err_lo.shape
     decided = np.full(B, fw.ok)
-    tight = np.zeros((B, L), dtype=bool)
+    tight = _tight(err_lo, err_hi)  # elementwise: every layer at once
     for li in range(L):
-        tight[:, li] = _tight(err_lo[:, li], err_hi[:, li])
         if li < L - 1:
             lo_ = err_lo[:, li]
             decided &= (err_hi[:, li] <= 1) | ((lo_ > 1) & np.isfinite(lo_))
