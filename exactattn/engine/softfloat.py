@@ -1052,10 +1052,16 @@ def _layer_errors(delta: Cols, B: int, T: int, d: int) -> tuple[np.ndarray, ...]
     if not delta:
         return lo, np.zeros(B), np.zeros(B, dtype=np.int64)
     ups = np.zeros((B, T, d))
-    for c, v in delta.items():
-        al, au = abs_bounds(v)
-        ups[:, :, c] = au
-        lo = np.maximum(lo, al.max(axis=1))
+    cols = list(delta)
+    # every column at once (elementwise bounds, exact maxima: the same bits as column-wise)
+    al, au = abs_bounds(
+        (
+            np.stack([delta[c][0] for c in cols], axis=2),
+            np.stack([delta[c][1] for c in cols], axis=2),
+        )
+    )
+    ups[:, :, cols] = au
+    lo = np.maximum(lo, al.max(axis=(1, 2)))
     flat = ups.reshape(B, T * d)
     idx = np.argmax(flat, axis=1)
     hi = flat[np.arange(B), idx]
