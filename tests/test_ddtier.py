@@ -316,3 +316,43 @@ def test_beyond_float_range_is_infinite_not_a_crash() -> None:
         <= Fraction(1, 2**1100)
         <= Fraction(h) + Fraction(lo) + Fraction(r)
     )
+
+
+def test_exact_ties_skip_the_tier(monkeypatch) -> None:
+    """tracr's sort_unique leaves 18 of its 81 inputs with an undecided read-out at a position
+    whose exact hard scores tie: they skip the double-double tier (it cannot decide an exact
+    tie) and go straight to arb; the check's results are the same with and without the tier."""
+    import json
+
+    import exactattn.engine.softfloat as softfloat
+    from exactattn.engine.hard import read_output
+    from exactattn.engine.softfloat import certify_float, second_tier
+    from exactattn.engine.temperature import BASE_PREC
+    from exactattn.importers.tracr import import_tracr
+
+    lib = ROOT / "tests" / "data" / "tracr_lib"
+    model = model_from_dict(import_tracr(lib / "lib_sort_unique.npz", lib / "lib_sort_unique.json"))
+    n = int(json.loads((lib / "lib_sort_unique.json").read_text())["max_seq_len"])
+    cm = CompiledModel(model)
+    temps = Temperatures(model, None)
+    hb = run_hard(cm, list(words_of_length(model.alphabet, n)), n)
+    fb = certify_float(cm, hb, tau_enclosures(temps.at(n, BASE_PREC)))
+    assert fb.tie is not None
+    assert int((~fb.settled).sum()) == 18
+    assert np.array_equal(fb.tie, ~fb.settled)
+    num = read_output(model, hb.activations[-1], n).values.num.astype(object)
+    best = num.max(axis=2)
+    tied = (np.array(num == best[:, :, None], dtype=bool).sum(axis=2) > 1).any(axis=1)
+    assert tied[fb.tie].all()  # a tie word has an exact tie in the hard read-out
+    dtaus = tau_enclosures(temps.at(n, DD_PREC))
+    # the tier itself settles none of them: skipping it changes nothing but time
+    full = certify_dd(cm, hb, dtaus)
+    assert not full.settled[fb.tie].any()
+    calls = []
+    monkeypatch.setattr(softfloat, "certify_dd", lambda *a: calls.append(a))
+    assert second_tier(cm, hb, fb, ~fb.settled, dtaus) is fb
+    assert calls == []
+    monkeypatch.undo()
+    with_dd = run_check(model, max_n=n, min_n=n).to_json()
+    monkeypatch.setattr(softfloat, "USE_DD", False)
+    assert run_check(model, max_n=n, min_n=n).to_json() == with_dd

@@ -445,17 +445,36 @@ class HardOutputs:
     kind: str
 
 
+_OUT_W: dict[int, tuple[Any, RatArray, RatArray]] = {}
+
+
+def _output_weights(out: Any) -> tuple[RatArray, RatArray]:
+    """The read-out's weight and bias as RatArrays, converted once per output object (the
+    conversion was a fixed cost of every batch: tracr programs run batches of a few words)."""
+    got = _OUT_W.get(id(out))
+    if got is None or got[0] is not out:
+        if len(_OUT_W) > 256:
+            _OUT_W.clear()
+        if isinstance(out, AcceptOutput):
+            w = RatArray.from_fractions([list(out.weight)])
+            b = RatArray.from_fractions([out.bias])
+        else:
+            w = RatArray.from_fractions(out.weight)
+            b = RatArray.from_fractions(out.bias)
+        got = _OUT_W[id(out)] = (out, w, b)
+    return got[1], got[2]
+
+
 def read_output(model: Model, x: RatArray, n: int) -> HardOutputs:
     out = model.output
     if isinstance(out, AcceptOutput):
         slot = model.accept_slot(n)
-        w = RatArray.from_fractions([list(out.weight)])
+        w, bias = _output_weights(out)
         y = x[:, slot, :].matmul_t(w)  # (N, 1)
-        y = y + RatArray.from_fractions([out.bias])
+        y = y + bias
         return HardOutputs(RatArray(y.num[:, 0], y.den), "accept")
     slots = model.output_positions(n)
-    W = RatArray.from_fractions(out.weight)
-    b = RatArray.from_fractions(out.bias)
+    W, b = _output_weights(out)
     xs = RatArray(x.num[:, slots, :], x.den)
     y = _affine(xs, W, b)
     return HardOutputs(y, out.kind)

@@ -192,7 +192,7 @@ def _exp(x: np.ndarray) -> np.ndarray:
     for c in reversed(_EXP_C[:-1]):
         p *= r
         p += c
-    k = np.nan_to_num(kf).astype(np.int64)
+    k = np.where(np.isnan(kf), 0.0, kf).astype(np.int64)  # kf is finite or nan (clipped)
     p *= _EXP_TAB[k & 31]
     return np.ldexp(p, (k >> 5).astype(np.int32))
 
@@ -445,10 +445,13 @@ def abs_bounds(a: MR) -> tuple[np.ndarray, np.ndarray]:
 
 def from_rat(num: np.ndarray, den: int) -> MR:
     """An exact rational array (numerators over one denominator) as an enclosure."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        if den & (den - 1) == 0 and den < 2**900:
-            m = num.astype(np.float64) * (1.0 / den)  # exact scaling by a power of 2
-        else:
+    if den & (den - 1) == 0 and den < 2**900:
+        # exact scaling by a power of 2 of integers (no floating-point exception can occur;
+        # an integer beyond float range raises OverflowError in astype): no errstate needed,
+        # which was half of this function's cost on small arrays
+        m = num.astype(np.float64) * (1.0 / den)
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
             m = num.astype(np.float64) / float(den)
     if den < 2**400:
         # |m| ≥ (1 − u)/den when num ≠ 0, so |m|·2·TINY·den ≥ TINY there (0 where num = 0)
@@ -480,7 +483,21 @@ def tau_enclosures(taus: list[list[arb] | None]) -> list[list[tuple[Fraction, Fr
     return [None if row is None else [arb_endpoints(t) for t in row] for row in taus]
 
 
+_INV_TAU: dict[tuple[Fraction, Fraction], MR] = {}
+
+
 def inv_tau(lo: Fraction, hi: Fraction) -> MR:
+    """1/τ for lo ≤ τ ≤ hi as a scalar enclosure (memoised: exact arithmetic on the same
+    temperatures was a fixed cost of every batch and head)."""
+    got = _INV_TAU.get((lo, hi))
+    if got is None:
+        if len(_INV_TAU) > 4096:
+            _INV_TAU.clear()
+        got = _INV_TAU[(lo, hi)] = _inv_tau(lo, hi)
+    return got
+
+
+def _inv_tau(lo: Fraction, hi: Fraction) -> MR:
     """1/τ for lo ≤ τ ≤ hi as a scalar enclosure, from exact arithmetic (lo ≤ 0: infinite)."""
     if lo <= 0:
         return np.float64(0.0), np.float64(np.inf)
@@ -891,9 +908,20 @@ PreCols = Callable[[int, int], tuple[np.ndarray, np.ndarray, MR]]
 def rat_pre(pre: list[RatArray]) -> PreCols:
     """PreCols of pre-activations stored as RatArrays (one denominator each)."""
 
+    full: dict[int, tuple[np.ndarray, np.ndarray, MR]] = {}
+
     def col(k: int, h: int) -> tuple[np.ndarray, np.ndarray, MR]:
-        zn = pre[k].num[..., h]
-        return zn > 0, zn < 0, from_rat(zn, pre[k].den)
+        # one conversion per hidden layer, not per unit (elementwise: the same bits)
+        got = full.get(k)
+        if got is None:
+            zn = pre[k].num
+            got = full[k] = (
+                np.array(zn > 0, bool),
+                np.array(zn < 0, bool),
+                from_rat(zn, pre[k].den),
+            )
+        zpos, zneg, (m, r) = got
+        return zpos[..., h], zneg[..., h], (m[..., h], r[..., h])
 
     return col
 
@@ -1014,6 +1042,7 @@ class FloatBatch:
     within_tol: np.ndarray | None = None  # (B,) bool
     decided: np.ndarray | None = None  # (B,) bool: ε ≤ 1 before the last layer and read-out
     tight: np.ndarray | None = None  # (B, L) bool: the layer's enclosure meets the accuracy
+    tie: np.ndarray | None = None  # (B,) bool: read-out undecided only where the hard one ties
 
     def underflowed(self) -> np.ndarray:
         """(B,) words with an error that underflowed to [0, ≲ TINY] in some layer (tiny τ):
@@ -1026,10 +1055,16 @@ def _layer_errors(delta: Cols, B: int, T: int, d: int) -> tuple[np.ndarray, ...]
     if not delta:
         return lo, np.zeros(B), np.zeros(B, dtype=np.int64)
     ups = np.zeros((B, T, d))
-    for c, v in delta.items():
-        al, au = abs_bounds(v)
-        ups[:, :, c] = au
-        lo = np.maximum(lo, al.max(axis=1))
+    cols = list(delta)
+    # every column at once (elementwise bounds, exact maxima: the same bits as column-wise)
+    al, au = abs_bounds(
+        (
+            np.stack([delta[c][0] for c in cols], axis=2),
+            np.stack([delta[c][1] for c in cols], axis=2),
+        )
+    )
+    ups[:, :, cols] = au
+    lo = np.maximum(lo, al.max(axis=(1, 2)))
     flat = ups.reshape(B, T * d)
     idx = np.argmax(flat, axis=1)
     hi = flat[np.arange(B), idx]
@@ -1149,6 +1184,11 @@ def certify_float(
 
     def cat(name: str) -> np.ndarray | None:
         xs = [getattr(p, name) for p in parts]
+        if name == "tie" and any(x is not None for x in xs):  # a part may not know it
+            xs = [
+                np.zeros(len(p.settled), bool) if x is None else x
+                for p, x in zip(parts, xs, strict=True)
+            ]
         return None if xs[0] is None else np.concatenate(xs)
 
     return FloatBatch(
@@ -1161,6 +1201,7 @@ def certify_float(
         accept=cat("accept"),
         labels=cat("labels"),
         within_tol=cat("within_tol"),
+        tie=cat("tie"),
     )
 
 
@@ -1219,9 +1260,8 @@ def _finish(
     """Decisions from the per-layer error enclosures and the last layer's δ (both tiers)."""
     B, L = err_lo.shape
     decided = np.full(B, fw.ok)
-    tight = np.zeros((B, L), dtype=bool)
+    tight = _tight(err_lo, err_hi)  # elementwise: every layer at once
     for li in range(L):
-        tight[:, li] = _tight(err_lo[:, li], err_hi[:, li])
         if li < L - 1:
             lo_ = err_lo[:, li]
             decided &= (err_hi[:, li] <= 1) | ((lo_ > 1) & np.isfinite(lo_))
@@ -1276,6 +1316,11 @@ def certify_dd(
 def _concat(parts: list[FloatBatch]) -> FloatBatch:
     def cat(name: str) -> np.ndarray | None:
         xs = [getattr(p, name) for p in parts]
+        if name == "tie" and any(x is not None for x in xs):  # a part may not know it
+            xs = [
+                np.zeros(len(p.settled), bool) if x is None else x
+                for p, x in zip(parts, xs, strict=True)
+            ]
         return None if xs[0] is None else np.concatenate(xs)
 
     return FloatBatch(
@@ -1288,6 +1333,7 @@ def _concat(parts: list[FloatBatch]) -> FloatBatch:
         accept=cat("accept"),
         labels=cat("labels"),
         within_tol=cat("within_tol"),
+        tie=cat("tie"),
     )
 
 
@@ -1323,7 +1369,15 @@ def second_tier(
 ) -> FloatBatch:
     """``fb`` with the words ``todo`` recomputed by :func:`certify_dd`: their rows are
     replaced where the second tier decided everything (each row is one tier's enclosures,
-    never a mix); the other words keep the float64 tier's rows."""
+    never a mix); the other words keep the float64 tier's rows.
+
+    Words whose float64 read-out is undecided only where the exact hard read-out ties
+    (``fb.tie``: equal top scores, or exactly the threshold) skip this tier: the soft read-out
+    there is a sign of δ differences that are equal by the same symmetry in the typical case,
+    and no precision decides an exact tie; they go straight to arb. Skipping a tier only
+    moves work to arb, which decides the same results."""
+    if fb.tie is not None:
+        todo = todo & ~fb.tie
     idx = np.flatnonzero(todo)
     if idx.size == 0:
         return fb
@@ -1382,6 +1436,7 @@ def _readout(
         (dy,) = _dot_out(delta, fw.out, slot)
         if dy is None:
             res.accept = cpos
+            res.tie = np.zeros(B, dtype=bool)
             return
         c = from_rat(cnum, cden)
         val = add(c, dy)
@@ -1390,45 +1445,59 @@ def _readout(
         no = -val[0] >= val[1]
         fin = np.isfinite(val[0]) & np.isfinite(val[1])
         res.accept = np.where(exact0, cpos, yes)
-        res.settled &= exact0 | (fin & (yes | no))
+        ok = exact0 | (fin & (yes | no))
+        res.settled &= ok
+        res.tie = ~ok & np.array(cnum == 0, dtype=bool)  # exactly at the threshold
         return
     slots = model.output_positions(n)
     num = vals.num  # (B, P, r)
     nr = num.shape[2]
     if isinstance(o, ArgmaxOutput):
         P = len(slots)
-        labels = np.full((B, P), -1, dtype=np.int64)
-        numo = num.astype(object)
-        for pi, p in enumerate(slots):
-            hard = numo[:, pi, :]
-            best = hard.max(axis=1)
-            is_best = np.array(hard == best[:, None], dtype=bool)
-            uniq = is_best.sum(axis=1) == 1
-            hard_lab = np.where(uniq, np.argmax(is_best, axis=1), -1)
-            dys = _dot_out(delta, fw.out, p)
-            if all(x is None for x in dys):
-                labels[:, pi] = hard_lab
-                continue
-            z = np.zeros(B)
-            dmr = [x if x is not None else (z, z) for x in dys]
-            allzero = np.ones(B, dtype=bool)
+        # int64 differences are exact below 2^62; else Python integers (same floats either way)
+        small = num.dtype != object and (num.size == 0 or int(np.abs(num).max()) < 2**61)
+        numo = num if small else num.astype(object)
+        off = ~np.eye(nr, dtype=bool)  # the pairs i ≠ j
+        best = numo.max(axis=2)
+        is_best = np.array(numo == best[:, :, None], dtype=bool)
+        uniq = is_best.sum(axis=2) == 1
+        labels = np.where(uniq, np.argmax(is_best, axis=2), -1).astype(np.int64)  # hard labels
+        # the output rows at every slot at once (elementwise, so the same bits as slot by slot)
+        sel = np.asarray(slots, dtype=np.intp)
+        got = lin({c: (v[0][:, sel], v[1][:, sel]) for c, v in delta.items()}, fw.out)
+        fail_tie = np.zeros(B, dtype=bool)  # an undecided slot where the hard labels tie
+        fail_other = np.zeros(B, dtype=bool)  # an undecided slot with a unique hard label
+        if got:  # else δ reaches no output row: the hard labels
+            z = np.zeros((B, P))
+            dmr = [got.get(r, (z, z)) for r in range(nr)]
+            allzero = np.ones((B, P), dtype=bool)
             for x in dmr:
                 allzero &= x[1] == 0
-            dominated = np.zeros((B, nr), dtype=bool)
-            fin = np.ones(B, dtype=bool)
-            for i in range(nr):
-                for j in range(nr):
-                    if i == j:
-                        continue
-                    hd = from_rat(hard[:, j] - hard[:, i], vals.den)
-                    diff = add(hd, sub(dmr[j], dmr[i]))  # s_j − s_i
-                    dominated[:, i] |= diff[0] > diff[1]
-                    fin &= np.isfinite(diff[0]) & np.isfinite(diff[1])
-            cand = ~dominated
-            one = cand.sum(axis=1) == 1
-            lab = np.where(allzero, hard_lab, np.where(one, np.argmax(cand, axis=1), -1))
-            labels[:, pi] = lab
-            res.settled &= allzero | (one & fin)
+            dm_all = np.stack([x[0] for x in dmr], axis=2)  # (B, P, r)
+            dr_all = np.stack([x[1] for x in dmr], axis=2)
+            # every pair (i, j) of labels at once, [b, p, i, j], over groups of slots that
+            # keep the arrays small: the same elementwise operations as one pair at a time
+            g = max(1, (1 << 20) // max(1, B * nr * nr))
+            for a in range(0, P, g):
+                sl = slice(a, a + g)
+                hard = numo[:, sl]
+                dm, dr = dm_all[:, sl], dr_all[:, sl]
+                hd = from_rat(hard[:, :, None, :] - hard[:, :, :, None], vals.den)
+                dm2 = dm[:, :, None, :] - dm[:, :, :, None]
+                dr2 = (dr[:, :, None, :] + dr[:, :, :, None]) * (1 + WIDEN) + np.abs(dm2) * WIDEN
+                diff = add(hd, (dm2, dr2))  # s_j − s_i = hard + sub(dmr[j], dmr[i])
+                dominated = ((diff[0] > diff[1]) & off).any(axis=3)
+                fin = ((np.isfinite(diff[0]) & np.isfinite(diff[1])) | ~off).all(axis=(2, 3))
+                cand = ~dominated
+                one = cand.sum(axis=2) == 1
+                az = allzero[:, sl]
+                lab = np.where(az, labels[:, sl], np.where(one, np.argmax(cand, axis=2), -1))
+                labels[:, sl] = lab
+                fail = ~(az | (one & fin))
+                res.settled &= ~fail.any(axis=1)
+                fail_tie |= (fail & ~uniq[:, sl]).any(axis=1)
+                fail_other |= (fail & uniq[:, sl]).any(axis=1)
+        res.tie = fail_tie & ~fail_other
         res.labels = labels
         return
     assert isinstance(o, ValueOutput)
