@@ -213,7 +213,8 @@ def tex_math(shown: Shown) -> str:
     else:
         assert isinstance(v, Special)
         out = {"inf": r"\infty", "-inf": r"-\infty", "none": r"\text{---}"}[v.kind]
-    return out + (r"^{\dagger}" if shown.dagger else "")
+    # braced: a value ending in ×10^{e} would otherwise take a double superscript
+    return "{" + out + r"}^{\dagger}" if shown.dagger else out
 
 
 def _sci(mant: str, exp: int | None) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from exactattn.core.errors import UsageError
 from exactattn.results.bounds import BoundsRecord, TauStarRecord
 from exactattn.results.claims import GapBoundEntry
 from exactattn.results.extensions import compiler_gap
@@ -274,10 +275,23 @@ class ResultView:
                 result.get("settings") or {}, min(ns) if ns else 0, max(ns) if ns else 0
             ),
             None if v is None else VerdictView.from_json(v),
-            tuple(LengthView.from_json(row) for row in rows),
+            tuple(_length_view(row) for row in rows),
             result.get("closed_forms"),
             bool(result.get("interrupted")),
         )
+
+
+def _length_view(row: dict[str, Any]) -> LengthView:
+    """One length's view; a malformed entry of a hand-made or damaged file is bad input
+    (exit 2, naming the length), never a crash (a file ``check`` wrote always reads)."""
+    try:
+        return LengthView.from_json(row)
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        what = f"{type(exc).__name__}: {exc}"
+        raise UsageError(
+            f"lengths[n={row.get('n')!r}]: malformed entry ({what}); fix: rewrite it with "
+            "`exactattn check`, or correct it by docs/model-format.md"
+        ) from None
 
 
 def format_of(document: Any) -> Any:

@@ -1,0 +1,46 @@
+"""Result files the long fuzz (tests/fuzz_long.py, seed 2030) found breaking the contract,
+kept as regressions: each must give exit 0 or 2, never 4, and a LaTeX report must compile."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from test_report import needs_pdflatex, pdflatex
+
+from exactattn.cli import main
+
+DATA = Path(__file__).parent / "data" / "fuzz_regressions"
+
+
+def test_a_malformed_tau_star_bracket_is_bad_input(tmp_path: Path) -> None:
+    """`non_monotone` written as a number, not a list: it crashed the report (exit 4)."""
+    res = CliRunner().invoke(
+        main, ["report", str(DATA / "non_monotone_int.json"), "-o", str(tmp_path / "r.tex")]
+    )
+    assert res.exit_code == 2, res.output
+    assert "lengths[n=3]: malformed entry" in res.output
+    assert not any(tmp_path.iterdir())  # nothing half-written
+
+
+@needs_pdflatex
+def test_a_long_rational_marked_dagger_compiles(tmp_path: Path) -> None:
+    """An exact value too long to print is shown as an enclosure ending in ×10^{-4500} and
+    marked †: the dagger must not become a double superscript (pdflatex failed)."""
+    src = tmp_path / "r.json"
+    shutil.copy(DATA / "dagger_after_exponent.json", src)
+    out = tmp_path / "out.tex"
+    res = CliRunner().invoke(main, ["report", str(src), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    tex = out.read_text("utf-8")
+    assert r"\times10^{-4500}}^{\dagger}" in tex
+    assert r"10^{-4500}^" not in tex
+    pdflatex(out)
+
+
+@pytest.mark.parametrize("name", ["non_monotone_int.json", "dagger_after_exponent.json"])
+def test_markdown_reports_never_crash(tmp_path: Path, name: str) -> None:
+    res = CliRunner().invoke(main, ["report", str(DATA / name), "-o", str(tmp_path / "r.md")])
+    assert res.exit_code in (0, 2), res.output
