@@ -1181,28 +1181,7 @@ def certify_float(
         _certify_chunk(cm, _slice_batch(hb, slice(i, i + chunk)), taus, sh)
         for i in range(0, B, chunk)
     ]
-
-    def cat(name: str) -> np.ndarray | None:
-        xs = [getattr(p, name) for p in parts]
-        if name == "tie" and any(x is not None for x in xs):  # a part may not know it
-            xs = [
-                np.zeros(len(p.settled), bool) if x is None else x
-                for p, x in zip(parts, xs, strict=True)
-            ]
-        return None if xs[0] is None else np.concatenate(xs)
-
-    return FloatBatch(
-        settled=cat("settled"),  # type: ignore[arg-type]
-        decided=cat("decided"),
-        tight=cat("tight"),
-        err_lo=cat("err_lo"),  # type: ignore[arg-type]
-        err_hi=cat("err_hi"),  # type: ignore[arg-type]
-        err_row=cat("err_row"),  # type: ignore[arg-type]
-        accept=cat("accept"),
-        labels=cat("labels"),
-        within_tol=cat("within_tol"),
-        tie=cat("tie"),
-    )
+    return _concat(parts)
 
 
 def _certify_chunk(
@@ -1314,6 +1293,8 @@ def certify_dd(
 
 
 def _concat(parts: list[FloatBatch]) -> FloatBatch:
+    """The batch of consecutive chunks (both tiers chunk large batches the same way)."""
+
     def cat(name: str) -> np.ndarray | None:
         xs = [getattr(p, name) for p in parts]
         if name == "tie" and any(x is not None for x in xs):  # a part may not know it

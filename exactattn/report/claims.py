@@ -224,7 +224,7 @@ def load_certify(root: Path = ROOT) -> dict[str, dict[str, Any]]:
     for stem in RUNS:
         path = data_path(root, stem, "certify")
         if path.exists():
-            out[stem] = json.loads(path.read_text("utf-8"))
+            out[stem] = json.loads(path.read_text("utf-8"), parse_float=str)  # never a float
     return out
 
 
