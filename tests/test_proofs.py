@@ -26,6 +26,8 @@ DEFAULT = (
     "P1",  # issue 23: the claims proofs
     "P2",  # the RASP compiler's x_max claim, caught by check on the compiled programs
     "R1",  # issue 22: the RASP compiler's gap lemmas
+    "RC0",  # Proposition C: the compiler is correct (the check's own identity)
+    "RC2",  # ... and a wrong weight in compile.py itself (the select tie-break)
 )
 
 
@@ -49,6 +51,24 @@ def test_check_script(script: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert "all checks passed" in proc.stdout
     assert "FAIL" not in proc.stdout
+
+
+def test_rasp_compiler_weights() -> None:
+    """proofs/check_rasp_compiler.py against the compiler of the package under test: each lemma
+    of Proposition C on the weights it emits (rows RC1–RC14 run this on a mutated compile.py;
+    the message is the first failed check)."""
+    env = dict(os.environ, PYTHONPATH=str(PROOFS.parent))
+    proc = subprocess.run(
+        [sys.executable, "check_rasp_compiler.py"],
+        cwd=PROOFS,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    fails = [ln for ln in proc.stdout.splitlines() if ln.startswith("FAIL: ")]
+    assert proc.returncode == 0 and not fails, (fails or [proc.stdout[-2000:] + proc.stderr])[0]
+    assert "check_rasp_compiler: all checks passed" in proc.stdout
 
 
 def test_tex_compiles(tmp_path: Path) -> None:
@@ -76,7 +96,7 @@ def test_tex_compiles(tmp_path: Path) -> None:
 
 
 # proofs/*.md files whose statements the .tex restates; each named statement needs a counterpart
-TEX_COVERS = ("claims.md", "exact-zero.md")
+TEX_COVERS = ("claims.md", "exact-zero.md", "rasp-compiler.md")
 
 
 def _md_statements(name: str) -> dict[str, list[str]]:
@@ -113,8 +133,8 @@ def _tex_statement(tex: str, what: str, name: str) -> str | None:
 
 
 def test_tex_restates_every_named_statement() -> None:
-    """Every Proposition/Lemma of claims.md and exact-zero.md appears in the .tex (titled
-    `Proposition X of claims.md`, labelled, with the same items, listed under Machine checks)."""
+    """Every Proposition/Lemma of claims.md, exact-zero.md and rasp-compiler.md is in the .tex
+    (titled `Proposition X of claims.md`, labelled, with the same items, listed under Machine checks)."""
     tex = (PROOFS / "exactattn-bounds.tex").read_text()
     checks = tex.split(r"\section{Machine checks}")[1]
     seen = 0
