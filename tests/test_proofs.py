@@ -134,7 +134,8 @@ def _tex_statement(tex: str, what: str, name: str) -> str | None:
 
 def test_tex_restates_every_named_statement() -> None:
     """Every Proposition/Lemma of claims.md, exact-zero.md and rasp-compiler.md is in the .tex
-    (titled `Proposition X of claims.md`, labelled, with the same items, listed under Machine checks)."""
+    (titled `Proposition X of claims.md`, labelled, with the same items, listed under Machine
+    checks)."""
     tex = (PROOFS / "exactattn-bounds.tex").read_text()
     checks = tex.split(r"\section{Machine checks}")[1]
     seen = 0
