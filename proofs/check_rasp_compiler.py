@@ -465,6 +465,20 @@ check_select(
     key_env={cc: Kc, sq: Kc**2},
     value={"one": 1},
 )
+for text, want_mask in (
+    ("", "none"),
+    ("< i", "lt"),
+    ("<= i", "leq"),
+    ("> i", "gt"),
+    (">= i", "geq"),
+):
+    for choice in ("leftmost", "rightmost"):
+        mod = M(
+            f'bool y = attend {choice} j {text} where token[j] == "a" '
+            "value true default false\noutput y"
+        )
+        h = select_head(mod)
+        check(h["mask"] == want_mask and h["hard"] == choice, f"C6 mask {text!r} {choice}")
 ok("C6: select score = M(p) + (f − 1) − bos − Σ(Q − K)² ± j/(n+1) (★); reads one/bos/V/atoms/K")
 
 
@@ -477,6 +491,16 @@ def run_ffns_after(mod: Model, env: dict[str, object], after: int) -> dict[str, 
             if z in mod.writer and mod.writer[z][0] == li:
                 env[z] = relu_eval(mod.units(z), env)
     return env
+
+
+def check_output(mod: Model, env: dict[str, object]) -> sp.Expr | None:
+    """The read-out after the FFNs that follow the select head (None: a missing input)."""
+    terms, const = mod.readout()
+    try:
+        return form(terms, const, run_ffns_after(mod, env, select_layer(mod)))
+    except KeyError as exc:  # the check reads a coordinate the lemma does not give it
+        check(False, f"C6 check FFN reads {exc}, not one of the head's outputs or the query's")
+        return None
 
 
 def select_layer(mod: Model) -> int:
@@ -493,7 +517,7 @@ for bits in itertools.product((0, 1), repeat=7):
     env = {one_c: one_s, bos_c: bos_s, val_c: val_s, TA: qv, TC: dv}
     # the second atom `token[j] != "c"` is read as its value 1 − tc at the key
     env.update(dict(zip(k_cs, (k0, k1), strict=True)))
-    got = form(terms, const, run_ffns_after(s1, env, select_layer(s1)))
+    got = check_output(s1, env)
     cond = one_s and not bos_s and (k0 == qv) and k1
     check(got == (val_s if cond else dv), f"C6 check FFN at {bits}: {got}")
 one_c, bos_c, val_c, k_cs, e_cs = sel_outputs(s3, 1, 1)
@@ -502,7 +526,7 @@ for bits in itertools.product((0, 1), repeat=4):
     one_s, bos_s, val_s, kv = bits
     for d in range(-2, 3):
         env = {one_c: one_s, bos_c: bos_s, val_c: val_s, k_cs[0]: kv, e_cs[0]: Qc + d, cc: Qc}
-        got = form(terms, const, run_ffns_after(s3, env, select_layer(s3)))
+        got = check_output(s3, env)
         cond = one_s and not bos_s and kv and d == 0
         check(got == (val_s if cond else 0), f"C6 check FFN (equality) at {bits}, d = {d}")
 ok("C6: the check FFNs give V at the chosen key iff it exists, is not BOS and satisfies S, else D")

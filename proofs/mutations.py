@@ -690,6 +690,30 @@ MUTATIONS: list[Mutation] = [
         "Lemma C3: min gadget's ReLU(−x) sign flipped",
         tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
     ),
+    Mutation(
+        "RC15",
+        "exactattn/rasp/compile.py",
+        'subst[x] = ret[f"k{k}"]',
+        "subst[x] = kaff[k]",
+        "Lemma C6: the check reads a key atom at the query, not at the chosen key",
+        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+    ),
+    Mutation(
+        "RC16",
+        "exactattn/rasp/compile.py",
+        "c[bits] -= c[bits[:t] + (0,) + bits[t + 1 :]]",
+        "c[bits] += c[bits[:t] + (0,) + bits[t + 1 :]]",
+        "Lemma C6: Möbius transform sign (wrong multilinear coefficients of f − 1)",
+        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+    ),
+    Mutation(
+        "RC17",
+        "exactattn/rasp/compile.py",
+        'got = self.attention("sel", score, values, e.mask, e.choice, info, vtypes, detail)',
+        'got = self.attention("sel", score, values, "none", e.choice, info, vtypes, detail)',
+        "Lemma C6: the select head ignores the program's mask",
+        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+    ),
 ]
 
 

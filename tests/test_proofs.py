@@ -55,7 +55,7 @@ def test_check_script(script: Path) -> None:
 
 def test_rasp_compiler_weights() -> None:
     """proofs/check_rasp_compiler.py against the compiler of the package under test: each lemma
-    of Proposition C on the weights it emits (rows RC1–RC14 run this on a mutated compile.py;
+    of Proposition C on the weights it emits (rows RC1–RC17 run this on a mutated compile.py;
     the message is the first failed check)."""
     env = dict(os.environ, PYTHONPATH=str(PROOFS.parent))
     proc = subprocess.run(
