@@ -243,7 +243,7 @@ def guard(a: DD) -> DD:
     """The overflow rule: an infinite radius where the interval is not finite or is beyond
     MAXV (so that no split, product or exp inside the tier can overflow)."""
     h, lo, r = a
-    bad = ~(np.isfinite(h) & np.isfinite(lo) & np.isfinite(r)) | (np.abs(h) > MAXV) | (r > 1.0)
+    bad = ~(np.isfinite(h) & np.isfinite(lo) & np.isfinite(r)) | (np.abs(h) > MAXV) | (r > MAXV)
     if not bad.any():
         return a
     return np.where(bad, 0.0, h), np.where(bad, 0.0, lo), np.where(bad, np.inf, r)
