@@ -17,7 +17,10 @@ end of the length: an upper limit of what any dominance rule can settle). With `
 also prints the arb value of each loose layer relative to the final reported maximum (how far
 below the maximum the word's true error lies).
 
-    python benchmarks/diagnose_random.py [--n 12] [--blocks 4] [--seed 0] [--arb]
+With ``--ablate`` it prints instead how many words go to arb with each change of issue 25's
+last round (the double-double guard, the two settle_dominated extensions) on or off.
+
+    python benchmarks/diagnose_random.py [--n 12] [--blocks 4] [--seed 0] [--arb] [--ablate]
 """
 
 from __future__ import annotations
@@ -91,7 +94,11 @@ def main() -> None:
     ap.add_argument("--blocks", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--arb", action="store_true", help="also time the arb words (the real check)")
+    ap.add_argument("--ablate", action="store_true", help="left to arb per change, then stop")
     args = ap.parse_args()
+    if args.ablate:
+        ablate(args.n, args.blocks, args.seed)
+        return
     model = model_from_dict(random_model(d=16, blocks=args.blocks, heads=2, seed=args.seed))
     n = args.n
     L = len(model.layers)
@@ -238,6 +245,76 @@ def main() -> None:
                     f"  layer {k}: {xs.size} words, min {q[0]:.3g} median {q[1]:.3g} "
                     f"90% {q[2]:.3g} max {q[3]:.3g}"
                 )
+
+
+_REAL_SD = shard_mod.settle_dominated
+
+
+def _rule(any_lower: bool, open_eps: bool):  # type: ignore[no-untyped-def]
+    """settle_dominated with either extension switched off (ablation only; the check runs
+    the real one, which is ``_rule(True, True)``)."""
+
+    def rule(fb, settled, under, lower, known=()):  # type: ignore[no-untyped-def]
+        if any_lower and open_eps:
+            return _REAL_SD(fb, settled, under, lower, known)
+        L = fb.err_lo.shape[1]
+        thr = np.array(lower, dtype=np.float64)
+        if any_lower:
+            for lo in (fb.err_lo, *known):
+                thr = np.maximum(thr, np.where(np.isfinite(lo), lo, 0.0).max(axis=0))
+        elif settled.any():
+            thr = np.maximum(thr, fb.err_lo[settled].max(axis=0))
+        covered = (fb.tight | (fb.err_hi < thr[None, :])).all(axis=1)
+        if not open_eps:
+            return settled | (fb.decided & ~under & covered)
+        rep = np.array(lower, dtype=np.float64)
+        lo_, hi_ = fb.err_lo[:, : L - 1], fb.err_hi[:, : L - 1]
+        eps = (hi_ <= 1) | ((lo_ > 1) & np.isfinite(lo_))
+        out = settled.copy()
+        while True:
+            got = rep if not out.any() else np.maximum(rep, fb.err_lo[out].max(axis=0))
+            new = out | (fb.read & ~under & covered & (eps | (got[: L - 1] > 1)).all(axis=1))
+            if (new == out).all():
+                return new
+            out = new
+
+    return rule
+
+
+def ablate(n: int, blocks: int, seed: int) -> None:
+    """Words left to arb with each change of this round switched on or off."""
+    from exactattn.engine import ddtier
+
+    model = model_from_dict(random_model(d=16, blocks=blocks, heads=2, seed=seed))
+    total = len(model.alphabet) ** n
+    real_sd, real_guard, real_cw = shard_mod.settle_dominated, ddtier.guard, shard_mod.certify_word
+
+    def old_guard(a):  # type: ignore[no-untyped-def]
+        h, lo, r = real_guard(a)
+        return h, lo, np.where(r > 1.0, np.inf, r)
+
+    count = [0]
+
+    def cw(*a, **k):  # type: ignore[no-untyped-def]
+        count[0] += 1
+        return real_cw(*a, **k)
+
+    print(f"{'dd guard':<22}{'threshold':<26}{'own ε ≤ 1 open':<16}{'left to arb':>12}")
+    shard_mod.certify_word = cw
+    try:
+        for guard_name, g in (("radius > 1 → inf", old_guard), ("radius > MAXV → inf", real_guard)):
+            for any_lower, open_eps in ((False, False), (True, False), (False, True), (True, True)):
+                ddtier.guard = g
+                shard_mod.settle_dominated = _rule(any_lower, open_eps)
+                count[0] = 0
+                job = shard_mod.LengthJob(model=model, n=n, tau=None, hard_only=False)
+                shard_mod.check_shard(job, Shard(n, 0, 0, total))
+                thr = "any word's lower end" if any_lower else "settled/reported only"
+                eps = "if ε > 1 known" if open_eps else "no"
+                print(f"{guard_name:<22}{thr:<26}{eps:<16}{count[0]:>12}")
+    finally:
+        shard_mod.settle_dominated, ddtier.guard = real_sd, real_guard
+        shard_mod.certify_word = real_cw
 
 
 class _Stop(Exception):
