@@ -403,11 +403,12 @@ def _relu(z: DD) -> DD:
     pos = h >= s
     neg = -h >= s
     up = (h + s) * RADF
-    mid = up * 0.5
+    wide = ~(up <= MAXV)  # a radius must not make a midpoint past MAXV (the guard's rule)
+    mid = np.where(wide, 0.0, up * 0.5)
     return (
         np.where(pos, h, np.where(neg, 0.0, mid)),
         np.where(pos, lo, 0.0),
-        np.where(pos, r, np.where(neg, 0.0, mid * RADF + ETA)),
+        np.where(pos, r, np.where(neg, 0.0, np.where(wide, np.inf, mid * RADF + ETA))),
     )
 
 
