@@ -245,6 +245,10 @@ def test_wide_but_finite_radii_are_kept() -> None:
     big = (np.array([3.0e4]), np.array([1e-12]), np.array([7.5]))
     assert dt.guard(big)[2][0] == 7.5
     assert np.isinf(dt.guard((np.array([1.0]), np.array([0.0]), np.array([2.0**301])))[2][0])
+    # a straddling ReLU whose upper end passes MAXV: infinite, not a midpoint past MAXV
+    h, _, r = dt._relu((np.array([0.0, 0.0]), np.array([0.0, 0.0]), np.array([2.0**300, 3.0])))
+    assert np.isinf(r[0]) and h[0] == 0.0
+    assert Fraction(h[1]) - Fraction(r[1]) <= 0 and Fraction(h[1]) + Fraction(r[1]) >= 3
     model = _random_model(0, blocks=4)
     _against_arb(model, 8, limit=256)
     cm = CompiledModel(model)
