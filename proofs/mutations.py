@@ -546,6 +546,23 @@ MUTATIONS: list[Mutation] = [
         "reciprocal: residual |1 − Z·Y| dropped (Lemma Q)",
         tests=("tests/test_ddtier.py",),
     ),
+    # ---- exactattn/run/shard.py: settle_dominated (docs/scale.md, "The random model's last third")
+    Mutation(
+        "SD1",
+        "exactattn/run/shard.py",
+        "covered = (fb.tight | (fb.err_hi < thr[None, :])).all(axis=1)",
+        "covered = (fb.tight | (fb.err_hi <= thr[None, :])).all(axis=1)",
+        "dominance: upper end strictly below a lower end → at most equal to it",
+        tests=("tests/test_settle_dominated.py",),
+    ),
+    Mutation(
+        "SD2",
+        "exactattn/run/shard.py",
+        "got = rep if not out.any() else np.maximum(rep, fb.err_lo[out].max(axis=0))",
+        "got = thr",
+        "open ε ≤ 1: certain failure read from lower ends of words that go to arb",
+        tests=("tests/test_settle_dominated.py",),
+    ),
     # ---- exactattn/bounds/tau_search.py: the invariant of τ*_inv
     Mutation(
         "TS1",

@@ -237,6 +237,38 @@ def test_random_models_meet_arb(seed: int) -> None:
     assert _against_arb(_random_model(seed), 6) > 0
 
 
+def test_wide_but_finite_radii_are_kept() -> None:
+    """The guard gives an infinite radius only past MAXV (not past 1): δ of ≈ 10^4 with a radius
+    above 1 still decides read-outs with a wide margin. On the 4-block random benchmark model
+    (where such radii occur from layer 6 on) the tier still meets arb word by word, and it
+    settles words there (it settled none while radii above 1 were made infinite)."""
+    big = (np.array([3.0e4]), np.array([1e-12]), np.array([7.5]))
+    assert dt.guard(big)[2][0] == 7.5
+    assert np.isinf(dt.guard((np.array([1.0]), np.array([0.0]), np.array([2.0**301])))[2][0])
+    # a straddling ReLU whose upper end passes MAXV: infinite, not a midpoint past MAXV
+    h, _, r = dt._relu((np.array([0.0, 0.0]), np.array([0.0, 0.0]), np.array([2.0**300, 3.0])))
+    assert np.isinf(r[0]) and h[0] == 0.0
+    assert Fraction(h[1]) - Fraction(r[1]) <= 0 and Fraction(h[1]) + Fraction(r[1]) >= 3
+    model = _random_model(0, blocks=4)
+    _against_arb(model, 8, limit=256)
+    cm = CompiledModel(model)
+    taus = tau_enclosures(Temperatures(model, None).at(8, DD_PREC))
+    hb = run_hard(cm, list(words_of_length(model.alphabet, 8)), 8)
+    read = certify_dd(cm, hb, taus).read
+    assert read is not None and read.sum() == 256  # every read-out decided
+    orig = dt.guard
+
+    def old_guard(a):  # the former rule: a radius above 1 became infinite
+        h, lo, r = orig(a)
+        return h, lo, np.where(r > 1.0, np.inf, r)
+
+    dt.guard = old_guard
+    try:
+        assert certify_dd(cm, hb, taus).read.sum() < 200
+    finally:
+        dt.guard = orig
+
+
 def test_check_with_tier_agrees_with_arb_only(monkeypatch) -> None:
     """A random model the float64 tier mostly cannot settle: with the double-double tier the
     check settles more words without arb, and every exact field and verdict is the arb-only

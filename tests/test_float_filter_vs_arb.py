@@ -85,7 +85,7 @@ def test_loose_words_no_one_reports_skip_arb(monkeypatch) -> None:
     model = model_from_dict(random_model())
     with_dom = run_check(model, max_n=6, min_n=6).to_json()
     with monkeypatch.context() as mp:
-        mp.setattr(shard, "settle_dominated", lambda fb, settled, under, lower: settled)
+        mp.setattr(shard, "settle_dominated", lambda fb, settled, under, lower, *k: settled)
         without = run_check(model, max_n=6, min_n=6).to_json()
     assert with_dom["lengths"][0]["float_settled"] > without["lengths"][0]["float_settled"]
     _check(model, 6, min_n=6)

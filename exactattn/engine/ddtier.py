@@ -243,7 +243,7 @@ def guard(a: DD) -> DD:
     """The overflow rule: an infinite radius where the interval is not finite or is beyond
     MAXV (so that no split, product or exp inside the tier can overflow)."""
     h, lo, r = a
-    bad = ~(np.isfinite(h) & np.isfinite(lo) & np.isfinite(r)) | (np.abs(h) > MAXV) | (r > 1.0)
+    bad = ~(np.isfinite(h) & np.isfinite(lo) & np.isfinite(r)) | (np.abs(h) > MAXV) | (r > MAXV)
     if not bad.any():
         return a
     return np.where(bad, 0.0, h), np.where(bad, 0.0, lo), np.where(bad, np.inf, r)
@@ -403,11 +403,12 @@ def _relu(z: DD) -> DD:
     pos = h >= s
     neg = -h >= s
     up = (h + s) * RADF
-    mid = up * 0.5
+    wide = ~(up <= MAXV)  # a radius must not make a midpoint past MAXV (the guard's rule)
+    mid = np.where(wide, 0.0, up * 0.5)
     return (
         np.where(pos, h, np.where(neg, 0.0, mid)),
         np.where(pos, lo, 0.0),
-        np.where(pos, r, np.where(neg, 0.0, mid * RADF + ETA)),
+        np.where(pos, r, np.where(neg, 0.0, np.where(wide, np.inf, mid * RADF + ETA))),
     )
 
 

@@ -1043,6 +1043,7 @@ class FloatBatch:
     decided: np.ndarray | None = None  # (B,) bool: ε ≤ 1 before the last layer and read-out
     tight: np.ndarray | None = None  # (B, L) bool: the layer's enclosure meets the accuracy
     tie: np.ndarray | None = None  # (B,) bool: read-out undecided only where the hard one ties
+    read: np.ndarray | None = None  # (B,) bool: the read-out decided (ε ≤ 1 aside)
 
     def underflowed(self) -> np.ndarray:
         """(B,) words with an error that underflowed to [0, ≲ TINY] in some layer (tiny τ):
@@ -1244,9 +1245,10 @@ def _finish(
         if li < L - 1:
             lo_ = err_lo[:, li]
             decided &= (err_hi[:, li] <= 1) | ((lo_ > 1) & np.isfinite(lo_))
-    res = FloatBatch(decided, err_lo, err_hi, err_row)
+    res = FloatBatch(np.full(B, fw.ok), err_lo, err_hi, err_row)
     _readout(cm, hb, delta, fw, res)  # narrows ``settled`` to decided read-outs
-    res.decided = res.settled
+    res.read = res.settled  # the read-out alone (run/shard.py's settle_dominated)
+    res.decided = res.read & decided
     res.tight = tight
     res.settled = res.decided & tight.all(axis=1)
     return res
@@ -1315,6 +1317,7 @@ def _concat(parts: list[FloatBatch]) -> FloatBatch:
         labels=cat("labels"),
         within_tol=cat("within_tol"),
         tie=cat("tie"),
+        read=cat("read"),
     )
 
 
@@ -1333,7 +1336,9 @@ def _certify_dd_chunk(
         deltas = dd_deltas(cm, hb, taus)
         if deltas is None:  # numbers beyond the conversion: nothing settled here
             no = np.zeros(B, dtype=bool)
-            return FloatBatch(no, err_lo, err_hi, err_row, decided=no, tight=np.zeros((B, L), bool))
+            return FloatBatch(
+                no, err_lo, err_hi, err_row, decided=no, tight=np.zeros((B, L), bool), read=no
+            )
         delta: Cols = {}
         for li, cols in enumerate(deltas):
             delta = {c: dd_to_mr(v, TINY) for c, v in enumerate(cols) if v is not None}
@@ -1349,7 +1354,7 @@ def second_tier(
     taus: list[list[tuple[Fraction, Fraction]] | None],
 ) -> FloatBatch:
     """``fb`` with the words ``todo`` recomputed by :func:`certify_dd`: their rows are
-    replaced where the second tier decided everything (each row is one tier's enclosures,
+    replaced where the second tier decided the read-out (each row is one tier's enclosures,
     never a mix); the other words keep the float64 tier's rows.
 
     Words whose float64 read-out is undecided only where the exact hard read-out ties
@@ -1363,9 +1368,9 @@ def second_tier(
     if idx.size == 0:
         return fb
     fb2 = certify_dd(cm, _take_batch(hb, idx), taus)
-    assert fb2.decided is not None
-    use = idx[fb2.decided]
-    src = np.flatnonzero(fb2.decided)
+    assert fb2.read is not None
+    use = idx[fb2.read]  # its read-out decided: its rows (settle_dominated may settle it)
+    src = np.flatnonzero(fb2.read)
     out = FloatBatch(**{k: (None if v is None else v.copy()) for k, v in vars(fb).items()})
     for name, v in vars(out).items():
         w = getattr(fb2, name)

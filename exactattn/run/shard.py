@@ -148,11 +148,12 @@ def _check_shard(
                         except OverflowError:  # numbers beyond float range: arb for these
                             fb2 = None
                         if fb2 is not None:
+                            f64_lo = fb.err_lo  # still certified lower ends (thresholds)
                             fb = fb2
                             under = fb.underflowed()
                             todo = fb.settled & ~under & ~settled
                             settled = settle_dominated(
-                                fb, settled | todo, under, acc.error_lower_floats()
+                                fb, settled | todo, under, acc.error_lower_floats(), (f64_lo,)
                             )
                     acc.add_soft_float(hb, fb, settled)
                     acc.float_settled += int(settled.sum())
@@ -171,18 +172,48 @@ def _check_shard(
 
 
 def settle_dominated(
-    fb: Any, settled: np.ndarray, under: np.ndarray, lower: list[float]
+    fb: Any,
+    settled: np.ndarray,
+    under: np.ndarray,
+    lower: list[float],
+    known: Sequence[np.ndarray] = (),
 ) -> np.ndarray:
-    """Also settle the words whose loose error enclosures are reported by no one.
+    """Also settle the words whose loose enclosures are reported by no one (docs/scale.md).
 
-    Only a layer's largest error is reported, with a witness, to 1e-6 relative accuracy; a
-    word whose enclosure's upper end is below a lower end already reported (earlier in the
-    shard, ``lower``, or by a word settled in this batch) can change neither end of the
-    layer's interval nor its witness, whatever its true error. Such a word needs no arb
-    run, as long as its decisions are certain.
+    A word is settled here when its read-out is decided, no error underflowed, and per layer:
+
+    * its enclosure is tight, or its upper end is below a certified *lower* end of some word
+      of the same length: ``lower`` (reported so far in the shard), or any row of ``fb`` or
+      of ``known`` (other certified (B, L) lower ends of this batch, e.g. the float64 tier's
+      under the double-double one), settled or not. If hi_v < lo_w ≤ e_w then v is not the
+      word of largest error, and since every word ends in the record (floats or arb) with an
+      upper end ≥ e_w > hi_v, v's upper end is never the reported one nor its witness; the
+      reported upper end stays a tight word's, so the interval keeps its 1e-6 accuracy;
+    * before the last layer, its ε ≤ 1 test is decided, or the length's ε > 1 there is
+      already certain from a lower end > 1 *that enters the record*: ``lower`` or a word
+      settled here (a fixpoint, since settling raises it). ε ≤ 1 is a property of the
+      length's maximum (``LengthRecord.invariant``), so it then fails whatever this word's
+      error is; lower ends of unsettled words are not used for this (arb may report a
+      narrower-than-1 lower end for them only at its precision cap, but we take no chance).
+
+    Everything is a function of this batch and ``lower``: independent of scheduling.
     """
-    thr = np.array(lower, dtype=np.float64)
-    if settled.any():
-        thr = np.maximum(thr, fb.err_lo[settled].max(axis=0))
-    covered = fb.tight | (fb.err_hi < thr[None, :])
-    return settled | (fb.decided & ~under & covered.all(axis=1))
+    L = fb.err_lo.shape[1]
+    rep = np.array(lower, dtype=np.float64)
+    thr = rep.copy()
+    for lo in (fb.err_lo, *known):
+        if len(lo):
+            thr = np.maximum(thr, np.where(np.isfinite(lo), lo, 0.0).max(axis=0))
+    covered = (fb.tight | (fb.err_hi < thr[None, :])).all(axis=1)
+    read = fb.decided if fb.read is None else fb.read
+    cand = read & ~under & covered
+    lo_, hi_ = fb.err_lo[:, : L - 1], fb.err_hi[:, : L - 1]
+    eps = (hi_ <= 1) | ((lo_ > 1) & np.isfinite(lo_))
+    out = settled.copy()
+    while True:
+        got = rep if not out.any() else np.maximum(rep, fb.err_lo[out].max(axis=0))
+        fails = got[: L - 1] > 1  # ε > 1 after this layer: certain for the length
+        new = out | (cand & (eps | fails[None, :]).all(axis=1))
+        if (new == out).all():
+            return new
+        out = new
