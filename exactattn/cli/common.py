@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,38 @@ def _restore(path: str | None, before: bytes | None) -> None:
                 tmp.write_bytes(before)
     except OSError:  # the error being reported is the one that matters
         pass
+
+
+class FinishHold:
+    """Ctrl-C held from the moment a check has checked every length until the command ends.
+
+    The final result file is the commit point. Before it, a Ctrl-C marks the file
+    ``interrupted`` (exit 130); once every length is checked, the complete result wins: the
+    file, the table and the report are finished, and the exit code follows the result. A
+    Ctrl-C that landed just after the final save used to exit 130 beside a file that said
+    "clean" (the slow signal fuzz). Outside the main thread (no signal handlers) it does
+    nothing.
+    """
+
+    def __init__(self) -> None:
+        self.active = False
+        self.hit = False
+        self._old: Any = None
+
+    def start(self) -> None:
+        if self.active or threading.current_thread() is not threading.main_thread():
+            return
+        self._old = signal.signal(signal.SIGINT, self._note)
+        self.active = True
+
+    def _note(self, signum: int, frame: object) -> None:
+        self.hit = True
+
+    def stop(self) -> None:
+        """Give Ctrl-C back (in-process callers, tests: the next command sees it again)."""
+        if self.active:
+            signal.signal(signal.SIGINT, self._old)
+            self.active = False
 
 
 LONG_EXACT = 40

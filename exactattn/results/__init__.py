@@ -32,6 +32,7 @@ from exactattn.model import AttentionLayer, Model
 from exactattn.results.bounds import BoundsRecord, TauStarRecord
 from exactattn.results.closedforms import ClosedForms
 from exactattn.results.settings import CheckSettings
+from exactattn.results.stop import stop_text
 from exactattn.results.views import decisions
 
 RESULT_FORMAT = "exactattn-result/1"
@@ -646,12 +647,14 @@ def verdict_of(
     max_prec: int,
     incomplete: tuple[int, int] | None = None,
     interrupted: bool = False,
+    stopped: str | None = None,
 ) -> Verdict:
     """Problems: flips, ε > 1 where the lemma needs ε ≤ 1, reference mismatches at defined
     positions, bound violations. Undecided: a comparison no precision settled. Hard ties
     are reported but are not problems. ``incomplete`` (the lengths asked for, when the run
     has not finished them all) turns a would-be "clean" into "incomplete": a result file
-    never claims more than was checked.
+    never claims more than was checked. A run that ended early (``interrupted``: Ctrl-C;
+    ``stopped``: e.g. a lost cluster) says so in every summary, problems included.
     """
     problems = []
     undecided = 0
@@ -679,8 +682,14 @@ def verdict_of(
         undecided += r.undecided or 0
         if inv == "undecided":
             undecided += 1
+    ended = stop_text(interrupted, stopped) if incomplete is not None else None
+    tail = (
+        ""
+        if ended is None or incomplete is None
+        else f" (n = {incomplete[0]}..{incomplete[1]} was asked for and the run was {ended})"
+    )
     if problems:
-        return Verdict("problems", "; ".join(problems))
+        return Verdict("problems", "; ".join(problems) + tail)
     if undecided:
         where = (
             f" (first: n = {first_undecided[0]}, input '{first_undecided[1]}')"
@@ -690,12 +699,13 @@ def verdict_of(
         return Verdict(
             "undecided",
             f"{undecided} comparison(s) could not be certified at {max_prec} bits{where}; "
-            + UNDECIDED_NOTE,
+            + UNDECIDED_NOTE
+            + tail,
         )
     ns = [r.n for r in lengths]
     rng = f"n = {min(ns)}..{max(ns)}" if ns else "no lengths"
     if incomplete is not None:
-        why = "interrupted" if interrupted else "still running or stopped"
+        why = ended or "still running or stopped"
         return Verdict(
             "incomplete",
             f"no problem found for {rng}, but n = {incomplete[0]}..{incomplete[1]} was asked "
@@ -711,10 +721,13 @@ def result_json(
     interrupted: bool,
     lengths: Sequence[LengthRecord],
     closed_forms: ClosedForms,
+    stopped: str | None = None,
 ) -> dict[str, Any]:
     """A whole check in format ``exactattn-result/1``: the model's description, the
     settings, the verdict and every length (``closed_forms`` as fitted by
-    :func:`exactattn.bounds.closedforms.fit_closed_forms`)."""
+    :func:`exactattn.bounds.closedforms.fit_closed_forms`). ``interrupted`` is Ctrl-C only;
+    ``stopped`` (one of :data:`STOP_REASONS`) is written only when a run ended early for
+    another reason, so files of finished or Ctrl-C'd runs keep their bytes."""
     info_layers: list[dict[str, Any]] = []
     for li, layer in enumerate(model.layers):
         if isinstance(layer, AttentionLayer):
@@ -738,6 +751,7 @@ def result_json(
         "settings": settings.to_json(),
         "verdict": verdict.to_json(),
         "interrupted": interrupted,
+        **({"stopped": stopped} if stopped is not None else {}),
         "lengths": [r.to_json() for r in lengths],
         "closed_forms": closed_forms.to_json(),
     }

@@ -15,6 +15,7 @@ from exactattn.results.bounds import BoundsRecord, TauStarRecord
 from exactattn.results.claims import GapBoundEntry
 from exactattn.results.extensions import compiler_gap
 from exactattn.results.settings import CheckSettings
+from exactattn.results.stop import stop_label
 
 
 def _word(x: Any) -> tuple[str, ...] | None:
@@ -260,7 +261,15 @@ class ResultView:
     verdict: VerdictView | None
     lengths: tuple[LengthView, ...]
     closed_forms: dict[str, Any] | None
-    interrupted: bool = False
+    interrupted: bool = False  # Ctrl-C
+    stopped: str | None = None  # another early end ("cluster lost"; absent in older files)
+
+    @property
+    def ended_early(self) -> str | None:
+        """How the run ended early, in fixed words (None: it did not): ``interrupted`` or
+        ``stopped: cluster lost``. Files of older versions said ``interrupted`` for a lost
+        cluster too."""
+        return stop_label(self.interrupted, self.stopped)
 
     @staticmethod
     def from_json(result: dict[str, Any]) -> ResultView:
@@ -278,6 +287,7 @@ class ResultView:
             tuple(_length_view(row) for row in rows),
             result.get("closed_forms"),
             bool(result.get("interrupted")),
+            None if result.get("stopped") is None else str(result["stopped"]),
         )
 
 
