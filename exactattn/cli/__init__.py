@@ -254,7 +254,7 @@ def check(
             write_json_atomic(Path(json_out), result.to_json())
 
     def checked(progress: Any) -> Any:
-        """The run; from its return on, Ctrl-C is held (see FinishHold)."""
+        """The run; once every length is checked, Ctrl-C is held (see FinishHold)."""
         res = run_check(
             model,
             max_n=max_n,
@@ -267,8 +267,9 @@ def check(
             find_tau=find_tau,
             executor=executor,
             float_filter=not arb_only,
+            on_complete=hold.start,  # inside the run's Ctrl-C handling: no gap
         )
-        hold.start()
+        hold.start()  # an interrupted or stopped run: its file is final too
         return res
 
     if choice.is_theorem:

@@ -128,6 +128,7 @@ def run_check(
     find_tau: bool = False,
     executor: Any = None,
     float_filter: bool = True,
+    on_complete: Callable[[], None] | None = None,
 ) -> CheckResult:
     """Check every input of every length in [min_n, max_n].
 
@@ -138,6 +139,8 @@ def run_check(
     enclosures are certified too, only their last printed digits differ).
     ``tau`` is a :class:`~exactattn.results.settings.TauChoice` or its text (``"theorem"``,
     an expression in n); ``tau_theorem=True`` is the same as ``tau="theorem"``.
+    ``on_complete()`` is called once every length is checked, still inside the run's Ctrl-C
+    handling (the CLI holds Ctrl-C from there, so no interrupt falls between the two).
     """
     lo = model.min_length if min_n is None else min_n
     if max_n < lo:
@@ -205,6 +208,8 @@ def run_check(
             result.lengths.append(rec)
             if on_length:
                 on_length(result)
+        if on_complete:
+            on_complete()
     except KeyboardInterrupt:
         result.interrupted = True
     except ClusterLost as exc:  # finished lengths (and checkpointed shards) are kept
