@@ -100,18 +100,33 @@ def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
+def _expect(ok: bool, where: str, what: str, x: Any) -> None:
+    """Raise ``ValueError`` naming the field unless ``ok``."""
+    if not ok:
+        raise ValueError(f"{where}: expected {what}, got {_show(x)}")
+
+
+def _opt_str(x: Any, where: str) -> None:
+    _expect(x is None or isinstance(x, str), where, "a string or null", x)
+
+
+def _opt_obj(x: Any, where: str) -> None:
+    _expect(x is None or isinstance(x, dict), where, "an object or null", x)
+
+
 def _check(key: str, x: Any) -> None:
     """The JSON type of one written value (None and ABSENT pass: absent or null)."""
     if x is None or x is ABSENT:
         return
-    if key in _COUNTS and not _is_int(x):
-        raise ValueError(f"{key}: expected an integer or null, got {_show(x)}")
-    if key in _TEXTS and not isinstance(x, str):
-        raise ValueError(f"{key}: expected a string or null, got {_show(x)}")
-    if key in _OBJECTS and not isinstance(x, dict):
-        raise ValueError(f"{key}: expected an object or null, got {_show(x)}")
-    if key in _WORDS and not (isinstance(x, list) and all(isinstance(t, str) for t in x)):
-        raise ValueError(f"{key}: expected a list of tokens or null, got {_show(x)}")
+    if key in _COUNTS:
+        _expect(_is_int(x), key, "an integer or null", x)
+    elif key in _TEXTS:
+        _opt_str(x, key)
+    elif key in _OBJECTS:
+        _opt_obj(x, key)
+    elif key in _WORDS:
+        ok = isinstance(x, list) and all(isinstance(t, str) for t in x)
+        _expect(ok, key, "a list of tokens or null", x)
 
 
 @dataclass(frozen=True)
@@ -126,15 +141,11 @@ class HeadEntry:
 
     @staticmethod
     def parse(h: Any, where: str) -> HeadEntry:
-        if not isinstance(h, dict):
-            raise ValueError(f"{where}: expected an object, got {_show(h)}")
+        _expect(isinstance(h, dict), where, "an object", h)
         index, gamma, tau = h.get("index"), h.get("gamma"), h.get("tau")
-        if not _is_int(index):
-            raise ValueError(f"{where}.index: expected an integer, got {_show(index)}")
-        if gamma is not None and not isinstance(gamma, str):
-            raise ValueError(f"{where}.gamma: expected a string or null, got {_show(gamma)}")
-        if tau is not None and not isinstance(tau, dict):
-            raise ValueError(f"{where}.tau: expected an object or null, got {_show(tau)}")
+        _expect(_is_int(index), f"{where}.index", "an integer", index)
+        _opt_str(gamma, f"{where}.gamma")
+        _opt_obj(tau, f"{where}.tau")
         return HeadEntry(
             index, gamma, h.get("max_nontop", ABSENT), h.get("max_top", ABSENT), tau or None
         )
@@ -153,22 +164,16 @@ class LayerEntry:
 
     @staticmethod
     def parse(e: Any, where: str) -> LayerEntry:
-        if not isinstance(e, dict):
-            raise ValueError(f"{where}: expected an object, got {_show(e)}")
+        _expect(isinstance(e, dict), where, "an object", e)
         index, kind, act = e.get("index"), e.get("kind", ABSENT), e.get("activation_max")
-        if not _is_int(index):
-            raise ValueError(f"{where}.index: expected an integer, got {_show(index)}")
-        if kind is not ABSENT and not isinstance(kind, str):
-            raise ValueError(f"{where}.kind: expected a string, got {_show(kind)}")
-        if act is not None and not isinstance(act, str):
-            raise ValueError(f"{where}.activation_max: expected a string, got {_show(act)}")
+        _expect(_is_int(index), f"{where}.index", "an integer", index)
+        _expect(kind is ABSENT or isinstance(kind, str), f"{where}.kind", "a string", kind)
+        _opt_str(act, f"{where}.activation_max")
         for k in ("error", "error_witness"):
-            if e.get(k) is not None and not isinstance(e[k], dict):
-                raise ValueError(f"{where}.{k}: expected an object or null, got {_show(e[k])}")
+            _opt_obj(e.get(k), f"{where}.{k}")
         heads = None
         if "heads" in e:
-            if not isinstance(e["heads"], list):
-                raise ValueError(f"{where}.heads: expected a list, got {_show(e['heads'])}")
+            _expect(isinstance(e["heads"], list), f"{where}.heads", "a list", e["heads"])
             heads = tuple(
                 HeadEntry.parse(h, f"{where}.heads[{i}]") for i, h in enumerate(e["heads"])
             )
@@ -211,25 +216,20 @@ class LengthEntry:
     @staticmethod
     def parse(d: Any) -> LengthEntry:
         """Check the JSON types of a per-length dict and keep every value as written."""
-        if not isinstance(d, dict):
-            raise ValueError(f"a length's entry is an object, not {type(d).__name__}")
+        _expect(isinstance(d, dict), "a length's entry", "an object", d)
         if "n" not in d:
             raise KeyError("n")
-        if not _is_int(d["n"]):
-            raise ValueError(f"n: expected an integer, got {_show(d['n'])}")
+        _expect(_is_int(d["n"]), "n", "an integer", d["n"])
         values = {k: d.get(k, ABSENT) for k in LENGTH_KEYS if k not in ("n", "layers")}
         for k, v in values.items():
             _check(k, v)
         rm = values["reference_mismatches"]
         if isinstance(rm, dict):
             for side in ("hard", "soft"):
-                if rm.get(side) is not None and not _is_int(rm[side]):
-                    raise ValueError(
-                        f"reference_mismatches.{side}: expected an integer, got {_show(rm[side])}"
-                    )
+                x = rm.get(side)
+                _expect(x is None or _is_int(x), f"reference_mismatches.{side}", "an integer", x)
         layers = d.get("layers", [])
-        if not isinstance(layers, list):
-            raise ValueError(f"layers: expected a list, got {_show(layers)}")
+        _expect(isinstance(layers, list), "layers", "a list", layers)
         return LengthEntry(
             n=d["n"],
             layers=tuple(LayerEntry.parse(e, f"layers[{i}]") for i, e in enumerate(layers)),

@@ -13,7 +13,7 @@ from typing import Any
 from exactattn.core.errors import UsageError
 from exactattn.results.bounds import BoundsRecord, TauStarRecord
 from exactattn.results.claims import GapBoundEntry
-from exactattn.results.entry import ABSENT, Absent, LayerEntry, LengthEntry  # noqa: F401
+from exactattn.results.entry import ABSENT, LayerEntry, LengthEntry
 from exactattn.results.extensions import compiler_gap
 from exactattn.results.settings import CheckSettings
 from exactattn.results.stop import stop_label
