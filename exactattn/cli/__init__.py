@@ -33,6 +33,7 @@ from exactattn.cli.common import (  # noqa: F401  (re-exported: tests and extra 
     _restore,
     _snapshot,
     err_console,
+    ignore_late_ctrl_c,
 )
 from exactattn.cli.export import export_group
 from exactattn.cli.extra import precision_cmd, search_cmd
@@ -94,6 +95,12 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         end_of_imports()  # Ctrl-C is a KeyboardInterrupt again, handled below
+        try:
+            return self._invoke(ctx)
+        finally:
+            ignore_late_ctrl_c()  # the exit code is decided: no death by a late Ctrl-C
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except click.ClickException as exc:  # click's usage errors: exit 2, message capped
