@@ -149,7 +149,7 @@ def test_lost_cluster_is_an_incomplete_result_not_a_crash() -> None:
     data = res.to_json()
     assert data["interrupted"] is False and data["stopped"] == "cluster lost"
     assert data["verdict"]["summary"].endswith(
-        "the run was stopped: the --dask cluster was lost, rerun to resume"
+        "the run was stopped: its Dask cluster was lost, rerun to resume"
     )
 
 
@@ -232,9 +232,9 @@ def test_cluster_lost_after_a_finished_length(
     assert data["verdict"]["status"] == status
     assert (data["interrupted"], data["stopped"]) == (False, "cluster lost")
     summary = data["verdict"]["summary"]
-    assert "n = 1..2 was asked for and the run was stopped: the --dask cluster was lost" in summary
+    assert "n = 1..2 was asked for and the run was stopped: its Dask cluster was lost" in summary
     assert "interrupted" not in summary
-    assert "stopped: the --dask cluster was lost" in rep.read_text()  # the report says so too
+    assert "stopped: its Dask cluster was lost" in rep.read_text()  # the report says so too
 
 
 @pytest.fixture
@@ -357,3 +357,24 @@ def test_cluster_killed_mid_run_then_resume(victim: str, tmp_path: Path) -> None
     )
     subprocess.run(_cli(*args, "--json", str(tmp_path / "fresh.json")), env=env, check=True)
     assert (tmp_path / "resumed.json").read_bytes() == (tmp_path / "fresh.json").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("top", "label"),
+    [
+        ({"interrupted": False, "stopped": "cluster lost"}, "stopped: cluster lost"),
+        ({"interrupted": True}, "interrupted"),  # Ctrl-C, and files before `stopped` existed
+        ({"interrupted": False, "stopped": "\\input{/etc/passwd}"}, "stopped"),  # never echoed
+        ({"interrupted": False}, None),
+    ],
+)
+def test_the_claims_ledger_says_how_a_run_ended(top: dict, label: str | None) -> None:
+    """The claims ledger's verdict column names the early end in fixed words."""
+    from exactattn.report.claims import verdict_text
+    from exactattn.results.views import ResultView
+
+    data = run_check(load_model(MODEL), max_n=1).to_json()
+    view = ResultView.from_json({**data, **top})
+    assert view.ended_early == label
+    text = verdict_text(view, "own τ")
+    assert text.endswith(f"**clean** ({label})" if label else "**clean**"), text

@@ -18,7 +18,7 @@ def stop_text(interrupted: bool, stopped: str | None) -> str | None:
     """How an unfinished run ended, in words for summaries and reports (None: it did not
     end early). A value this version does not know is shown as plain ``stopped``."""
     if stopped == STOPPED_CLUSTER_LOST:
-        return "stopped: the --dask cluster was lost, rerun to resume"
+        return "stopped: its Dask cluster was lost, rerun to resume"
     if stopped is not None:
         return "stopped"
     return "interrupted" if interrupted else None
