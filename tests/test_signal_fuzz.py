@@ -220,6 +220,7 @@ def test_a_ctrl_c_after_the_command_is_no_death_by_signal(args: list[str]) -> No
     model = ROOT / "models" / "dyck1.json"
     p = _py(
         f"import sys; sys.argv = ['exactattn', 'check', {str(model)!r}, *{args!r}]\n"
+        "sys.orig_argv = [sys.executable, '-m', 'exactattn']  # as `python -m exactattn`\n"
         "import os, signal, exactattn\n"
         "from exactattn.cli import main\n"
         "try:\n"
@@ -233,3 +234,19 @@ def test_a_ctrl_c_after_the_command_is_no_death_by_signal(args: list[str]) -> No
     code = 0 if args[-1] == "-q" else 2
     assert p.returncode == code and p.stdout.endswith(f"{code} True\n"), (p.returncode, p.stderr)
     assert "Traceback" not in p.stderr
+
+
+def test_a_caller_that_sets_argv_keeps_its_ctrl_c(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test or notebook that sets ``sys.argv`` to look like the command line and runs a
+    command in-process keeps Python's Ctrl-C (it once left the whole test run ignoring
+    SIGINT, and every subprocess it started with it)."""
+    from click.testing import CliRunner
+
+    from exactattn.cli import main
+    from exactattn.cli.common import is_command_line
+
+    monkeypatch.setattr("sys.argv", ["exactattn", "check"])
+    assert not is_command_line()
+    res = CliRunner().invoke(main, ["check", str(ROOT / "models" / "dyck1.json"), "--max-n", "0"])
+    assert res.exit_code == 2
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -76,10 +76,15 @@ class FinishHold:
 
 
 def is_command_line() -> bool:
-    """Whether this process is the ``exactattn`` command (console script or ``python -m
-    exactattn``), not a library caller or a test runner invoking commands in-process."""
-    argv0 = Path(sys.argv[0] or "")
-    return argv0.name == "exactattn" or argv0.parts[-2:] == ("exactattn", "__main__.py")
+    """Whether this process was started as the ``exactattn`` command (console script or
+    ``python -m exactattn``), not a library caller or a test runner invoking commands
+    in-process. Read from the interpreter's own command line (``sys.orig_argv``), which a
+    caller that sets ``sys.argv`` does not change."""
+    orig = list(sys.orig_argv)
+    if "-m" in orig:
+        return orig[orig.index("-m") + 1 : orig.index("-m") + 2] == ["exactattn"]
+    script = next((a for a in orig[1:] if not a.startswith("-")), "")
+    return Path(script).name == "exactattn"
 
 
 def ignore_late_ctrl_c() -> None:
