@@ -141,10 +141,16 @@ class _DyingClient:
 def test_lost_cluster_is_an_incomplete_result_not_a_crash() -> None:
     model = load_model(MODEL)
     res = run_check(model, max_n=3, executor=Dask(_DyingClient()))
-    assert res.interrupted and not res.complete
+    assert res.stopped == "cluster lost" and not res.complete
+    assert not res.interrupted  # `interrupted` is Ctrl-C only
     assert res.lengths == [] and "lost the cluster mid-run" in (res.stopped_by or "")
     assert res.verdict().status == "incomplete"
     assert res.exit_code() == EXIT_CLUSTER_LOST == 75  # not 130: nobody pressed Ctrl-C
+    data = res.to_json()
+    assert data["interrupted"] is False and data["stopped"] == "cluster lost"
+    assert data["verdict"]["summary"].endswith(
+        "the run was stopped: its Dask cluster was lost, rerun to resume"
+    )
 
 
 def test_lost_cluster_cli_exit_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -155,8 +161,80 @@ def test_lost_cluster_cli_exit_code(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         main, ["check", str(MODEL), "--max-n", "2", "-q", "--dask", "x:1", "--json", str(out)]
     )
     assert res.output.startswith("stopped: --dask") and res.output.count("\n") == 1, res.output
-    assert json.loads(out.read_text())["verdict"]["status"] == "incomplete"
+    data = json.loads(out.read_text())
+    assert data["verdict"]["status"] == "incomplete"
+    assert (data["interrupted"], data["stopped"]) == (False, "cluster lost")
+    assert "interrupted" not in data["verdict"]["summary"]
     assert res.exit_code == EXIT_CLUSTER_LOST, res.output
+
+
+@pytest.fixture
+def one_worker_cluster() -> Iterator[Any]:
+    """A real scheduler with one in-process worker on tcp://127.0.0.1."""
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(
+        n_workers=1,
+        threads_per_worker=1,
+        processes=False,
+        protocol="tcp",
+        host="127.0.0.1",
+        dashboard_address=None,
+    ) as cluster:
+        yield cluster
+
+
+@pytest.mark.parametrize(
+    ("tau", "code", "status"),
+    [
+        ("10", 1, "problems"),  # n = 1 already disagrees at τ = 10: a finding, exit 1
+        (None, EXIT_CLUSTER_LOST, "incomplete"),  # n = 1 clean: retry, exit 75
+    ],
+)
+def test_cluster_lost_after_a_finished_length(
+    one_worker_cluster: Any,
+    tau: str | None,
+    code: int,
+    status: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A real LocalCluster loses its only worker once n = 1 is saved, so n = 2 finds no
+    worker: the run stops as "cluster lost". Exit 1 when n = 1 already found a problem
+    (a finding stands: resuming can add problems, never remove one), else 75; the file says
+    `stopped: cluster lost`, never `interrupted`, and its summary says why it is short."""
+    monkeypatch.setenv("EXACTATTN_DASK_TIMEOUT", "1")
+    real = cli_module.run_check
+
+    def losing(*a: Any, **kw: Any) -> Any:
+        save = kw["on_length"]
+
+        def on_length(result: Any) -> None:
+            save(result)
+            one_worker_cluster.scale(0)  # the last worker goes away after n = 1
+            deadline = time.monotonic() + 30
+            while one_worker_cluster.scheduler_info.get("workers"):
+                assert time.monotonic() < deadline, "the worker did not leave"
+                time.sleep(0.05)
+
+        return real(*a, **{**kw, "on_length": on_length})
+
+    monkeypatch.setattr(cli_module, "run_check", losing)
+    out, rep = tmp_path / "r.json", tmp_path / "r.md"
+    args = ["check", str(MODEL), "--max-n", "2", "-q", "--json", str(out), "--report", str(rep)]
+    if tau:
+        args += ["--tau", tau]
+    res = CliRunner().invoke(main, [*args, "--dask", one_worker_cluster.scheduler_address])
+    assert res.exit_code == code, (res.output, res.exception)
+    assert res.output.startswith("stopped: --dask") and res.output.count("\n") == 1, res.output
+    assert ("already show problems" in res.output) == (code == 1)
+    data = json.loads(out.read_text())
+    assert [r["n"] for r in data["lengths"]] == [1]
+    assert data["verdict"]["status"] == status
+    assert (data["interrupted"], data["stopped"]) == (False, "cluster lost")
+    summary = data["verdict"]["summary"]
+    assert "n = 1..2 was asked for and the run was stopped: its Dask cluster was lost" in summary
+    assert "interrupted" not in summary
+    assert "stopped: its Dask cluster was lost" in rep.read_text()  # the report says so too
 
 
 @pytest.fixture
@@ -279,3 +357,24 @@ def test_cluster_killed_mid_run_then_resume(victim: str, tmp_path: Path) -> None
     )
     subprocess.run(_cli(*args, "--json", str(tmp_path / "fresh.json")), env=env, check=True)
     assert (tmp_path / "resumed.json").read_bytes() == (tmp_path / "fresh.json").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("top", "label"),
+    [
+        ({"interrupted": False, "stopped": "cluster lost"}, "stopped: cluster lost"),
+        ({"interrupted": True}, "interrupted"),  # Ctrl-C, and files before `stopped` existed
+        ({"interrupted": False, "stopped": "\\input{/etc/passwd}"}, "stopped"),  # never echoed
+        ({"interrupted": False}, None),
+    ],
+)
+def test_the_claims_ledger_says_how_a_run_ended(top: dict, label: str | None) -> None:
+    """The claims ledger's verdict column names the early end in fixed words."""
+    from exactattn.report.claims import verdict_text
+    from exactattn.results.views import ResultView
+
+    data = run_check(load_model(MODEL), max_n=1).to_json()
+    view = ResultView.from_json({**data, **top})
+    assert view.ended_early == label
+    text = verdict_text(view, "own τ")
+    assert text.endswith(f"**clean** ({label})" if label else "**clean**"), text

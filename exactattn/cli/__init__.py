@@ -3,8 +3,9 @@
 Exit codes: 0 clean; 1 a disagreement, invariant failure, reference mismatch or
 bound violation was found; 2 bad input or usage; 3 something could not be
 certified (undecided); 4 internal error (a bug: short message, traceback with
---debug); 75 a --dask cluster lost mid-run (finished lengths are kept, rerun to resume);
-130 interrupted (finished lengths are kept). See exactattn/core/guard.py.
+--debug); 75 a --dask cluster lost mid-run (finished lengths are kept, rerun to resume; 1
+instead when they already found a problem); 130 interrupted (finished lengths are kept). See
+exactattn/core/guard.py.
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ from exactattn.certificate.verify import summary_line
 from exactattn.cli.certify import certify_cmd
 from exactattn.cli.common import (  # noqa: F401  (re-exported: tests and extra commands)
     LONG_EXACT,
+    FinishHold,
     _emit,
     _exact_cell,
     _restore,
     _snapshot,
     err_console,
+    ignore_late_ctrl_c,
 )
 from exactattn.cli.export import export_group
 from exactattn.cli.extra import precision_cmd, search_cmd
@@ -92,6 +95,12 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         end_of_imports()  # Ctrl-C is a KeyboardInterrupt again, handled below
+        try:
+            return self._invoke(ctx)
+        finally:
+            ignore_late_ctrl_c()  # the exit code is decided: no death by a late Ctrl-C
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except click.ClickException as exc:  # click's usage errors: exit 2, message capped
@@ -239,11 +248,36 @@ def check(
         if suffix not in (".md", ".tex"):
             raise click.UsageError("--report must end in .md or .tex")
 
+    hold = FinishHold()  # Ctrl-C once every length is checked: the complete result wins
+
     def save(result: Any) -> None:
 
-        if json_out:  # a Ctrl-C waits for the file (and its imports) to be complete
-            with deferred_interrupt():
-                write_json_atomic(Path(json_out), result.to_json())
+        if not json_out:
+            return
+        if hold.active:  # Ctrl-C is already held until the command ends
+            write_json_atomic(Path(json_out), result.to_json())
+            return
+        with deferred_interrupt():  # a Ctrl-C waits for the file (and its imports)
+            write_json_atomic(Path(json_out), result.to_json())
+
+    def checked(progress: Any) -> Any:
+        """The run; once every length is checked, Ctrl-C is held (see FinishHold)."""
+        res = run_check(
+            model,
+            max_n=max_n,
+            min_n=lo,
+            tau=choice,
+            hard_only=hard_only,
+            bounds=bounds,
+            progress=progress,
+            on_length=save,
+            find_tau=find_tau,
+            executor=executor,
+            float_filter=not arb_only,
+            on_complete=hold.start,  # inside the run's Ctrl-C handling: no gap
+        )
+        hold.start()  # an interrupted or stopped run: its file is final too
+        return res
 
     if choice.is_theorem:
         bounds = True
@@ -264,63 +298,54 @@ def check(
     before = _snapshot(json_out)
     try:
         try:
-            if checkpoint:
-                text = Path(model_path).read_text(encoding="utf-8")
-                ckpt = executor.checkpoint = Checkpoint(checkpoint, fingerprint(text, settings))
             try:
-                result = _run_with_progress(
-                    lambda progress: run_check(
-                        model,
-                        max_n=max_n,
-                        min_n=lo,
-                        tau=choice,
-                        hard_only=hard_only,
-                        bounds=bounds,
-                        progress=progress,
-                        on_length=save,
-                        find_tau=find_tau,
-                        executor=executor,
-                        float_filter=not arb_only,
-                    ),
-                    total,
-                    quiet,
-                )
+                if checkpoint:
+                    text = Path(model_path).read_text(encoding="utf-8")
+                    ckpt = executor.checkpoint = Checkpoint(checkpoint, fingerprint(text, settings))
+                try:
+                    result = _run_with_progress(checked, total, quiet)
+                finally:
+                    if ckpt is not None:
+                        ckpt.close()  # the directory's lock: free for the next run (also on errors)
             finally:
-                if ckpt is not None:
-                    ckpt.close()  # the directory's lock: free for the next run (also on errors)
-        finally:
-            executor.close()
-        save(result)
-        data = result.to_json()
-        if not quiet:
-            print_table(data, all_layers=all_layers)
+                executor.close()
+            save(result)
+            data = result.to_json()
+            if not quiet:
+                print_table(data, all_layers=all_layers)
 
-            for line in summary_lines(ResultView.from_json(data).closed_forms or {}):
-                console.print(line, highlight=False, soft_wrap=True)
-            if result.model.claims is not None:  # issue 23
-                console.print(summary_line(result.model, data), highlight=False, markup=False)
-            for line in gap_lines(ResultView.from_json(data)):
-                console.print(line, highlight=False, soft_wrap=True, markup=False)
-        if report:
-            write_report(data, Path(report))
-    except (ExactAttnError, click.UsageError, OSError, ValueError) as exc:
-        if not isinstance(exc, ValueError) or "integer string conversion" in str(exc):
-            _restore(json_out, before)  # exit 2 (a ValueError here is the digit limit)
-        raise
-    if result.interrupted:
-        if result.stopped_by:  # a lost cluster: one line, the run is incomplete and resumable
+                for line in summary_lines(ResultView.from_json(data).closed_forms or {}):
+                    console.print(line, highlight=False, soft_wrap=True)
+                if result.model.claims is not None:  # issue 23
+                    console.print(summary_line(result.model, data), highlight=False, markup=False)
+                for line in gap_lines(ResultView.from_json(data)):
+                    console.print(line, highlight=False, soft_wrap=True, markup=False)
+            if report:
+                write_report(data, Path(report))
+        except (ExactAttnError, click.UsageError, OSError, ValueError) as exc:
+            if not isinstance(exc, ValueError) or "integer string conversion" in str(exc):
+                _restore(json_out, before)  # exit 2 (a ValueError here is the digit limit)
+            raise
+        if result.interrupted:  # Ctrl-C before every length was checked: the file says so
+            err_console.print("[yellow]interrupted[/]: finished lengths were kept", highlight=False)
+            sys.exit(130)
+        code = result.exit_code()
+        if result.stopped is not None:  # a lost cluster: one line; 75 (retry), or 1 (a finding)
             _say(
                 f"stopped: {result.stopped_by}; finished lengths were kept"
                 + (" and finished shards are in --checkpoint: rerun to resume" if ckpt else "")
+                + ("; they already show problems (exit 1, see the result)" if code == 1 else "")
             )
-        else:
-            err_console.print("[yellow]interrupted[/]: finished lengths were kept", highlight=False)
-        sys.exit(result.exit_code() if result.stopped_by else 130)  # lost cluster: 75
-    v = result.verdict()
-    style = "green" if v.ok else ("red" if v.status == "problems" else "yellow")
-    if not quiet:
-        console.print(f"[bold {style}]{v.status}[/]: {v.summary}", highlight=False)
-    sys.exit(result.exit_code())
+            sys.exit(code)
+        v = result.verdict()
+        style = "green" if v.ok else ("red" if v.status == "problems" else "yellow")
+        if not quiet:
+            console.print(f"[bold {style}]{v.status}[/]: {v.summary}", highlight=False)
+        if hold.hit:  # Ctrl-C after every length was checked: the complete result wins
+            _say("interrupt ignored: every length was already checked and the result is complete")
+        sys.exit(code)
+    finally:
+        hold.stop()  # in-process callers (tests) get their Ctrl-C back
 
 
 def _fmt_secs(s: float) -> str:

@@ -407,7 +407,7 @@ def verdict_text(result: ResultView | None, what: str) -> str:
     if not result:
         return f"{what}: not run"
     s = result.settings
-    tail = " (interrupted)" if result.interrupted else ""
+    tail = f" ({result.ended_early})" if result.ended_early else ""
     return f"{what} n = {s.min_n}..{s.max_n}: **{_status(result)}**{tail}"
 
 
@@ -707,7 +707,7 @@ def lengths_text(r: dict[str, ResultView]) -> str:
             parts.append(f"{label}: not run")
             continue
         s = res.settings
-        statuses.add(str(_status(res)) + (" (interrupted)" if res.interrupted else ""))
+        statuses.add(str(_status(res)) + (f" ({res.ended_early})" if res.ended_early else ""))
         parts.append(f"{label} n = {s.min_n}..{s.max_n}")
     if not statuses:
         return "not run"

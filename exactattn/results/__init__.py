@@ -31,7 +31,9 @@ from exactattn.core.numbers import (
 from exactattn.model import AttentionLayer, Model
 from exactattn.results.bounds import BoundsRecord, TauStarRecord
 from exactattn.results.closedforms import ClosedForms
+from exactattn.results.entry import ABSENT, LengthEntry
 from exactattn.results.settings import CheckSettings
+from exactattn.results.stop import stop_text
 from exactattn.results.views import decisions
 
 RESULT_FORMAT = "exactattn-result/1"
@@ -460,58 +462,71 @@ class LengthRecord:
 
     @staticmethod
     def from_json(d: dict[str, Any], alphabet: Sequence[str]) -> LengthRecord:
-        """Read a per-length entry back; witness order keys are rebuilt from the inputs."""
+        """Read a per-length entry back (checkpoint shards: exact endpoints); witness order
+        keys are rebuilt from the inputs. The dict is parsed once by
+        :class:`~exactattn.results.entry.LengthEntry` (which also says why reports read the
+        same entry through :class:`~exactattn.results.views.LengthView` instead)."""
+        e = LengthEntry.parse(d)
 
         def rank(word: Sequence[str] | None) -> int:
             return input_rank(alphabet, word) if word is not None else -1
 
+        def present(x: Any, what: str) -> Any:
+            if x is ABSENT:
+                raise KeyError(what)
+            return x
+
         layers = []
-        for entry in d["layers"]:
+        for entry in e.required("layers"):
             err = None
-            if entry.get("error") is not None:
-                iv = Interval.from_json(entry["error"])
-                w = entry.get("error_witness")
+            if entry.error is not None:
+                iv = Interval.from_json(entry.error)
+                w = entry.error_witness
                 err = ErrorRecord(
                     iv.lower,
                     iv.upper,
                     Witness((rank(w["input"]),), w) if w else None,
                 )
             heads = None
-            if "heads" in entry:
+            if entry.heads is not None:
                 heads = tuple(
                     HeadRecord(
-                        h["index"],
-                        _parse_q(h["gamma"]),
-                        h["max_nontop"],
-                        h.get("max_top", 0),
-                        Interval.from_json(h["tau"]) if h.get("tau") else None,
+                        h.index,
+                        _parse_q(h.gamma),
+                        present(h.max_nontop, "max_nontop"),
+                        0 if h.max_top is ABSENT else h.max_top,
+                        Interval.from_json(h.tau) if h.tau else None,
                     )
-                    for h in entry["heads"]
+                    for h in entry.heads
                 )
             layers.append(
                 LayerRecord(
-                    entry["index"], entry["kind"], _parse_q(entry["activation_max"]), err, heads
+                    entry.index,
+                    present(entry.kind, "kind"),
+                    _parse_q(entry.activation_max),
+                    err,
+                    heads,
                 )
             )
-        gw = d.get("gamma_witness")
-        soft = d.get("disagreements") is not None
+        gw = e.value("gamma_witness")
+        soft = e.value("disagreements") is not None
         ref = None
-        if d.get("reference_mismatches") is not None:
-            rm = d["reference_mismatches"]
-            fr = d.get("first_reference_mismatch")
+        if e.value("reference_mismatches") is not None:
+            rm = e.reference_mismatches
+            fr = e.value("first_reference_mismatch")
             ref = ReferenceRecord(
                 rm["hard"],
                 rm["soft"],
-                d.get("reference_compared") or 0,
-                d.get("reference_compared_positions") or 0,
-                d.get("reference_undefined") or 0,
+                e.value("reference_compared") or 0,
+                e.value("reference_compared_positions") or 0,
+                e.value("reference_undefined") or 0,
                 Witness((0 if fr["meaning"] == "hard" else 1, rank(fr["input"])), fr)
                 if fr
                 else None,
             )
         ties = None
-        if d.get("hard_ties") is not None:
-            t = d["hard_ties"]
+        if e.value("hard_ties") is not None:
+            t = e.hard_ties
             f = t.get("first")
             ties = HardTies(
                 t["positions"],
@@ -519,69 +534,40 @@ class LengthRecord:
                 t["expected"],
                 Witness((rank(f["input"]), f["position"]), f) if f else None,
             )
-        fd = d.get("first_disagreement")
-        fu = d.get("first_undecided")
-        known = set(_LENGTH_KEYS)
+        fd = e.value("first_disagreement")
+        fu = e.value("first_undecided")
+        bounds, tau_star = e.value("bounds"), e.value("tau_star")
         return LengthRecord(
-            n=d["n"],
-            inputs=d["inputs"],
+            n=e.n,
+            inputs=e.required("inputs"),
             soft=soft,
-            x_max=_parse_q(d["x_max"]),  # type: ignore[arg-type]
-            gamma=_parse_q(d["gamma"]),
+            x_max=_parse_q(e.required("x_max")),  # type: ignore[arg-type]
+            gamma=_parse_q(e.required("gamma")),
             gamma_witness=Witness(
                 (gw["layer"], gw["head"], rank(gw["input"]), gw["query"], gw["other_key"]), gw
             )
             if gw
             else None,
-            tau=Interval.from_json(d["tau"]) if d.get("tau") else None,
+            tau=Interval.from_json(e.tau) if e.value("tau") else None,
             layers=tuple(layers),
-            disagreements=d.get("disagreements"),
+            disagreements=e.value("disagreements"),
             first_disagreement=Witness(
-                (rank(fd),), {"input": fd, "detail": d.get("first_disagreement_detail")}
+                (rank(fd),), {"input": fd, "detail": e.value("first_disagreement_detail")}
             )
             if fd
             else None,
-            undecided=d.get("undecided"),
+            undecided=e.value("undecided"),
             first_undecided=Witness((rank(fu),), fu) if fu else None,
-            min_margin=_parse_q(d.get("min_margin")),
-            accepted=d.get("accepted"),
+            min_margin=_parse_q(e.value("min_margin")),
+            accepted=e.value("accepted"),
             reference=ref,
             hard_ties=ties,
-            precision_bits=d.get("precision_bits"),
-            float_settled=d.get("float_settled"),
-            bounds=BoundsRecord.from_json(d["bounds"]) if d.get("bounds") is not None else None,
-            tau_star=TauStarRecord.from_json(d["tau_star"]) if d.get("tau_star") else None,
-            extra={k: v for k, v in d.items() if k not in known},
+            precision_bits=e.value("precision_bits"),
+            float_settled=e.value("float_settled"),
+            bounds=BoundsRecord.from_json(bounds) if bounds is not None else None,
+            tau_star=TauStarRecord.from_json(tau_star) if tau_star else None,
+            extra=dict(e.extra),
         )
-
-
-_LENGTH_KEYS = (
-    "n",
-    "inputs",
-    "gamma",
-    "gamma_witness",
-    "x_max",
-    "tau",
-    "layers",
-    "invariant",
-    "disagreements",
-    "first_disagreement",
-    "first_disagreement_detail",
-    "undecided",
-    "first_undecided",
-    "min_margin",
-    "accepted",
-    "reference_mismatches",
-    "reference_compared",
-    "reference_undefined",
-    "first_reference_mismatch",
-    "precision_bits",
-    "reference_compared_positions",
-    "hard_ties",
-    "float_settled",
-    "bounds",
-    "tau_star",
-)
 
 
 def merge_lengths(parts: Sequence[LengthRecord]) -> LengthRecord:
@@ -646,12 +632,14 @@ def verdict_of(
     max_prec: int,
     incomplete: tuple[int, int] | None = None,
     interrupted: bool = False,
+    stopped: str | None = None,
 ) -> Verdict:
     """Problems: flips, ε > 1 where the lemma needs ε ≤ 1, reference mismatches at defined
     positions, bound violations. Undecided: a comparison no precision settled. Hard ties
     are reported but are not problems. ``incomplete`` (the lengths asked for, when the run
     has not finished them all) turns a would-be "clean" into "incomplete": a result file
-    never claims more than was checked.
+    never claims more than was checked. A run that ended early (``interrupted``: Ctrl-C;
+    ``stopped``: e.g. a lost cluster) says so in every summary, problems included.
     """
     problems = []
     undecided = 0
@@ -679,8 +667,14 @@ def verdict_of(
         undecided += r.undecided or 0
         if inv == "undecided":
             undecided += 1
+    ended = stop_text(interrupted, stopped) if incomplete is not None else None
+    tail = (
+        ""
+        if ended is None or incomplete is None
+        else f" (n = {incomplete[0]}..{incomplete[1]} was asked for and the run was {ended})"
+    )
     if problems:
-        return Verdict("problems", "; ".join(problems))
+        return Verdict("problems", "; ".join(problems) + tail)
     if undecided:
         where = (
             f" (first: n = {first_undecided[0]}, input '{first_undecided[1]}')"
@@ -690,12 +684,13 @@ def verdict_of(
         return Verdict(
             "undecided",
             f"{undecided} comparison(s) could not be certified at {max_prec} bits{where}; "
-            + UNDECIDED_NOTE,
+            + UNDECIDED_NOTE
+            + tail,
         )
     ns = [r.n for r in lengths]
     rng = f"n = {min(ns)}..{max(ns)}" if ns else "no lengths"
     if incomplete is not None:
-        why = "interrupted" if interrupted else "still running or stopped"
+        why = ended or "still running or stopped"
         return Verdict(
             "incomplete",
             f"no problem found for {rng}, but n = {incomplete[0]}..{incomplete[1]} was asked "
@@ -711,10 +706,13 @@ def result_json(
     interrupted: bool,
     lengths: Sequence[LengthRecord],
     closed_forms: ClosedForms,
+    stopped: str | None = None,
 ) -> dict[str, Any]:
     """A whole check in format ``exactattn-result/1``: the model's description, the
     settings, the verdict and every length (``closed_forms`` as fitted by
-    :func:`exactattn.bounds.closedforms.fit_closed_forms`)."""
+    :func:`exactattn.bounds.closedforms.fit_closed_forms`). ``interrupted`` is Ctrl-C only;
+    ``stopped`` (one of :data:`STOP_REASONS`) is written only when a run ended early for
+    another reason, so files of finished or Ctrl-C'd runs keep their bytes."""
     info_layers: list[dict[str, Any]] = []
     for li, layer in enumerate(model.layers):
         if isinstance(layer, AttentionLayer):
@@ -738,6 +736,7 @@ def result_json(
         "settings": settings.to_json(),
         "verdict": verdict.to_json(),
         "interrupted": interrupted,
+        **({"stopped": stopped} if stopped is not None else {}),
         "lengths": [r.to_json() for r in lengths],
         "closed_forms": closed_forms.to_json(),
     }

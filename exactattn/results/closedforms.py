@@ -4,13 +4,15 @@
 records, and only their ``to_json`` spells the keys. A structured :class:`Form` keeps its
 coefficients as Fractions, a :class:`Bracket` its certified constants as exact rationals
 (rounded outward to six digits by the writer). Reports read written records back through
-:class:`exactattn.results.sequences.ClosedForm`, which tolerates any file; :meth:`Form.from_json`
-reads a written structured form for evaluation (a bad form raises ``KeyError``,
-``TypeError`` or ``ValueError``, which the report catches).
+:class:`exactattn.results.sequences.ClosedForm`, which tolerates any file and holds its
+structured form as a :class:`Form` (:meth:`Form.read`: None for a form this version does not
+write). :meth:`Form.from_json` is the strict reader: exactly what :meth:`Form.to_json` writes,
+so a form read back writes the same bytes.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -69,28 +71,88 @@ class Form:
         return out
 
     @staticmethod
-    def from_json(d: Mapping[str, Any]) -> Form:
-        """A written form (a result file's; check it with ``results.resultfile`` first)."""
+    def from_json(d: Any, top: bool = True) -> Form:
+        """A written form, read strictly: exactly what :meth:`to_json` writes (a known kind,
+        parity only at the top, coefficients as exact ``p``/``p/q`` text, ``base`` exactly
+        for ``power``, ``start``/``step``/``value`` for ``hypergeometric``), so
+        ``Form.from_json(x).to_json() == x``. Anything else raises ``ValueError`` or
+        ``TypeError`` naming the field; :meth:`read` is the tolerant reader."""
         if not isinstance(d, Mapping):
             raise TypeError(f"a structured form is an object, not {type(d).__name__}")
         kind = d.get("kind")
+        if kind not in FORM_KINDS or (kind == PARITY and not top):
+            raise ValueError(
+                f"form kind: expected one of {', '.join(FORM_KINDS)}, got {kind!r:.60}"
+            )
         if kind == PARITY:
-            halves = [d.get(h) for h in ("even", "odd")]
-            even, odd = (Form.from_json(h) if h else None for h in halves)
+            _keys(d, ("kind", "even", "odd"), ())
+            even, odd = (
+                None if d[h] is None else Form.from_json(d[h], False) for h in ("even", "odd")
+            )
             return Form(PARITY, even=even, odd=odd)
-        num = tuple(Fraction(c) for c in d["num"])
-        den = tuple(Fraction(c) for c in d["den"])
+        extra = {HYPERGEOMETRIC: ("start", "step", "value"), POWER: ("base",)}.get(kind, ())
+        _keys(d, ("kind", *extra, "num", "den"), ())
+        num, den = _coeffs(d["num"], "num"), _coeffs(d["den"], "den")
+        if not any(den):
+            raise ValueError("form den: every coefficient is 0")
         if kind == HYPERGEOMETRIC:
+            start, step = d["start"], d["step"]
+            if not isinstance(start, int) or isinstance(start, bool) or start < 0:
+                raise ValueError(f"form start: expected an integer ≥ 0, got {start!r:.60}")
+            if step not in (1, 2) or isinstance(step, bool):
+                raise ValueError(f"form step: expected 1 or 2, got {step!r:.60}")
             return Form(
                 HYPERGEOMETRIC,
                 num,
                 den,
-                start=int(d["start"]),
-                step=int(d["step"]),
-                value=Fraction(d["value"]),
+                start=start,
+                step=step,
+                value=exact_fraction(d["value"], "form value"),
             )
-        base = d.get("base")
-        return Form(str(kind), num, den, None if base is None else Fraction(base))
+        base = exact_fraction(d["base"], "form base") if kind == POWER else None
+        return Form(str(kind), num, den, base)
+
+    @staticmethod
+    def read(d: Any) -> Form | None:
+        """A written form read tolerantly (reports of any file, older or hand-made): the
+        strict reading, or None when the form is not one this version writes (the record is
+        then shown verbatim, never evaluated)."""
+        try:
+            return Form.from_json(d)
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+FORM_KINDS = (RATIONAL, POWER, HYPERGEOMETRIC, PARITY)
+"""Every kind of structured form (``parity`` only at the top of a form)."""
+
+_RATIONAL_TEXT = re.compile(r"-?[0-9]+(?:/[0-9]+)?")
+
+
+def exact_fraction(x: Any, where: str) -> Fraction:
+    """An exact rational as :func:`fraction_text` writes it (``"3"``, ``"-3/4"``); a JSON
+    number (a float would not be exact) or any other text raises ``ValueError``."""
+    if not isinstance(x, str) or not _RATIONAL_TEXT.fullmatch(x):
+        raise ValueError(f"{where}: expected an exact rational 'p' or 'p/q', got {x!r:.60}")
+    if "/" in x and int(x.split("/")[1]) == 0:
+        raise ValueError(f"{where}: {x!r:.60} divides by zero")
+    return Fraction(x)
+
+
+def _coeffs(x: Any, part: str) -> tuple[Fraction, ...]:
+    if not isinstance(x, list) or not x:
+        raise ValueError(f"form {part}: expected a non-empty list of coefficients")
+    return tuple(exact_fraction(c, f"form {part}[{i}]") for i, c in enumerate(x))
+
+
+def _keys(d: Mapping[str, Any], required: tuple[str, ...], optional: tuple[str, ...]) -> None:
+    """Exactly the keys a form of this kind is written with."""
+    missing = [k for k in required if k not in d]
+    if missing:
+        raise KeyError(f"form: missing {', '.join(missing)}")
+    unknown = [k for k in d if k not in required and k not in optional]
+    if unknown:
+        raise ValueError(f"form: unknown key {str(unknown[0])!r:.60}")
 
 
 @dataclass(frozen=True)

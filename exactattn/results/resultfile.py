@@ -150,6 +150,7 @@ def validate_result(data: Any, source: str = "result") -> None:
             _fail("verdict.ok", f"expected true, false or null, got {clip(repr(ok))}")
         _opt(verdict.get("status"), "verdict.status", _str, MAX_NAME)
         _opt(verdict.get("summary"), "verdict.summary", _str, 10_000)
+    _opt(top.get("stopped"), "stopped", _str, MAX_NAME)  # "cluster lost" (absent: not stopped)
     cf = top.get("closed_forms")
     if cf is not None:
         _closed_forms(cf)

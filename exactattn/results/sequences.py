@@ -17,6 +17,7 @@ from typing import Any
 from exactattn.core.numbers import parse_rational
 from exactattn.results import LengthRecord
 from exactattn.results.bounds import TauBracket
+from exactattn.results.closedforms import Form
 from exactattn.results.views import ABSENT
 
 EXACT_QUANTITIES = ("gamma", "x_max", "min_margin", "accepted")
@@ -139,7 +140,7 @@ class ClosedForm:
 
     is_bracket: bool
     expression: str | None
-    form: dict[str, Any] | None
+    form: Form | None  # the structured form, exact (None: absent or not one this version writes)
     fitted_on: tuple[int, ...]
     verified_on: tuple[int, ...]
     valid_from: int | None
@@ -163,12 +164,13 @@ class ClosedForm:
 
     @staticmethod
     def from_json(rec: dict[str, Any]) -> ClosedForm:
+        """A written record, read tolerantly (any file; ``form`` through :meth:`Form.read`)."""
         form = rec.get("form")
         expr, reason = rec.get("expression"), rec.get("reason", ABSENT)
         return ClosedForm(
             is_bracket=rec.get("kind") == "bracket",
             expression=None if expr is None else str(expr),
-            form=form if isinstance(form, dict) else None,
+            form=None if form is None else Form.read(form),
             fitted_on=_ints(rec.get("fitted_on")),
             verified_on=_ints(rec.get("verified_on")),
             valid_from=rec.get("valid_from"),

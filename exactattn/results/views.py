@@ -13,8 +13,10 @@ from typing import Any
 from exactattn.core.errors import UsageError
 from exactattn.results.bounds import BoundsRecord, TauStarRecord
 from exactattn.results.claims import GapBoundEntry
+from exactattn.results.entry import ABSENT, LayerEntry, LengthEntry
 from exactattn.results.extensions import compiler_gap
 from exactattn.results.settings import CheckSettings
+from exactattn.results.stop import stop_label
 
 
 def _word(x: Any) -> tuple[str, ...] | None:
@@ -75,16 +77,6 @@ def decisions(detail: Any) -> tuple[Any, Any]:
 # a result file read for a report (tolerant of absent extensions)
 
 
-class Absent:
-    """A key the file does not have (shown as an em dash; ``None`` is a written null)."""
-
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-ABSENT = Absent()
-
-
 @dataclass(frozen=True)
 class Written:
     """A certified real as the file writes it: outward-rounded ends (None: unbounded)."""
@@ -114,12 +106,17 @@ class LayerView:
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> LayerView:
-        ew = d.get("error_witness")
+        return LayerView.of(LayerEntry.parse(d, "layer"))
+
+    @staticmethod
+    def of(e: LayerEntry) -> LayerView:
+        """From the layer's parsed entry (:mod:`exactattn.results.entry`)."""
+        ew = e.error_witness
         return LayerView(
-            int(d["index"]),
-            str(d.get("kind", "?")),
-            d.get("activation_max"),
-            Written.from_json(d.get("error")),
+            e.index,
+            "?" if e.kind is ABSENT else e.kind,
+            e.activation_max,
+            Written.from_json(e.error),
             None if ew is None else PositionWitness.from_json(ew),
         )
 
@@ -161,32 +158,35 @@ class LengthView:
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> LengthView:
-        rm = d.get("reference_mismatches")
-        gw = d.get("gamma_witness")
-        b, ts = d.get("bounds"), d.get("tau_star")
+        """A per-length entry read for a report, through the one parse of the shape
+        (:class:`~exactattn.results.entry.LengthEntry`, which says why records and views
+        are two readers of it)."""
+        e = LengthEntry.parse(d)
+        rm, gw = e.value("reference_mismatches"), e.value("gamma_witness")
+        b, ts = e.value("bounds"), e.value("tau_star")
         return LengthView(
-            n=d["n"],
-            inputs=d.get("inputs", ABSENT),
-            gamma=d.get("gamma"),
-            x_max=d.get("x_max"),
-            min_margin=d.get("min_margin"),
-            tau=Written.from_json(d.get("tau")),
-            layers=tuple(LayerView.from_json(e) for e in d.get("layers", [])),
-            invariant=d.get("invariant", ABSENT),
-            disagreements=d.get("disagreements", ABSENT),
-            undecided=d.get("undecided", ABSENT),
-            first_disagreement=_word(d.get("first_disagreement")),
+            n=e.n,
+            inputs=e.inputs,
+            gamma=e.value("gamma"),
+            x_max=e.value("x_max"),
+            min_margin=e.value("min_margin"),
+            tau=Written.from_json(e.value("tau")),
+            layers=tuple(LayerView.of(x) for x in e.layers),
+            invariant=e.invariant,
+            disagreements=e.disagreements,
+            undecided=e.undecided,
+            first_disagreement=_word(e.value("first_disagreement")),
             reference=None
             if rm is None
             else ReferenceView(
-                rm.get("hard", ABSENT), rm.get("soft", ABSENT), d.get("reference_undefined")
+                rm.get("hard", ABSENT), rm.get("soft", ABSENT), e.value("reference_undefined")
             ),
             gamma_witness=None if gw is None else GammaWitness.from_json(gw),
             bounds=None if b is None else BoundsRecord.from_json(b),
             tau_star=TauStarRecord.from_json(ts) if ts else None,
             compiler_gap=compiler_gap(d),
             entry=d,
-            tie_positions=(d.get("hard_ties") or {}).get("positions"),
+            tie_positions=(e.value("hard_ties") or {}).get("positions"),
         )
 
 
@@ -260,7 +260,15 @@ class ResultView:
     verdict: VerdictView | None
     lengths: tuple[LengthView, ...]
     closed_forms: dict[str, Any] | None
-    interrupted: bool = False
+    interrupted: bool = False  # Ctrl-C
+    stopped: str | None = None  # another early end ("cluster lost"; absent in older files)
+
+    @property
+    def ended_early(self) -> str | None:
+        """How the run ended early, in fixed words (None: it did not): ``interrupted`` or
+        ``stopped: cluster lost``. Files of older versions said ``interrupted`` for a lost
+        cluster too."""
+        return stop_label(self.interrupted, self.stopped)
 
     @staticmethod
     def from_json(result: dict[str, Any]) -> ResultView:
@@ -278,6 +286,7 @@ class ResultView:
             tuple(_length_view(row) for row in rows),
             result.get("closed_forms"),
             bool(result.get("interrupted")),
+            None if result.get("stopped") is None else str(result["stopped"]),
         )
 
 

@@ -47,6 +47,7 @@ from exactattn.results import (
 from exactattn.results.claims import gap_bound_entry
 from exactattn.results.sequences import LengthValues
 from exactattn.results.settings import CheckSettings, TauChoice
+from exactattn.results.stop import STOPPED_CLUSTER_LOST
 from exactattn.run.executors import InProcess
 from exactattn.run.shard import (  # noqa: F401  (re-exported: the check's API)
     BATCH,
@@ -66,7 +67,9 @@ ProgressFn = Callable[[str, int, int], None]
 
 @dataclass
 class CheckResult:
-    """A check's settings, its per-length records and whether it was interrupted."""
+    """A check's settings, its per-length records and how it ended: ``interrupted`` is
+    Ctrl-C only; ``stopped`` names another early end (a lost ``--dask`` cluster:
+    ``"cluster lost"``, with the one-line detail in ``stopped_by``)."""
 
     model: Model
     settings: CheckSettings
@@ -74,18 +77,27 @@ class CheckResult:
     interrupted: bool = False
     max_prec: int = MAX_PREC
     complete: bool = False  # every requested length finished (a partial run is never "clean")
-    stopped_by: str | None = None  # why an interrupted run stopped, if not Ctrl-C (a lost cluster)
+    stopped: str | None = None  # an early end that is not Ctrl-C (results.STOP_REASONS)
+    stopped_by: str | None = None  # its one-line detail (the terminal's, not the file's)
 
     def verdict(self) -> Verdict:
         asked = None if self.complete else (self.settings.min_n, self.settings.max_n)
         return verdict_of(
-            self.lengths, self.max_prec, incomplete=asked, interrupted=self.interrupted
+            self.lengths,
+            self.max_prec,
+            incomplete=asked,
+            interrupted=self.interrupted,
+            stopped=self.stopped,
         )
 
     def exit_code(self) -> int:
-        if self.stopped_by:  # a lost cluster is no Ctrl-C: 75, retry (core/guard.py)
+        """The verdict's code; a lost cluster is 75 (retry, core/guard.py) unless the lengths
+        finished before the loss already found a problem: then 1, since a finding stands
+        whatever the rest shows (resuming can add problems, never remove one)."""
+        v = self.verdict()
+        if self.stopped is not None and v.status != "problems":
             return EXIT_CLUSTER_LOST
-        return self.verdict().exit_code
+        return v.exit_code
 
     def to_json(self) -> dict[str, Any]:
         """The result in format ``exactattn-result/1`` (keys spelled in exactattn.results)."""
@@ -96,6 +108,7 @@ class CheckResult:
             self.interrupted,
             self.lengths,
             fit_closed_forms([LengthValues.of(r) for r in self.lengths]),
+            self.stopped,
         )
 
 
@@ -115,6 +128,7 @@ def run_check(
     find_tau: bool = False,
     executor: Any = None,
     float_filter: bool = True,
+    on_complete: Callable[[], None] | None = None,
 ) -> CheckResult:
     """Check every input of every length in [min_n, max_n].
 
@@ -125,6 +139,8 @@ def run_check(
     enclosures are certified too, only their last printed digits differ).
     ``tau`` is a :class:`~exactattn.results.settings.TauChoice` or its text (``"theorem"``,
     an expression in n); ``tau_theorem=True`` is the same as ``tau="theorem"``.
+    ``on_complete()`` is called once every length is checked, still inside the run's Ctrl-C
+    handling (the CLI holds Ctrl-C from there, so no interrupt falls between the two).
     """
     lo = model.min_length if min_n is None else min_n
     if max_n < lo:
@@ -192,10 +208,12 @@ def run_check(
             result.lengths.append(rec)
             if on_length:
                 on_length(result)
+        if on_complete:
+            on_complete()
     except KeyboardInterrupt:
         result.interrupted = True
     except ClusterLost as exc:  # finished lengths (and checkpointed shards) are kept
-        result.interrupted = True
+        result.stopped = STOPPED_CLUSTER_LOST
         result.stopped_by = str(exc)
     else:
         result.complete = True
