@@ -47,7 +47,6 @@ from exactattn.core.errors import ExactAttnError
 from exactattn.core.guard import (
     _say,
     bad_input,
-    deferred_interrupt,
     end_of_imports,
     internal_error,
     interrupted,
@@ -254,10 +253,7 @@ def check(
 
         if not json_out:
             return
-        if hold.active:  # Ctrl-C is already held until the command ends
-            write_json_atomic(Path(json_out), result.to_json())
-            return
-        with deferred_interrupt():  # a Ctrl-C waits for the file (and its imports)
+        with hold.saving():  # a Ctrl-C waits for the file (and its imports), or is held
             write_json_atomic(Path(json_out), result.to_json())
 
     def checked(progress: Any) -> Any:
@@ -341,8 +337,8 @@ def check(
         style = "green" if v.ok else ("red" if v.status == "problems" else "yellow")
         if not quiet:
             console.print(f"[bold {style}]{v.status}[/]: {v.summary}", highlight=False)
-        if hold.hit:  # Ctrl-C after every length was checked: the complete result wins
-            _say("interrupt ignored: every length was already checked and the result is complete")
+        # Ctrl-C after every length was checked: the complete result wins
+        hold.say_if_hit("every length was already checked and the result is complete")
         sys.exit(code)
     finally:
         hold.stop()  # in-process callers (tests) get their Ctrl-C back

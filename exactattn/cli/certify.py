@@ -2,7 +2,9 @@
 
 Exit codes: 0 certified (every requested length), 1 not certified (the bound does not reach
 below the margin at some length: the answer, not a crash), 2 bad input (missing or malformed
-claims, a leftmost/rightmost head, a bad range), 4 internal error.
+claims, a leftmost/rightmost head, a bad range), 4 internal error, 130 interrupted before the
+answer (nothing written). A Ctrl-C once the answer is found is held: the file and the lines
+are written and the exit follows the answer (:class:`~exactattn.cli.common.FinishHold`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from rich.console import Console
 
 from exactattn.certificate.certify import _need_claims, certificate, range_certificate
 from exactattn.certificate.verify import _claim_text
+from exactattn.cli.common import FinishHold
 from exactattn.core.errors import UsageError
 from exactattn.core.jsonio import read_json, write_json_atomic
 from exactattn.model import load_model
@@ -38,6 +41,7 @@ from exactattn.results.settings import TauChoice
 
 console = Console(soft_wrap=True, highlight=False, markup=False)  # user text: no markup
 MAX_N = 10**12
+DONE = "the answer was already found and the result is complete"
 
 
 def _range(text: str) -> tuple[int, int]:
@@ -194,19 +198,23 @@ def certify_cmd(
 
     _need_claims(model)
     choice = TauChoice.parse(tau)  # --tau, parsed once: a bad expression is exit 2 here
+    hold = FinishHold.for_command()  # a Ctrl-C before the answer: exit 130, no file
     source = Path(checked) if checked else known_result(model_path, model)
     k = checked_to(source, model) if source is not None else None
     if n is not None:
         where = _rel(source) if source is not None and k is not None else None
         c = certificate(model, n, choice, checked_to=k, model_path=model_path)
+        hold.start()  # the answer is found: a Ctrl-C from here is held, the result wins
         c = c.with_checked_in(where)
         if json_out:
             write_json_atomic(Path(json_out), c.to_json())
         print_certificate(c)
+        hold.say_if_hit(DONE)
         sys.exit(0 if c.certified else 1)
     lo, hi = _range(rng or "")
     t0 = time.monotonic()
     r = range_certificate(model, lo, hi, choice, checked_to=k)
+    hold.start()
     seconds = round(time.monotonic() - t0, 1)
     where = _rel(source) if source is not None and k is not None else None
     r = replace(r, run=RangeRun(seconds, k, where))
@@ -226,4 +234,5 @@ def certify_cmd(
             else f"{model.name}, τ = {r.tau}: not certified already at n = {lo} ({f.reason})"
         )
     _conditional(r)
+    hold.say_if_hit(DONE)
     sys.exit(0 if f is None else 1)

@@ -7,12 +7,15 @@ import json
 import signal
 import sys
 import threading
+from contextlib import AbstractContextManager, nullcontext
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import click
 from rich.console import Console
 
+from exactattn.core.guard import deferred_interrupt
 from exactattn.core.jsonio import atomic_path, write_json_atomic
 from exactattn.core.numbers import short_decimal
 from exactattn.model import model_from_dict
@@ -43,20 +46,28 @@ def _restore(path: str | None, before: bytes | None) -> None:
 
 
 class FinishHold:
-    """Ctrl-C held from the moment a check has checked every length until the command ends.
+    """Ctrl-C held from the moment a command's work is done until the command ends.
 
-    The final result file is the commit point. Before it, a Ctrl-C marks the file
-    ``interrupted`` (exit 130); once every length is checked, the complete result wins: the
-    file, the table and the report are finished, and the exit code follows the result. A
-    Ctrl-C that landed just after the final save used to exit 130 beside a file that said
-    "clean" (the slow signal fuzz). Outside the main thread (no signal handlers) it does
-    nothing.
+    The final result file is the commit point. Before it, a Ctrl-C is an interrupt (exit
+    130; ``check`` marks its file ``interrupted``); once the work is done (``check``: every
+    length checked; ``precision``: every length run; ``search`` and ``certify``: the answer
+    found), the complete result wins: the file, the table and the report are finished, and
+    the exit code follows the result. A Ctrl-C that landed just after the final save used to
+    exit 130 beside a file that said "clean" (the slow signal fuzz). Outside the main thread
+    (no signal handlers) it does nothing.
     """
 
     def __init__(self) -> None:
         self.active = False
         self.hit = False
         self._old: Any = None
+
+    @classmethod
+    def for_command(cls) -> FinishHold:
+        """A hold that is stopped when the running click command ends, however it ends."""
+        hold = cls()
+        click.get_current_context().call_on_close(hold.stop)
+        return hold
 
     def start(self) -> None:
         if self.active or threading.current_thread() is not threading.main_thread():
@@ -66,6 +77,15 @@ class FinishHold:
 
     def _note(self, signum: int, frame: object) -> None:
         self.hit = True
+
+    def saving(self) -> AbstractContextManager[None]:
+        """Around a save before the hold: a Ctrl-C waits for the file (then interrupts)."""
+        return nullcontext() if self.active else deferred_interrupt()
+
+    def say_if_hit(self, done: str) -> None:
+        """One line when a Ctrl-C was held: ``done`` says what was already complete."""
+        if self.hit:
+            err_console.print(f"interrupt ignored: {done}", highlight=False, markup=False)
 
     def stop(self) -> None:
         """Give Ctrl-C back to in-process callers (tests: the next command sees it again);

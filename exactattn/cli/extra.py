@@ -1,7 +1,9 @@
 """CLI commands past enumeration: ``precision`` (dtypes) and ``search`` (long inputs).
 
 Kept apart from :mod:`exactattn.cli` so that module only needs two ``add_command`` lines.
-Exit codes: 0 no flip found, 1 a decision flipped (precision) / n.a., 2 bad usage.
+Exit codes: 0 no flip found, 1 a decision flipped (precision) / n.a., 2 bad usage, 130
+interrupted (precision keeps the lengths saved so far; search writes nothing). A Ctrl-C once
+the work is done is held and the result wins (:class:`~exactattn.cli.common.FinishHold`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from exactattn.cli.common import _exact_cell, _restore, _snapshot
+from exactattn.cli.common import FinishHold, _exact_cell, _restore, _snapshot
 from exactattn.core.errors import ExactAttnError
 from exactattn.core.jsonio import write_json_atomic
 from exactattn.inputs import words_of_length
@@ -269,9 +271,12 @@ def precision_cmd(
         certified=certified,
     )
 
+    hold = FinishHold.for_command()  # Ctrl-C once every length is run: the result wins
+
     def save(runs: list[Any]) -> None:
         if json_out:
-            write_json_atomic(Path(json_out), precision_json(model, runs, settings))
+            with hold.saving():  # a Ctrl-C waits for the file, or is held
+                write_json_atomic(Path(json_out), precision_json(model, runs, settings))
 
     log = (lambda s: err_console.print(s, highlight=False)) if verbose else None
 
@@ -295,6 +300,7 @@ def precision_cmd(
                 log=log,
                 certified=certified,
                 backend=backend,
+                on_complete=hold.start,
             )
         else:
             if inputs_file:
@@ -325,7 +331,9 @@ def precision_cmd(
                 on_length=save,
                 log=log,
                 backend=backend,
+                on_complete=hold.start,
             )
+        hold.start()  # (an --inputs file with no line: no length ran)
         save(runs)
     except (ExactAttnError, click.UsageError, OSError):
         _restore(json_out, before)
@@ -333,6 +341,7 @@ def precision_cmd(
     res = PrecisionResult(model.name, settings, runs_of(runs))
     print_precision(list(res.runs))
     console.print(f"forward pass: {backend} ({settings.backend_version})", highlight=False)
+    hold.say_if_hit("every length was already run and the result is complete")
     sys.exit(1 if res.flipped else 0)
 
 
@@ -364,7 +373,9 @@ def search_cmd(
     if beam < 1:
         raise click.UsageError("--beam must be at least 1 (the number of inputs kept per step)")
     _check_n(n, "--n")
+    hold = FinishHold.for_command()
     res = run_search(model, n, objective, budget, seed, beam, TauChoice.parse(tau, False))
+    hold.start()  # the search is done: a Ctrl-C from here is held, the result wins
     if json_out:
         write_json_atomic(Path(json_out), res.to_json())
     w = res.witness
@@ -377,6 +388,7 @@ def search_cmd(
         f"layer {w.layer} position {w.position}",
         highlight=False,
     )
+    hold.say_if_hit("the search was already done and its result is complete")
 
 
 def _long(text: str) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import time as _t
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
@@ -442,9 +442,11 @@ def sweep_family(
     log: Any = None,
     certified: bool = True,
     backend: str = "numpy",
+    on_complete: Callable[[], None] | None = None,
 ) -> list[RunAcc]:
     """Family inputs at each n: the exact hard meaning once per word, the certified soft
-    meaning once per (word, τ) (``certified``), every (dtype, τ) run."""
+    meaning once per (word, τ) (``certified``), every (dtype, τ) run. ``on_length`` and
+    ``on_complete`` as in :func:`sweep_words`."""
 
     cm = CompiledModel(model)
     dms = {d: DtypeModel(cm, d, backend) for d in dtypes}
@@ -459,6 +461,8 @@ def sweep_family(
         for acc in runs.values():
             if stop_after_flip and acc.first_flip_n is not None:
                 acc.stopped = True
+        if on_complete and n == ns[-1]:
+            on_complete()
         if on_length:
             on_length(list(runs.values()))
     return list(runs.values())
@@ -474,11 +478,17 @@ def sweep_words(
     batch: int = 2048,
     log: Any = None,
     backend: str = "numpy",
+    on_complete: Callable[[], None] | None = None,
 ) -> list[RunAcc]:
     """Enumerated (or listed) inputs, batched: exact hard via run_hard, certified soft via
     the check's certify_word (error split), each dtype batched. Lengths past
     ``LONG_N`` (the batched engine's bound) go one word at a time through the streaming
-    exact and certified evaluators instead."""
+    exact and certified evaluators instead.
+
+    ``on_length(runs)`` is called after each length (the CLI saves the file there);
+    ``on_complete()`` once every length is run, just before the last length's
+    ``on_length``: the CLI holds Ctrl-C from there, so the file that has every length is
+    never written beside exit 130 (a precision file has no ``interrupted`` mark)."""
 
     cm = CompiledModel(model)
     weights = WeightCache(cm)
@@ -486,11 +496,14 @@ def sweep_words(
     dms = {d: DtypeModel(cm, d, backend) for d in dtypes}
     runs = {(d, t[0]): RunAcc(d, t[0]) for t in taus for d in dtypes}
     out_spec = model.output
+    last = max(words_by_n, default=None)
     for n, words in sorted(words_by_n.items()):
         model.check_length(n)
         if n > LONG_N:
             for w in words:
                 _long_word(model, cm, tuple(w), dms, runs, taus, certified, None, log)
+            if on_complete and n == last:
+                on_complete()
             if on_length:
                 on_length(list(runs.values()))
             continue
@@ -559,6 +572,8 @@ def sweep_words(
                             )
                             e.rounding_error = Enclosure.max_of(e.rounding_error, rlo, rhi)
                             _record_verdict(e, model, tuple(w), hard_out[b], verdict)
+        if on_complete and n == last:
+            on_complete()
         if on_length:
             on_length(list(runs.values()))
     return list(runs.values())
