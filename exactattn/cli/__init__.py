@@ -4,7 +4,8 @@ Exit codes: 0 clean; 1 a disagreement, invariant failure, reference mismatch or
 bound violation was found; 2 bad input or usage; 3 something could not be
 certified (undecided); 4 internal error (a bug: short message, traceback with
 --debug); 75 a --dask cluster lost mid-run (finished lengths are kept, rerun to resume; 1
-instead when they already found a problem); 130 interrupted (finished lengths are kept). See
+instead when they already found a problem); 130 interrupted (finished lengths are kept; a
+Ctrl-C once every length is checked is held and the exit follows the result, FinishHold). See
 exactattn/core/guard.py.
 """
 

@@ -1,10 +1,12 @@
 """The command line's last line of defence: every failure becomes its documented exit code.
 
 0 clean · 1 problem found · 2 bad input or usage · 3 undecided · 4 internal error ·
-75 a ``--dask`` cluster lost mid-run (resumable) · 130 interrupted. A bug must never exit 1
-("problem found"), which a script or CI job would read as a finding: unexpected exceptions
-exit 4 with a short message, where to report it, and the traceback only with ``--debug`` (or
-``EXACTATTN_DEBUG=1``).
+75 a ``--dask`` cluster lost mid-run (resumable), or 1 when the lengths finished before the
+loss already found a problem (a finding stands) · 130 interrupted (a Ctrl-C once a command's
+work is done is held and the exit follows the result: ``cli/common.py``, ``FinishHold``). A
+bug must never exit 1 ("problem found"), which a script or CI job would read as a finding:
+unexpected exceptions exit 4 with a short message, where to report it, and the traceback only
+with ``--debug`` (or ``EXACTATTN_DEBUG=1``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ EXIT_INTERRUPTED = 130
 EXIT_CLUSTER_LOST = 75
 """A ``--dask`` cluster lost mid-run: not Ctrl-C (130), not a bug (4), not bad input (2). 75 is
 sysexits.h's EX_TEMPFAIL, "a temporary failure; retry": the incomplete result is kept and the
-same command (with ``--checkpoint``) resumes."""
+same command (with ``--checkpoint``) resumes. Not when the lengths finished before the loss
+already found a problem: that run exits 1 (EXIT_PROBLEM), since resuming can add problems,
+never remove one (``CheckResult.exit_code`` in run/check.py)."""
 
 REPORT_TO = "the exactattn issue tracker (where you got exactattn; see README.md, 'Exit codes')"
 
