@@ -3,6 +3,29 @@
 A result file may be hand-edited, truncated or hostile. Every field the report writers and
 figures read is checked here for its type and shape, so a bad file ends in one message
 naming the JSON path (exit 2), never in a traceback. Unknown keys are allowed (extensions).
+
+Why the per-length checks here do not go through :class:`~exactattn.results.entry.LengthEntry`
+(the one parse of a per-length entry: its keys and their JSON types). They are value rules of
+a *result file*, which that parse must not have, and routing them through it would change what
+``report`` prints:
+
+* ``LengthEntry`` also reads checkpoint shards, whose exact endpoints are written ``"m*2^e"``.
+  The number grammar here (decimal or ``p/q``, at most MAX_NUMBER_TEXT characters) refuses
+  that text in a result file; in ``LengthEntry`` it would refuse every shard, and relaxing it
+  here would accept a file ``report`` refuses today.
+* n ≥ 1 and ≤ MAX_RESULT_N, no n twice (a rule across entries), counts ≥ 0, ``inputs`` not
+  null, ``invariant`` one of three words, lower end ≤ upper end, token lengths, and the
+  fields inside witnesses, ``bounds`` and ``tau_star`` (which ``LengthEntry`` keeps as written,
+  by design) are checked only here.
+* Parsing with ``LengthEntry`` first would replace this module's messages for a type error
+  both catch (``inputs: "x"``: "expected an integer or null" instead of "expected an integer
+  >= 0 … (fix: …)"), and a gate after these checks would only add a second message for the
+  few keys checked there alone (``hard_ties``, ``first_reference_mismatch``,
+  ``reference_compared``…), which ``report`` already refuses with exit 2 when
+  :class:`~exactattn.results.views.LengthView` reads them ("lengths[n=…]: malformed entry").
+
+So the shape has one owner (``entry.py``: key names and types) and a result file's value
+rules another (this module); a file ``report`` accepts passes both.
 """
 
 from __future__ import annotations
