@@ -331,19 +331,29 @@ def _outer_sum_blas(pairs: list[tuple[MR, MR]]) -> MR:
     return m, guard(m, floor_rad(r))
 
 
+def _seq_sum(x: np.ndarray, axis: int = 1) -> np.ndarray:
+    """x[…, 0, …] + x[…, 1, …] + …, over ``axis``, added left to right (not numpy's
+    pairwise sum). ``x`` may stack several arrays on a leading axis: one pass sums them all."""
+    idx: list[Any] = [slice(None)] * x.ndim
+    idx[axis] = 0
+    s = x[tuple(idx)].copy()
+    for j in range(1, x.shape[axis]):
+        idx[axis] = j
+        s += x[tuple(idx)]
+    return s
+
+
 def _dot_keys(a: MR, b: MR) -> MR:
     """Σ_j a[:, j]·b[:, j] (axis 1, in a fixed order; one radius bound for the sum)."""
     T = a[0].shape[1]
     rho = (T + 2) * SUM_U
     abm = np.abs(b[0])
-    pm = a[0] * b[0]
-    pr = np.abs(a[0]) * (b[1] + rho * abm)
-    pr += a[1] * (abm + b[1])
-    sm = pm[:, 0].copy()
-    sr = pr[:, 0].copy()
-    for j in range(1, T):
-        sm += pm[:, j]
-        sr += pr[:, j]
+    shape = np.broadcast_shapes(a[0].shape, b[0].shape)
+    P = np.empty((2,) + shape)
+    np.multiply(a[0], b[0], out=P[0])
+    np.multiply(np.abs(a[0]), b[1] + rho * abm, out=P[1])
+    P[1] += a[1] * (abm + b[1])
+    sm, sr = _seq_sum(P, 2)
     sr *= 1 + (T + 4) * SUM_U
     return sm, guard(sm, floor_rad(sr))
 
@@ -369,14 +379,11 @@ def _dot_weight(a: MR, den: int) -> np.ndarray:
 def _dot_exact(am: np.ndarray, xm: np.ndarray, q: np.ndarray) -> MR:
     """Σ_j a[:, j]·x[:, j] for x exact (see :func:`_dot_weight`), fixed order."""
     T = am.shape[1]
-    pm = am * xm
-    pr = np.abs(xm)
-    pr *= q
-    sm = pm[:, 0].copy()
-    sr = pr[:, 0].copy()
-    for j in range(1, T):
-        sm += pm[:, j]
-        sr += pr[:, j]
+    P = np.empty((2,) + np.broadcast_shapes(am.shape, xm.shape))
+    np.multiply(am, xm, out=P[0])
+    np.abs(xm, out=P[1])
+    P[1] *= q
+    sm, sr = _seq_sum(P, 2)
     sr *= 1 + (T + 4) * SUM_U
     return sm, guard(sm, floor_rad(sr))
 
@@ -384,14 +391,11 @@ def _dot_exact(am: np.ndarray, xm: np.ndarray, q: np.ndarray) -> MR:
 def _sum_keys(a: MR) -> MR:
     """Σ over axis 1 in a fixed order."""
     m, r = a
-    am = np.abs(m)
-    sm = m[:, 0].copy()
-    sr = r[:, 0].copy()
-    sa = am[:, 0].copy()
-    for j in range(1, m.shape[1]):
-        sm += m[:, j]
-        sr += r[:, j]
-        sa += am[:, j]
+    X = np.empty((3,) + m.shape)
+    X[0] = m
+    X[1] = r
+    np.abs(m, out=X[2])
+    sm, sr, sa = _seq_sum(X, 2)
     # rounding of the midpoint sum ≤ (T − 1)·u·Σ|m|; of the radius sum ≤ (T − 1)·u·Σr
     k = (m.shape[1] + 2) * SUM_U
     return sm, guard(sm, sr * (1 + k) + sa * k)
@@ -692,38 +696,28 @@ def _head(
     if has_rest:
         ir = np.flatnonzero(rest)
         s = tr.scores.num  # (B, i, j)
+        # every top key holds the row's maximum (of the visible scores), so read it at the
+        # first top key; a row with a visible non-top key has a top key
+        first = np.argmax(top_q, axis=2)  # (B, i)
         if s.dtype == object or (s.size and int(np.abs(s).max()) >= 2**61):
-            # Python integers: every top key holds the row's maximum, so read it at the
-            # first top key, and subtract only where needed (the visible non-top keys)
+            # Python integers: subtract only where needed (the visible non-top keys)
             so = s if s.dtype == object else s.astype(object)
-            first = np.argmax(top_q, axis=2)  # (B, i)
             smax = np.take_along_axis(so, first[:, :, None], axis=2)[:, :, 0]
             bb, jj, qq = np.unravel_index(ir, (B, T, R))
             gnum = smax[bb, qq] - so[bb, qq, jj]
         else:
-            sT = s.transpose(0, 2, 1)  # (B, j, i)
-            pen = np.where(tr.visible.T, 0, np.iinfo(np.int64).min // 2)  # (j, i)
-            smax = sT[:, 0] + pen[0]
-            for j in range(1, T):
-                np.maximum(smax, sT[:, j] + pen[j], out=smax)
-            gnum = (smax[:, None, :] - sT).reshape(-1)[ir]
+            smax = np.take_along_axis(s, first[:, :, None], axis=2)[:, :, 0]
+            gnum = (smax[:, None, :] - s.transpose(0, 2, 1)).reshape(-1)[ir]
         sden = tr.scores.den
         if ds is None and sden < 2**400 and inv_tau[0] > 0:  # 1/τ may underflow to 0
-            # E = −g/τ with g > 0 exact: |E − m| ≤ |m|·(c_g + ρ_τ(1 + c_g))·(1 + W) + |m|·W
-            gm = _rat_mid(gnum, sden)
-            c_g = CONV + 2.0 * TINY * sden
-            rho_t = float(inv_tau[1]) / float(inv_tau[0])
-            kk = (c_g + rho_t * (1 + c_g)) * (1 + WIDEN) * (1 + WIDEN) + 2 * WIDEN
-            em = gm * (-float(inv_tau[0]))
-            E = (em, em * (-kk) + TINY)
+            wm, wr = _gap_weights(gnum, sden, inv_tau)
         else:
             g = from_rat(gnum, sden)
             if ds is None:
                 X = (-g[0], g[1])
             else:
                 X = sub((ds[0].reshape(-1)[ir], ds[1].reshape(-1)[ir]), g)
-            E = mul(X, inv_tau)
-        wm, wr = mr_exp(E)
+            wm, wr = mr_exp(mul(X, inv_tau))
         uw_m[ir] = wm
         uw_r[ir] = wr
     uw_m = uw_m.reshape(shape)
@@ -754,9 +748,7 @@ def _head(
         # large perturbations (|δs/τ| ≥ 1 somewhere in the row, as in soft.py): the δ
         # formulas overflow or cancel; compute softmax − hard directly for those rows
         a = (np.abs(ds[0]) + ds[1]) * visf
-        amax = a[:, 0].copy()
-        for j in range(1, T):
-            np.maximum(amax, a[:, j], out=amax)
+        amax = a.max(axis=1)  # exact in any order (nan propagates, as np.maximum does)
         big = amax * inv_tau[0] >= 1.0
         big |= ~np.isfinite(amax)
         if big.any():
@@ -800,6 +792,48 @@ def _head(
     if hw["O"] is not None:
         out = lin(out, hw["O"])
     return out
+
+
+_GAPW: dict[tuple[Any, ...], MR] = {}
+
+
+def _gap_weights(gnum: np.ndarray, sden: int, inv_tau: MR) -> MR:
+    """exp(−g/τ) for exact gaps g = gnum/sden > 0 (no score perturbation), as enclosures.
+
+    Every entry is an elementwise function of its gap alone, so it is computed once per
+    distinct value: over the range of the (int64) gaps when it is short, memoised by that
+    range, τ's enclosure and the rounding constants (a pure function of them: no state of a
+    model or batch); then gathered. The same bits as computing every entry."""
+    if gnum.dtype == np.int64 and gnum.size:
+        lo = int(gnum.min())
+        hi = int(gnum.max())
+        if hi - lo < 256:
+            key = (lo, hi, sden, float(inv_tau[0]), float(inv_tau[1]), _consts())
+            got = _GAPW.get(key)
+            if got is None:
+                if len(_GAPW) > 4096:
+                    _GAPW.clear()
+                got = _GAPW[key] = _gap_weights_all(np.arange(lo, hi + 1), sden, inv_tau)
+            at = gnum - lo
+            return got[0][at], got[1][at]
+    return _gap_weights_all(gnum, sden, inv_tau)
+
+
+def _consts() -> tuple[float, ...]:
+    """The rounding constants (tests set them to 0: memoised results must follow)."""
+    return (WIDEN, SUM_U, TINY, SLACK, CONV, EXP_ERR, EXP_ERR_X)
+
+
+def _gap_weights_all(gnum: np.ndarray, sden: int, inv_tau: MR) -> MR:
+    """exp(−g/τ) for exact gaps g = gnum/sden > 0, entry by entry (see :func:`_gap_weights`).
+
+    E = −g/τ: |E − m| ≤ |m|·(c_g + ρ_τ(1 + c_g))·(1 + W) + |m|·W."""
+    gm = _rat_mid(gnum, sden)
+    c_g = CONV + 2.0 * TINY * sden
+    rho_t = float(inv_tau[1]) / float(inv_tau[0])
+    kk = (c_g + rho_t * (1 + c_g)) * (1 + WIDEN) * (1 + WIDEN) + 2 * WIDEN
+    em = gm * (-float(inv_tau[0]))
+    return mr_exp((em, em * (-kk) + TINY))
 
 
 def recip(z: MR) -> MR:
@@ -1457,12 +1491,19 @@ def _concat(parts: list[FloatBatch]) -> FloatBatch:
 
     def cat(name: str) -> np.ndarray | None:
         xs = [getattr(p, name) for p in parts]
-        if name == "tie" and any(x is not None for x in xs):  # a part may not know it
+        if all(x is None for x in xs):
+            return None
+        if any(x is None for x in xs):
+            # a part may not know a field: the tie flag, or the read-out of a part the
+            # double-double tier gave up on (nothing settled there, so its rows are never
+            # read): fill it with "no tie" / False / −1 rows of the others' shape and dtype
+            like = next(x for x in xs if x is not None)
+            fill = -1 if like.dtype.kind in "iu" else 0
             xs = [
-                np.zeros(len(p.settled), bool) if x is None else x
+                np.full((len(p.settled),) + like.shape[1:], fill, like.dtype) if x is None else x
                 for p, x in zip(parts, xs, strict=True)
             ]
-        return None if xs[0] is None else np.concatenate(xs)
+        return np.concatenate(xs)
 
     return FloatBatch(
         settled=cat("settled"),  # type: ignore[arg-type]
