@@ -278,3 +278,62 @@ def test_concat_parts_without_a_readout(order):
         else:
             assert (rows == -1).all() and not got.accept[2 * i : 2 * i + 2].any()
     assert sf._concat([_fb(2, 3, labels=False)]).labels is None
+
+
+# ----------------------------------------------------------------------------------------
+# sparse products: many output rows at once
+
+
+def lin_row_by_row(cols, rows):
+    """softfloat.lin as it was (reference)."""
+    if not cols:
+        return {}
+    R = {}
+    out = {}
+    k = (len(cols) + 3) * sf.SUM_U
+    for a, row in enumerate(rows):
+        terms = [(c, w) for c, w in row if c in cols]
+        if not terms:
+            continue
+        m = r = None
+        for c, w in terms:
+            cm, cr = cols[c]
+            if c not in R:
+                R[c] = cr + np.abs(cm) * k
+            if w == 1.0:
+                tm, tr = cm, R[c]
+            elif w == -1.0:
+                tm, tr = -cm, R[c]
+            else:
+                tm, tr = cm * w, R[c] * abs(w)
+            if m is None:
+                m, r = tm.copy(), tr.copy()
+            else:
+                m += tm
+                r += tr
+        r *= 1 + k
+        out[a] = (m, sf.guard(m, np.maximum(r, np.minimum(r * 2.0**300, sf.TINY))))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_lin_is_bit_identical(seed):
+    rng = np.random.default_rng(seed)
+    d_in, d_out = int(rng.integers(1, 8)), int(rng.integers(1, 9))
+    rows = [
+        [
+            (c, float(rng.choice([1.0, -1.0, 0.5, 3.0, -1 / 3])))
+            for c in range(d_in)
+            if rng.random() < 0.5
+        ]
+        for _ in range(d_out)
+    ]
+    shape = (int(rng.integers(1, 5)), int(rng.integers(1, 4)))
+    cols = {
+        c: (rng.standard_normal(shape), np.abs(rng.standard_normal(shape)) * 1e-12)
+        for c in range(d_in)
+        if rng.random() < 0.7
+    }
+    before = {c: (m.copy(), r.copy()) for c, (m, r) in cols.items()}
+    assert _same(lin_row_by_row(cols, rows), sf.lin(cols, rows))
+    assert _same(before, cols)  # the inputs are not changed in place

@@ -537,17 +537,27 @@ def _sparse(w: RatArray) -> tuple[Sparse, bool]:
 
 
 def lin(cols: Cols, rows: Sparse) -> Cols:
-    """out[a] = Σ_c W[a, c]·cols[c], fixed order; absent columns stay absent."""
+    """out[a] = Σ_c W[a, c]·cols[c], fixed order; absent columns stay absent.
+
+    Three or more output rows are computed at once (stacked columns; step j adds every
+    row's j-th term): the same elementwise operations, so the same bits (a weight ±1
+    multiplies instead of copying or negating: equal values; only a nan's sign could differ,
+    and no result reads it)."""
     if not cols:
         return {}
-    R: dict[int, np.ndarray] = {}
-    out: Cols = {}
     k = (len(cols) + 3) * SUM_U  # ≥ (K + 1)·u for the sum, + u for each float weight
+    plan = []
     for a, row in enumerate(rows):
         terms = [(c, w) for c, w in row if c in cols]
-        if not terms:
-            continue
+        if terms:
+            plan.append((a, terms))
+    if len(plan) >= 3:
+        return _lin_stacked(cols, plan, k)
+    R: dict[int, np.ndarray] = {}
+    out: Cols = {}
+    for a, terms in plan:
         m = r = None
+        fresh = False  # m, r are arrays of our own (may be added to in place)
         for c, w in terms:
             cm, cr = cols[c]
             if c not in R:
@@ -559,14 +569,42 @@ def lin(cols: Cols, rows: Sparse) -> Cols:
             else:
                 tm, tr = cm * w, R[c] * abs(w)
             if m is None:
-                m, r = tm.copy(), tr.copy()
-            else:
+                m, r = tm, tr
+            elif fresh:
                 m += tm
                 r += tr
+            else:
+                m, r, fresh = m + tm, r + tr, True
         assert m is not None and r is not None
-        r *= 1 + k
+        r = r * (1 + k)
         out[a] = (m, guard(m, np.maximum(r, np.minimum(r * 2.0**300, TINY))))
     return out
+
+
+def _lin_stacked(cols: Cols, plan: list[tuple[int, list[tuple[int, float]]]], k: float) -> Cols:
+    """:func:`lin` for many output rows at once (see there)."""
+    used = sorted({c for _, terms in plan for c, _ in terms})
+    pos = {c: i for i, c in enumerate(used)}
+    Cm = np.stack([cols[c][0] for c in used])
+    Cr = np.stack([cols[c][1] for c in used])
+    Rc = Cr + np.abs(Cm) * k
+    extra = (1,) * (Cm.ndim - 1)
+    m = r = None
+    for j in range(max(len(t) for _, t in plan)):
+        sel = [i for i, (_, t) in enumerate(plan) if len(t) > j]
+        ci = [pos[plan[i][1][j][0]] for i in sel]
+        w = np.array([plan[i][1][j][1] for i in sel]).reshape((-1,) + extra)
+        tm = Cm[ci] * w
+        tr = Rc[ci] * np.abs(w)
+        if m is None or r is None:  # j = 0: every row has a first term
+            m, r = tm, tr
+        else:
+            m[sel] = m[sel] + tm
+            r[sel] = r[sel] + tr
+    assert m is not None and r is not None
+    r *= 1 + k
+    r = guard(m, np.maximum(r, np.minimum(r * 2.0**300, TINY)))
+    return {a: (m[i], r[i]) for i, (a, _) in enumerate(plan)}
 
 
 def add_cols(a: Cols, b: Cols) -> Cols:
@@ -1245,25 +1283,20 @@ class FloatBatch:
 
 
 def _layer_errors(delta: Cols, B: int, T: int, d: int) -> tuple[np.ndarray, ...]:
-    lo = np.zeros(B)
+    """Per word: a lower and an upper bound of max |δ| over rows and columns, and the row of
+    the (first) largest upper bound. Every column at once, column-major (C, B, T): the
+    bounds are elementwise and maxima exact, so the bits are those of column by column, and
+    the first row of the largest bound is the same (a column absent from δ is 0)."""
     if not delta:
-        return lo, np.zeros(B), np.zeros(B, dtype=np.int64)
-    ups = np.zeros((B, T, d))
+        return np.zeros(B), np.zeros(B), np.zeros(B, dtype=np.int64)
     cols = list(delta)
-    # every column at once (elementwise bounds, exact maxima: the same bits as column-wise)
     al, au = abs_bounds(
-        (
-            np.stack([delta[c][0] for c in cols], axis=2),
-            np.stack([delta[c][1] for c in cols], axis=2),
-        )
+        (np.stack([delta[c][0] for c in cols]), np.stack([delta[c][1] for c in cols]))
     )
-    ups[:, :, cols] = au
-    lo = np.maximum(lo, al.max(axis=(1, 2)))
-    flat = ups.reshape(B, T * d)
-    idx = np.argmax(flat, axis=1)
-    hi = flat[np.arange(B), idx]
-    hi = np.where(np.isnan(flat).any(axis=1), np.nan, hi)
-    return lo, hi, (idx // d).astype(np.int64)
+    lo = np.maximum(np.zeros(B), al.max(axis=(0, 2)))
+    top = au.max(axis=0)  # (B, T): nan propagates, as through argmax below
+    row = np.argmax(top, axis=1)
+    return lo, top.max(axis=1), row.astype(np.int64)
 
 
 def _tight(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
