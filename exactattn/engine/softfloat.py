@@ -331,6 +331,9 @@ def _outer_sum_blas(pairs: list[tuple[MR, MR]]) -> MR:
     return m, guard(m, floor_rad(r))
 
 
+STACK_MAX = 1 << 16  # arrays up to this size are stacked to share passes (fewer calls)
+
+
 def _seq_sum(x: np.ndarray, axis: int = 1) -> np.ndarray:
     """x[…, 0, …] + x[…, 1, …] + …, over ``axis``, added left to right (not numpy's
     pairwise sum). ``x`` may stack several arrays on a leading axis: one pass sums them all."""
@@ -349,11 +352,16 @@ def _dot_keys(a: MR, b: MR) -> MR:
     rho = (T + 2) * SUM_U
     abm = np.abs(b[0])
     shape = np.broadcast_shapes(a[0].shape, b[0].shape)
-    P = np.empty((2,) + shape)
-    np.multiply(a[0], b[0], out=P[0])
-    np.multiply(np.abs(a[0]), b[1] + rho * abm, out=P[1])
-    P[1] += a[1] * (abm + b[1])
-    sm, sr = _seq_sum(P, 2)
+    if math.prod(shape) > STACK_MAX:
+        pr = np.abs(a[0]) * (b[1] + rho * abm)
+        pr += a[1] * (abm + b[1])
+        sm, sr = _seq_sum(a[0] * b[0]), _seq_sum(pr)
+    else:
+        P = np.empty((2,) + shape)
+        np.multiply(a[0], b[0], out=P[0])
+        np.multiply(np.abs(a[0]), b[1] + rho * abm, out=P[1])
+        P[1] += a[1] * (abm + b[1])
+        sm, sr = _seq_sum(P, 2)
     sr *= 1 + (T + 4) * SUM_U
     return sm, guard(sm, floor_rad(sr))
 
@@ -379,11 +387,17 @@ def _dot_weight(a: MR, den: int) -> np.ndarray:
 def _dot_exact(am: np.ndarray, xm: np.ndarray, q: np.ndarray) -> MR:
     """Σ_j a[:, j]·x[:, j] for x exact (see :func:`_dot_weight`), fixed order."""
     T = am.shape[1]
-    P = np.empty((2,) + np.broadcast_shapes(am.shape, xm.shape))
-    np.multiply(am, xm, out=P[0])
-    np.abs(xm, out=P[1])
-    P[1] *= q
-    sm, sr = _seq_sum(P, 2)
+    shape = np.broadcast_shapes(am.shape, xm.shape)
+    if math.prod(shape) > STACK_MAX:
+        pr = np.abs(xm)
+        pr *= q
+        sm, sr = _seq_sum(am * xm), _seq_sum(pr)
+    else:
+        P = np.empty((2,) + shape)
+        np.multiply(am, xm, out=P[0])
+        np.abs(xm, out=P[1])
+        P[1] *= q
+        sm, sr = _seq_sum(P, 2)
     sr *= 1 + (T + 4) * SUM_U
     return sm, guard(sm, floor_rad(sr))
 
@@ -391,11 +405,14 @@ def _dot_exact(am: np.ndarray, xm: np.ndarray, q: np.ndarray) -> MR:
 def _sum_keys(a: MR) -> MR:
     """Σ over axis 1 in a fixed order."""
     m, r = a
-    X = np.empty((3,) + m.shape)
-    X[0] = m
-    X[1] = r
-    np.abs(m, out=X[2])
-    sm, sr, sa = _seq_sum(X, 2)
+    if m.size <= STACK_MAX:  # small: one pass over the three stacked arrays
+        X = np.empty((3,) + m.shape)
+        X[0] = m
+        X[1] = r
+        np.abs(m, out=X[2])
+        sm, sr, sa = _seq_sum(X, 2)
+    else:  # large: the copies would cost more than the passes they save
+        sm, sr, sa = _seq_sum(m), _seq_sum(r), _seq_sum(np.abs(m))
     # rounding of the midpoint sum ≤ (T − 1)·u·Σ|m|; of the radius sum ≤ (T − 1)·u·Σr
     k = (m.shape[1] + 2) * SUM_U
     return sm, guard(sm, sr * (1 + k) + sa * k)
@@ -1678,7 +1695,9 @@ def _readout(
         uniq = is_best.sum(axis=2) == 1
         labels = np.where(uniq, np.argmax(is_best, axis=2), -1).astype(np.int64)  # hard labels
         # the output rows at every slot at once (elementwise, so the same bits as slot by slot)
-        sel = np.asarray(slots, dtype=np.intp)
+        sel: Any = np.asarray(slots, dtype=np.intp)
+        if P and list(slots) == list(range(slots[0], slots[0] + P)):
+            sel = slice(slots[0], slots[0] + P)  # consecutive slots: views, not copies
         got = lin({c: (v[0][:, sel], v[1][:, sel]) for c, v in delta.items()}, fw.out)
         fail_tie = np.zeros(B, dtype=bool)  # an undecided slot where the hard labels tie
         fail_other = np.zeros(B, dtype=bool)  # an undecided slot with a unique hard label
