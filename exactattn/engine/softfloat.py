@@ -505,16 +505,23 @@ def tau_enclosures(taus: list[list[arb] | None]) -> list[list[tuple[Fraction, Fr
 
 
 _INV_TAU: dict[tuple[Fraction, Fraction], MR] = {}
+_INV_TAU_ID: dict[int, tuple[Fraction, Fraction, MR]] = {}
 
 
 def inv_tau(lo: Fraction, hi: Fraction) -> MR:
     """1/τ for lo ≤ τ ≤ hi as a scalar enclosure (memoised: exact arithmetic on the same
     temperatures was a fixed cost of every batch and head)."""
+    mine = _INV_TAU_ID.get(id(lo))  # the same objects again (no Fraction hashing)
+    if mine is not None and mine[0] is lo and mine[1] is hi:
+        return mine[2]
     got = _INV_TAU.get((lo, hi))
     if got is None:
         if len(_INV_TAU) > 4096:
             _INV_TAU.clear()
         got = _INV_TAU[(lo, hi)] = _inv_tau(lo, hi)
+    if len(_INV_TAU_ID) > 4096:
+        _INV_TAU_ID.clear()
+    _INV_TAU_ID[id(lo)] = (lo, hi, got)  # holds lo and hi: their ids are not reused
     return got
 
 
@@ -809,38 +816,44 @@ def _head(
         if big.any():
             _direct_rows(tr, ds, inv_tau, big, da)
     # Σ_j α_hard_ij δv_j + Σ_j δα_ij (v_j + δv_j)
-    vc = _columns(tr.v)
-    cnt = tr.count.astype(np.float64)
+    nv = tr.v.num.shape[-1]
     out: Cols = {}
     da_nz = bool(da[1].any())
     jref = np.argmax(top_q, axis=2)  # (B, i): first top key of every query (0 if none)
     vden = tr.v.den
-    Qv: np.ndarray | None = None
-    for c in range(len(vc)):
+    exact: dict[int, MR] = {}
+    ex = [c for c in range(nv) if c not in dv] if da_nz and vden < 2**400 else []
+    if ex:
+        # Σ_j δα_ij = 0, so Σ_j δα_ij vv_j = Σ_j δα_ij (vv_j − v_ref(i)) with v_ref(i) the
+        # hard value of row i's first top key: equal values cancel exactly, not ± width.
+        # Columns without δv: exact hard differences, rad = |vd|·c_v, so the radius of every
+        # product is |vd_j|·Q_j with Q shared by all of them; all such columns at once
+        # (a last axis, elementwise: the bits of column by column)
+        vn = tr.v.num if len(ex) == nv else tr.v.num[..., ex]  # (B, j, E)
+        vref = np.take_along_axis(vn, jref[:, :, None], axis=1)  # (B, i, E)
+        dn = vn[:, :, None, :] - vref[:, None, :, :]  # (B, j, i, E)
+        Qv = _dot_weight(da, vden)
+        tm, tr_ = _dot_exact(da[0][..., None], _rat_mid(dn, vden), Qv[..., None])
+        for e, c in enumerate(ex):
+            exact[c] = (tm[..., e], tr_[..., e])
+    for c in range(nv):
         acc: MR | None = None
         if c in dv:
             dm, dr = dv[c]
+            cnt = tr.count.astype(np.float64)
             supT = tr.support.transpose(0, 2, 1).astype(np.float64)
             sm, sr = _sum_keys((supT * dm[:, :, None], supT * dr[:, :, None]))
             inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)
             acc = mul((sm, sr), (inv, np.abs(inv) * CONV))
         if da_nz:
-            # Σ_j δα_ij = 0, so Σ_j δα_ij vv_j = Σ_j δα_ij (vv_j − v_ref(i)) with v_ref(i) the
-            # hard value of row i's first top key: equal values cancel exactly, not ± width
-            vn = tr.v.num[..., c]
-            vref = np.take_along_axis(vn, jref, axis=1)  # (B, i)
-            dn = vn[:, :, None] - vref[:, None, :]  # (B, j, i)
-            if c in dv or vden >= 2**400:
-                vd = from_rat(dn, vden)
+            t = exact.get(c)
+            if t is None:
+                vn1 = tr.v.num[..., c]
+                vref1 = np.take_along_axis(vn1, jref, axis=1)  # (B, i)
+                vd = from_rat(vn1[:, :, None] - vref1[:, None, :], vden)  # (B, j, i)
                 if c in dv:
                     vd = add(vd, (dv[c][0][:, :, None], dv[c][1][:, :, None]))
                 t = _dot_keys(da, vd)
-            else:
-                # exact hard differences: rad = |vd|·c_v, so the radius of every product is
-                # |vd_j|·Q_j with Q shared by all value columns
-                if Qv is None:
-                    Qv = _dot_weight(da, vden)
-                t = _dot_exact(da[0], _rat_mid(dn, vden), Qv)
             acc = t if acc is None else add(acc, t)
         if acc is not None:
             out[c] = acc
@@ -1009,10 +1022,11 @@ class _RatPre:
         if got is None:
             zn = self.pre[k].num
             m, r = from_rat(zn, self.pre[k].den)
+            ax = (zn.ndim - 1,) + tuple(range(zn.ndim - 1))  # unit axis first (views)
             got = self.full[k] = (
-                np.moveaxis(np.array(zn > 0, bool), -1, 0),
-                np.moveaxis(np.array(zn < 0, bool), -1, 0),
-                (np.moveaxis(m, -1, 0), np.moveaxis(r, -1, 0)),
+                np.array(zn > 0, bool).transpose(ax),
+                np.array(zn < 0, bool).transpose(ax),
+                (m.transpose(ax), r.transpose(ax)),
             )
         return got
 
@@ -1069,13 +1083,16 @@ class _Terms:
     def combine(self, E: np.ndarray) -> np.ndarray:
         """The new entries' integer arrays (exact: every |sum| < 2^52 by _IntFFN.ok)."""
         n = len(self.col)
-        w = np.asarray(self.w, np.int64).reshape((-1,) + (1,) * (E.ndim - 1))
-        prod = E[self.e] * w
+        extra = (1,) * (E.ndim - 1)
         if self.t == list(range(n)):  # one term per entry, in order (the usual case)
-            return prod
-        out = np.zeros((n,) + E.shape[1:], np.int64)
-        np.add.at(out, np.asarray(self.t, np.intp), prod)
-        return out
+            return E[self.e] * np.asarray(self.w, np.int64).reshape((-1,) + extra)
+        # terms grouped by entry (integer sums: any order is exact), one reduceat
+        order = sorted(range(len(self.t)), key=self.t.__getitem__)
+        ts = [self.t[i] for i in order]
+        w = np.asarray([self.w[i] for i in order], np.int64).reshape((-1,) + extra)
+        prod = E[[self.e[i] for i in order]] * w
+        starts = [i for i in range(len(ts)) if i == 0 or ts[i] != ts[i - 1]]
+        return np.add.reduceat(prod, starts, axis=0)
 
 
 def _any_rows(x: np.ndarray) -> list[bool]:
@@ -1106,6 +1123,7 @@ def _gather(
     terms = _Terms([], [], [], [])
     cands: list[list[int]] = []
     ress: list[MR | None] = []
+    tt, te, tw, tcol = terms.t, terms.e, terms.w, terms.col
     for row, first in zip(rows, firsts, strict=True):
         seen: dict[int, int] = {}
         if first >= 0:
@@ -1113,12 +1131,21 @@ def _gather(
         res: MR | None = None
         for i, w in row:
             li = lin_of.get(i)
-            if li is not None:
-                terms.add(seen, li, w, ecol)
-            rs = res_of.get(i)
-            if rs is not None:
-                t = _scaled_res(rs, w, wden)
-                res = t if res is None else add(res, t)
+            if li is not None:  # terms.add, inlined (this loop is the layer's Python cost)
+                for e in li:
+                    p = ecol[e]
+                    t_ = seen.get(p)
+                    if t_ is None:
+                        t_ = seen[p] = len(tcol)
+                        tcol.append(p)
+                    tt.append(t_)
+                    te.append(e)
+                    tw.append(w)
+            if res_of:
+                rs = res_of.get(i)
+                if rs is not None:
+                    t = _scaled_res(rs, w, wden)
+                    res = t if res is None else add(res, t)
         cands.append(list(seen.values()))
         ress.append(res)
     E2 = terms.combine(E) if terms.col else E[:0]
