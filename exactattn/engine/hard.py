@@ -475,8 +475,12 @@ def read_output(model: Model, x: RatArray, n: int) -> HardOutputs:
         return HardOutputs(RatArray(y.num[:, 0], y.den), "accept")
     slots = model.output_positions(n)
     W, b = _output_weights(out)
-    xs = RatArray(x.num[:, slots, :], x.den)
-    y = _affine(xs, W, b)
+    P = len(slots)
+    if P and list(slots) == list(range(slots[0], slots[0] + P)):
+        xs = RatArray(x.num[:, slots[0] : slots[0] + P, :], x.den)  # a view: same numbers
+    else:
+        xs = RatArray(x.num[:, slots, :], x.den)
+    y = xs.matmul_t(W) + b  # b itself: its bound is found once, not per batch
     return HardOutputs(y, out.kind)
 
 

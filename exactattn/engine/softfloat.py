@@ -1443,7 +1443,13 @@ def certify_float(
     B = len(hb.words)
     T = hb.x0.shape[1]
     chunk = max(1, min(SUB_BATCH, CHUNK_ENTRIES // (T * T)))
-    sh = prefix_sharing(cm.model, hb.words, hb.n, chunk) if share else None
+    sh = None
+    if share:
+        # run_hard found the sharing of the whole batch (max group B): the same answer
+        # whenever the batch is one chunk (a group never exceeds B either way)
+        sh = hb.sharing
+        if sh is None or B > chunk:
+            sh = prefix_sharing(cm.model, hb.words, hb.n, chunk)
     if sh is not None:
         chunk = chunk // sh.group * sh.group  # groups never straddle two chunks
     if B <= chunk:
