@@ -755,6 +755,7 @@ def _head(
         um, ur = mr_expm1(mul((ds[0].reshape(-1)[it], ds[1].reshape(-1)[it]), inv_tau))
         uw_m[it] = um
         uw_r[it] = ur
+    first: np.ndarray | None = None
     if has_rest:
         ir = np.flatnonzero(rest)
         s = tr.scores.num  # (B, i, j)
@@ -768,7 +769,7 @@ def _head(
             bb, jj, qq = np.unravel_index(ir, (B, T, R))
             gnum = smax[bb, qq] - so[bb, qq, jj]
         else:
-            smax = np.take_along_axis(s, first[:, :, None], axis=2)[:, :, 0]
+            smax = s[np.arange(B)[:, None], np.arange(R)[None, :], first]  # (B, i)
             gnum = (smax[:, None, :] - s.transpose(0, 2, 1)).reshape(-1)[ir]
         sden = tr.scores.den
         if ds is None and sden < 2**400 and inv_tau[0] > 0:  # 1/τ may underflow to 0
@@ -819,7 +820,8 @@ def _head(
     nv = tr.v.num.shape[-1]
     out: Cols = {}
     da_nz = bool(da[1].any())
-    jref = np.argmax(top_q, axis=2)  # (B, i): first top key of every query (0 if none)
+    # (B, i): the first top key of every query (0 if none)
+    jref = first if first is not None else np.argmax(top_q, axis=2)
     vden = tr.v.den
     exact: dict[int, MR] = {}
     ex = [c for c in range(nv) if c not in dv] if da_nz and vden < 2**400 else []
@@ -830,7 +832,7 @@ def _head(
         # product is |vd_j|·Q_j with Q shared by all of them; all such columns at once
         # (a last axis, elementwise: the bits of column by column)
         vn = tr.v.num if len(ex) == nv else tr.v.num[..., ex]  # (B, j, E)
-        vref = np.take_along_axis(vn, jref[:, :, None], axis=1)  # (B, i, E)
+        vref = vn[np.arange(B)[:, None], jref]  # (B, i, E)
         dn = vn[:, :, None, :] - vref[:, None, :, :]  # (B, j, i, E)
         Qv = _dot_weight(da, vden)
         tm, tr_ = _dot_exact(da[0][..., None], _rat_mid(dn, vden), Qv[..., None])
