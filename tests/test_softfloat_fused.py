@@ -130,7 +130,7 @@ def _random_ffn(rng):
         pres.append(RatArray(rng.integers(-2, 3, size=(B, T, H)), int(rng.choice([1, 2, 5]))))
         n_in = H
     out = _rows(rng, d, n_in, 0.5)
-    ints = SimpleNamespace(hidden=hidden, out=out, out_den=int(rng.choice([1, 2, 3])))
+    ints = SimpleNamespace(hidden=hidden, out=out, out_den=int(rng.choice([1, 2, 3])), plans={})
     delta = {}
     for c in range(d):
         if rng.random() < 0.7:
@@ -163,6 +163,12 @@ def test_fused_ffn_is_bit_identical(seed):
         ref = ffn_unit_by_unit(sf.rat_pre(pres), delta, ints, shape)
         got = sf.ffn_linear(sf.rat_pre(pres), delta, ints, shape)
         assert _same(ref, got)
+        assert ints.plans or not delta  # the first layer's plan, kept per model
+        again = sf.ffn_linear(sf.rat_pre(pres), delta, ints, shape)  # from the plan
+        assert _same(ref, again)
+        del ints.plans  # and without a plan cache
+        assert _same(ref, sf.ffn_linear(sf.rat_pre(pres), delta, ints, shape))
+        ints.plans = {}
         # a PreCols without ``block`` (longsoft's): the units are stacked one by one
         plain = sf.rat_pre(pres)
         got2 = sf.ffn_linear(lambda k, h: plain(k, h), delta, ints, shape)

@@ -996,6 +996,9 @@ class _IntFFN:
             for a in range(wo.shape[0])
         ]
         self.out_den = int(wo.den)
+        # the first hidden layer's integer combinations depend only on which δ columns are
+        # present (ffn_linear): computed once per set of columns, per model
+        self.plans: dict[tuple[int, ...], Any] = {}
         den = self.out_den
         for _, dn in self.hidden:
             den *= dn
@@ -1171,7 +1174,7 @@ def _fold(
     for every unit at once: step j adds every unit's j-th term by the same elementwise
     :func:`add` and :func:`mul` as a unit-by-unit fold, so the bits are the same."""
     na = len(orders)
-    shape = E.shape[1:] if E.ndim > 1 else D[0].shape[1:]
+    shape = D[0].shape[1:]
     have = [r is not None for r in res]
     m = np.empty((na,) + shape)
     r = np.empty((na,) + shape)
@@ -1227,14 +1230,28 @@ def ffn_linear(pre: PreCols, delta: Cols, ints: _IntFFN, shape: tuple[int, ...])
     lin_of: dict[int, list[int]] = {c: [p] for p, c in enumerate(cols)}  # unit -> entries
     res_of: dict[int, MR] = {}  # unit -> enclosure where its ReLU was undecided
     den = 1
+    plans = getattr(ints, "plans", None) if math.prod(shape) else None
     for k, (rows, wden) in enumerate(ints.hidden):
-        act, orders, act_res, E2, col2 = _gather(
-            rows, [-1] * len(rows), lin_of, res_of, E, ecol, wden
-        )
+        if k == 0 and plans is not None:
+            # every entry is a constant w (ones times a weight): kept as (n, 1, …) arrays
+            # that broadcast to the same numbers, and the whole plan once per column set
+            got = plans.get(tuple(cols))
+            if got is None:
+                if len(plans) > 256:
+                    plans.clear()
+                E1 = np.ones((C,) + (1,) * len(shape), dtype=np.int64)
+                got = plans[tuple(cols)] = _gather(
+                    rows, [-1] * len(rows), lin_of, res_of, E1, ecol, wden
+                )
+            act, orders, act_res, E2, col2 = got
+        else:
+            act, orders, act_res, E2, col2 = _gather(
+                rows, [-1] * len(rows), lin_of, res_of, E, ecol, wden
+            )
         den *= wden
         lin_of, res_of = {}, {}
         if not act:
-            E, ecol = E2[:0], []
+            E, ecol = np.zeros((0,) + shape, np.int64), []
             continue
         dz = _fold(act_res, orders, E2, col2, den, D)
         na = len(act)
