@@ -570,13 +570,10 @@ def lin(cols: Cols, rows: Sparse) -> Cols:
     if not cols:
         return {}
     k = (len(cols) + 3) * SUM_U  # ≥ (K + 1)·u for the sum, + u for each float weight
-    plan = []
-    for a, row in enumerate(rows):
-        terms = [(c, w) for c, w in row if c in cols]
-        if terms:
-            plan.append((a, terms))
+    plan = _lin_plan(cols, rows)
     if len(plan) >= 3:
-        return _lin_stacked(cols, plan, k)
+        m, r = _lin_stack(cols, plan, k)
+        return {a: (m[i], r[i]) for i, (a, _) in enumerate(plan)}
     R: dict[int, np.ndarray] = {}
     out: Cols = {}
     for a, terms in plan:
@@ -605,8 +602,33 @@ def lin(cols: Cols, rows: Sparse) -> Cols:
     return out
 
 
-def _lin_stacked(cols: Cols, plan: list[tuple[int, list[tuple[int, float]]]], k: float) -> Cols:
-    """:func:`lin` for many output rows at once (see there)."""
+LinPlan = list[tuple[int, list[tuple[int, float]]]]  # (output row, its terms (column, w))
+
+
+def _lin_plan(cols: Cols, rows: Sparse) -> LinPlan:
+    """The output rows :func:`lin` computes, with their terms on the columns present."""
+    plan = []
+    for a, row in enumerate(rows):
+        terms = [(c, w) for c, w in row if c in cols]
+        if terms:
+            plan.append((a, terms))
+    return plan
+
+
+_OFF: dict[int, np.ndarray] = {}
+
+
+def _off_diagonal(n: int) -> np.ndarray:
+    """~eye(n) (read only)."""
+    got = _OFF.get(n)
+    if got is None:
+        got = _OFF[n] = ~np.eye(n, dtype=bool)
+        got.flags.writeable = False
+    return got
+
+
+def _lin_stack(cols: Cols, plan: LinPlan, k: float) -> MR:
+    """:func:`lin` for many output rows at once, stacked in plan order (see there)."""
     used = sorted({c for _, terms in plan for c, _ in terms})
     pos = {c: i for i, c in enumerate(used)}
     Cm = np.stack([cols[c][0] for c in used])
@@ -627,8 +649,7 @@ def _lin_stacked(cols: Cols, plan: list[tuple[int, list[tuple[int, float]]]], k:
             r[sel] = r[sel] + tr
     assert m is not None and r is not None
     r *= 1 + k
-    r = guard(m, np.maximum(r, np.minimum(r * 2.0**300, TINY)))
-    return {a: (m[i], r[i]) for i, (a, _) in enumerate(plan)}
+    return m, guard(m, np.maximum(r, np.minimum(r * 2.0**300, TINY)))
 
 
 def add_cols(a: Cols, b: Cols) -> Cols:
@@ -1741,7 +1762,7 @@ def _readout(
         # int64 differences are exact below 2^62; else Python integers (same floats either way)
         small = num.dtype != object and (num.size == 0 or int(np.abs(num).max()) < 2**61)
         numo = num if small else num.astype(object)
-        off = ~np.eye(nr, dtype=bool)  # the pairs i ≠ j
+        off = _off_diagonal(nr)  # the pairs i ≠ j
         best = numo.max(axis=2)
         is_best = np.array(numo == best[:, :, None], dtype=bool)
         uniq = is_best.sum(axis=2) == 1
@@ -1750,17 +1771,19 @@ def _readout(
         sel: Any = np.asarray(slots, dtype=np.intp)
         if P and list(slots) == list(range(slots[0], slots[0] + P)):
             sel = slice(slots[0], slots[0] + P)  # consecutive slots: views, not copies
-        got = lin({c: (v[0][:, sel], v[1][:, sel]) for c, v in delta.items()}, fw.out)
+        cols = {c: (v[0][:, sel], v[1][:, sel]) for c, v in delta.items()}
+        plan = _lin_plan(cols, fw.out)
         fail_tie = np.zeros(B, dtype=bool)  # an undecided slot where the hard labels tie
         fail_other = np.zeros(B, dtype=bool)  # an undecided slot with a unique hard label
-        if got:  # else δ reaches no output row: the hard labels
-            z = np.zeros((B, P))
-            dmr = [got.get(r, (z, z)) for r in range(nr)]
-            allzero = np.ones((B, P), dtype=bool)
-            for x in dmr:
-                allzero &= x[1] == 0
-            dm_all = np.stack([x[0] for x in dmr], axis=2)  # (B, P, r)
-            dr_all = np.stack([x[1] for x in dmr], axis=2)
+        if plan:  # else δ reaches no output row: the hard labels
+            # lin's numbers for the rows it reaches (stacked), exact zeros for the others
+            gm, gr = _lin_stack(cols, plan, (len(cols) + 3) * SUM_U)
+            present = [a for a, _ in plan]
+            dm_all = np.zeros((B, P, nr))  # (B, P, r)
+            dr_all = np.zeros((B, P, nr))
+            dm_all[:, :, present] = gm.transpose(1, 2, 0)
+            dr_all[:, :, present] = gr.transpose(1, 2, 0)
+            allzero = (dr_all == 0).all(axis=2)
             # every pair (i, j) of labels at once, [b, p, i, j], over groups of slots that
             # keep the arrays small: the same elementwise operations as one pair at a time
             g = max(1, (1 << 20) // max(1, B * nr * nr))
