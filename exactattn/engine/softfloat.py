@@ -405,14 +405,24 @@ def _dot_exact(am: np.ndarray, xm: np.ndarray, q: np.ndarray) -> MR:
 def _sum_keys(a: MR) -> MR:
     """Σ over axis 1 in a fixed order."""
     m, r = a
-    if m.size <= STACK_MAX:  # small: one pass over the three stacked arrays
-        X = np.empty((3,) + m.shape)
-        X[0] = m
-        X[1] = r
-        np.abs(m, out=X[2])
-        sm, sr, sa = _seq_sum(X, 2)
-    else:  # large: the copies would cost more than the passes they save
+    if m.size > STACK_MAX:  # large: no copies (see _sum_keys_x)
+        k = (m.shape[1] + 2) * SUM_U
         sm, sr, sa = _seq_sum(m), _seq_sum(r), _seq_sum(np.abs(m))
+        return sm, guard(sm, sr * (1 + k) + sa * k)
+    X = np.empty((3,) + m.shape)
+    X[0] = m
+    X[1] = r
+    np.abs(m, out=X[2])
+    return _sum_keys_x(X)
+
+
+def _sum_keys_x(X: np.ndarray) -> MR:
+    """:func:`_sum_keys` of (m, r) given stacked as X = [m, r, |m|] (3, B, keys, …)."""
+    if X[0].size <= STACK_MAX:  # small: one pass over the three stacked arrays
+        sm, sr, sa = _seq_sum(X, 2)
+    else:  # large: three passes over contiguous slices cost less than strided ones
+        sm, sr, sa = _seq_sum(X[0]), _seq_sum(X[1]), _seq_sum(X[2])
+    m = X[0]
     # rounding of the midpoint sum ≤ (T − 1)·u·Σ|m|; of the radius sum ≤ (T − 1)·u·Σr
     k = (m.shape[1] + 2) * SUM_U
     return sm, guard(sm, sr * (1 + k) + sa * k)
@@ -738,7 +748,8 @@ def _head(
     """
     B, R, T = tr.top.shape  # R query rows (q0..q0+R−1), T keys
     dq = lin(_rows(delta, q0, q0 + R), hw["Q"])
-    if R > 1 and not dq and rows_alike(tr):
+    vis_same, visT, visf = _visibility(tr.visible)
+    if R > 1 and not dq and vis_same and rows_alike(tr):
         # every query row has the same hard query, no δ on it and the same visible keys
         # (a constant query over all positions: "is there a bad position?"): every row
         # computes the same numbers, so compute one and copy it
@@ -759,7 +770,6 @@ def _head(
                 pairs.append((qc[a], dk[a]))
         ds = outer_sum(pairs)
     top_q = tr.top  # (B, i, j)
-    visT = np.ascontiguousarray(tr.visible.T)[None]  # (1, j, i)
     top = np.ascontiguousarray(top_q.transpose(0, 2, 1))  # (B, j, i)
     rest = visT & ~top
     has_rest = bool(rest.any())
@@ -769,8 +779,8 @@ def _head(
     # u = expm1(δs/τ) on the top keys, w = exp((δs − g)/τ) on the other visible keys
     # (g = max s − s ≥ 0, exact), computed only where needed, into one array
     shape = (B, T, R)
-    uw_m = np.zeros(B * T * R)
-    uw_r = np.zeros(B * T * R)
+    UW = np.zeros((3, B * T * R))  # u/w: midpoints, radii, |midpoints| (for the key sums)
+    uw_m, uw_r = UW[0], UW[1]
     if ds is not None:
         it = np.flatnonzero(top)
         um, ur = mr_expm1(mul((ds[0].reshape(-1)[it], ds[1].reshape(-1)[it]), inv_tau))
@@ -804,16 +814,17 @@ def _head(
             wm, wr = mr_exp(mul(X, inv_tau))
         uw_m[ir] = wm
         uw_r[ir] = wr
-    uw_m = uw_m.reshape(shape)
-    uw_r = uw_r.reshape(shape)
-    UR = _sum_keys((uw_m, uw_r))  # U + R, (B, i)
+    np.abs(UW[0], out=UW[2])
+    X = UW.reshape((3,) + shape)
+    uw_m, uw_r = X[0], X[1]
+    UR = _sum_keys_x(X)  # U + R, (B, i)
     nA = nA_i.astype(np.float64)  # exact small integers
+    safe = np.maximum(nA, 1.0)  # nA where nA > 0, else 1
     # a query that sees nothing has δα = 0; Z = 1 there keeps the arithmetic finite
-    Z = add((np.where(nA > 0, nA, 1.0), np.zeros_like(nA)), UR)
+    Z = add((safe, 0.0), UR)  # type: ignore[arg-type]
     iz = recip(Z)
     topf = top.astype(np.float64)
     if rule == "average":
-        safe = np.maximum(nA, 1.0)
         mm = UR[0] / safe
         mean = (mm, UR[1] / safe * (1 + WIDEN) + np.abs(mm) * WIDEN + np.minimum(UR[1], TINY))
         numer = sub((uw_m, uw_r), (mean[0][:, None, :] * topf, mean[1][:, None, :] * topf))
@@ -826,7 +837,6 @@ def _head(
         numer = (np.where(sup, kst[0], one_u[0]), np.where(sup, kst[1], one_u[1]))
         numer = (np.where(top, numer[0], uw_m), np.where(top, numer[1], uw_r))
     da = _scale_rows(numer, iz)
-    visf = visT.astype(np.float64)
     da = (da[0] * visf, da[1] * visf)
     if ds is not None:
         # large perturbations (|δs/τ| ≥ 1 somewhere in the row, as in soft.py): the δ
@@ -886,6 +896,26 @@ def _head(
 
 
 _GAPW: dict[tuple[Any, ...], MR] = {}
+
+
+_VIS: dict[tuple[Any, ...], tuple[bool, np.ndarray, np.ndarray]] = {}
+
+
+def _visibility(vis: np.ndarray) -> tuple[bool, np.ndarray, np.ndarray]:
+    """For a visibility mask (R, T): whether all its rows are equal, and its transpose
+    (1, T, R) as bool and as float (read only), memoised by the mask's value."""
+    key = (vis.shape, vis.tobytes())
+    got = _VIS.get(key)
+    if got is None:
+        if len(_VIS) > 256:
+            _VIS.clear()
+        visT = np.ascontiguousarray(vis.T)[None]
+        visf = visT.astype(np.float64)
+        visT.flags.writeable = False
+        visf.flags.writeable = False
+        same = bool(vis.shape[0] == 0 or (vis == vis[:1]).all())
+        got = _VIS[key] = (same, visT, visf)
+    return got
 
 
 def _gap_weights(gnum: np.ndarray, sden: int, inv_tau: MR) -> MR:
