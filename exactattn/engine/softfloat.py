@@ -1237,10 +1237,13 @@ def _fold(
         sel = [a for a in range(na) if len(orders[a]) > j]
         ent = [orders[a][j] for a in sel]
         cp = ecol[ent]
-        tm, tr = mul(from_rat(E[ent], den), (D[0][cp], D[1][cp]))
+        Ej = E if ent == list(range(len(E))) else E[ent]  # every entry, in order: no gather
+        tm, tr = mul(from_rat(Ej, den), (D[0][cp], D[1][cp]))
         old = [i for i, a in enumerate(sel) if have[a]]
         if not old and len(sel) == na:
             m, r = tm, tr
+        elif len(old) == na:  # every unit has a sum and a j-th term: no gathers
+            m, r = add((m, r), (tm, tr))
         elif not old:
             m[sel] = tm
             r[sel] = tr
@@ -1803,7 +1806,7 @@ def _readout(
             sel = slice(slots[0], slots[0] + P)  # consecutive slots: views, not copies
         cols = {c: (v[0][:, sel], v[1][:, sel]) for c, v in delta.items()}
         plan = _lin_plan(cols, fw.out)
-        fail_tie = np.zeros(B, dtype=bool)  # an undecided slot where the hard labels tie
+        fail_tie = np.zeros(B, dtype=bool)  # an undecided slot (where labels tie, see below)
         fail_other = np.zeros(B, dtype=bool)  # an undecided slot with a unique hard label
         if plan:  # else δ reaches no output row: the hard labels
             # lin's numbers for the rows it reaches (stacked), exact zeros for the others
@@ -1833,8 +1836,11 @@ def _readout(
                 lab = np.where(az, labels[:, sl], np.where(one, np.argmax(cand, axis=2), -1))
                 labels[:, sl] = lab
                 fail = ~(az | (one & fin))
-                res.settled &= ~fail.any(axis=1)
-                fail_tie |= (fail & ~uniq[:, sl]).any(axis=1)
+                failed = fail.any(axis=1)
+                res.settled &= ~failed
+                # a word with no undecided unique-label slot fails only at ties: its tie
+                # flag is "some slot failed" (the same flags as testing the ties apart)
+                fail_tie |= failed
                 fail_other |= (fail & uniq[:, sl]).any(axis=1)
         res.tie = fail_tie & ~fail_other
         res.labels = labels
