@@ -343,3 +343,31 @@ def test_lin_is_bit_identical(seed):
     before = {c: (m.copy(), r.copy()) for c, (m, r) in cols.items()}
     assert _same(lin_row_by_row(cols, rows), sf.lin(cols, rows))
     assert _same(before, cols)  # the inputs are not changed in place
+
+
+# ----------------------------------------------------------------------------------------
+# the argmax read-out with two labels: one pair instead of all four
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_two_label_decisions_match_all_pairs(seed):
+    rng = np.random.default_rng(seed)
+    B, P = int(rng.integers(1, 20)), int(rng.integers(1, 5))
+    hard = rng.integers(-3, 4, size=(B, P, 2))  # many ties
+    if seed % 3 == 0:
+        hard = hard.astype(object) * 2**70  # Python integers
+    scale = 10.0 ** rng.integers(-20, 300, size=(B, P, 2))
+    dm = rng.standard_normal((B, P, 2)) * scale
+    dm[rng.random((B, P, 2)) < 0.2] = 0.0
+    dr = np.abs(rng.standard_normal((B, P, 2))) * scale * 10.0 ** rng.integers(-17, 1)
+    special = rng.random((B, P, 2))
+    dm[special < 0.03] = np.inf
+    dm[(special >= 0.03) & (special < 0.05)] = np.nan
+    dr[(special >= 0.05) & (special < 0.07)] = np.inf
+    den = int(rng.choice([1, 3, 2**10]))
+    off = sf._off_diagonal(2)
+    with np.errstate(all="ignore"):
+        got = sf._label_decisions(hard, den, dm, dr, off)
+        ref = sf._label_decisions_pairs(hard, den, dm, dr, off)
+    assert (got[0] == ref[0]).all() and (got[1] == ref[1]).all()
+    assert (got[2][ref[0]] == ref[2][ref[0]]).all()  # the label, where there is one

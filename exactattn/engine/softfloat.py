@@ -1756,6 +1756,40 @@ def _shared_layer(
     return _assemble(top, rest, sh, B, T)
 
 
+def _label_decisions(
+    hard: np.ndarray, den: int, dm: np.ndarray, dr: np.ndarray, off: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per [word, slot]: whether exactly one label is not certainly below another (``one``),
+    whether every label difference is finite, and that label (``pick``), from the exact
+    hard label scores (numerators over ``den``) and their perturbation δ = dm ± dr."""
+    if hard.shape[-1] == 2:
+        # one pair: s_1 − s_0 by the operations of the general case's entry [0, 1]; its
+        # entry [1, 0] is the exact negation with the same radius (round to nearest is
+        # symmetric; a zero's sign decides nothing), so the decisions are the same
+        hd1 = from_rat(hard[:, :, 1] - hard[:, :, 0], den)
+        dm1 = dm[:, :, 1] - dm[:, :, 0]
+        dr1 = (dr[:, :, 1] + dr[:, :, 0]) * (1 + WIDEN) + np.abs(dm1) * WIDEN
+        d = add(hd1, (dm1, dr1))
+        cand0 = ~(d[0] > d[1])  # label 0 not certainly below label 1
+        one = cand0 ^ ~(-d[0] > d[1])
+        return one, np.isfinite(d[0]) & np.isfinite(d[1]), np.where(cand0, 0, 1)
+    return _label_decisions_pairs(hard, den, dm, dr, off)
+
+
+def _label_decisions_pairs(
+    hard: np.ndarray, den: int, dm: np.ndarray, dr: np.ndarray, off: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_label_decisions` over every pair (i, j) of labels, [word, slot, i, j]."""
+    hd = from_rat(hard[:, :, None, :] - hard[:, :, :, None], den)
+    dm2 = dm[:, :, None, :] - dm[:, :, :, None]
+    dr2 = (dr[:, :, None, :] + dr[:, :, :, None]) * (1 + WIDEN) + np.abs(dm2) * WIDEN
+    diff = add(hd, (dm2, dr2))  # s_j − s_i = hard + sub(dmr[j], dmr[i])
+    dominated = ((diff[0] > diff[1]) & off).any(axis=3)
+    fin = ((np.isfinite(diff[0]) & np.isfinite(diff[1])) | ~off).all(axis=(2, 3))
+    cand = ~dominated
+    return cand.sum(axis=2) == 1, fin, np.argmax(cand, axis=2)
+
+
 def _readout(
     cm: CompiledModel, hb: HardBatch, delta: Cols, fw: FloatWeights, res: FloatBatch
 ) -> None:
@@ -1824,16 +1858,9 @@ def _readout(
                 sl = slice(a, a + g)
                 hard = numo[:, sl]
                 dm, dr = dm_all[:, sl], dr_all[:, sl]
-                hd = from_rat(hard[:, :, None, :] - hard[:, :, :, None], vals.den)
-                dm2 = dm[:, :, None, :] - dm[:, :, :, None]
-                dr2 = (dr[:, :, None, :] + dr[:, :, :, None]) * (1 + WIDEN) + np.abs(dm2) * WIDEN
-                diff = add(hd, (dm2, dr2))  # s_j − s_i = hard + sub(dmr[j], dmr[i])
-                dominated = ((diff[0] > diff[1]) & off).any(axis=3)
-                fin = ((np.isfinite(diff[0]) & np.isfinite(diff[1])) | ~off).all(axis=(2, 3))
-                cand = ~dominated
-                one = cand.sum(axis=2) == 1
                 az = allzero[:, sl]
-                lab = np.where(az, labels[:, sl], np.where(one, np.argmax(cand, axis=2), -1))
+                one, fin, pick = _label_decisions(hard, vals.den, dm, dr, off)
+                lab = np.where(az, labels[:, sl], np.where(one, pick, -1))
                 labels[:, sl] = lab
                 fail = ~(az | (one & fin))
                 failed = fail.any(axis=1)
