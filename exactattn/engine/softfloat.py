@@ -822,7 +822,7 @@ def _head(
     safe = np.maximum(nA, 1.0)  # nA where nA > 0, else 1
     # a query that sees nothing has δα = 0; Z = 1 there keeps the arithmetic finite
     Z = add((safe, 0.0), UR)  # type: ignore[arg-type]
-    iz = recip(Z)
+    iz = _recip(Z)  # _head runs under the chunk's errstate
     topf = top.astype(np.float64)
     if rule == "average":
         mm = UR[0] / safe
@@ -959,11 +959,16 @@ def _gap_weights_all(gnum: np.ndarray, sden: int, inv_tau: MR) -> MR:
 
 def recip(z: MR) -> MR:
     """1/z for z certainly positive (an infinite radius elsewhere)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _recip(z)
+
+
+def _recip(z: MR) -> MR:
+    """:func:`recip` for callers already under ``np.errstate`` (the chunk loop)."""
     zm, zr = z
     m = 1.0 / zm
     low = zm - zr
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = zr * m / low * (1 + WIDEN) ** 2 + m * WIDEN
+    r = zr * m / low * (1 + WIDEN) ** 2 + m * WIDEN
     return m, guard(m, r / (finite(z) & (zm > zr)))  # not certainly positive: infinite radius
 
 
@@ -1419,8 +1424,8 @@ def _layer_errors(delta: Cols, B: int, T: int, d: int) -> tuple[np.ndarray, ...]
 def _tight(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """measure.tight, decided soundly in floats (False when not certainly tight)."""
     fin = np.isfinite(hi) & np.isfinite(lo)
-    with np.errstate(invalid="ignore", over="ignore"):
-        rel = ((hi - lo) * (1 + 2.0**-50) <= hi * TIGHT_REL_F * (1 - 2.0**-50)) & (hi >= 2.0**-900)
+    # (called by _finish, under the chunk's errstate: inf − inf gives nan quietly)
+    rel = ((hi - lo) * (1 + 2.0**-50) <= hi * TIGHT_REL_F * (1 - 2.0**-50)) & (hi >= 2.0**-900)
     return fin & ((hi == 0) | ((lo == 0) & (hi <= ZERO_UPPER_F)) | rel)
 
 
