@@ -214,6 +214,12 @@ def test_gap_weights_once_per_gap_is_bit_identical():
         a = sf._gap_weights(gnum, sden, it)
         b = sf._gap_weights_all(gnum, sden, it)
         assert a[0].tobytes() == b[0].tobytes() and a[1].tobytes() == b[1].tobytes()
+        # two far-apart values (the memoised pair), and three (computed entry by entry)
+        far = rng.choice([lo, lo + 10**9], size=gnum.size)
+        for g in (far, np.concatenate([far, [lo + 5]])):
+            a = sf._gap_weights(g, sden, it)
+            b = sf._gap_weights_all(g, sden, it)
+            assert a[0].tobytes() == b[0].tobytes() and a[1].tobytes() == b[1].tobytes()
 
 
 def test_gap_weights_memo_follows_the_rounding_constants(monkeypatch):

@@ -928,14 +928,22 @@ def _gap_weights(gnum: np.ndarray, sden: int, inv_tau: MR) -> MR:
     if gnum.dtype == np.int64 and gnum.size:
         lo = int(gnum.min())
         hi = int(gnum.max())
-        if hi - lo < 256:
-            key = (lo, hi, sden, float(inv_tau[0]), float(inv_tau[1]), _consts())
+        if hi - lo < 256:  # a short range: every value in it, indexed by gnum − lo
+            vals: tuple[int, ...] | None = (lo, hi)
+            at: np.ndarray | None = gnum - lo
+            grid = np.arange(lo, hi + 1)
+        else:  # two values (the usual case beyond), else none of this
+            is_hi = gnum == hi
+            vals = (lo, hi, 2) if bool((is_hi | (gnum == lo)).all()) else None
+            at = is_hi.astype(np.intp)
+            grid = np.array([lo, hi], dtype=np.int64)
+        if vals is not None:
+            key = (vals, sden, float(inv_tau[0]), float(inv_tau[1]), _consts())
             got = _GAPW.get(key)
             if got is None:
                 if len(_GAPW) > 4096:
                     _GAPW.clear()
-                got = _GAPW[key] = _gap_weights_all(np.arange(lo, hi + 1), sden, inv_tau)
-            at = gnum - lo
+                got = _GAPW[key] = _gap_weights_all(grid, sden, inv_tau)
             return got[0][at], got[1][at]
     return _gap_weights_all(gnum, sden, inv_tau)
 
