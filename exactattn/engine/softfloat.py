@@ -1062,7 +1062,7 @@ class _IntFFN:
         self.out_den = int(wo.den)
         # the first hidden layer's integer combinations depend only on which δ columns are
         # present (ffn_linear): computed once per set of columns, per model
-        self.plans: dict[tuple[int, ...], Any] = {}
+        self.plans: dict[tuple[Any, ...], Any] = {}
         den = self.out_den
         for _, dn in self.hidden:
             den *= dn
@@ -1367,19 +1367,27 @@ def ffn_linear(pre: PreCols, delta: Cols, ints: _IntFFN, shape: tuple[int, ...])
     # out[a] = δ[a] + Σ_h Wo[a, h]·(hidden δ_h), over one denominator
     dt = den * ints.out_den
     targets = sorted(set(delta) | {a for a, row in enumerate(ints.out) if row})
-    base = len(ecol)
-    E_out = np.concatenate([E, np.full((C,) + shape, dt, np.int64)])  # the δ[a]·dt terms
     pos_of = {c: p for p, c in enumerate(cols)}
-    firsts = [base + pos_of[a] if a in pos_of else -1 for a in targets]
-    act, orders, act_res, E2, col2 = _gather(
-        [ints.out[a] for a in targets],
-        firsts,
-        lin_of,
-        res_of,
-        E_out,
-        ecol + list(range(C)),
-        ints.out_den,
-    )
+
+    def out_terms(E: np.ndarray, ecol: list[int], idshape: tuple[int, ...]) -> Any:
+        base = len(ecol)
+        E_out = np.concatenate([E, np.full((C,) + idshape, dt, np.int64)])  # δ[a]·dt terms
+        firsts = [base + pos_of[a] if a in pos_of else -1 for a in targets]
+        rows = [ints.out[a] for a in targets]
+        return _gather(rows, firsts, lin_of, res_of, E_out, ecol + list(range(C)), ints.out_den)
+
+    if plans is not None and not lin_of and not res_of:
+        # every hidden δ vanished (or never started): the layer passes δ through, with
+        # constant coefficients — planned once per set of columns, like the first layer
+        key = ("out",) + tuple(cols)
+        got = plans.get(key)
+        if got is None:
+            got = plans[key] = out_terms(
+                E[:0].reshape((0,) + (1,) * len(shape)), [], (1,) * len(shape)
+            )
+        act, orders, act_res, E2, col2 = got
+    else:
+        act, orders, act_res, E2, col2 = out_terms(E, ecol, shape)
     if not act:
         return {}
     m, r = _fold(act_res, orders, E2, col2, dt, D)
