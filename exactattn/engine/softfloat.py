@@ -1611,10 +1611,9 @@ def _finish(
     B, L = err_lo.shape
     decided = np.full(B, fw.ok)
     tight = _tight(err_lo, err_hi)  # elementwise: every layer at once
-    for li in range(L):
-        if li < L - 1:
-            lo_ = err_lo[:, li]
-            decided &= (err_hi[:, li] <= 1) | ((lo_ > 1) & np.isfinite(lo_))
+    if L > 1:  # ε ≤ 1 decided before the last layer (every layer at once)
+        lo_, hi_ = err_lo[:, :-1], err_hi[:, :-1]
+        decided &= ((hi_ <= 1) | ((lo_ > 1) & np.isfinite(lo_))).all(axis=1)
     res = FloatBatch(decided, err_lo, err_hi, err_row)
     _readout(cm, hb, delta, fw, res)  # narrows ``settled`` to decided read-outs
     res.decided = res.settled
@@ -1852,7 +1851,7 @@ def _readout(
         numo = num if small else num.astype(object)
         off = _off_diagonal(nr)  # the pairs i ≠ j
         best = numo.max(axis=2)
-        is_best = np.array(numo == best[:, :, None], dtype=bool)
+        is_best = np.asarray(numo == best[:, :, None], dtype=bool)
         uniq = is_best.sum(axis=2) == 1
         labels = np.where(uniq, np.argmax(is_best, axis=2), -1).astype(np.int64)  # hard labels
         # the output rows at every slot at once (elementwise, so the same bits as slot by slot)
