@@ -331,6 +331,11 @@ def _outer_sum_blas(pairs: list[tuple[MR, MR]]) -> MR:
     return m, guard(m, floor_rad(r))
 
 
+def _stack(xs: list[np.ndarray]) -> np.ndarray:
+    """np.stack(xs) of equal-shape float arrays (np.array: the same copy, less overhead)."""
+    return np.array(xs, dtype=np.float64)
+
+
 STACK_MAX = 1 << 16  # arrays up to this size are stacked to share passes (fewer calls)
 
 
@@ -641,8 +646,8 @@ def _lin_stack(cols: Cols, plan: LinPlan, k: float) -> MR:
     """:func:`lin` for many output rows at once, stacked in plan order (see there)."""
     used = sorted({c for _, terms in plan for c, _ in terms})
     pos = {c: i for i, c in enumerate(used)}
-    Cm = np.stack([cols[c][0] for c in used])
-    Cr = np.stack([cols[c][1] for c in used])
+    Cm = _stack([cols[c][0] for c in used])
+    Cr = _stack([cols[c][1] for c in used])
     Rc = Cr + np.abs(Cm) * k
     extra = (1,) * (Cm.ndim - 1)
     m = r = None
@@ -1291,7 +1296,7 @@ def ffn_linear(pre: PreCols, delta: Cols, ints: _IntFFN, shape: tuple[int, ...])
         return {}
     cols = sorted(delta)
     C = len(cols)
-    D = (np.stack([delta[c][0] for c in cols]), np.stack([delta[c][1] for c in cols]))
+    D = (_stack([delta[c][0] for c in cols]), _stack([delta[c][1] for c in cols]))
     E = np.ones((C,) + shape, dtype=np.int64)  # integer coefficient entries, over den
     ecol = list(range(C))  # the δ column (position in cols) of every entry
     lin_of: dict[int, list[int]] = {c: [p] for p, c in enumerate(cols)}  # unit -> entries
@@ -1428,9 +1433,7 @@ def _layer_errors(delta: Cols, B: int, T: int, d: int) -> tuple[np.ndarray, ...]
     if not delta:
         return np.zeros(B), np.zeros(B), np.zeros(B, dtype=np.int64)
     cols = list(delta)
-    al, au = abs_bounds(
-        (np.stack([delta[c][0] for c in cols]), np.stack([delta[c][1] for c in cols]))
-    )
+    al, au = abs_bounds((_stack([delta[c][0] for c in cols]), _stack([delta[c][1] for c in cols])))
     lo = np.maximum(np.zeros(B), al.max(axis=(0, 2)))
     top = au.max(axis=0)  # (B, T): nan propagates, as through argmax below
     row = np.argmax(top, axis=1)
