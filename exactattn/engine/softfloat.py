@@ -1543,10 +1543,9 @@ def certify_float(
     sh = None
     if share:
         # run_hard found the sharing of the whole batch (max group B): the same answer
-        # whenever the batch is one chunk (a group never exceeds B either way)
-        sh = hb.sharing
-        if sh is None or B > chunk:
-            sh = prefix_sharing(cm.model, hb.words, hb.n, chunk)
+        # whenever the batch is one chunk (a group never exceeds B either way); None when
+        # it shared nothing (or was told not to: sharing changes no bit, only the time)
+        sh = hb.sharing if B <= chunk else prefix_sharing(cm.model, hb.words, hb.n, chunk)
     if sh is not None:
         chunk = chunk // sh.group * sh.group  # groups never straddle two chunks
     if B <= chunk:
