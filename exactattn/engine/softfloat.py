@@ -754,7 +754,13 @@ def _head(
     B, R, T = tr.top.shape  # R query rows (q0..q0+R−1), T keys
     dq = lin(_rows(delta, q0, q0 + R), hw["Q"])
     vis_same, visT, visf = _visibility(tr.visible)
-    if R > 1 and not dq and vis_same and rows_alike(tr):
+    if (
+        R > 1
+        and not dq
+        and vis_same
+        and bool((tr.q.num[:, 0] == tr.q.num[:, 1]).all())  # a cheap first test
+        and rows_alike(tr)
+    ):
         # every query row has the same hard query, no δ on it and the same visible keys
         # (a constant query over all positions: "is there a bad position?"): every row
         # computes the same numbers, so compute one and copy it
@@ -1868,10 +1874,13 @@ def _readout(
             # lin's numbers for the rows it reaches (stacked), exact zeros for the others
             gm, gr = _lin_stack(cols, plan, (len(cols) + 3) * SUM_U)
             present = [a for a, _ in plan]
-            dm_all = np.zeros((B, P, nr))  # (B, P, r)
-            dr_all = np.zeros((B, P, nr))
-            dm_all[:, :, present] = gm.transpose(1, 2, 0)
-            dr_all[:, :, present] = gr.transpose(1, 2, 0)
+            if present == list(range(nr)):  # every row reached: a view, not a copy
+                dm_all, dr_all = gm.transpose(1, 2, 0), gr.transpose(1, 2, 0)  # (B, P, r)
+            else:
+                dm_all = np.zeros((B, P, nr))  # (B, P, r)
+                dr_all = np.zeros((B, P, nr))
+                dm_all[:, :, present] = gm.transpose(1, 2, 0)
+                dr_all[:, :, present] = gr.transpose(1, 2, 0)
             allzero = (dr_all == 0).all(axis=2)
             # every pair (i, j) of labels at once, [b, p, i, j], over groups of slots that
             # keep the arrays small: the same elementwise operations as one pair at a time
