@@ -342,12 +342,10 @@ STACK_MAX = 1 << 16  # arrays up to this size are stacked to share passes (fewer
 def _seq_sum(x: np.ndarray, axis: int = 1) -> np.ndarray:
     """x[…, 0, …] + x[…, 1, …] + …, over ``axis``, added left to right (not numpy's
     pairwise sum). ``x`` may stack several arrays on a leading axis: one pass sums them all."""
-    idx: list[Any] = [slice(None)] * x.ndim
-    idx[axis] = 0
-    s = x[tuple(idx)].copy()
-    for j in range(1, x.shape[axis]):
-        idx[axis] = j
-        s += x[tuple(idx)]
+    xt = np.moveaxis(x, axis, 0) if axis else x  # a view: the same elements, in order
+    s = xt[0].copy()
+    for j in range(1, xt.shape[0]):
+        s += xt[j]
     return s
 
 
@@ -356,7 +354,7 @@ def _dot_keys(a: MR, b: MR) -> MR:
     T = a[0].shape[1]
     rho = (T + 2) * SUM_U
     abm = np.abs(b[0])
-    shape = np.broadcast_shapes(a[0].shape, b[0].shape)
+    shape = np.broadcast(a[0], b[0]).shape
     if math.prod(shape) > STACK_MAX:
         pr = np.abs(a[0]) * (b[1] + rho * abm)
         pr += a[1] * (abm + b[1])
@@ -392,7 +390,7 @@ def _dot_weight(a: MR, den: int) -> np.ndarray:
 def _dot_exact(am: np.ndarray, xm: np.ndarray, q: np.ndarray) -> MR:
     """Σ_j a[:, j]·x[:, j] for x exact (see :func:`_dot_weight`), fixed order."""
     T = am.shape[1]
-    shape = np.broadcast_shapes(am.shape, xm.shape)
+    shape = np.broadcast(am, xm).shape
     if math.prod(shape) > STACK_MAX:
         pr = np.abs(xm)
         pr *= q
