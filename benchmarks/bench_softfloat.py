@@ -5,7 +5,9 @@ For each benchmark (Dyck-2 at n = 8 by default, a random model, a deep compiled 
 repeated until 4,096 inputs were timed), in one process:
 
 * baseline: benchmarks/float_baseline.py, plain float64 numpy softmax, all inputs;
-* certified: exactattn.engine.hard.run_hard + exactattn.engine.softfloat.certify_float, all
+* certified: exactattn.engine.hard.run_hard (and the exact read-out, which the check's
+  LengthAccumulator.add_hard reads and certify_float then reuses) +
+  exactattn.engine.softfloat.certify_float, all
   inputs, in batches of the check's size, then the double-double tier (second_tier) on what
   float64 left (the fractions the check settles without arb are printed per tier — tight
   words and loose ones below a reported lower end; the rest goes to arb);
@@ -42,7 +44,7 @@ from float_baseline import FloatModel  # noqa: E402
 from exactattn import load_model, model_from_dict  # noqa: E402
 from exactattn.constructions.ltl import compile_ltl  # noqa: E402
 from exactattn.engine.certify import certify_word  # noqa: E402
-from exactattn.engine.hard import CompiledModel, run_hard  # noqa: E402
+from exactattn.engine.hard import CompiledModel, read_output, run_hard  # noqa: E402
 from exactattn.engine.measure import LengthAccumulator  # noqa: E402
 from exactattn.engine.soft import WeightCache  # noqa: E402
 from exactattn.engine.softfloat import (  # noqa: E402
@@ -85,6 +87,7 @@ def bench(name: str, model, n: int, batch: int, sample: int, min_inputs: int = 0
         t0 = time.process_time()
         for _ in range(reps):
             hb = run_hard(cm, chunk, n)
+            read_output(model, hb.activations[-1], n)  # the check's add_hard reads it here
         t1 = time.process_time()
         for _ in range(reps):
             fb = certify_float(cm, hb, taus)
