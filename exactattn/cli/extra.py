@@ -2,8 +2,9 @@
 
 Kept apart from :mod:`exactattn.cli` so that module only needs two ``add_command`` lines.
 Exit codes: 0 no flip found, 1 a decision flipped (precision) / n.a., 2 bad usage, 130
-interrupted (precision keeps the lengths saved so far; search writes nothing). A Ctrl-C once
-the work is done is held and the result wins (:class:`~exactattn.cli.common.FinishHold`).
+interrupted (precision keeps the lengths saved so far, marked ``"interrupted": true``; search
+writes nothing). A Ctrl-C once the work is done is held and the result wins
+(:class:`~exactattn.cli.common.FinishHold`).
 """
 
 from __future__ import annotations
@@ -65,9 +66,12 @@ def _taus(taus: tuple[str, ...]) -> list[tuple[str, TauChoice]]:
     return [(t, TauChoice.model() if t == "model" else TauChoice.parse(t, False)) for t in taus]
 
 
-def precision_json(model: Any, runs: list[Any], settings: PrecisionSettings) -> dict[str, Any]:
-    """The exactattn-precision/1 document of the sweeps' runs so far."""
-    return PrecisionResult(model.name, settings, runs_of(runs)).to_json()
+def precision_json(
+    model: Any, runs: list[Any], settings: PrecisionSettings, interrupted: bool = False
+) -> dict[str, Any]:
+    """The exactattn-precision/1 document of the sweeps' runs so far (``interrupted``: not
+    every length is run yet, so the file is partial if the process ends here)."""
+    return PrecisionResult(model.name, settings, runs_of(runs), interrupted).to_json()
 
 
 def _short(x: Enclosure | None) -> str:
@@ -272,11 +276,19 @@ def precision_cmd(
     )
 
     hold = FinishHold.for_command()  # Ctrl-C once every length is run: the result wins
+    done = False  # every length run: only then does a save drop the "interrupted" mark
+    saved: list[PrecisionResult] = []  # the last save's record (the line an interrupt prints)
+
+    def complete() -> None:
+        nonlocal done
+        done = True
+        hold.start()
 
     def save(runs: list[Any]) -> None:
-        if json_out:
-            with hold.saving():  # a Ctrl-C waits for the file, or is held
-                write_json_atomic(Path(json_out), precision_json(model, runs, settings))
+        with hold.saving():  # a Ctrl-C waits for the file, or is held
+            saved[:] = [PrecisionResult(model.name, settings, runs_of(runs), not done)]
+            if json_out:
+                write_json_atomic(Path(json_out), saved[0].to_json())
 
     log = (lambda s: err_console.print(s, highlight=False)) if verbose else None
 
@@ -300,7 +312,7 @@ def precision_cmd(
                 log=log,
                 certified=certified,
                 backend=backend,
-                on_complete=hold.start,
+                on_complete=complete,
             )
         else:
             if inputs_file:
@@ -331,12 +343,21 @@ def precision_cmd(
                 on_length=save,
                 log=log,
                 backend=backend,
-                on_complete=hold.start,
+                on_complete=complete,
             )
-        hold.start()  # (an --inputs file with no line: no length ran)
+        complete()  # (an --inputs file with no line: no length ran)
         save(runs)
     except (ExactAttnError, click.UsageError, OSError):
         _restore(json_out, before)
+        raise
+    except KeyboardInterrupt:  # exit 130; the file (if any) keeps the mark of its last save
+        if saved and json_out:
+            what = saved[0].stop_text() or "interrupted"
+            err_console.print(
+                f"precision: {what}; {json_out} keeps the lengths saved so far",
+                highlight=False,
+                markup=False,
+            )
         raise
     res = PrecisionResult(model.name, settings, runs_of(runs))
     print_precision(list(res.runs))

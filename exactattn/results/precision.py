@@ -329,18 +329,38 @@ class PrecisionResult:
     model: str
     settings: PrecisionSettings
     runs: tuple[PrecisionRun, ...] = field(default_factory=tuple)
+    interrupted: bool = False
+    """Saved before every length was run: each save but the complete run's last is marked,
+    so a file left by Ctrl-C, a kill or a crash says it is partial. Written only when true
+    (``"interrupted": true``), so a complete file keeps the bytes of earlier versions."""
 
     @property
     def flipped(self) -> bool:
         return any(r.first_flip_n is not None for r in self.runs)
+
+    @property
+    def last_n(self) -> int | None:
+        """The longest length saved in any run (lengths run in increasing order)."""
+        return max((e.n for r in self.runs for e in r.lengths), default=None)
+
+    def stop_text(self) -> str | None:
+        """How a partial file ended, in words (None: the run is complete)."""
+        if not self.interrupted:
+            return None
+        n = self.last_n
+        return (
+            "interrupted before any length finished" if n is None else f"interrupted after n = {n}"
+        )
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
             "format": PRECISION_FORMAT,
             "model": self.model,
             "settings": self.settings.to_json(),
-            "runs": [r.to_json() for r in self.runs],
         }
+        if self.interrupted:
+            doc["interrupted"] = True
+        doc["runs"] = [r.to_json() for r in self.runs]
         if len(self.runs) == 1:
             (r,) = self.runs
             doc["dtype"] = r.dtype
@@ -354,6 +374,7 @@ class PrecisionResult:
             d["model"],
             PrecisionSettings.from_json(d["settings"]),
             tuple(PrecisionRun.from_json(r) for r in d["runs"]),
+            d.get("interrupted", False) is True,  # absent: complete, or written before the mark
         )
 
 

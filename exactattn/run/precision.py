@@ -488,7 +488,7 @@ def sweep_words(
     ``on_length(runs)`` is called after each length (the CLI saves the file there);
     ``on_complete()`` once every length is run, just before the last length's
     ``on_length``: the CLI holds Ctrl-C from there, so the file that has every length is
-    never written beside exit 130 (a precision file has no ``interrupted`` mark)."""
+    never written beside exit 130, and its saves before then say ``"interrupted": true``."""
 
     cm = CompiledModel(model)
     weights = WeightCache(cm)
