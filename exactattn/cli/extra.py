@@ -17,6 +17,7 @@ from typing import Any
 import click
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from exactattn.cli.common import FinishHold, _exact_cell, _restore, _snapshot
@@ -112,10 +113,11 @@ def print_precision(runs: list[PrecisionRun]) -> None:
             ffs = "—"
             if ff:
                 word = "".join(ff.input) if len(ff.input) <= 16 else f"{ff.family}"
-                ffs = f"{word} ({ff.cause})"
+                ffs = escape(f"{word} ({ff.cause})")  # tokens are the user's strings
             te = _short(e.total_error)
             ye = _short(e.readout_error)
-            t.add_row(r.dtype, r.tau, str(e.n), str(e.inputs), str(e.flips), ffs, te, ye)
+            tau = escape(r.tau)  # a --tau expression, as the user typed it
+            t.add_row(r.dtype, tau, str(e.n), str(e.inputs), str(e.flips), ffs, te, ye)
             so = e.soft
             if so or e.softmax_error:
                 any_split = True
@@ -126,7 +128,7 @@ def print_precision(runs: list[PrecisionRun]) -> None:
                         sos += f", {so.undecided} undecided"
                 split.add_row(
                     r.dtype,
-                    r.tau,
+                    tau,
                     str(e.n),
                     _short(e.softmax_error),
                     _short(e.rounding_error),
@@ -138,7 +140,7 @@ def print_precision(runs: list[PrecisionRun]) -> None:
     for r in runs:
         fn = r.first_flip_n
         console.print(
-            f"{r.dtype} at τ = {r.tau}: "
+            f"{r.dtype} at τ = {escape(r.tau)}: "
             + (f"first flip at n = {fn}" if fn is not None else "no flip at the lengths run"),
             highlight=False,
         )
