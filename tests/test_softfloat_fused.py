@@ -175,6 +175,20 @@ def test_fused_ffn_is_bit_identical(seed):
         assert _same(ref, got2)
 
 
+def test_fused_ffn_memo_covers_later_layers():
+    """The combinations' structure of later hidden layers and of the output layer is
+    memoised too (keys "h"/"o" in the layer's plans) in some of the random layers above, so
+    test_fused_ffn_is_bit_identical's second call reads it back."""
+    kinds = set()
+    for seed in range(300):
+        rng = np.random.default_rng(seed)
+        delta, ints, pres, shape = _random_ffn(rng)
+        with np.errstate(all="ignore"):
+            sf.ffn_linear(sf.rat_pre(pres), delta, ints, shape)
+        kinds |= {k[0] for k in ints.plans if k and isinstance(k[0], str)}
+    assert {"h", "o"} <= kinds
+
+
 def test_fused_ffn_reaches_residuals():
     """The random layers above do exercise undecided ReLUs and residuals (else the
     comparison would not cover them)."""
@@ -348,6 +362,7 @@ def test_lin_is_bit_identical(seed):
     }
     before = {c: (m.copy(), r.copy()) for c, (m, r) in cols.items()}
     assert _same(lin_row_by_row(cols, rows), sf.lin(cols, rows))
+    assert _same(lin_row_by_row(cols, rows), sf.lin(cols, rows))  # steps from the memo
     assert _same(before, cols)  # the inputs are not changed in place
 
 

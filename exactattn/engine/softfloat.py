@@ -342,10 +342,17 @@ STACK_MAX = 1 << 16  # arrays up to this size are stacked to share passes (fewer
 def _seq_sum(x: np.ndarray, axis: int = 1) -> np.ndarray:
     """x[…, 0, …] + x[…, 1, …] + …, over ``axis``, added left to right (not numpy's
     pairwise sum). ``x`` may stack several arrays on a leading axis: one pass sums them all."""
-    xt = np.moveaxis(x, axis, 0) if axis else x  # a view: the same elements, in order
-    s = xt[0].copy()
-    for j in range(1, xt.shape[0]):
-        s += xt[j]
+    if not axis:
+        s = x[0].copy()
+        for j in range(1, x.shape[0]):
+            s += x[j]
+        return s
+    # x[:, …, j] by a fixed index prefix (views: the same elements in the same order as
+    # np.moveaxis, without its per-call axis normalisation)
+    pre = (slice(None),) * axis
+    s = x[pre + (0,)].copy()
+    for j in range(1, x.shape[axis]):
+        s += x[pre + (j,)]
     return s
 
 
@@ -576,7 +583,7 @@ def _sparse(w: RatArray) -> tuple[Sparse, bool]:
 def lin(cols: Cols, rows: Sparse) -> Cols:
     """out[a] = Σ_c W[a, c]·cols[c], fixed order; absent columns stay absent.
 
-    Three or more output rows are computed at once (stacked columns; step j adds every
+    Two or more output rows are computed at once (stacked columns; step j adds every
     row's j-th term): the same elementwise operations, so the same bits (a weight ±1
     multiplies instead of copying or negating: equal values; only a nan's sign could differ,
     and no result reads it)."""
@@ -584,7 +591,7 @@ def lin(cols: Cols, rows: Sparse) -> Cols:
         return {}
     k = (len(cols) + 3) * SUM_U  # ≥ (K + 1)·u for the sum, + u for each float weight
     plan = _lin_plan(cols, rows)
-    if len(plan) >= 3:
+    if len(plan) >= 2:
         m, r = _lin_stack(cols, plan, k)
         return {a: (m[i], r[i]) for i, (a, _) in enumerate(plan)}
     R: dict[int, np.ndarray] = {}
@@ -642,27 +649,64 @@ def _off_diagonal(n: int) -> np.ndarray:
 
 def _lin_stack(cols: Cols, plan: LinPlan, k: float) -> MR:
     """:func:`lin` for many output rows at once, stacked in plan order (see there)."""
-    used = sorted({c for _, terms in plan for c, _ in terms})
-    pos = {c: i for i, c in enumerate(used)}
+    used, steps = _lin_steps(plan)
     Cm = _stack([cols[c][0] for c in used])
     Cr = _stack([cols[c][1] for c in used])
     Rc = Cr + np.abs(Cm) * k
     extra = (1,) * (Cm.ndim - 1)
     m = r = None
-    for j in range(max(len(t) for _, t in plan)):
-        sel = [i for i, (_, t) in enumerate(plan) if len(t) > j]
-        ci = [pos[plan[i][1][j][0]] for i in sel]
-        w = np.array([plan[i][1][j][1] for i in sel]).reshape((-1,) + extra)
-        tm = Cm[ci] * w
-        tr = Rc[ci] * np.abs(w)
+    for sel, ci, w, aw in steps:
+        w = w.reshape((-1,) + extra)
+        aw = aw.reshape((-1,) + extra)
+        if ci is None:  # every stacked column in order: no gather (the same elements)
+            tm, tr = Cm * w, Rc * aw
+        else:
+            tm, tr = Cm[ci] * w, Rc[ci] * aw
         if m is None or r is None:  # j = 0: every row has a first term
             m, r = tm, tr
+        elif sel is None:  # every row has a j-th term
+            m += tm
+            r += tr
         else:
             m[sel] = m[sel] + tm
             r[sel] = r[sel] + tr
     assert m is not None and r is not None
     r *= 1 + k
     return m, guard(m, np.maximum(r, np.minimum(r * 2.0**300, TINY)))
+
+
+_LIN_STEPS: dict[tuple[Any, ...], tuple[list[int], list[Any]]] = {}
+
+
+def _lin_steps(plan: LinPlan) -> tuple[list[int], list[Any]]:
+    """The columns :func:`_lin_stack` stacks and, per step j, the rows with a j-th term
+    (None: all), their stacked columns (None: all, in order) and weights |w|, memoised by
+    the plan's value (a pure function of it: never stale; cleared beyond 256 plans)."""
+    key = tuple((a, tuple(t)) for a, t in plan)
+    got = _LIN_STEPS.get(key)
+    if got is None:
+        if len(_LIN_STEPS) > 256:
+            _LIN_STEPS.clear()
+        used = sorted({c for _, terms in plan for c, _ in terms})
+        pos = {c: i for i, c in enumerate(used)}
+        steps: list[Any] = []
+        for j in range(max(len(t) for _, t in plan)):
+            sel = [i for i, (_, t) in enumerate(plan) if len(t) > j]
+            ci = [pos[plan[i][1][j][0]] for i in sel]
+            w = np.array([plan[i][1][j][1] for i in sel])
+            aw = np.abs(w)
+            w.flags.writeable = False
+            aw.flags.writeable = False
+            steps.append(
+                (
+                    None if len(sel) == len(plan) else sel,
+                    None if ci == list(range(len(used))) else ci,
+                    w,
+                    aw,
+                )
+            )
+        got = _LIN_STEPS[key] = (used, steps)
+    return got
 
 
 def add_cols(a: Cols, b: Cols) -> Cols:
@@ -1145,6 +1189,7 @@ class _Terms:
     e: list[int]
     w: list[int]
     col: list[int]  # δ column (position) of every new entry
+    plan: Any = None  # combine's indices, once the terms are complete (see combine)
 
     def add(self, seen: dict[int, int], entries: list[int], w: int, ecol: list[int]) -> None:
         """w·(an input unit's entries) into the unit being built (``seen``: column -> entry)."""
@@ -1160,17 +1205,27 @@ class _Terms:
 
     def combine(self, E: np.ndarray) -> np.ndarray:
         """The new entries' integer arrays (exact: every |sum| < 2^52 by _IntFFN.ok)."""
-        n = len(self.col)
         extra = (1,) * (E.ndim - 1)
-        if self.t == list(range(n)):  # one term per entry, in order (the usual case)
-            return E[self.e] * np.asarray(self.w, np.int64).reshape((-1,) + extra)
+        plan = self.plan
+        if plan is None:
+            plan = self.plan = self._plan()
+        e, w, starts = plan
+        prod = E[e] * w.reshape((-1,) + extra)
+        if starts is None:  # one term per entry, in order (the usual case)
+            return prod
         # terms grouped by entry (integer sums: any order is exact), one reduceat
+        return np.add.reduceat(prod, starts, axis=0)
+
+    def _plan(self) -> tuple[list[int], np.ndarray, list[int] | None]:
+        """combine's gather indices and weights (terms are only added before it)."""
+        n = len(self.col)
+        if self.t == list(range(n)):
+            return list(self.e), np.asarray(self.w, np.int64), None
         order = sorted(range(len(self.t)), key=self.t.__getitem__)
         ts = [self.t[i] for i in order]
-        w = np.asarray([self.w[i] for i in order], np.int64).reshape((-1,) + extra)
-        prod = E[[self.e[i] for i in order]] * w
+        w = np.asarray([self.w[i] for i in order], np.int64)
         starts = [i for i in range(len(ts)) if i == 0 or ts[i] != ts[i - 1]]
-        return np.add.reduceat(prod, starts, axis=0)
+        return [self.e[i] for i in order], w, starts
 
 
 def _any_rows(x: np.ndarray) -> list[bool]:
@@ -1193,11 +1248,46 @@ def _gather(
     E: np.ndarray,
     ecol: list[int],
     wden: int,
+    memo: dict[Any, Any] | None = None,
+    key: Any = None,
 ) -> tuple[list[int], list[list[int]], list[MR | None], np.ndarray, np.ndarray]:
     """The units Σ_i w_i·(input unit i) of a layer (``rows``; ``firsts``: an entry of E to put
     first with weight 1, or −1): their integer entries, exactly, and residuals; returns the
     active units (a nonzero entry or a residual), their entries in order, their residuals,
-    the entry arrays and the entries' δ columns."""
+    the entry arrays and the entries' δ columns.
+
+    ``memo`` (with no residuals): a dict owned by the layer's weights, keyed by ``key``,
+    which must determine ``rows``, ``firsts``, ``lin_of`` and ``ecol``; it keeps the
+    combinations' structure (which entries, weights and columns: no arrays of a batch), so
+    only the integer products are computed again."""
+    if memo is not None and not res_of:
+        got = memo.get(key)
+        if got is None:
+            if len(memo) > 256:
+                memo.clear()
+            t = _Terms([], [], [], [])
+            cands0: list[list[int]] = []
+            for row, first in zip(rows, firsts, strict=True):
+                seen0: dict[int, int] = {}
+                if first >= 0:
+                    t.add(seen0, [first], 1, ecol)
+                for i, w in row:
+                    li = lin_of.get(i)
+                    if li is not None:
+                        t.add(seen0, li, w, ecol)
+                cands0.append(list(seen0.values()))
+            got = memo[key] = (t, cands0, np.asarray(t.col, np.intp))
+        t, cands0, col_arr = got
+        E2 = t.combine(E) if t.col else E[:0]
+        nz = _any_rows(E2)
+        act = []
+        orders = []
+        for a, cand in enumerate(cands0):
+            order = [x for x in cand if nz[x]]
+            if order:
+                act.append(a)
+                orders.append(order)
+        return act, orders, [None] * len(act), E2, col_arr
     terms = _Terms([], [], [], [])
     cands: list[list[int]] = []
     ress: list[MR | None] = []
@@ -1260,7 +1350,11 @@ def _fold(
         ent = [orders[a][j] for a in sel]
         cp = ecol[ent]
         Ej = E if ent == list(range(len(E))) else E[ent]  # every entry, in order: no gather
-        tm, tr = mul(from_rat(Ej, den), (D[0][cp], D[1][cp]))
+        if len(cp) == len(D[0]) and cp.tolist() == list(range(len(cp))):
+            Dj = D  # every δ column, in order: no gather (the same elements)
+        else:
+            Dj = (D[0][cp], D[1][cp])
+        tm, tr = mul(from_rat(Ej, den), Dj)
         old = [i for i, a in enumerate(sel) if have[a]]
         if not old and len(sel) == na:
             m, r = tm, tr
@@ -1321,8 +1415,12 @@ def ffn_linear(pre: PreCols, delta: Cols, ints: _IntFFN, shape: tuple[int, ...])
                 )
             act, orders, act_res, E2, col2 = got
         else:
+            memo = plans if plans is not None and not res_of else None
+            key = None
+            if memo is not None:
+                key = ("h", k, tuple(ecol), tuple((i, tuple(v)) for i, v in lin_of.items()))
             act, orders, act_res, E2, col2 = _gather(
-                rows, [-1] * len(rows), lin_of, res_of, E, ecol, wden
+                rows, [-1] * len(rows), lin_of, res_of, E, ecol, wden, memo, key
             )
         den *= wden
         lin_of, res_of = {}, {}
@@ -1383,7 +1481,13 @@ def ffn_linear(pre: PreCols, delta: Cols, ints: _IntFFN, shape: tuple[int, ...])
         E_out = np.concatenate([E, np.full((C,) + idshape, dt, np.int64)])  # δ[a]·dt terms
         firsts = [base + pos_of[a] if a in pos_of else -1 for a in targets]
         rows = [ints.out[a] for a in targets]
-        return _gather(rows, firsts, lin_of, res_of, E_out, ecol + list(range(C)), ints.out_den)
+        memo = plans if plans is not None and not res_of else None
+        key = None
+        if memo is not None:  # targets and firsts follow from cols
+            key = ("o", tuple(cols), tuple(ecol), tuple((i, tuple(v)) for i, v in lin_of.items()))
+        return _gather(
+            rows, firsts, lin_of, res_of, E_out, ecol + list(range(C)), ints.out_den, memo, key
+        )
 
     if plans is not None and not lin_of and not res_of:
         # every hidden δ vanished (or never started): the layer passes δ through, with
