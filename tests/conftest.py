@@ -7,10 +7,18 @@ produced live in ``tests/data/`` with a note on how they were made.
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+# A test runner started in the background of a script (``cmd &``, nohup) inherits SIGINT
+# ignored, and Python then installs no KeyboardInterrupt handler; the Ctrl-C tests inject
+# SIGINT and check the handlers the commands leave behind, as a terminal user would see them.
+# Run them as from a terminal (children then start with the default disposition too).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"

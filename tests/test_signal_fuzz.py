@@ -250,3 +250,26 @@ def test_a_caller_that_sets_argv_keeps_its_ctrl_c(monkeypatch: pytest.MonkeyPatc
     res = CliRunner().invoke(main, ["check", str(ROOT / "models" / "dyck1.json"), "--max-n", "0"])
     assert res.exit_code == 2
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_an_inherited_ignore_is_kept_by_the_command_line() -> None:
+    """``nohup exactattn …`` or ``exactattn … &`` in a script: SIGINT arrives ignored, and
+    the command line must not re-arm it (neither the early handler nor the finish hold)."""
+    code = (
+        "import signal, sys\n"
+        "sys.argv = ['exactattn']\n"
+        "from exactattn.core.guard import start_of_command_line\n"
+        "from exactattn.cli.common import FinishHold\n"
+        "start_of_command_line()\n"
+        "assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN\n"
+        "h = FinishHold(); h.start()\n"
+        "assert not h.active and signal.getsignal(signal.SIGINT) is signal.SIG_IGN\n"
+        "print('ok')\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    assert p.returncode == 0 and p.stdout == "ok\n", p.stderr

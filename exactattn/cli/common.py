@@ -72,6 +72,8 @@ class FinishHold:
     def start(self) -> None:
         if self.active or threading.current_thread() is not threading.main_thread():
             return
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            return  # Ctrl-C is ignored already (inherited, or the command line's late ignore)
         self._old = signal.signal(signal.SIGINT, self._note)
         self.active = True
 

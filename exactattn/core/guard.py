@@ -75,8 +75,12 @@ def start_of_command_line() -> None:
     orig = list(getattr(sys, "orig_argv", []))
     as_module = "-m" in orig and orig[orig.index("-m") + 1 : orig.index("-m") + 2] == ["exactattn"]
     if (
-        argv0 == "exactattn" or as_module
-    ) and threading.current_thread() is threading.main_thread():
+        (argv0 == "exactattn" or as_module)
+        and threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+    ):
+        # an inherited SIG_IGN (nohup, a background job of a script) stays: whoever
+        # started us asked for Ctrl-C not to reach this process, and Python keeps it too
         signal.signal(signal.SIGINT, _early_interrupt)
 
 
