@@ -273,3 +273,27 @@ def test_an_inherited_ignore_is_kept_by_the_command_line() -> None:
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     assert p.returncode == 0 and p.stdout == "ok\n", p.stderr
+
+
+def test_worker_forks_hold_ctrl_c(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--jobs`: the submits that fork the workers run with Ctrl-C held (a SIGINT inside
+    os.fork's after-fork hooks was printed as "Exception ignored" and lost)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from click.testing import CliRunner
+
+    from exactattn.cli import main
+
+    seen: list[object] = []
+    real = ProcessPoolExecutor.submit
+
+    def submit(self, *a, **k):  # type: ignore[no-untyped-def]
+        seen.append(signal.getsignal(signal.SIGINT))
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", submit)
+    res = CliRunner().invoke(
+        main, ["check", str(ROOT / "models" / "dyck1.json"), "--max-n", "3", "--jobs", "2", "-q"]
+    )
+    assert res.exit_code == 0, res.output
+    assert seen and all(h is not signal.default_int_handler for h in seen)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from exactattn.core.errors import ClusterLost, ExactAttnError, UsageError
+from exactattn.core.guard import deferred_interrupt
 from exactattn.core.jsonio import read_json, write_json_atomic
 from exactattn.core.limits import clip
 from exactattn.core.version import __version__
@@ -395,8 +396,13 @@ class Processes(_Base):
                 mp_context=multiprocessing.get_context("fork"),
                 initializer=_leave_sigint_to_parent,
             )
-        pending = {self._pool.submit(shard_task, job, s): s for s in todo}
+        pending: dict[Any, Shard] = {}
         try:
+            # the first submits fork the workers; a Ctrl-C inside os.fork's after-fork hooks
+            # (logging's lock release) was printed as "Exception ignored" and lost, so the run
+            # went on (the signal fuzz, seed 1 at 0.58 s): hold it until the forks are done
+            with deferred_interrupt():
+                pending = {self._pool.submit(shard_task, job, s): s for s in todo}
             while pending:
                 ready, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for f in ready:
