@@ -1,11 +1,13 @@
 """Bit-for-bit fingerprint of the certified float path, to compare two versions of the code.
 
-For every bundled model (models/*.json, n = 1..6) and every program of tests/data/tracr_lib
-(at max_seq_len and max_seq_len − 1), in batches of 7 and of 2048 words, with and without row
-sharing (``run_hard``/``certify_float`` ``share``), this computes :func:`certify_float` and
-:func:`second_tier` (on every word: the double-double tier is run even where float64 settled,
-so its whole path is fingerprinted) and records a SHA-256 of every :class:`FloatBatch` field
-(dtype, shape and bytes). A speed-up of softfloat.py must leave every digest unchanged.
+For every bundled model (models/*.json, n = 1..6), every program of tests/data/tracr_lib (at
+max_seq_len and max_seq_len − 1) and the random benchmark model (benchmarks/models.py, n = 1..8:
+deep, wide, and the model the float64 tier leaves most words of), in batches of 7 and of 2048
+words, with and without row sharing (``run_hard``/``certify_float`` ``share``), this computes
+:func:`certify_float` and :func:`second_tier` (on every word: the double-double tier is run even
+where float64 settled, so its whole path is fingerprinted) and records a SHA-256 of every
+:class:`FloatBatch` field (dtype, shape and bytes). A speed-up of softfloat.py must leave every
+digest unchanged.
 
     python benchmarks/compare_softfloat.py --save before.json     # on the old code
     python benchmarks/compare_softfloat.py --check before.json    # on the new code
@@ -27,6 +29,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from exactattn import load_model, model_from_dict  # noqa: E402
 from exactattn.engine.hard import CompiledModel, run_hard  # noqa: E402
@@ -40,6 +43,7 @@ from exactattn.engine.softfloat import (  # noqa: E402
 from exactattn.engine.temperature import BASE_PREC, Temperatures  # noqa: E402
 from exactattn.importers.tracr import import_tracr  # noqa: E402
 from exactattn.inputs import batches, words_of_length  # noqa: E402
+from models import random_model  # noqa: E402
 
 TRACR = ROOT / "tests" / "data" / "tracr_lib"
 
@@ -69,6 +73,7 @@ def cases() -> list[tuple[str, object, list[int]]]:
         n = int(json.loads(p.read_text())["max_seq_len"])
         m = model_from_dict(import_tracr(p.with_suffix(".npz"), p))
         out.append((f"tracr/{p.stem}", m, sorted({max(1, n - 1), n})))
+    out.append(("random", model_from_dict(random_model()), list(range(1, 9))))
     return out
 
 
