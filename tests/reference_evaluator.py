@@ -42,8 +42,11 @@ Conventions read from docs/model-format.md and its worked example:
   ``_soft_weights``, ``_soft_mix``); an inexact soft value within 1e-40 of a decision
   boundary is reported as UNDECIDED (neither meaning's decision can be told apart from a
   tie at this precision) and counted separately.
-* Disagreement: an input whose soft decision differs from its hard decision; for argmax
-  the decision is the whole list of per-position labels.  Inputs with an UNDECIDED soft
+* Disagreement (a flip): an input where the hard meaning decides and the soft decision
+  differs; for argmax, an input with a position whose hard label is not TIE and whose soft
+  label (TIE included) differs from it.  A hard tie (accept: y = t; argmax: TIE at a
+  position) is not a flip, whatever the soft meaning says there (issue 17,
+  docs/model-format.md "Hard ties, margins, counters").  Inputs with an UNDECIDED soft
   decision are counted in ``undecided`` and not in ``disagreements``.
 * reference mismatches: ``cases`` compares the cases whose input has length n;
   ``dyck`` and ``regex`` compare every input of length n.  A soft decision that is
@@ -783,6 +786,13 @@ def decide(model: Model, ev: InputEval, which: str):
     raise ReferenceError_(f"output kind {out['kind']!r} has no decisions in the reference")
 
 
+def _flip(dh, margin, ds) -> bool:
+    """Whether a decided soft meaning flips a hard decision (a hard tie never flips)."""
+    if isinstance(dh, list):
+        return any(h != TIE and s != h for h, s in zip(dh, ds, strict=True))
+    return margin != 0 and ds != dh
+
+
 def oracle(model: Model, tokens: list[str]):
     """The reference's expected output for this input, or None when it has none."""
     ref = model.reference
@@ -897,7 +907,7 @@ def check_length(model: Model, n: int, keep_evaluations: bool = False) -> Length
             min_margin = margin
         if ds == UNDECIDED:
             undecided += 1
-        elif ds != dh:
+        elif _flip(dh, margin, ds):
             disagreements += 1
             if first is None:
                 first = ev.tokens

@@ -25,6 +25,7 @@ The runs are reproducible: ``derandomize=True``, no example database.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from fractions import Fraction
@@ -259,3 +260,58 @@ def test_zero_layers():
     d = _accept_model(embedding={"token": {"a": [0]}, "position": ["i/n"]}, alphabet=["a", "b"])
     d["embedding"]["token"]["b"] = [1]
     compare(S.to_json_text(d))
+
+
+# A hard tie is not a flip (issue 17). Every score is 9 (each embedding sums to 3), so the
+# leftmost hard head copies position 1 and the soft head averages all positions (no mask:
+# b, a and EOS); the read-out Q − P is coordinate 3. On b a: at position 1 the hard value is
+# b[3] + b[3] = 0 (a tie of P and Q), the soft one b[3] + (0 + 1 + 0)/3 = 1/3 (Q); at
+# position 2 both say Q (1 + 0 and 1 + 1/3). The soft meaning picks Q where the hard
+# meaning makes no decision. The reference counted this as a disagreement until it learned
+# the rule (hypothesis found it when the sample size changed).
+_HARD_TIE_MODEL = {
+    "format": "exactattn/1",
+    "name": "hard tie",
+    "alphabet": ["a", "b"],
+    "eos": "</s>",
+    "d": 4,
+    "embedding": {
+        "token": {
+            "a": ["0", "1", "1", "1"],
+            "b": ["1", "1", "1", "0"],
+            "</s>": ["1", "1", "1", "0"],
+        }
+    },
+    "layers": [
+        {
+            "kind": "attention",
+            "heads": [
+                {
+                    "query": [["1", "1", "1", "1"]],
+                    "key": [["1", "1", "1", "1"]],
+                    "value": [["1"] * 4, ["1"] * 4, ["1"] * 4, ["0", "0", "0", "1"]],
+                    "hard": "leftmost",
+                    "temperature": "1",
+                }
+            ],
+        }
+    ],
+    "output": {
+        "kind": "argmax",
+        "weight": [["1", "1", "1", "0"], ["1", "1", "1", "1"]],
+        "labels": ["P", "Q"],
+    },
+}
+
+
+def test_a_hard_tie_is_not_a_flip_in_either_evaluator():
+    text = json.dumps(_HARD_TIE_MODEL)
+    model = R.Model(R.load_text(text))
+    r = R.check_length(model, 2)
+    assert r.disagreements == 0
+    ev = {tuple(e.tokens): e for e in R.check_length(model, 2, True).evaluations}
+    assert R.decide(model, ev[("b", "a")], "hard")[0] == [R.TIE, "Q"]
+    assert R.decide(model, ev[("b", "a")], "soft")[0] == ["Q", "Q"]
+    e = _engine_result(text, 2)["lengths"][1]
+    assert e["disagreements"] == 0 and e["hard_ties"]["inputs"] >= 1
+    compare(text)
