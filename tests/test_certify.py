@@ -295,7 +295,16 @@ def _agrees(path: Path, max_n: int, theorem: bool) -> None:
                 )
 
 
-@pytest.mark.parametrize("path", MODELS, ids=IDS)
+# the two slowest models (≈ 6–7 s each) run under -m slow only, where the test below takes
+# every model further; by default each kind keeps a model (rasp_anbn, induction_k1, …)
+CERT_SLOW = ("rasp_dyck2", "induction_k2")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, marks=pytest.mark.slow) if p.stem in CERT_SLOW else p for p in MODELS],
+    ids=IDS,
+)
 def test_certificate_is_above_the_measured_error(path: Path) -> None:
     if path.stem.startswith("rasp_"):  # the compiled programs: n ≤ 6 at τ_thm (Dyck-2 n ≤ 4)
         _agrees(path, 5 if path.stem == "rasp_dyck2" else 6, False)

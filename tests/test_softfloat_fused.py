@@ -6,6 +6,16 @@ distinct gap, sums of stacked arrays. Each must give the bits of the unit-by-uni
 entry-by-entry computation it replaced (benchmarks/compare_softfloat.py checks whole
 models; these tests check the pieces on random data, including paths bundled models rarely
 reach: undecided ReLUs, residuals through two hidden layers, zero coefficients).
+
+The default suite runs a sample of the random cases; every case runs under ``-m slow``.
+The samples (``FFN_DEFAULT``, ``LIN_DEFAULT``, ``LABEL_DEFAULT``) are the first seeds plus
+the few seeds that, together, execute every line-to-line transition (arc) of
+engine/softfloat.py that all seeds of the test execute (measured with a sys.settrace
+tracer, 462 arcs for the feed-forward cases, 137 for ``lin``, 37 for the read-out): the
+empty δ, one and two hidden layers, undecided ReLUs and residuals, the memoised plans
+(first layer, "h", "o", "out"), Python-integer scores (seed % 3 == 0) and ±inf/nan entries.
+test_fused_ffn_memo_covers_later_layers and test_fused_ffn_reaches_residuals still run all
+300 random layers by default.
 """
 
 from __future__ import annotations
@@ -155,7 +165,17 @@ def _same(a: dict, b: dict) -> bool:
     )
 
 
-@pytest.mark.parametrize("seed", range(300))
+FFN_DEFAULT = frozenset(range(16)) | {52, 53, 122, 250}
+LIN_DEFAULT = frozenset(range(12)) | {29}
+LABEL_DEFAULT = frozenset(range(12))
+
+
+def _sampled(n: int, default: frozenset[int]) -> list:
+    """Seeds 0..n-1: those in ``default`` run by default, the others under ``-m slow``."""
+    return [s if s in default else pytest.param(s, marks=pytest.mark.slow) for s in range(n)]
+
+
+@pytest.mark.parametrize("seed", _sampled(300, FFN_DEFAULT))
 def test_fused_ffn_is_bit_identical(seed):
     rng = np.random.default_rng(seed)
     delta, ints, pres, shape = _random_ffn(rng)
@@ -342,7 +362,7 @@ def lin_row_by_row(cols, rows):
     return out
 
 
-@pytest.mark.parametrize("seed", range(100))
+@pytest.mark.parametrize("seed", _sampled(100, LIN_DEFAULT))
 def test_lin_is_bit_identical(seed):
     rng = np.random.default_rng(seed)
     d_in, d_out = int(rng.integers(1, 8)), int(rng.integers(1, 9))
@@ -370,7 +390,7 @@ def test_lin_is_bit_identical(seed):
 # the argmax read-out with two labels: one pair instead of all four
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", _sampled(60, LABEL_DEFAULT))
 def test_two_label_decisions_match_all_pairs(seed):
     rng = np.random.default_rng(seed)
     B, P = int(rng.integers(1, 20)), int(rng.integers(1, 5))

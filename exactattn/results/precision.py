@@ -215,9 +215,9 @@ class PrecisionLength:
     readout_error: Enclosure | None = None  # |dtype y − hard y| (accept read-out)
     soft: SoftCounts | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, legacy: frozenset[str] = frozenset()) -> dict[str, Any]:
         ff = self.first_flip
-        return {
+        d = {
             "n": self.n,
             "inputs": self.inputs,
             "flips": self.flips,
@@ -226,11 +226,13 @@ class PrecisionLength:
             "softmax_error": _enc(self.softmax_error),
             "total_error": _enc(self.total_error),
             "readout_error": _enc(self.readout_error),
-            "soft": None if self.soft is None else self.soft.to_json(),
         }
+        if "soft" not in legacy:
+            d["soft"] = None if self.soft is None else self.soft.to_json()
+        return d
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> PrecisionLength:
+    def from_json(d: dict[str, Any], legacy: frozenset[str] = frozenset()) -> PrecisionLength:
         return PrecisionLength(
             d["n"],
             d["inputs"],
@@ -240,7 +242,7 @@ class PrecisionLength:
             Enclosure.from_json(d["softmax_error"]),
             Enclosure.from_json(d["total_error"]),
             Enclosure.from_json(d["readout_error"]),
-            SoftCounts.from_json(d["soft"]),
+            None if "soft" in legacy else SoftCounts.from_json(d["soft"]),
         )
 
 
@@ -253,21 +255,21 @@ class PrecisionRun:
     first_flip_n: int | None
     lengths: tuple[PrecisionLength, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, legacy: frozenset[str] = frozenset()) -> dict[str, Any]:
         return {
             "dtype": self.dtype,
             "tau": self.tau,
             "first_flip_n": self.first_flip_n,
-            "lengths": [e.to_json() for e in self.lengths],
+            "lengths": [e.to_json(legacy) for e in self.lengths],
         }
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> PrecisionRun:
+    def from_json(d: dict[str, Any], legacy: frozenset[str] = frozenset()) -> PrecisionRun:
         return PrecisionRun(
             d["dtype"],
             d["tau"],
             d["first_flip_n"],
-            tuple(PrecisionLength.from_json(e) for e in d["lengths"]),
+            tuple(PrecisionLength.from_json(e, legacy) for e in d["lengths"]),
         )
 
 
@@ -279,7 +281,7 @@ class PrecisionSettings:
     taus: tuple[str, ...]
     seed: int
     backend: str
-    backend_version: str
+    backend_version: str | None  # None: not recorded (a file from before issue 26, LEGACY)
     mode: str  # family, inputs, enumerate
     certified: bool
     families: tuple[str, ...] = ()  # mode family
@@ -287,14 +289,15 @@ class PrecisionSettings:
     min_n: int | None = None  # mode enumerate
     max_n: int | None = None  # mode enumerate
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, legacy: frozenset[str] = frozenset()) -> dict[str, Any]:
         d: dict[str, Any] = {
             "dtypes": list(self.dtypes),
             "taus": list(self.taus),
             "seed": self.seed,
-            "backend": self.backend,
-            "backend_version": self.backend_version,
         }
+        if "backend" not in legacy:
+            d["backend"] = self.backend
+            d["backend_version"] = self.backend_version
         if self.mode == "family":
             d["families"] = list(self.families)
             d["ns"] = list(self.ns)
@@ -302,19 +305,21 @@ class PrecisionSettings:
         if self.mode == "enumerate":
             d["min_n"] = self.min_n
             d["max_n"] = self.max_n
-        d["certified"] = self.certified
+        if "certified" not in legacy:
+            d["certified"] = self.certified
         return d
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> PrecisionSettings:
+    def from_json(d: dict[str, Any], legacy: frozenset[str] = frozenset()) -> PrecisionSettings:
+        """``legacy``: the keys of :data:`LEGACY` the file lacks (their documented values)."""
+        backend = ("numpy", None) if "backend" in legacy else (d["backend"], d["backend_version"])
         return PrecisionSettings(
             tuple(d["dtypes"]),
             tuple(d["taus"]),
             d["seed"],
-            d["backend"],
-            d["backend_version"],
+            *backend,
             d["mode"],
-            d["certified"],
+            False if "certified" in legacy else d["certified"],
             tuple(d.get("families", ())),
             tuple(d.get("ns", ())),
             d.get("min_n"),
@@ -333,6 +338,9 @@ class PrecisionResult:
     """Saved before every length was run: each save but the complete run's last is marked,
     so a file left by Ctrl-C, a kill or a crash says it is partial. Written only when true
     (``"interrupted": true``), so a complete file keeps the bytes of earlier versions."""
+    legacy: frozenset[str] = frozenset()
+    """The :data:`LEGACY` keys the file was written without (never by the current writer):
+    read as their documented values and left out again by :meth:`to_json`."""
 
     @property
     def flipped(self) -> bool:
@@ -356,26 +364,67 @@ class PrecisionResult:
         doc: dict[str, Any] = {
             "format": PRECISION_FORMAT,
             "model": self.model,
-            "settings": self.settings.to_json(),
+            "settings": self.settings.to_json(self.legacy),
         }
         if self.interrupted:
             doc["interrupted"] = True
-        doc["runs"] = [r.to_json() for r in self.runs]
+        doc["runs"] = [r.to_json(self.legacy) for r in self.runs]
         if len(self.runs) == 1:
             (r,) = self.runs
             doc["dtype"] = r.dtype
             doc["tau"] = r.tau
-            doc["lengths"] = [e.to_json() for e in r.lengths]
+            doc["lengths"] = [e.to_json(self.legacy) for e in r.lengths]
         return doc
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> PrecisionResult:
+        legacy = legacy_keys(d)
         return PrecisionResult(
             d["model"],
-            PrecisionSettings.from_json(d["settings"]),
-            tuple(PrecisionRun.from_json(r) for r in d["runs"]),
+            PrecisionSettings.from_json(d["settings"], legacy),
+            tuple(PrecisionRun.from_json(r, legacy) for r in d["runs"]),
             d.get("interrupted", False) is True,  # absent: complete, or written before the mark
+            legacy,
         )
+
+
+LEGACY = {
+    "backend": "settings.backend and settings.backend_version, added by issue 26 "
+    "(--backend): absent = the numpy forward pass, the only one before; its version "
+    "was not recorded (backend_version None)",
+    "certified": "settings.certified in mode family, added with the certified family pass: "
+    "absent = false (no certified pass ran; every length's softmax_error and "
+    "rounding_error is null)",
+    "soft": "each length's soft, added with the certified soft decisions: absent = null "
+    "(no decision was counted)",
+}
+"""Keys of ``exactattn-precision/1`` files written before the key existed, and what their
+absence means (docs/model-format.md, "Precision files"). A file lacks each of them
+everywhere or nowhere; any other missing key is an error, never a guess."""
+
+
+def legacy_keys(d: dict[str, Any]) -> frozenset[str]:
+    """Which :data:`LEGACY` keys the document ``d`` lacks; ``ValueError`` when a key is
+    missing in a way no earlier writer left it."""
+    s = d["settings"]
+    out = set()
+    if "backend" not in s:
+        if "backend_version" in s:
+            raise ValueError("settings: backend_version without backend")
+        out.add("backend")
+    if "certified" not in s:
+        if s.get("mode") != "family":
+            raise ValueError(f"settings: no certified in mode {s.get('mode')!r}")
+        lengths = [e for r in d["runs"] for e in r["lengths"]]
+        if any(e["softmax_error"] is not None or e["rounding_error"] is not None for e in lengths):
+            raise ValueError("settings: no certified, but a certified error is recorded")
+        out.add("certified")
+    has_soft = {"soft" in e for r in d["runs"] for e in r["lengths"]}
+    if has_soft == {True, False}:
+        raise ValueError("soft: in some lengths only")
+    if has_soft == {False}:
+        out.add("soft")
+    return frozenset(out)
 
 
 def runs_of(runs: Sequence[Any]) -> tuple[PrecisionRun, ...]:
