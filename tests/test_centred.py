@@ -1,0 +1,212 @@
+"""The centred float64 tier (engine/centred.py, proofs/centred_softmax.md): its key sum encloses
+the exact sum and needs its allowance; its enclosures meet arb's on every bundled model and on
+random models; on the random benchmark model it settles what float64 leaves; a check with it
+keeps every exact field of the arb-only path and does not depend on scheduling."""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from exactattn import load_model, model_from_dict, run_check
+from exactattn.core.numbers import arb_endpoints
+from exactattn.engine import centred, softfloat
+from exactattn.engine.centred import certify_centred, row_sum
+from exactattn.engine.certify import certify_word
+from exactattn.engine.hard import CompiledModel, run_hard
+from exactattn.engine.measure import LengthAccumulator
+from exactattn.engine.soft import WeightCache
+from exactattn.engine.temperature import BASE_PREC, Temperatures
+from exactattn.inputs import words_of_length
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = sorted(p.stem for p in (ROOT / "models").glob("*.json"))
+U = 2.0**-53
+
+
+def _sum_violations(rows: list[list[tuple[float, float]]]) -> int:
+    """Rows of (mid, rad) whose row_sum enclosure misses the exact sum of an endpoint choice
+    (the midpoints, and every entry at its upper end)."""
+    m = np.array([[a for a, _ in r] for r in rows])
+    r = np.array([[b for _, b in r] for r in rows])
+    sm, sr = row_sum((m, r))
+    bad = 0
+    for i, row in enumerate(rows):
+        for pick in (0, 1):
+            exact = sum(Fraction(a) + pick * Fraction(b) for a, b in row)
+            if abs(exact - Fraction(float(sm[i]))) > Fraction(float(sr[i])):
+                bad += 1
+    return bad
+
+
+def _adversarial() -> list[list[tuple[float, float]]]:
+    """1 + 13 terms of 0.9u: each addition rounds back to 1 and loses 0.9u (11.7u in all,
+    against an allowance of 16·2u = 32u; a quarter of it, 8u, is not enough)."""
+    return [[(1.0, 0.0)] + [(0.9 * U, 0.0)] * 13, [(-1.0, 0.0)] + [(-0.9 * U, 0.0)] * 13]
+
+
+def test_row_sum_encloses_exact() -> None:
+    rng = random.Random(5)
+    rows = _adversarial()
+    for _ in range(300):
+        T = rng.randint(1, 16)
+        scale = 2.0 ** rng.randint(-60, 60)
+        rows_ = [
+            (rng.uniform(-1, 1) * scale * 2.0 ** rng.randint(-50, 0), abs(rng.gauss(0, 1)) * U)
+            for _ in range(T)
+        ]
+        rows.append(rows_ + [(0.0, 0.0)] * (16 - T))
+    rows = [r + [(0.0, 0.0)] * (16 - len(r)) for r in rows]
+    assert _sum_violations(rows) == 0
+
+
+def test_row_sum_allowance_is_needed(monkeypatch) -> None:
+    """Lowering the key sum's allowance (ROW_U → ROW_U/4) lets the exact sum escape."""
+    monkeypatch.setattr(centred, "ROW_U", centred.ROW_U / 4)
+    assert _sum_violations(_adversarial()) > 0
+
+
+def _random_model(seed: int, blocks: int = 3, d: int = 16):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from models import random_model
+    finally:
+        sys.path.pop(0)
+    return model_from_dict(random_model(d=d, blocks=blocks, heads=2, seed=seed))
+
+
+def _against_arb(model, n: int, limit: int = 64, only=None) -> tuple[int, int]:
+    """Per word and layer, the tier's [lo, hi] of max|δ| meets arb's, and every decided
+    read-out is arb's. ``only``: a mask of the words to compare (default all). Returns (words
+    the tier settled, words compared)."""
+    cm = CompiledModel(model)
+    temps = Temperatures(model, None)
+    words = list(words_of_length(model.alphabet, n))[:limit]
+    hb = run_hard(cm, words, n)
+    taus = softfloat.tau_enclosures(temps.at(n, BASE_PREC))
+    if only is not None:
+        idx = np.flatnonzero(only(cm, hb, taus))
+        words = [words[i] for i in idx]
+        hb = run_hard(cm, words, n)
+    if not words:
+        return 0, 0
+    fb = certify_centred(cm, hb, taus)
+    acc = LengthAccumulator(model, n, None, len(model.layers))
+    acc.add_hard(hb)
+    wc = WeightCache(cm)
+    for b in range(len(words)):
+        sr = certify_word(cm, hb, b, acc, temps, wc)
+        assert sr.bounds is not None
+        for li, (alo, ahi, _row) in enumerate(sr.bounds):
+            lo, hi = float(fb.err_lo[b, li]), float(fb.err_hi[b, li])
+            if not math.isfinite(hi):
+                continue
+            a_lo, _ = arb_endpoints(alo)
+            _, a_hi = arb_endpoints(ahi)
+            assert Fraction(lo) <= a_hi and a_lo <= Fraction(hi), (words[b], li, lo, hi)
+        if fb.read is not None and fb.read[b] and fb.accept is not None and sr.verdict.decided:
+            assert bool(fb.accept[b]) == bool(sr.verdict.value), words[b]
+    return int(fb.settled.sum()), len(words)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_bundled_models_meet_arb(name: str) -> None:
+    """Every bundled model at n = 4 (16 words each): the tier's enclosures contain arb's."""
+    _against_arb(load_model(ROOT / "models" / f"{name}.json"), 4, limit=16)
+
+
+def _f64_left(cm, hb, taus) -> np.ndarray:
+    return ~softfloat.certify_float(cm, hb, taus).settled
+
+
+def test_benchmark_model_words_float64_leaves(monkeypatch) -> None:
+    """The random benchmark model (4 blocks) at n = 8: on the words the float64 tier leaves
+    (not tight or undecided) the tier reaches the centred rows, meets arb in every layer and
+    decides every read-out; it settles most of them tight, float64 none."""
+    calls = []
+    real = centred.centred_rows
+
+    def spy(*a) -> None:
+        calls.append(int(a[3].sum()))
+        real(*a)
+
+    monkeypatch.setattr(centred, "centred_rows", spy)
+    settled, compared = _against_arb(_random_model(0, blocks=4), 8, limit=256, only=_f64_left)
+    assert compared > 50
+    assert sum(calls) > 0
+    assert settled >= compared * 3 // 4, (settled, compared)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_models_meet_arb(seed: int) -> None:
+    _against_arb(_random_model(seed), 6)
+
+
+def test_check_agrees_with_arb_only_without_dd(monkeypatch) -> None:
+    """With the double-double tier off, the centred tier alone settles words float64 leaves on
+    the benchmark model (n = 7), and every exact field and verdict is the arb-only path's."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_float_filter_vs_arb import _check
+
+    monkeypatch.setattr(softfloat, "USE_DD", False)
+    model = _random_model(0, blocks=4)
+    on = run_check(model, max_n=7, min_n=7).to_json()
+    with monkeypatch.context() as mp:
+        mp.setattr(centred, "USE_CENTRED", False)
+        off = run_check(model, max_n=7, min_n=7).to_json()
+    assert on["lengths"][0]["float_settled"] > off["lengths"][0]["float_settled"]
+    _check(model, 7, min_n=7)
+
+
+def test_switch_off_skips_the_tier(monkeypatch) -> None:
+    """EXACTATTN_CENTRED=0 (USE_CENTRED False when the job is made): the tier is never called;
+    on, it is (the benchmark model at n = 6 has words float64 leaves)."""
+    import exactattn.run.shard as shard
+
+    model = _random_model(0, blocks=4)
+    called = []
+
+    def spy(*a):  # type: ignore[no-untyped-def]
+        called.append(1)
+        return certify_centred(*a)
+
+    monkeypatch.setattr(shard, "certify_centred", spy)
+    run_check(model, max_n=6, min_n=6)
+    assert called
+    called.clear()
+    monkeypatch.setattr(centred, "USE_CENTRED", False)
+    assert not shard.LengthJob(model=model, n=6, tau=None, hard_only=False).centred_tier
+    run_check(model, max_n=6, min_n=6)
+    assert called == []
+
+
+def test_jobs_1_and_2_identical_with_tier(monkeypatch) -> None:
+    """Byte-identical check JSON with 1 and 2 processes where the tier settles words (the
+    double-double tier off, so that the centred tier's enclosures are the ones reported)."""
+    from exactattn.core.jsonio import dumps
+    from exactattn.run.executors import Processes
+
+    monkeypatch.setenv("EXACTATTN_SHARD_INPUTS", "32")
+    monkeypatch.setattr(softfloat, "USE_DD", False)
+    model = _random_model(0, blocks=4)
+    one = dumps(run_check(model, max_n=6, min_n=6).to_json())
+    pool = Processes(2)
+    try:
+        two = dumps(run_check(model, max_n=6, min_n=6, executor=pool).to_json())
+    finally:
+        pool.close()
+    assert one == two
+
+
+@pytest.mark.slow
+def test_random_models_meet_arb_many() -> None:
+    """1,000 random models (2–3 blocks, d 8–16, seeds 0..999) at n = 4."""
+    for seed in range(1000):
+        d = 8 + (seed % 3) * 4
+        _against_arb(_random_model(seed, blocks=2 + seed % 2, d=d), 4, limit=16)
