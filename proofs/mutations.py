@@ -563,6 +563,14 @@ MUTATIONS: list[Mutation] = [
         "centred tier: the centre's perturbation δs_t dropped from x_j − x_t (Lemma C)",
         tests=("tests/test_centred.py",),
     ),
+    Mutation(
+        "CT3",
+        "exactattn/engine/centred.py",
+        "FAR = -800.0  #",
+        "FAR = -10.0  #",
+        "centred tier: weights below e^FAR taken as [0, TINY] from −800 → −10 (Lemma C)",
+        tests=("tests/test_centred.py",),
+    ),
     # ---- exactattn/run/shard.py: settle_dominated (docs/scale.md, "The random model's last third")
     Mutation(
         "SD1",

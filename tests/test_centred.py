@@ -13,14 +13,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from flint import arb, ctx
 
 from exactattn import load_model, model_from_dict, run_check
 from exactattn.core.numbers import arb_endpoints
 from exactattn.engine import centred, softfloat
 from exactattn.engine.centred import certify_centred, row_sum
 from exactattn.engine.certify import certify_word
-from exactattn.engine.hard import CompiledModel, run_hard
+from exactattn.engine.hard import CompiledModel, HeadTrace, run_hard
 from exactattn.engine.measure import LengthAccumulator
+from exactattn.engine.ratarray import RatArray
 from exactattn.engine.soft import WeightCache
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import words_of_length
@@ -70,6 +72,100 @@ def test_row_sum_allowance_is_needed(monkeypatch) -> None:
     """Lowering the key sum's allowance (ROW_U → ROW_U/4) lets the exact sum escape."""
     monkeypatch.setattr(centred, "ROW_U", centred.ROW_U / 4)
     assert _sum_violations(_adversarial()) > 0
+
+
+def _trace(scores: np.ndarray, den: int, vis: np.ndarray) -> HeadTrace:
+    """A head trace with the given hard scores (B, R, T) and visibility (R, T), average rule
+    (the hard weights 1/|top| on the top keys); fields centred_rows does not read are zeros."""
+    B, R, T = scores.shape
+    masked = np.where(vis[None], scores, None if scores.dtype == object else scores.min() - 1)
+    best = np.array([[max(masked[b, i][vis[i]]) for i in range(R)] for b in range(B)], object)
+    top = np.array(masked == best[:, :, None], dtype=bool) & vis[None]
+    zero = RatArray(np.zeros((B, T, 1), dtype=np.int64), 1)
+    return HeadTrace(
+        q=zero,
+        k=zero,
+        v=zero,
+        scores=RatArray(scores, den),
+        visible=vis,
+        top=top,
+        support=top,
+        count=top.sum(axis=2),
+        mixed=RatArray(np.zeros((B, R, 1), dtype=np.int64), 1),
+    )
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_centred_rows_enclose_exact_softmax(big: bool) -> None:
+    """Lemma C on its own: δα = softmax((s + δs)/τ) − hard weights, for hand-made rows (hard
+    scores of 10^9, or of 2^70 as Python integers with ``big``; perturbations of ±40·τ; a
+    masked key; a hard tie; with ``big`` a key 2^75 below the others, whose argument is wide
+    but far below), against 300-bit arb at the midpoints of δs; and tight."""
+    rng = np.random.default_rng(3 if big else 4)
+    B, R, T, den = 3, 2, 5, 7
+    raw = rng.integers(-(10**3), 10**3, size=(B, R, T))
+    if big:
+        scores = raw.astype(object) + 2**70
+        scores[:, :, 4] -= 2**75
+    else:
+        scores = raw + 10**9
+    scores[0, 0, 1] = scores[0, 0, 2]  # a hard tie
+    vis = np.array([[True, True, True, False, True], [True] * T])
+    tr = _trace(scores, den, vis)
+    dm = rng.uniform(-40, 40, size=(B, T, R)) / 3
+    dr = np.abs(dm) * 1e-13 + softfloat.TINY
+    it = softfloat.inv_tau(Fraction(1, 3), Fraction(1, 3))
+    da = (np.zeros((B, T, R)), np.zeros((B, T, R)))
+    centred.centred_rows(tr, (dm, dr), it, np.ones((B, R), bool), da)
+    ctx.prec = 300
+    try:
+        for b in range(B):
+            for i in range(R):
+                js = [j for j in range(T) if vis[i, j]]
+                r0 = js[0]  # x_j − x_r0, exactly (softmax is shift-invariant)
+                x = {
+                    j: (
+                        arb(int(scores[b, i, j] - scores[b, i, r0])) / den
+                        + arb(float(dm[b, j, i]))
+                        - arb(float(dm[b, r0, i]))
+                    )
+                    * 3
+                    for j in js
+                }
+                # a key 2^75 below: e^x < e^-10^21 (arb's exp is slow that far out), so its
+                # weight is in [0, 2^-1000] and adds at most that to the sum
+                far = {j for j in js if x[j] < -(10**6)}
+                z = sum(x[j].exp() for j in js if j not in far) + arb(0, 2.0**-1000)
+                c = int(tr.count[b, i])
+                for j in range(T):
+                    m, r = float(da[0][b, j, i]), float(da[1][b, j, i])
+                    if j not in js:
+                        assert m == 0 and r == 0
+                        continue
+                    assert math.isfinite(m) and r < 1e-9, (b, i, j, m, r)  # tight
+                    ex = arb(0, 2.0**-1000) if j in far else x[j].exp()
+                    want = ex / z - (arb(1) / c if tr.support[b, i, j] else 0)
+                    lo, hi = arb_endpoints(want)
+                    assert Fraction(m) - Fraction(r) <= lo and hi <= Fraction(m) + Fraction(r)
+    finally:
+        ctx.prec = 53
+
+
+def test_centred_rows_claim_nothing_from_non_finite_input() -> None:
+    """δs of −inf or nan on every visible key of a row (key 0 masked): no finite enclosure
+    comes out for that row (and the masked key stays exactly 0)."""
+    scores = np.array([[[5, 3, 1, 0]]], dtype=np.int64)
+    vis = np.array([[False, True, True, True]])
+    tr = _trace(scores, 1, vis)
+    for bad in (-np.inf, np.nan):
+        dm = np.full((1, 4, 1), bad)
+        da = (np.zeros((1, 4, 1)), np.zeros((1, 4, 1)))
+        it = softfloat.inv_tau(Fraction(1, 2), Fraction(1, 2))
+        with np.errstate(all="ignore"):
+            centred.centred_rows(tr, (dm, np.zeros_like(dm)), it, np.ones((1, 1), bool), da)
+        assert da[0][0, 0, 0] == 0 and da[1][0, 0, 0] == 0
+        fin = np.isfinite(da[0][0, 1:, 0]) & np.isfinite(da[1][0, 1:, 0])
+        assert not fin.any()
 
 
 def _random_model(seed: int, blocks: int = 3, d: int = 16):

@@ -36,6 +36,7 @@ from exactattn.engine.hard import CompiledModel, HardBatch, HeadTrace
 
 USE_CENTRED = os.environ.get("EXACTATTN_CENTRED", "1") != "0"  # docs/scale.md, "Centred tier"
 ROW_U = 2.0**-52  # per-term relative allowance of the fixed-order key sum Σ_k E_k (≥ 2u)
+FAR = -800.0  # an argument certainly below this has 0 < e^x < e^-799 < TINY (Lemma C)
 
 MR = tuple[np.ndarray, np.ndarray]
 
@@ -92,11 +93,18 @@ def centred_rows(tr: HeadTrace, ds: MR, inv_tau: MR, big: np.ndarray, da: MR) ->
     below, bf = _below(tr.scores.num[bi, ii, :], first)
     with np.errstate(over="ignore", invalid="ignore"):  # an estimate: inf/nan only mis-pick t
         est = dm + bf * (1.0 / float(den))
-    t = np.argmax(np.where(vis & ~np.isnan(est), est, -np.inf), axis=1)  # any key is sound
+    # t must be *visible* (Lemma C): a visible key whose estimate is nan or −inf still beats
+    # every invisible one (−inf), and a big row sees at least one key
+    est = np.where(vis, np.where(est > -np.inf, est, -np.finfo(np.float64).max), -np.inf)
+    t = np.argmax(est, axis=1)  # any visible key is sound
     sdiff = below - below[rows, t][:, None]  # s_j − s_t, exact
     dd = sf.sub((dm, dr), (dm[rows, t][:, None], dr[rows, t][:, None]))  # δs_j − δs_t
     x = sf.mul(sf.add(dd, sf.from_rat(sdiff, den)), inv_tau)  # (s_j + δs_j − s_t − δs_t)/τ
     e = sf.mr_exp((np.where(vis, x[0], 0.0), np.where(vis, x[1], 0.0)))
+    # far below the centre: fl(m + 2r) < −800 means m + r < −799, so 0 < E < e^-799 < TINY
+    # (a wide argument there would otherwise give E, and so the whole row, an infinite radius)
+    far = x[0] + 2.0 * x[1] < FAR
+    e = (np.where(far, 0.0, e[0]), np.where(far, sf.TINY, e[1]))
     is_t = np.arange(vis.shape[1])[None, :] == t[:, None]
     other = vis & ~is_t
     E = (np.where(other, e[0], np.where(is_t, 1.0, 0.0)), np.where(other, e[1], 0.0))
