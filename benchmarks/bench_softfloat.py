@@ -8,9 +8,10 @@ repeated until 4,096 inputs were timed), in one process:
 * certified: exactattn.engine.hard.run_hard (and the exact read-out, which the check's
   LengthAccumulator.add_hard reads and certify_float then reuses) +
   exactattn.engine.softfloat.certify_float, all
-  inputs, in batches of the check's size, then the double-double tier (second_tier) on what
-  float64 left (the fractions the check settles without arb are printed per tier — tight
-  words and loose ones below a reported lower end; the rest goes to arb);
+  inputs, in batches of the check's size, then the centred float64 tier and the double-double
+  tier (second_tier) on what the tiers before them left, as run/shard.py chains them (the
+  fractions the check settles without arb are printed per tier — tight words and loose ones
+  below a reported lower end; the rest goes to arb);
 * arb: the existing per-word path (certify.certify_word) on a sample, scaled to all inputs.
 
 Times are CPU seconds (``time.process_time``), so the ratios stay meaningful on a shared
@@ -19,9 +20,11 @@ machine.
     python benchmarks/bench_softfloat.py [--n 8] [--random-n 12] [--sample 200] [--batch 2048]
         [--only dyck2,random,random3,ltl,tracr]
 
-"by f64" is the share of inputs the float64 filter settles, "by dd" the share the double-double
-tier (engine/ddtier.py; EXACTATTN_DD=0 turns it off) settles of the rest; what is left goes to
-arb ("left (est.)": its estimated time; "arb (est.)": arb for every input).
+"by f64" is the share of inputs the float64 filter settles, "by c" the share the centred
+float64 tier (engine/centred.py; EXACTATTN_CENTRED=0 turns it off) settles of the rest, "by dd"
+the share the double-double tier (engine/ddtier.py; EXACTATTN_DD=0 turns it off) settles of
+what is left then; the rest goes to arb ("left (est.)": its estimated time; "arb (est.)": arb
+for every input).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from float_baseline import FloatModel  # noqa: E402
 
 from exactattn import load_model, model_from_dict  # noqa: E402
 from exactattn.constructions.ltl import compile_ltl  # noqa: E402
+from exactattn.engine.centred import USE_CENTRED, certify_centred  # noqa: E402
 from exactattn.engine.certify import certify_word  # noqa: E402
 from exactattn.engine.hard import CompiledModel, read_output, run_hard  # noqa: E402
 from exactattn.engine.measure import LengthAccumulator  # noqa: E402
@@ -80,8 +84,8 @@ def bench(name: str, model, n: int, batch: int, sample: int, min_inputs: int = 0
             fm.forward(chunk)
     base = (time.process_time() - t0) / reps
 
-    hard = flt = dd = 0.0
-    settled = settled_dd = 0
+    hard = flt = ct = dd = 0.0
+    settled = settled_ct = settled_dd = 0
     lower = [0.0] * len(model.layers)  # reported lower error ends so far, as in the check
     for chunk in batches(words_of_length(model.alphabet, n), batch):
         t0 = time.process_time()
@@ -98,14 +102,27 @@ def bench(name: str, model, n: int, batch: int, sample: int, min_inputs: int = 0
         under = fb.underflowed()
         ok = settle_dominated(fb, fb.settled & ~under, under, lower)
         settled += int(ok.sum())
-        if USE_DD and not ok.all():  # the double-double tier, as in run/shard.py
+        known: list[np.ndarray] = []
+        if USE_CENTRED and not ok.all():  # the centred tier, as in run/shard.py
+            t3 = time.process_time()
+            for _ in range(reps):
+                fb2 = second_tier(cm, hb, fb, ~ok, taus, certify_centred)
+            ct += (time.process_time() - t3) / reps
+            known.append(fb.err_lo)
+            under = fb2.underflowed()
+            todo = fb2.settled & ~under & ~ok
+            ok2 = settle_dominated(fb2, ok | todo, under, lower, tuple(known))
+            settled_ct += int(ok2.sum()) - int(ok.sum())
+            fb, ok = fb2, ok2
+        if USE_DD and not ok.all():  # then the double-double tier, as in run/shard.py
             t3 = time.process_time()
             for _ in range(reps):
                 fb2 = second_tier(cm, hb, fb, ~ok, dtaus)
             dd += (time.process_time() - t3) / reps
+            known.append(fb.err_lo)
             under = fb2.underflowed()
             todo = fb2.settled & ~under & ~ok
-            ok2 = settle_dominated(fb2, ok | todo, under, lower, (fb.err_lo,))
+            ok2 = settle_dominated(fb2, ok | todo, under, lower, tuple(known))
             settled_dd += int(ok2.sum()) - int(ok.sum())
             fb, ok = fb2, ok2
         good = fb.settled & ~under
@@ -129,7 +146,9 @@ def bench(name: str, model, n: int, batch: int, sample: int, min_inputs: int = 0
         hard=hard,
         flt=flt,
         settled=settled / total,
+        settled_ct=settled_ct / total,
         settled_dd=settled_dd / total,
+        ct=ct,
         dd=dd,
         arb=arb_s,
     )
@@ -170,16 +189,18 @@ def main() -> None:
             rows.append(bench(f"tracr {name}", m, n, args.batch, args.sample, min_inputs=4096))
     print(
         f"{'model':<44} {'n':>3} {'inputs':>8} {'float64':>8} {'hard':>7} {'f64 tier':>8} "
-        f"{'dd tier':>7} {'by f64':>7} {'by dd':>7} {'arb left':>8} {'arb (est.)':>10} "
+        f"{'c tier':>7} {'dd tier':>7} {'by f64':>7} {'by c':>7} {'by dd':>7} {'arb left':>8} "
+        f"{'arb (est.)':>10} "
         f"{'left (est.)':>11} {'cert+hard/f64':>13} {'cert/f64':>9} {'µs/in':>6}"
     )
     for r in rows:
-        cert = r["flt"] + r["dd"]
+        cert = r["flt"] + r["ct"] + r["dd"]
         both = r["hard"] + cert
-        left = 1 - r["settled"] - r["settled_dd"]
+        left = 1 - r["settled"] - r["settled_ct"] - r["settled_dd"]
         print(
             f"{r['name']:<44} {r['n']:>3} {r['inputs']:>8,} {r['base']:>7.3f}s {r['hard']:>6.3f}s "
-            f"{r['flt']:>7.3f}s {r['dd']:>6.3f}s {r['settled']:>7.2%} {r['settled_dd']:>7.2%} "
+            f"{r['flt']:>7.3f}s {r['ct']:>6.3f}s {r['dd']:>6.3f}s {r['settled']:>7.2%} "
+            f"{r['settled_ct']:>7.2%} {r['settled_dd']:>7.2%} "
             f"{left:>8.2%} {r['arb']:>9.1f}s {r['arb'] * left:>10.1f}s "
             f"{both / r['base']:>12.1f}× {cert / r['base']:>8.1f}× "
             f"{both / r['inputs'] * 1e6:>6.1f}"
@@ -187,10 +208,12 @@ def main() -> None:
     print(
         "float64: uncertified numpy softmax forward pass (benchmarks/float_baseline.py); "
         "hard: exact run_hard; f64 tier: certify_float (certified δ, all layers, read-out); "
-        "dd tier: the double-double second tier (second_tier) on the words float64 left; "
-        "by f64 / by dd: share of inputs settled without arb by each tier; arb left: the rest; "
+        "c tier: the centred float64 tier (second_tier with certify_centred) on the words "
+        "float64 left; dd tier: the double-double tier on the words both left; "
+        "by f64 / by c / by dd: share of inputs settled without arb by each tier; "
+        "arb left: the rest; "
         "arb (est.): per-word certify_word on a sample, scaled to all inputs; left (est.): "
-        "scaled to the words left; cert: both float tiers; µs/in: hard + cert. per input.\n"
+        "scaled to the words left; cert: all three float tiers; µs/in: hard + cert. per input.\n"
         "All times are CPU seconds of this process (time.process_time: the machine is shared, "
         "so wall time would measure the other tenants; numpy/BLAS threads are included)."
     )

@@ -114,9 +114,10 @@ def main() -> None:
         batches.append({"hb": hb, "cm": cm, "f64": fb, "ro": r_ok, "sd": []})
         return fb
 
-    def st(cm, hb, fb, todo, taus):  # type: ignore[no-untyped-def]
-        fb2 = orig_st(cm, hb, fb, todo, taus)
-        batches[-1]["dd_todo"] = todo.copy()
+    def st(cm, hb, fb, todo, taus, tier=None):  # type: ignore[no-untyped-def]
+        fb2 = orig_st(cm, hb, fb, todo, taus, tier)
+        if tier is None:  # the double-double tier (the centred tier runs before it)
+            batches[-1]["dd_todo"] = todo.copy()
         return fb2
 
     def sd(fb, settled, under, lower, *known):  # type: ignore[no-untyped-def]
@@ -211,7 +212,7 @@ def main() -> None:
     print(
         f"random d16 {args.blocks}×(attn 2 heads + ffn) seed {args.seed}, n = {n}: {total} inputs"
     )
-    print(f"left to arb after both tiers: {left} ({100 * left / total:.1f}%)")
+    print(f"left to arb after the float tiers: {left} ({100 * left / total:.1f}%)")
     if arb_time[1]:
         print(
             f"arb: {arb_time[1]} words, {arb_time[0]:.1f} s CPU, "

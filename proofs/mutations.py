@@ -546,6 +546,31 @@ MUTATIONS: list[Mutation] = [
         "reciprocal: residual |1 − Z·Y| dropped (Lemma Q)",
         tests=("tests/test_ddtier.py",),
     ),
+    # ---- exactattn/engine/centred.py: the centred tier (proofs/centred_softmax.md)
+    Mutation(
+        "CT1",
+        "exactattn/engine/centred.py",
+        "ROW_U = 2.0**-52  #",
+        "ROW_U = 2.0**-55  #",
+        "centred tier: key sum allowance 2u → u/4 per term (Lemma S)",
+        tests=("tests/test_centred.py",),
+    ),
+    Mutation(
+        "CT2",
+        "exactattn/engine/centred.py",
+        "dd = sf.sub((dm, dr), (dm[rows, t][:, None], dr[rows, t][:, None]))",
+        "dd = (dm, dr)",
+        "centred tier: the centre's perturbation δs_t dropped from x_j − x_t (Lemma C)",
+        tests=("tests/test_centred.py",),
+    ),
+    Mutation(
+        "CT3",
+        "exactattn/engine/centred.py",
+        "FAR = -800.0  #",
+        "FAR = -10.0  #",
+        "centred tier: weights below e^FAR taken as [0, TINY] from −800 → −10 (Lemma C)",
+        tests=("tests/test_centred.py",),
+    ),
     # ---- exactattn/run/shard.py: settle_dominated (docs/scale.md, "The random model's last third")
     Mutation(
         "SD1",
@@ -777,7 +802,7 @@ def _run_tests(mut: Mutation, targets: tuple[str, ...], timeout: float) -> tuple
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         skip = shutil.ignore_patterns("__pycache__", "*.tex", "*.pdf", "*.png")
-        for d in ("exactattn", "tests", "proofs", "models"):
+        for d in ("exactattn", "tests", "proofs", "models", "benchmarks"):  # tests' random models
             shutil.copytree(ROOT / d, work / d, ignore=skip)
         shutil.copy(ROOT / "pyproject.toml", work / "pyproject.toml")
         _apply(mut, work / mut.file)

@@ -278,6 +278,9 @@ def test_check_with_tier_agrees_with_arb_only(monkeypatch) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from test_float_filter_vs_arb import _check
 
+    from exactattn.engine import centred
+
+    monkeypatch.setattr(centred, "USE_CENTRED", False)  # this tier alone after float64
     model = _random_model(2)
     with_dd = run_check(model, max_n=5, min_n=5).to_json()
     monkeypatch.setattr(softfloat, "USE_DD", False)

@@ -98,19 +98,25 @@ def test_open_eps_only_where_a_recorded_lower_end_exceeds_1() -> None:
     assert settle_dominated(fb, np.zeros(1, bool), np.zeros(1, bool), [0.0, 0.0]).tolist() == [True]
 
 
-def test_benchmark_model_agrees_with_arb_only() -> None:
+def test_benchmark_model_agrees_with_arb_only(monkeypatch) -> None:
     """The random benchmark model at n = 8, where the rule settles 254 of 256 words (150
-    before): every exact field, count, decision and verdict is the arb-only path's, the
-    enclosures overlap, and every reported error keeps the 1e-6 accuracy."""
+    before; 256 with the centred tier, engine/centred.py): every exact field, count, decision
+    and verdict is the arb-only path's, the enclosures overlap, and every reported error keeps
+    the 1e-6 accuracy."""
     from fractions import Fraction
 
     from test_float_filter_vs_arb import _check
 
     from exactattn.core.numbers import parse_decimal
+    from exactattn.engine import centred
 
     model = model_from_dict(_benchmark_model())
+    with monkeypatch.context() as mp:
+        mp.setattr(centred, "USE_CENTRED", False)
+        off = run_check(model, max_n=8, min_n=8).to_json()
+    assert off["lengths"][0]["float_settled"] == 254
     got = run_check(model, max_n=8, min_n=8).to_json()
-    assert got["lengths"][0]["float_settled"] == 254
+    assert got["lengths"][0]["float_settled"] == 256
     for layer in got["lengths"][0]["layers"]:
         lo, hi = parse_decimal(layer["error"]["lower"]), parse_decimal(layer["error"]["upper"])
         assert hi - lo <= hi * Fraction(1, 10**6) * 2  # decimals are rounded outward

@@ -138,6 +138,24 @@ def blas_products(on: bool) -> Iterator[None]:
         _BLAS_ON.reset(token)
 
 
+# the rows with large score perturbations (|δs/τ| ≥ 1): softfloat's own direct softmax by
+# default; the centred tier (engine/centred.py) computes them in its own sound way
+_BIG_ROWS: contextvars.ContextVar[Callable[..., None] | None] = contextvars.ContextVar(
+    "exactattn_big_rows", default=None
+)
+
+
+@contextmanager
+def big_rows(fn: Callable[..., None]) -> Iterator[None]:
+    """Inside the block, attention rows with |δs/τ| ≥ 1 are computed by ``fn(tr, ds, inv_tau,
+    big, da)`` (it overwrites δα on the rows ``big``, as :func:`_direct_rows` does)."""
+    token = _BIG_ROWS.set(fn)
+    try:
+        yield
+    finally:
+        _BIG_ROWS.reset(token)
+
+
 TIGHT_REL_F = float(np.nextafter(1e-6, 0))  # < 1e-6 exactly
 ZERO_UPPER_F = float(np.nextafter(1e-40, 0))  # < 1e-40 exactly
 assert Fraction(TIGHT_REL_F) < Fraction(1, 10**6) and Fraction(ZERO_UPPER_F) < Fraction(1, 10**40)
@@ -899,7 +917,7 @@ def _head(
         big = amax * inv_tau[0] >= 1.0
         big |= ~np.isfinite(amax)
         if big.any():
-            _direct_rows(tr, ds, inv_tau, big, da)
+            (_BIG_ROWS.get() or _direct_rows)(tr, ds, inv_tau, big, da)
     # Σ_j α_hard_ij δv_j + Σ_j δα_ij (v_j + δv_j)
     nv = tr.v.num.shape[-1]
     out: Cols = {}
@@ -1839,8 +1857,10 @@ def second_tier(
     fb: FloatBatch,
     todo: np.ndarray,
     taus: list[list[tuple[Fraction, Fraction]] | None],
+    tier: Callable[..., FloatBatch] | None = None,
 ) -> FloatBatch:
-    """``fb`` with the words ``todo`` recomputed by :func:`certify_dd`: their rows are
+    """``fb`` with the words ``todo`` recomputed by ``tier`` (default :func:`certify_dd`;
+    also engine/centred.py's tier, with the same contract): their rows are
     replaced where the second tier decided the read-out (each row is one tier's enclosures,
     never a mix); the other words keep the float64 tier's rows.
 
@@ -1854,7 +1874,7 @@ def second_tier(
     idx = np.flatnonzero(todo)
     if idx.size == 0:
         return fb
-    fb2 = certify_dd(cm, _take_batch(hb, idx), taus)
+    fb2 = (tier or certify_dd)(cm, _take_batch(hb, idx), taus)
     assert fb2.read is not None
     use = idx[fb2.read]  # its read-out decided: its rows (settle_dominated may settle it)
     src = np.flatnonzero(fb2.read)

@@ -163,6 +163,7 @@ class Checkpoint:
             "max_prec": job.max_prec,
             "float_filter": job.float_filter,
             "dd_tier": job.dd_tier,
+            "centred_tier": job.centred_tier,
             "blas": job.blas,
             "shard": {"index": shard.index, "start": shard.start, "stop": shard.stop},
         }

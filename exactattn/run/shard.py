@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 from flint import arb
 
-from exactattn.engine import softfloat
+from exactattn.engine import centred, softfloat
+from exactattn.engine.centred import certify_centred
 from exactattn.engine.certify import MAX_PREC, certify_word
 from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.measure import LengthAccumulator
@@ -47,6 +48,9 @@ class LengthJob:
     dd_tier: bool = field(default_factory=lambda: softfloat.USE_DD)
     # BLAS score products (EXACTATTN_BLAS=1, off by default): the client's choice, likewise
     blas: bool = field(default_factory=lambda: softfloat.USE_BLAS)
+    # the centred float64 tier before double-double (EXACTATTN_CENTRED=0 turns it off): the
+    # client's choice, likewise
+    centred_tier: bool = field(default_factory=lambda: centred.USE_CENTRED)
 
     @property
     def tau_expr(self) -> Expr | None:
@@ -141,19 +145,25 @@ def _check_shard(
                     settled = fb.settled & ~under
                     if not settled.all():
                         settled = settle_dominated(fb, settled, under, acc.error_lower_floats())
-                    if dtaus is not None and not settled.all():
-                        # the double-double tier for what float64 could not settle
+                    # the centred float64 tier, then the double-double tier, each for what
+                    # the tiers before it could not settle (None: second_tier's default, dd)
+                    tiers = [(certify_centred, ftaus)] if job.centred_tier else []
+                    tiers += [] if dtaus is None else [(None, dtaus)]
+                    known: list[np.ndarray] = []  # earlier tiers' certified lower ends
+                    for tier, ttaus in tiers:
+                        if settled.all():
+                            break
                         try:
-                            fb2 = second_tier(cm, hb, fb, ~settled, dtaus)
+                            fb2 = second_tier(cm, hb, fb, ~settled, ttaus, tier)
                         except OverflowError:  # numbers beyond float range: arb for these
                             fb2 = None
                         if fb2 is not None:
-                            f64_lo = fb.err_lo  # still certified lower ends (thresholds)
+                            known.append(fb.err_lo)  # still certified lower ends (thresholds)
                             fb = fb2
                             under = fb.underflowed()
                             todo = fb.settled & ~under & ~settled
                             settled = settle_dominated(
-                                fb, settled | todo, under, acc.error_lower_floats(), (f64_lo,)
+                                fb, settled | todo, under, acc.error_lower_floats(), tuple(known)
                             )
                     acc.add_soft_float(hb, fb, settled)
                     acc.float_settled += int(settled.sum())
