@@ -577,7 +577,7 @@ def eval_cmd(model_path: str, word: str, tau: str | None, sep: str | None) -> No
     else:
         tokens = [word]
     ev = evaluate(model, tokens, tau=tau)
-    show_evaluation(ev, console)
+    show_evaluation(ev, _table_console())
 
 
 # ---------------------------------------------------------------------------
