@@ -11,6 +11,8 @@ from click.testing import CliRunner
 from markdown_it import MarkdownIt
 
 from exactattn.cli import main
+from exactattn.constructions.induction import induction_formulas
+from exactattn.logic.ltl import formula_depth
 from exactattn.report import render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,3 +51,25 @@ def test_eval_piped_is_not_cut_to_80_columns() -> None:
         assert name in out.output
     assert "…" not in out.output
     assert "output (accept): hard y = 1 → accept; soft → accept" in out.output
+
+
+def test_build_induction_refuses_what_it_cannot_build(tmp_path: Path) -> None:
+    """`build induction` beyond the compiler's nesting or with a reference too big to list
+    exits 2 with one line (it was exit 4: RecursionError, MemoryError)."""
+    out = tmp_path / "m.json"
+    big = ",".join(f"t{i}" for i in range(300))
+    for args, needle in (
+        (["--alphabet", "a,b", "--hops", "99"], "fewer hops"),
+        (["--alphabet", "a,b", "--hops", "20"], "nested 102 operators deep"),
+        (["--alphabet", big, "--max-n", "1"], "smaller alphabet"),
+        (["--alphabet", ",".join(f"s{i}" for i in range(50)), "--max-n", "1"], "nested 103"),
+        (["--alphabet", "a,b,c,d,e,f,g,h,i,j"], "lower --max-n"),
+        (["--alphabet", "a,b", "--max-n", "1000000000"], "lower --max-n"),
+    ):
+        res = CliRunner().invoke(main, ["build", "induction", *args, "-o", str(out)])
+        assert res.exit_code == 2, (args, res.output)
+        assert needle in res.output and len(res.output.strip().splitlines()) == 1, res.output
+        assert not out.exists()
+    # the documented largest: 19 hops over two symbols stay within 100 (compiling them is slow)
+    depth = max(map(formula_depth, induction_formulas(["a", "b"], 19).values()))
+    assert depth == 97
