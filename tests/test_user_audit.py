@@ -73,3 +73,17 @@ def test_build_induction_refuses_what_it_cannot_build(tmp_path: Path) -> None:
     # the documented largest: 19 hops over two symbols stay within 100 (compiling them is slow)
     depth = max(map(formula_depth, induction_formulas(["a", "b"], 19).values()))
     assert depth == 97
+
+
+def test_precision_table_rounds_upper_ends_up() -> None:
+    """`precision`'s tables print upper ends: rounded up like check's table, never through a
+    float (0.00141443 was shown as 0.00141, 1.03081e-6 as 1.03e-06, 3e-400 as 0)."""
+    from exactattn.cli.extra import _short
+    from exactattn.results.precision import Enclosure
+
+    assert _short(Enclosure("0.00141442", "0.00141443")) == "1.42e-3"
+    assert _short(Enclosure("0.0000010308", "0.00000103081")) == "1.04e-6"
+    assert _short(Enclosure("0", "3e-400")) == "3e-400"
+    assert _short(Enclosure("0", "2.5e-5000")) == "2.5e-5000"
+    assert _short(Enclosure("0.0909127", "0.0909128")) == "9.1e-2"
+    assert _short(Enclosure("0", "0")) == "0" and _short(Enclosure("1", "inf")) == "inf"

@@ -23,6 +23,7 @@ from rich.table import Table
 from exactattn.cli.common import FinishHold, _exact_cell, _restore, _snapshot
 from exactattn.core.errors import ExactAttnError
 from exactattn.core.jsonio import write_json_atomic
+from exactattn.core.numbers import parse_decimal, short_decimal, short_sci_huge
 from exactattn.inputs import words_of_length
 from exactattn.inputs.families import families_for
 from exactattn.inputs.work import job_too_large
@@ -76,11 +77,15 @@ def precision_json(
 
 
 def _short(x: Enclosure | None) -> str:
-    """An upper end for the terminal (3 digits; the JSON keeps the outward decimals)."""
+    """An upper end for the terminal: 3 digits rounded up, as in check's table (the JSON keeps
+    the outward decimals). A float rounded 0.00141443 to 0.00141, below the certified upper
+    end, and 3e-400 to 0."""
     if x is None:
         return "—"
     _, u = x.texts()
-    return u if u in ("inf", "-inf") else f"{float(u):.3g}"
+    if u in ("inf", "-inf"):
+        return u
+    return short_sci_huge(u, 3, True) or short_decimal(parse_decimal(u), True)
 
 
 def print_precision(runs: list[PrecisionRun]) -> None:
