@@ -87,3 +87,45 @@ def test_precision_table_rounds_upper_ends_up() -> None:
     assert _short(Enclosure("0", "2.5e-5000")) == "2.5e-5000"
     assert _short(Enclosure("0.0909127", "0.0909128")) == "9.1e-2"
     assert _short(Enclosure("0", "0")) == "0" and _short(Enclosure("1", "inf")) == "inf"
+
+
+BAD_MODELS = [
+    (lambda m: [m], "model"),
+    (lambda m: m.update(d=True), "d"),
+    (lambda m: m.update(d="4"), "d"),
+    (lambda m: m.update(d="9/2"), "d"),
+    (lambda m: m.update(d=-1), "d"),
+    (lambda m: m.update(name=3), "name"),
+    (lambda m: m.update(alphabet=[]), "alphabet"),
+    (lambda m: m.update(layers={}), "layers"),
+    (lambda m: m.update(layers=[3]), "layers[0]"),
+    (lambda m: m["layers"][0].update(heads=[]), "layers[0].heads"),
+    (lambda m: m["layers"][0]["heads"][0].update(hard=1), "layers[0].heads[0].hard"),
+    (lambda m: m["layers"][0]["heads"][0].update(output=[[0]] * 3), "layers[0].heads[0].output"),
+    (lambda m: m["embedding"]["token"].update(a="x"), "embedding.token.a"),
+    (lambda m: m["embedding"].update(token=[1]), "embedding.token"),
+    (lambda m: m["embedding"].update(position=7), "embedding.position"),
+    (lambda m: m["embedding"].update(position=["0"]), "embedding.position"),
+    (lambda m: m["embedding"].update(position=[0, 0, ["i"], 0]), "embedding.position[2]"),
+    (lambda m: m.update(output=[]), "output"),
+    (lambda m: m.update(reference=1), "reference"),
+    (lambda m: m.update(reference={"kind": "cases", "cases": {}}), "reference.cases"),
+    (lambda m: m.update(eos="<s>"), "eos"),
+    (lambda m: m.update(coordinates=["x"]), "coordinates"),
+    (lambda m: m.update(min_length=0), "min_length"),
+]
+
+
+def test_bad_model_errors_name_the_path_and_the_fix(tmp_path: Path) -> None:
+    """README, exit code 2: one line `error: <JSON path>: … (fix: …)` (type errors, empty
+    lists and a non-object file had no fix; the last had no path either)."""
+    base = json.loads((ROOT / "exactattn" / "examples" / "mean_a_position.json").read_text())
+    for k, (mutate, path) in enumerate(BAD_MODELS):
+        m = json.loads(json.dumps(base))
+        changed = mutate(m)
+        f = tmp_path / f"m{k}.json"
+        f.write_text(json.dumps(changed if isinstance(changed, list) else m))
+        res = CliRunner().invoke(main, ["check", str(f), "--max-n", "2", "-q"])
+        line = res.output.strip()
+        assert res.exit_code == 2 and "\n" not in line, (k, res.output)
+        assert re.fullmatch(rf"error: {re.escape(path)}: .+ \(fix: .+\)", line), (k, line)
