@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from fractions import Fraction
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -129,3 +130,23 @@ def test_bad_model_errors_name_the_path_and_the_fix(tmp_path: Path) -> None:
         line = res.output.strip()
         assert res.exit_code == 2 and "\n" not in line, (k, res.output)
         assert re.fullmatch(rf"error: {re.escape(path)}: .+ \(fix: .+\)", line), (k, line)
+
+
+def test_worked_example_table_is_what_the_named_command_prints() -> None:
+    """docs/model-format.md's recomputed worked example: its enclosures are those of the
+    command it names (`--arb-only`), and the default float filter's wider ones contain them
+    (the table was printed without naming the option, and a plain run prints other bounds)."""
+    from exactattn import load_model, run_check
+
+    text = (ROOT / "docs" / "model-format.md").read_text("utf-8")
+    section = text.split("### The worked example, recomputed exactly")[1].split("\nEvery other")[0]
+    assert "--max-n 5 --arb-only`" in section
+    rows = re.findall(r"^\| (\d) \| \d+ \| 1 \| 1 \| \[([0-9.]+), ([0-9.]+)\] \|", section, re.M)
+    assert [int(r[0]) for r in rows] == [1, 2, 3, 4, 5]
+    model = load_model(ROOT / "exactattn" / "examples" / "mean_a_position.json")
+    arb = run_check(model, max_n=5, float_filter=False).to_json()["lengths"]
+    flt = run_check(model, max_n=5).to_json()["lengths"]
+    for (n, lo, hi), a, f in zip(rows, arb, flt, strict=True):
+        assert a["layers"][0]["error"] == {"lower": lo, "upper": hi}, n
+        fe = f["layers"][0]["error"]
+        assert Fraction(fe["lower"]) <= Fraction(lo) and Fraction(hi) <= Fraction(fe["upper"])
