@@ -150,3 +150,17 @@ def test_worked_example_table_is_what_the_named_command_prints() -> None:
         assert a["layers"][0]["error"] == {"lower": lo, "upper": hi}, n
         fe = f["layers"][0]["error"]
         assert Fraction(fe["lower"]) <= Fraction(lo) and Fraction(hi) <= Fraction(fe["upper"])
+
+
+def test_report_format_error_names_the_option(tmp_path: Path) -> None:
+    """`report R.json -o out` (no suffix) says which option sets the format, and --help
+    documents --format (it said "pass the format explicitly" and --help had no text)."""
+    res = CliRunner().invoke(main, ["report", str(DATA), "-o", str(tmp_path / "out")])
+    assert res.exit_code == 2 and "--format md|tex" in res.output and "(fix: " in res.output
+    assert not list(tmp_path.iterdir())
+    res = CliRunner().invoke(main, ["report", "--help"])
+    assert "Markdown or LaTeX (default: from the suffix of -o" in res.output
+    res = CliRunner().invoke(
+        main, ["report", str(DATA), "-o", str(tmp_path / "out"), "--format", "md"]
+    )
+    assert res.exit_code == 0 and (tmp_path / "out").read_text().startswith("# exactattn report")

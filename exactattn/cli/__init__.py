@@ -740,7 +740,13 @@ def import_tracr(params: str, meta: str, out: str | None) -> None:
 
 @main.command()
 @click.argument("result_path", metavar="RESULT", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["md", "tex"]), default=None)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["md", "tex"]),
+    default=None,
+    help="Markdown or LaTeX (default: from the suffix of -o, .md or .tex).",
+)
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), required=True)
 def report(result_path: str, fmt: str | None, out: str) -> None:
     """Write a Markdown or LaTeX report of a result file."""
