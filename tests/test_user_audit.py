@@ -8,6 +8,7 @@ import re
 from fractions import Fraction
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from markdown_it import MarkdownIt
 
@@ -164,3 +165,18 @@ def test_report_format_error_names_the_option(tmp_path: Path) -> None:
         main, ["report", str(DATA), "-o", str(tmp_path / "out"), "--format", "md"]
     )
     assert res.exit_code == 0 and (tmp_path / "out").read_text().startswith("# exactattn report")
+
+
+def test_certify_names_the_stored_result_as_a_user_would_type_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """certify's `checked_in` is relative inside the working directory, else absolute (run
+    from elsewhere it printed '../../…/reports/claims/dyck2.hard.json')."""
+    from exactattn.cli.certify import _rel
+
+    stored = ROOT / "reports" / "claims" / "dyck2.hard.json"
+    monkeypatch.chdir(tmp_path)
+    assert _rel(stored) == str(stored.resolve())
+    monkeypatch.chdir(ROOT)
+    assert _rel(stored) == "reports/claims/dyck2.hard.json"
+    assert _rel(Path("reports/claims/dyck2.hard.json")) == "reports/claims/dyck2.hard.json"

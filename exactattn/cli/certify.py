@@ -85,9 +85,11 @@ def _rel(p: Path) -> str:
     """A path as the user would type it (relative to the working directory when inside it)."""
 
     try:
-        return os.path.relpath(p)
+        rel = os.path.relpath(p)
     except ValueError:  # another drive (Windows)
         return str(p)
+    # outside the working directory "../../x" is no path a user would type: the absolute one
+    return str(Path(p).resolve()) if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
 
 
 def known_result(model_path: str, model: Any) -> Path | None:
