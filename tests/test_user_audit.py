@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -180,3 +182,21 @@ def test_certify_names_the_stored_result_as_a_user_would_type_it(
     monkeypatch.chdir(ROOT)
     assert _rel(stored) == "reports/claims/dyck2.hard.json"
     assert _rel(Path("reports/claims/dyck2.hard.json")) == "reports/claims/dyck2.hard.json"
+
+
+def test_closed_stdout_pipe_is_no_finding(tmp_path: Path) -> None:
+    """`exactattn check … --report R.md | head -1` on a clean model: rich's broken-pipe exit
+    made it exit 1 ("problem found") before the report was written."""
+    report = tmp_path / "r.md"
+    cmd = [sys.executable, "-m", "exactattn", "check", str(ROOT / "models" / "dyck1.json")]
+    proc = subprocess.Popen(
+        [*cmd, "--max-n", "3", "--report", str(report)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 0, err
+    assert "error" not in err.lower() and report.read_text().startswith("# exactattn report")

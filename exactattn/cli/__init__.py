@@ -18,7 +18,6 @@ from typing import Any
 
 import click
 from rich import box
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
@@ -28,6 +27,7 @@ from exactattn.certificate.verify import summary_line
 from exactattn.cli.certify import certify_cmd
 from exactattn.cli.common import (  # noqa: F401  (re-exported: tests and extra commands)
     LONG_EXACT,
+    Console,
     FinishHold,
     _emit,
     _exact_cell,

@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
 from exactattn.certificate.certify import _need_claims, certificate, range_certificate
 from exactattn.certificate.verify import _claim_text
-from exactattn.cli.common import FinishHold
+from exactattn.cli.common import Console, FinishHold
 from exactattn.core.errors import UsageError
 from exactattn.core.jsonio import read_json, write_json_atomic
 from exactattn.model import load_model

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 
+from exactattn.cli.common import Console
 from exactattn.core.jsonio import write_json_atomic
 from exactattn.engine.temperature import parse_tau
 from exactattn.export import require

@@ -16,11 +16,10 @@ from typing import Any
 
 import click
 from rich import box
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from exactattn.cli.common import FinishHold, _exact_cell, _restore, _snapshot
+from exactattn.cli.common import Console, FinishHold, _exact_cell, _restore, _snapshot
 from exactattn.core.errors import ExactAttnError
 from exactattn.core.jsonio import write_json_atomic
 from exactattn.core.numbers import parse_decimal, short_decimal, short_sci_huge
