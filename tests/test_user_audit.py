@@ -200,3 +200,24 @@ def test_closed_stdout_pipe_is_no_finding(tmp_path: Path) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=300) == 0, err
     assert "error" not in err.lower() and report.read_text().startswith("# exactattn report")
+
+
+def test_unsafe_tex_report_name_is_refused_before_the_run(tmp_path: Path) -> None:
+    """`check --report 'my rep.tex'` ran the whole check, then refused the name and removed
+    the --json file too (exit 2 after the work); it is refused before any work now."""
+    res = CliRunner().invoke(
+        main,
+        [
+            "check",
+            str(ROOT / "models" / "dyck1.json"),
+            "--max-n",
+            "2",
+            "--json",
+            str(tmp_path / "r.json"),
+            "--report",
+            str(tmp_path / "my rep.tex"),
+        ],
+    )
+    assert res.exit_code == 2 and "name the .tex report with letters" in res.output
+    assert "clean" not in res.output and "γ(n)" not in res.output  # before the run
+    assert not list(tmp_path.iterdir())

@@ -64,6 +64,7 @@ from exactattn.report import write_report
 from exactattn.report.certificate import write_certificate_report
 from exactattn.report.claims import main as claims_main
 from exactattn.report.data import non_monotone_lines
+from exactattn.report.latex import safe_report_name
 from exactattn.report.regenerate import regenerate
 from exactattn.results import RESULT_FORMAT
 from exactattn.results.bounds import TauBracket, tau_star_brackets
@@ -247,6 +248,11 @@ def check(
         suffix = Path(report).suffix
         if suffix not in (".md", ".tex"):
             raise click.UsageError("--report must end in .md or .tex")
+        if suffix == ".tex" and not safe_report_name(Path(report)):
+            raise click.UsageError(
+                "--report: LaTeX cannot safely read the figure files named after this report "
+                "(fix: name the .tex report with letters, digits, '.', '_' and '-' only)"
+            )
 
     hold = FinishHold()  # Ctrl-C once every length is checked: the complete result wins
 
