@@ -221,3 +221,13 @@ def test_unsafe_tex_report_name_is_refused_before_the_run(tmp_path: Path) -> Non
     assert res.exit_code == 2 and "name the .tex report with letters" in res.output
     assert "clean" not in res.output and "γ(n)" not in res.output  # before the run
     assert not list(tmp_path.iterdir())
+
+
+def test_hard_only_says_bounds_and_find_tau_compute_nothing() -> None:
+    """`--hard-only --bounds --find-tau` exited 0 with no bounds and no τ* and no word why."""
+    args = ["check", str(ROOT / "models" / "dyck1.json"), "--max-n", "2", "-q", "--hard-only"]
+    res = CliRunner().invoke(main, [*args, "--bounds", "--find-tau"])
+    assert res.exit_code == 0
+    assert "warning: --hard-only skips the soft meaning, so --bounds and --find-tau" in res.output
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0 and "warning" not in res.output

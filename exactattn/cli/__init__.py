@@ -208,6 +208,12 @@ def check(
     for n in (lo, max_n):  # before the estimate, which already evaluates inputs
         model.check_length(n)
     choice = TauChoice.parse(tau)  # --tau, parsed once: a bad expression is exit 2 here
+    ignored = [o for o, on in (("--bounds", bounds), ("--find-tau", find_tau)) if on]
+    if hard_only and ignored:  # the result's settings still say they were asked for
+        _say(
+            f"warning: --hard-only skips the soft meaning, so {' and '.join(ignored)} "
+            "compute nothing (the result has no bounds, τ_thm or τ*)"
+        )
     if not hard_only and not choice.is_theorem:  # an out-of-range τ: one line, no estimate
         temps = Temperatures(model, choice)
         for n in (lo, max_n):  # run_check checks every n in between
