@@ -231,3 +231,44 @@ def test_hard_only_says_bounds_and_find_tau_compute_nothing() -> None:
     assert "warning: --hard-only skips the soft meaning, so --bounds and --find-tau" in res.output
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0 and "warning" not in res.output
+
+
+def _markup_model(tmp_path: Path) -> Path:
+    m = json.loads((ROOT / "exactattn" / "examples" / "mean_a_position.json").read_text())
+    a, b = "[/]", "[b]"
+    m["name"] = "[/] [bold]x[/bold] [link=http://e]y"
+    m["alphabet"] = [a, b]
+    tok = m["embedding"]["token"]
+    m["embedding"]["token"] = {a: tok["a"], b: tok["b"], "<s>": tok["<s>"]}
+    m["layers"][0]["name"] = "[/]L"
+    m["layers"][0]["heads"][0]["name"] = "[/]H"
+    m["coordinates"] = ["[/]", "[red]", "c", "d"]
+    path = tmp_path / "markup.json"
+    path.write_text(json.dumps(m))
+    return path
+
+
+def test_rich_markup_in_user_names_is_printed_literally(tmp_path: Path) -> None:
+    """Names like '[/]' are printable (docs/limits.md) but were rich markup: check, eval and
+    search crashed (MarkupError, exit 4) or dropped text (the estimate line showed ' x y')."""
+    model = str(_markup_model(tmp_path))
+    name = "[/] [bold]x[/bold] [link=http://e]y"
+    out = tmp_path / "[/]r.json"
+    res = CliRunner().invoke(main, ["check", model, "--max-n", "2", "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    assert f"{name}: 6 inputs" in res.output and f"{name}  (τ = 1/n)" in res.output
+    res = CliRunner().invoke(main, ["eval", model, "[/] [b]"])
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith(f"{name} on [/] [b]  (n = 2")
+    assert "[red]" in res.output and "1:[/]" in res.output and "[/]H" in res.output
+    res = CliRunner().invoke(main, ["search", model, "--n", "2", "--objective", "margin"])
+    assert res.exit_code == 0 and res.output.startswith(f"{name} n = 2"), res.output
+    res = CliRunner().invoke(main, ["report", str(out), "-o", str(tmp_path / "[/]r.md")])
+    assert res.exit_code == 0 and "wrote " + str(tmp_path / "[/]r.md") in res.output
+
+
+def test_eval_prints_argmax_labels() -> None:
+    """The hard argmax output '[none, none, b, a]' was read as a markup tag and vanished."""
+    res = CliRunner().invoke(main, ["eval", str(ROOT / "models" / "induction_k1.json"), "abab"])
+    assert res.exit_code == 0
+    assert "output (argmax): hard [none, none, b, a]\n   soft [none, none, b, a]" in res.output

@@ -238,7 +238,7 @@ def check(
         few = total is not None and total <= FEW_INPUTS
         seconds = 0.0 if few else estimate(model, lo, max_n, hard_only, jobs=jobs)
         err_console.print(
-            f"[bold]{model.name}[/]: {total_text} input{'' if total == 1 else 's'} "
+            f"[bold]{escape(model.name)}[/]: {total_text} input{'' if total == 1 else 's'} "
             f"(n = {lo}..{max_n}, alphabet of {k}); "
             + ("not timed (a sample would be the whole job)" if few else "estimated ")
             + ("" if few else _fmt_secs(seconds))
@@ -349,7 +349,7 @@ def check(
         v = result.verdict()
         style = "green" if v.ok else ("red" if v.status == "problems" else "yellow")
         if not quiet:
-            console.print(f"[bold {style}]{v.status}[/]: {v.summary}", highlight=False)
+            console.print(f"[bold {style}]{v.status}[/]: {escape(v.summary)}", highlight=False)
         # Ctrl-C after every length was checked: the complete result wins
         hold.say_if_hit("every length was already checked and the result is complete")
         sys.exit(code)
@@ -421,7 +421,7 @@ def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
         padding=(0, 1),
         collapse_padding=True,
         pad_edge=False,
-        title=f"{view.model}  (τ = {view.info.temperature})",
+        title=escape(f"{view.model}  (τ = {view.info.temperature})"),  # user text
         caption="ε: certified upper end of ‖soft − hard‖∞ after each layer · ε≤1: where the "
         "lemma needs it · dis/und: decisions that differ / stay undecided · tie: hard ties "
         "(not problems) · μ: smallest hard margin · ref: reference mismatches hard/soft"
@@ -689,7 +689,7 @@ def build_models(directory: str, verify: bool) -> None:
             continue
 
         write_text_atomic(path, text)
-        err_console.print(f"wrote {path}", highlight=False)
+        err_console.print(f"wrote {path}", highlight=False, markup=False)
     if stale:
         err_console.print(
             f"[red]out of date:[/] {', '.join(stale)} (run `exactattn build models`)",
@@ -770,13 +770,13 @@ def report(result_path: str, fmt: str | None, out: str) -> None:
             f"{result_path} is not UTF-8 text (result files are UTF-8 JSON)"
         ) from None
     if format_of(data) == "exactattn-certificate/1":  # issue 23
-        err_console.print(f"wrote {write_certificate_report(data, Path(out), fmt)}")
+        err_console.print(f"wrote {write_certificate_report(data, Path(out), fmt)}", markup=False)
         return
     if format_of(data) != RESULT_FORMAT:
         raise click.UsageError(f"{result_path} is not an exactattn-result/1 file")
     validate_result(data, result_path)
     for p in write_report(data, Path(out), fmt):
-        err_console.print(f"wrote {p}", highlight=False)
+        err_console.print(f"wrote {p}", highlight=False, markup=False)
 
 
 main.add_command(precision_cmd)  # past enumeration, issue 14

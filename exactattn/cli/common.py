@@ -161,7 +161,7 @@ def _emit(model: dict[str, Any], out: str | None) -> None:
     model_from_dict(model)  # never write a model we would reject
     if out:
         write_json_atomic(Path(out), model)
-        err_console.print(f"wrote {out}", highlight=False)
+        err_console.print(f"wrote {out}", highlight=False, markup=False)
     else:
         json.dump(model, sys.stdout, indent=2)
         sys.stdout.write("\n")

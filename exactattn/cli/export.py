@@ -115,7 +115,9 @@ def export_torch_cmd(
                 "rounding": exp.rounding,
             },
         )
-    err_console.print(f"wrote {out} ({model.name}, n = {length}, {dtype})", highlight=False)
+    err_console.print(
+        f"wrote {out} ({model.name}, n = {length}, {dtype})", highlight=False, markup=False
+    )
     print_rounding(exp.rounding, dtype)
 
 
@@ -153,5 +155,7 @@ def export_tl_cmd(
     doc = export_transformer_lens(model, length, dtype, mask_hooks)
     path = Path(out) if out else Path(Path(model_path).stem + ".transformer-lens.pt")
     save(doc, path)
-    err_console.print(f"wrote {path} ({model.name}, n = {length}, {dtype})", highlight=False)
-    console.print(describe(doc), highlight=False)
+    err_console.print(
+        f"wrote {path} ({model.name}, n = {length}, {dtype})", highlight=False, markup=False
+    )
+    console.print(describe(doc), highlight=False, markup=False)

@@ -414,6 +414,7 @@ def search_cmd(
         f"witness {word}\nvalue [{_long(lo)}, {_long(hi)}] "
         f"layer {w.layer} position {w.position}",
         highlight=False,
+        markup=False,  # the model name and the witness are the user's strings
     )
     hold.say_if_hit("the search was already done and its result is complete")
 
