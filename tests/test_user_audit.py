@@ -272,3 +272,18 @@ def test_eval_prints_argmax_labels() -> None:
     res = CliRunner().invoke(main, ["eval", str(ROOT / "models" / "induction_k1.json"), "abab"])
     assert res.exit_code == 0
     assert "output (argmax): hard [none, none, b, a]\n   soft [none, none, b, a]" in res.output
+
+
+def test_docs_name_only_cli_options_that_exist() -> None:
+    """docs/dyck.md said the CLI has no `--scale` option while `build dyck --scale unit`
+    exists (README shows it): every `build dyck` option the docs name is in its --help, and no
+    page says an existing option is missing."""
+    helptext = CliRunner().invoke(main, ["build", "dyck", "--help"]).output
+    assert "--scale" in helptext
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = page.read_text("utf-8")
+        for opt in re.findall(r"has no `(--[a-z-]+)", text):
+            assert opt not in helptext, (page.name, opt)
+        for line in re.findall(r"exactattn build dyck [^\n`|]*", text):
+            for opt in re.findall(r"(--[a-z-]+)", line):
+                assert opt in helptext, (page.name, line)
