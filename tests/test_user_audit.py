@@ -287,3 +287,17 @@ def test_docs_name_only_cli_options_that_exist() -> None:
         for line in re.findall(r"exactattn build dyck [^\n`|]*", text):
             for opt in re.findall(r"(--[a-z-]+)", line):
                 assert opt in helptext, (page.name, line)
+
+
+def test_report_of_a_precision_file_is_one_line_naming_the_format(tmp_path: Path) -> None:
+    """`report` given a precision or search file: one `error:` line naming the format found and
+    the files it renders (it was click's three-line usage error, 'is not an
+    exactattn-result/1 file')."""
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({"format": "exactattn-precision/1", "runs": []}))
+    res = CliRunner().invoke(main, ["report", str(f), "-o", str(tmp_path / "x.md")])
+    line = res.output.strip()
+    assert res.exit_code == 2 and "\n" not in line, res.output
+    assert line.startswith(f"error: {f}: format: the file has format 'exactattn-precision/1'")
+    assert "(fix: give the --json file of `exactattn check` or `exactattn certify`)" in line
+    assert not (tmp_path / "x.md").exists()

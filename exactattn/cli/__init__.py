@@ -53,7 +53,7 @@ from exactattn.core.guard import (
     interrupted,
 )
 from exactattn.core.jsonio import read_json, write_json_atomic, write_text_atomic
-from exactattn.core.limits import cap_message
+from exactattn.core.limits import cap_message, clip
 from exactattn.core.numbers import MAX_INT_DIGITS, parse_decimal, short_decimal, short_sci_huge
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.importers.tracr import import_tracr as _imp
@@ -773,7 +773,13 @@ def report(result_path: str, fmt: str | None, out: str) -> None:
         err_console.print(f"wrote {write_certificate_report(data, Path(out), fmt)}", markup=False)
         return
     if format_of(data) != RESULT_FORMAT:
-        raise click.UsageError(f"{result_path} is not an exactattn-result/1 file")
+        found = format_of(data)
+        what = f"format {clip(str(found))!r}" if isinstance(found, str) else "no format"
+        bad_input(  # one line, exit 2
+            f"{result_path}: format: the file has {what}; report renders check results "
+            "(exactattn-result/1) and certificates (exactattn-certificate/1) (fix: give the "
+            "--json file of `exactattn check` or `exactattn certify`)"
+        )
     validate_result(data, result_path)
     for p in write_report(data, Path(out), fmt):
         err_console.print(f"wrote {p}", highlight=False, markup=False)
