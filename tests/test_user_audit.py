@@ -301,3 +301,18 @@ def test_report_of_a_precision_file_is_one_line_naming_the_format(tmp_path: Path
     assert line.startswith(f"error: {f}: format: the file has format 'exactattn-precision/1'")
     assert "(fix: give the --json file of `exactattn check` or `exactattn certify`)" in line
     assert not (tmp_path / "x.md").exists()
+
+
+def test_precision_inputs_file_without_inputs_is_refused(tmp_path: Path) -> None:
+    """`precision --inputs EMPTY` answered "no flip at the lengths run" with exit 0 over zero
+    inputs (the empty --max-n range was already refused, docs/limits.md)."""
+    empty = tmp_path / "in.txt"
+    empty.write_text("\n  \n")
+    out = tmp_path / "p.json"
+    args = ["precision", str(ROOT / "models" / "dyck1.json"), "--dtype", "float32"]
+    res = CliRunner().invoke(main, [*args, "--inputs", str(empty), "--json", str(out)])
+    assert res.exit_code == 2 and "no input (every line is empty)" in res.output
+    assert not out.exists()
+    empty.write_text("(x)\n")
+    res = CliRunner().invoke(main, [*args, "--inputs", str(empty)])
+    assert res.exit_code == 2 and "(fix: inputs use the alphabet: (, ))" in res.output

@@ -332,8 +332,16 @@ def precision_cmd(
                     w = tuple(line.split(sep) if sep else line)
                     bad = [t for t in w if t not in model.alphabet]
                     if bad:
-                        raise click.UsageError(f"{inputs_file}:{ln + 1}: unknown symbol '{bad[0]}'")
+                        raise click.UsageError(
+                            f"{inputs_file}:{ln + 1}: unknown symbol '{bad[0]}' (fix: inputs "
+                            f"use the alphabet: {', '.join(model.alphabet)})"
+                        )
                     words_by_n.setdefault(len(w), []).append(w)
+                if not words_by_n:  # "no flip" over zero inputs would be no answer
+                    raise click.UsageError(
+                        f"{inputs_file}: no input (every line is empty) (fix: write one input "
+                        "per line)"
+                    )
             else:
                 assert max_n is not None
                 lo = min_n if min_n is not None else model.min_length
@@ -351,7 +359,7 @@ def precision_cmd(
                 backend=backend,
                 on_complete=complete,
             )
-        complete()  # (an --inputs file with no line: no length ran)
+        complete()
         save(runs)
     except (ExactAttnError, click.UsageError, OSError):
         _restore(json_out, before)
