@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from fractions import Fraction
@@ -316,3 +317,32 @@ def test_precision_inputs_file_without_inputs_is_refused(tmp_path: Path) -> None
     empty.write_text("(x)\n")
     res = CliRunner().invoke(main, [*args, "--inputs", str(empty)])
     assert res.exit_code == 2 and "(fix: inputs use the alphabet: (, ))" in res.output
+
+
+def test_check_report_of_a_model_with_weights_near_1e300(tmp_path: Path) -> None:
+    """A weight of 1e300 gives γ(n) = 10^300, a 301-digit closed-form constant: `exactattn
+    report` refused the result `check` had just written (closed_forms.gamma.form.num[0]: at
+    most 200 characters, 'regenerate the file with `exactattn check --json`')."""
+    m = json.loads((ROOT / "exactattn" / "examples" / "mean_a_position.json").read_text())
+    m["embedding"]["token"]["a"] = ["1e300", 1, 0, 0]
+    model = tmp_path / "m.json"
+    model.write_text(json.dumps(m))
+    out, rep = tmp_path / "r.json", tmp_path / "r.tex"
+    args = ["check", str(model), "--max-n", "4", "-q", "--json", str(out), "--report", str(rep)]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    gamma = json.loads(out.read_text())["closed_forms"]["gamma"]
+    assert gamma["form"]["num"] == [str(10**300)] and gamma["verified_on"] == [2, 3, 4]
+    assert "10^{300}" in rep.read_text() or str(10**300) in rep.read_text()
+    res = CliRunner().invoke(main, ["report", str(out), "-o", str(tmp_path / "again.tex")])
+    assert res.exit_code == 0, res.output
+    again = (tmp_path / "again.tex").read_text()
+    assert again == rep.read_text().replace("{r-", "{again-")
+    if shutil.which("pdflatex"):
+        run = subprocess.run(
+            ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", rep.name],
+            cwd=tmp_path,
+            capture_output=True,
+            timeout=120,
+        )
+        assert run.returncode == 0, run.stdout[-2000:]
