@@ -346,3 +346,23 @@ def test_check_report_of_a_model_with_weights_near_1e300(tmp_path: Path) -> None
             timeout=120,
         )
         assert run.returncode == 0, run.stdout[-2000:]
+
+
+def test_every_option_has_help_text() -> None:
+    """`--help` of every command explains every option (23 options had none: -o of the
+    builders, report and export, search --objective/--beam/--json, precision --inputs, …)."""
+    import click
+
+    missing = []
+
+    def walk(cmd: click.Command, path: list[str]) -> None:
+        if isinstance(cmd, click.Group):
+            for name, sub in cmd.commands.items():
+                walk(sub, [*path, name])
+            return
+        for p in cmd.params:
+            if isinstance(p, click.Option) and not p.hidden and not p.help:
+                missing.append(f"{' '.join(path)} {p.opts[-1]}")
+
+    walk(main, [])
+    assert missing == []

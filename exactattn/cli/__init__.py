@@ -629,8 +629,11 @@ def model_text(model: dict[str, Any]) -> str:
     type=click.Choice(["temperature", "positions"]),
     default="temperature",
     show_default=True,
+    help="τ = 1/n with bounded position embeddings, or τ = 1 with unbounded ones.",
 )
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
+@click.option(
+    "-o", "--output", "out", type=click.Path(dir_okay=False), help="Model file (default: stdout)."
+)
 def build_ltl(formula: str, alphabet: str, scheme: str, out: str | None) -> None:
     """Compile an LTL formula (with counting) into a softmax-friendly transformer."""
 
@@ -639,9 +642,11 @@ def build_ltl(formula: str, alphabet: str, scheme: str, out: str | None) -> None
 
 @build.command("induction")
 @click.option("--alphabet", required=True, help="Comma-separated symbols.")
-@click.option("--hops", type=int, default=1, show_default=True)
+@click.option("--hops", type=int, default=1, show_default=True, help="k: find^k(i).")
 @click.option("--max-n", type=int, default=8, show_default=True, help="Reference cases up to n.")
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
+@click.option(
+    "-o", "--output", "out", type=click.Path(dir_okay=False), help="Model file (default: stdout)."
+)
 def build_induction_cmd(alphabet: str, hops: int, max_n: int, out: str | None) -> None:
     """Induction head: the token after the most recent earlier occurrence (k hops)."""
 
@@ -651,7 +656,9 @@ def build_induction_cmd(alphabet: str, hops: int, max_n: int, out: str | None) -
 @build.command("dyck")
 @click.option("--pairs", multiple=True, help='Pairs: --pairs "()" "[]" (or repeat --pairs).')
 @click.argument("more_pairs", nargs=-1, metavar="[PAIRS]...")
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
+@click.option(
+    "-o", "--output", "out", type=click.Path(dir_okay=False), help="Model file (default: stdout)."
+)
 @click.option(
     "--scale",
     type=click.Choice(["integer", "unit"]),
@@ -672,7 +679,12 @@ def build_dyck_cmd(
 
 @build.command("models")
 @click.option(
-    "--dir", "directory", default="models", show_default=True, type=click.Path(file_okay=False)
+    "--dir",
+    "directory",
+    default="models",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where the bundled models are.",
 )
 @click.option("--check", "verify", is_flag=True, help="Only verify the directory is up to date.")
 def build_models(directory: str, verify: bool) -> None:
@@ -700,10 +712,20 @@ def build_models(directory: str, verify: bool) -> None:
 
 @build.command("reports")
 @click.option(
-    "--models", "models_dir", default="models", show_default=True, type=click.Path(file_okay=False)
+    "--models",
+    "models_dir",
+    default="models",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where the bundled models are.",
 )
 @click.option(
-    "--out", "out_dir", default="reports", show_default=True, type=click.Path(file_okay=False)
+    "--out",
+    "out_dir",
+    default="reports",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where the reports go.",
 )
 @click.option("--check", "verify", is_flag=True, help="Only verify reports/ is up to date.")
 @click.option("--only", multiple=True, help="Just these model stems.")
@@ -743,7 +765,9 @@ def import_() -> None:
 @import_.command("tracr")
 @click.argument("params", type=click.Path(dir_okay=False))
 @click.argument("meta", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
+@click.option(
+    "-o", "--output", "out", type=click.Path(dir_okay=False), help="Model file (default: stdout)."
+)
 def import_tracr(params: str, meta: str, out: str | None) -> None:
     """A tracr-compiled program (PARAMS.npz, META.json) as an exactattn model."""
 
@@ -759,7 +783,9 @@ def import_tracr(params: str, meta: str, out: str | None) -> None:
     default=None,
     help="Markdown or LaTeX (default: from the suffix of -o, .md or .tex).",
 )
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), required=True)
+@click.option(
+    "-o", "--output", "out", type=click.Path(dir_okay=False), required=True, help="R.md or R.tex."
+)
 def report(result_path: str, fmt: str | None, out: str) -> None:
     """Write a Markdown or LaTeX report of a result file."""
 

@@ -60,8 +60,16 @@ def export_group() -> None:
 
 @export_group.command("torch")
 @click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), required=True)
-@click.option("--dtype", type=click.Choice(DTYPES), default="float64", show_default=True)
+@click.option(
+    "-o", "--output", "out", type=click.Path(dir_okay=False), required=True, help="OUT.pt."
+)
+@click.option(
+    "--dtype",
+    type=click.Choice(DTYPES),
+    default="float64",
+    show_default=True,
+    help="Weights rounded once to this dtype.",
+)
 @click.option("--n", "n", type=int, default=None, help="Input length (default 16).")
 @click.option(
     "--attention",
@@ -75,6 +83,7 @@ def export_group() -> None:
     type=click.Choice(["eager", "sdpa", "sdpa-math", "sdpa-flash", "sdpa-efficient"]),
     default="eager",
     show_default=True,
+    help="Attention computed by hand (eager) or by PyTorch's scaled_dot_product_attention.",
 )
 @click.option("--tau", default=None, help="Temperature override (an expression in n).")
 @click.option(
@@ -131,7 +140,13 @@ def export_torch_cmd(
     default=None,
     help="Output file (default: MODEL's stem + .transformer-lens.pt in the current directory).",
 )
-@click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True)
+@click.option(
+    "--dtype",
+    type=click.Choice(DTYPES),
+    default="float32",
+    show_default=True,
+    help="Weights rounded once to this dtype.",
+)
 @click.option("--n", "n", type=int, default=None, help="Input length (default 16).")
 @click.option(
     "--mask-hooks/--no-mask-hooks",

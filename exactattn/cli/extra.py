@@ -192,8 +192,14 @@ def _check_range(model: Any, lo: int, hi: int, max_inputs: int, force: bool) -> 
     help="IEEE dtype(s) to deploy in (repeatable; default all four).",
 )
 @click.option("--max-n", type=int, default=None, help="Every input of length min-n..max-n.")
-@click.option("--min-n", type=int, default=None)
-@click.option("--inputs", "inputs_file", type=click.Path(dir_okay=False), default=None)
+@click.option("--min-n", type=int, default=None, help="With --max-n (default: the model's).")
+@click.option(
+    "--inputs",
+    "inputs_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A file of inputs, one per line.",
+)
 @click.option("--sep", default=None, help="Symbol separator in --inputs lines (default: chars).")
 @click.option("--family", "families", multiple=True, help="Input family (repeatable, or 'all').")
 @click.option("--n", "ns", multiple=True, type=int, help="Family length(s) (repeatable).")
@@ -204,14 +210,22 @@ def _check_range(model: Any, lo: int, hi: int, max_inputs: int, force: bool) -> 
     multiple=True,
     help="Temperature expression in n, or 'model' (repeatable; default: the model's).",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the random families (random-balanced).",
+)
 @click.option(
     "--certified/--no-certified",
     default=True,
     help="Also certify the soft meaning (error split softmax / rounding).",
 )
 @click.option("--stop-after-flip", is_flag=True, help="Stop a dtype/τ after its first flip.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
+@click.option(
+    "--json", "json_out", type=click.Path(dir_okay=False), default=None, help="Write the JSON here."
+)
 @click.option(
     "--max-inputs",
     type=int,
@@ -383,12 +397,19 @@ def precision_cmd(
 @click.command("search")
 @click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
 @click.option("--n", "n", type=int, required=True, help="Input length.")
-@click.option("--objective", type=click.Choice(["margin", "error", "gamma"]), required=True)
+@click.option(
+    "--objective",
+    type=click.Choice(["margin", "error", "gamma"]),
+    required=True,
+    help="Smallest hard margin, largest certified error, or smallest score gap.",
+)
 @click.option("--budget", type=int, default=200, show_default=True, help="Inputs evaluated.")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--beam", type=int, default=4, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--beam", type=int, default=4, show_default=True, help="Candidates kept per step.")
 @click.option("--tau", default=None, help="Temperature override (objective error).")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
+@click.option(
+    "--json", "json_out", type=click.Path(dir_okay=False), default=None, help="Write the JSON here."
+)
 def search_cmd(
     model_path: str,
     n: int,
