@@ -366,3 +366,21 @@ def test_every_option_has_help_text() -> None:
 
     walk(main, [])
     assert missing == []
+
+
+def test_build_into_a_closed_pipe_says_so() -> None:
+    """`exactattn build … | head -c 10`: the message blamed a file ('cannot use the file:
+    Broken pipe (fix: check the path and its permissions)')."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "exactattn", "build", "dyck", "--pairs", "()", "[]"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 2
+    assert err == (
+        "error: stdout: the reader closed the pipe before the output ended (fix: read the "
+        "whole output, or write it to a file with -o)\n"
+    )

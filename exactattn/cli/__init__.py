@@ -11,7 +11,9 @@ exactattn/core/guard.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -122,6 +124,13 @@ class _Group(click.Group):
                 f"an exact value of the computation has more than {MAX_INT_DIGITS:,} digits, "
                 "the limit on numbers exactattn writes (docs/limits.md) (fix: rescale the "
                 "model: smaller weights, fewer layers that multiply, or simpler denominators)"
+            )
+        except BrokenPipeError:  # `exactattn build … | head`: the reader left, not a bad path
+            with contextlib.suppress(OSError, ValueError):  # no more output, not even a flush
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            bad_input(
+                "stdout: the reader closed the pipe before the output ended (fix: read the "
+                "whole output, or write it to a file with -o)"
             )
         except OSError as exc:  # a path the user gave: unreadable, unwritable, missing
             where = f" {exc.filename}" if exc.filename else ""
