@@ -384,3 +384,14 @@ def test_build_into_a_closed_pipe_says_so() -> None:
         "error: stdout: the reader closed the pipe before the output ended (fix: read the "
         "whole output, or write it to a file with -o)\n"
     )
+
+
+def test_markdown_strikethrough_and_math_in_names_are_literal(tmp_path: Path) -> None:
+    """A model named 'a ~~b~~ $x$' rendered b struck through on GitHub (GFM strikethrough) and
+    $x$ as math: '~' and '$' are escaped like the other Markdown specials."""
+    r = json.loads(DATA.read_text())
+    r["model_info"]["output"] = "a ~~b~~ $x$"  # printed as plain text (not a code span)
+    md = render(r, tmp_path / "r.md")[tmp_path / "r.md"]
+    assert "a \\~\\~b\\~\\~ \\$x\\$" in md
+    html = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(md)
+    assert "<s>" not in html and "a ~~b~~ $x$" in html

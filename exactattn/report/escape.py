@@ -65,7 +65,7 @@ def _visible(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#!&])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#!&~$])")  # ~: GFM strikethrough, $: GitHub math
 
 
 def plain(text: str) -> str:
