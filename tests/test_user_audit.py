@@ -395,3 +395,21 @@ def test_markdown_strikethrough_and_math_in_names_are_literal(tmp_path: Path) ->
     assert "a \\~\\~b\\~\\~ \\$x\\$" in md
     html = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(md)
     assert "<s>" not in html and "a ~~b~~ $x$" in html
+
+
+def test_error_figure_of_a_deep_model_keeps_its_legend(tmp_path: Path) -> None:
+    """A 17-layer model (compiled RASP Dyck-2): the legend below the axes did not fit, matplotlib
+    warned 'Tight layout not applied' on stderr and the saved figure cut the legend off."""
+    import struct
+    import warnings
+
+    from exactattn.report import write_report
+
+    result = json.loads((ROOT / "reports" / "rasp" / "rasp_dyck2-max-n-9.json").read_text())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        files = write_report(result, tmp_path / "r.md")
+    assert not [w for w in caught if "ight layout" in str(w.message)]
+    png = next(f for f in files if f.name == "r-error.png").read_bytes()
+    width, height = struct.unpack(">II", png[16:24])
+    assert width == 750 and height > 800, (width, height)  # 5 × 3.4 in at 150 dpi, grown
