@@ -413,3 +413,17 @@ def test_error_figure_of_a_deep_model_keeps_its_legend(tmp_path: Path) -> None:
     png = next(f for f in files if f.name == "r-error.png").read_bytes()
     width, height = struct.unpack(">II", png[16:24])
     assert width == 750 and height > 800, (width, height)  # 5 × 3.4 in at 150 dpi, grown
+
+
+def test_max_length_error_fits_every_command(tmp_path: Path) -> None:
+    """`eval` of a too-long input said '(fix: use --max-n 3 or less)', an option eval has not."""
+    m = json.loads((ROOT / "exactattn" / "examples" / "mean_a_position.json").read_text())
+    m["max_length"] = 3
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps(m))
+    res = CliRunner().invoke(main, ["eval", str(f), "aaaa"])
+    assert res.exit_code == 2
+    assert res.output == (
+        "error: max_length: the model supports n <= 3, asked for n = 4 (fix: use n <= 3: lower "
+        "--max-n or --n, or shorten the input)\n"
+    )
