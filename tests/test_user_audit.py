@@ -427,3 +427,16 @@ def test_max_length_error_fits_every_command(tmp_path: Path) -> None:
         "error: max_length: the model supports n <= 3, asked for n = 4 (fix: use n <= 3: lower "
         "--max-n or --n, or shorten the input)\n"
     )
+
+
+def test_unusable_report_directory_is_refused_before_the_run(tmp_path: Path) -> None:
+    """`check --json r.json --report FILE/r.md` ran every length, then failed to write the
+    report (exit 2) and removed r.json: the run was lost. The directory is checked first."""
+    (tmp_path / "f").write_text("")
+    out = tmp_path / "r.json"
+    args = ["check", str(ROOT / "models" / "dyck1.json"), "--max-n", "2", "--json", str(out)]
+    res = CliRunner().invoke(main, [*args, "--report", str(tmp_path / "f" / "r.md")])
+    assert res.exit_code == 2 and "cannot write under" in res.output, res.output
+    assert "γ(n)" not in res.output and not out.exists()
+    res = CliRunner().invoke(main, [*args, "-q", "--report", str(tmp_path / "new" / "r.md")])
+    assert res.exit_code == 0 and (tmp_path / "new" / "r.md").exists()

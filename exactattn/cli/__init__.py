@@ -268,6 +268,7 @@ def check(
                 "--report: LaTeX cannot safely read the figure files named after this report "
                 "(fix: name the .tex report with letters, digits, '.', '_' and '-' only)"
             )
+        _writable_parent(Path(report), "--report")  # before the run, not after it
 
     hold = FinishHold()  # Ctrl-C once every length is checked: the complete result wins
 
@@ -412,6 +413,18 @@ def _table_console() -> Console:
     if console.is_terminal:
         return console
     return Console(file=sys.stdout, width=100_000, color_system=None, highlight=False)
+
+
+def _writable_parent(path: Path, option: str) -> None:
+    """Refuse an output path whose directory cannot be made or written, before any work: the
+    report is written after the whole run (an unusable path there cost the run and its JSON)."""
+    parent = path.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent  # the writer makes the missing directories below this one
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise click.UsageError(
+            f"{option} {path}: cannot write under {parent} (fix: choose a writable directory)"
+        )
 
 
 def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
