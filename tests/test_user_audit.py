@@ -440,3 +440,18 @@ def test_unusable_report_directory_is_refused_before_the_run(tmp_path: Path) -> 
     assert "γ(n)" not in res.output and not out.exists()
     res = CliRunner().invoke(main, [*args, "-q", "--report", str(tmp_path / "new" / "r.md")])
     assert res.exit_code == 0 and (tmp_path / "new" / "r.md").exists()
+
+
+def test_tau_theorem_where_there_is_no_theorem_mode() -> None:
+    """eval, search and precision read `--tau theorem` as an expression: 'bad expression
+    'theorem': unknown name 'theorem'' did not say what to do."""
+    model = str(ROOT / "models" / "dyck1.json")
+    for args in (
+        ["eval", model, "()"],
+        ["search", model, "--n", "3", "--objective", "error"],
+        ["precision", model, "--max-n", "2"],
+    ):
+        res = CliRunner().invoke(main, [*args, "--tau", "theorem"])
+        assert res.exit_code == 2, (args, res.output)
+        assert "--tau theorem: this command has no theorem mode" in res.output
+        assert "`exactattn check --max-n N --bounds` or `exactattn certify`" in res.output
