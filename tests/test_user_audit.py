@@ -455,3 +455,26 @@ def test_tau_theorem_where_there_is_no_theorem_mode() -> None:
         assert res.exit_code == 2, (args, res.output)
         assert "--tau theorem: this command has no theorem mode" in res.output
         assert "`exactattn check --max-n N --bounds` or `exactattn certify`" in res.output
+
+
+def test_latex_typesets_greek_token_names(tmp_path: Path) -> None:
+    """Alphabets like {σ, Δ} (common in formal-language papers) were typeset [U+03C3] and
+    [U+0394] in the LaTeX report; they are Greek letters now, and unknown characters stay
+    code points."""
+    r = json.loads(DATA.read_text())
+    r["model"] = "αβ-ο"
+    r["model_info"]["alphabet"] = ["σ", "Δ"]
+    tex = render(r, tmp_path / "r.tex")[tmp_path / "r.tex"]
+    assert r"\texttt{$\sigma$}, \texttt{$\Delta$}" in tex
+    assert r"$\alpha$$\beta$-[U+03BF]" in tex and "[U+03C3]" not in tex
+    if shutil.which("pdflatex"):
+        from exactattn.report import write_report
+
+        write_report(r, tmp_path / "r.tex")
+        run = subprocess.run(
+            ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "r.tex"],
+            cwd=tmp_path,
+            capture_output=True,
+            timeout=120,
+        )
+        assert run.returncode == 0, run.stdout[-2000:]
