@@ -30,7 +30,7 @@ def test_a_hostile_cell_is_escaped_in_both_formats() -> None:
     md = T.markdown(t)
     assert md[0] == "| n | name | v |" and md[1] == "|---:|---|---|"
     assert md[2] == (
-        "| 1 | a\\|b\\`c\\\\input{/etc/passwd}$\\_%\\&\\#~^\\<x\\>\\*\\[l\\](u)\\\\n | -3/4 |"
+        "| 1 | a\\|b\\`c\\\\input{/etc/passwd}\\$\\_%\\&\\#\\~^\\<x\\>\\*\\[l\\](u)\\\\n | -3/4 |"
     )
     assert md[3] == "| 2 | ``a\\|b`c\\input{/etc/passwd}$_%&#~^<x>*[l](u)\\n`` | — |"
     tex = T.latex(t)

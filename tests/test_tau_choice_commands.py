@@ -16,7 +16,7 @@ DYCK1 = Path(__file__).resolve().parents[1] / "models" / "dyck1.json"
 
 
 def test_no_theorem_word_where_there_is_no_theorem_mode() -> None:
-    with pytest.raises(UsageError, match="bad expression 'theorem'"):
+    with pytest.raises(UsageError, match="this command has no theorem mode"):
         TauChoice.parse("theorem", theorem=False)
     assert TauChoice.parse("theorem").is_theorem
     with pytest.raises(UsageError, match="no --tau theorem mode"):

@@ -174,7 +174,7 @@ def test_precision_option_parsing() -> None:
     (label, tau), (m, own) = _taus(("1/n", "model"))
     assert label == "1/n" and tau.kind == "override" and tau.expr.text == "1/n"
     assert (m, own) == ("model", TauChoice.model())
-    with pytest.raises(UsageError, match="bad expression 'theorem'"):
+    with pytest.raises(UsageError, match="this command has no theorem mode"):
         _taus(("theorem",))  # precision has no theorem mode
     model = load_model(DYCK1)
     _check_range(model, 1, 10, 2**11 - 2, force=False)  # 2 + 4 + … + 1024 = 2046 inputs

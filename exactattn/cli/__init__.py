@@ -11,14 +11,15 @@ exactattn/core/guard.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 from rich import box
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
@@ -28,6 +29,7 @@ from exactattn.certificate.verify import summary_line
 from exactattn.cli.certify import certify_cmd
 from exactattn.cli.common import (  # noqa: F401  (re-exported: tests and extra commands)
     LONG_EXACT,
+    Console,
     FinishHold,
     _emit,
     _exact_cell,
@@ -53,7 +55,7 @@ from exactattn.core.guard import (
     interrupted,
 )
 from exactattn.core.jsonio import read_json, write_json_atomic, write_text_atomic
-from exactattn.core.limits import cap_message
+from exactattn.core.limits import cap_message, clip
 from exactattn.core.numbers import MAX_INT_DIGITS, parse_decimal, short_decimal, short_sci_huge
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.importers.tracr import import_tracr as _imp
@@ -64,6 +66,7 @@ from exactattn.report import write_report
 from exactattn.report.certificate import write_certificate_report
 from exactattn.report.claims import main as claims_main
 from exactattn.report.data import non_monotone_lines
+from exactattn.report.latex import safe_report_name
 from exactattn.report.regenerate import regenerate
 from exactattn.results import RESULT_FORMAT
 from exactattn.results.bounds import TauBracket, tau_star_brackets
@@ -121,6 +124,13 @@ class _Group(click.Group):
                 f"an exact value of the computation has more than {MAX_INT_DIGITS:,} digits, "
                 "the limit on numbers exactattn writes (docs/limits.md) (fix: rescale the "
                 "model: smaller weights, fewer layers that multiply, or simpler denominators)"
+            )
+        except BrokenPipeError:  # `exactattn build … | head`: the reader left, not a bad path
+            with contextlib.suppress(OSError, ValueError):  # no more output, not even a flush
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            bad_input(
+                "stdout: the reader closed the pipe before the output ended (fix: read the "
+                "whole output, or write it to a file with -o)"
             )
         except OSError as exc:  # a path the user gave: unreadable, unwritable, missing
             where = f" {exc.filename}" if exc.filename else ""
@@ -207,6 +217,12 @@ def check(
     for n in (lo, max_n):  # before the estimate, which already evaluates inputs
         model.check_length(n)
     choice = TauChoice.parse(tau)  # --tau, parsed once: a bad expression is exit 2 here
+    ignored = [o for o, on in (("--bounds", bounds), ("--find-tau", find_tau)) if on]
+    if hard_only and ignored:  # the result's settings still say they were asked for
+        _say(
+            f"warning: --hard-only skips the soft meaning, so {' and '.join(ignored)} "
+            "compute nothing (the result has no bounds, τ_thm or τ*)"
+        )
     if not hard_only and not choice.is_theorem:  # an out-of-range τ: one line, no estimate
         temps = Temperatures(model, choice)
         for n in (lo, max_n):  # run_check checks every n in between
@@ -231,7 +247,7 @@ def check(
         few = total is not None and total <= FEW_INPUTS
         seconds = 0.0 if few else estimate(model, lo, max_n, hard_only, jobs=jobs)
         err_console.print(
-            f"[bold]{model.name}[/]: {total_text} input{'' if total == 1 else 's'} "
+            f"[bold]{escape(model.name)}[/]: {total_text} input{'' if total == 1 else 's'} "
             f"(n = {lo}..{max_n}, alphabet of {k}); "
             + ("not timed (a sample would be the whole job)" if few else "estimated ")
             + ("" if few else _fmt_secs(seconds))
@@ -247,6 +263,12 @@ def check(
         suffix = Path(report).suffix
         if suffix not in (".md", ".tex"):
             raise click.UsageError("--report must end in .md or .tex")
+        if suffix == ".tex" and not safe_report_name(Path(report)):
+            raise click.UsageError(
+                "--report: LaTeX cannot safely read the figure files named after this report "
+                "(fix: name the .tex report with letters, digits, '.', '_' and '-' only)"
+            )
+        _writable_parent(Path(report), "--report")  # before the run, not after it
 
     hold = FinishHold()  # Ctrl-C once every length is checked: the complete result wins
 
@@ -337,7 +359,7 @@ def check(
         v = result.verdict()
         style = "green" if v.ok else ("red" if v.status == "problems" else "yellow")
         if not quiet:
-            console.print(f"[bold {style}]{v.status}[/]: {v.summary}", highlight=False)
+            console.print(f"[bold {style}]{v.status}[/]: {escape(v.summary)}", highlight=False)
         # Ctrl-C after every length was checked: the complete result wins
         hold.say_if_hit("every length was already checked and the result is complete")
         sys.exit(code)
@@ -393,6 +415,18 @@ def _table_console() -> Console:
     return Console(file=sys.stdout, width=100_000, color_system=None, highlight=False)
 
 
+def _writable_parent(path: Path, option: str) -> None:
+    """Refuse an output path whose directory cannot be made or written, before any work: the
+    report is written after the whole run (an unusable path there cost the run and its JSON)."""
+    parent = path.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent  # the writer makes the missing directories below this one
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise click.UsageError(
+            f"{option} {path}: cannot write under {parent} (fix: choose a writable directory)"
+        )
+
+
 def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
     """One row per n: the numbers a researcher reads first (errors are certified upper ends)."""
 
@@ -409,7 +443,7 @@ def print_table(data: dict[str, Any], all_layers: bool = False) -> None:
         padding=(0, 1),
         collapse_padding=True,
         pad_edge=False,
-        title=f"{view.model}  (τ = {view.info.temperature})",
+        title=escape(f"{view.model}  (τ = {view.info.temperature})"),  # user text
         caption="ε: certified upper end of ‖soft − hard‖∞ after each layer · ε≤1: where the "
         "lemma needs it · dis/und: decisions that differ / stay undecided · tie: hard ties "
         "(not problems) · μ: smallest hard margin · ref: reference mismatches hard/soft"
@@ -577,7 +611,7 @@ def eval_cmd(model_path: str, word: str, tau: str | None, sep: str | None) -> No
     else:
         tokens = [word]
     ev = evaluate(model, tokens, tau=tau)
-    show_evaluation(ev, console)
+    show_evaluation(ev, _table_console())
 
 
 # ---------------------------------------------------------------------------
@@ -617,8 +651,11 @@ def model_text(model: dict[str, Any]) -> str:
     type=click.Choice(["temperature", "positions"]),
     default="temperature",
     show_default=True,
+    help="τ = 1/n with bounded position embeddings, or τ = 1 with unbounded ones.",
 )
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
+@click.option(
+    "-o", "--output", "out", type=click.Path(dir_okay=False), help="Model file (default: stdout)."
+)
 def build_ltl(formula: str, alphabet: str, scheme: str, out: str | None) -> None:
     """Compile an LTL formula (with counting) into a softmax-friendly transformer."""
 
@@ -627,9 +664,11 @@ def build_ltl(formula: str, alphabet: str, scheme: str, out: str | None) -> None
 
 @build.command("induction")
 @click.option("--alphabet", required=True, help="Comma-separated symbols.")
-@click.option("--hops", type=int, default=1, show_default=True)
+@click.option("--hops", type=int, default=1, show_default=True, help="k: find^k(i).")
 @click.option("--max-n", type=int, default=8, show_default=True, help="Reference cases up to n.")
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
+@click.option(
+    "-o", "--output", "out", type=click.Path(dir_okay=False), help="Model file (default: stdout)."
+)
 def build_induction_cmd(alphabet: str, hops: int, max_n: int, out: str | None) -> None:
     """Induction head: the token after the most recent earlier occurrence (k hops)."""
 
@@ -639,7 +678,9 @@ def build_induction_cmd(alphabet: str, hops: int, max_n: int, out: str | None) -
 @build.command("dyck")
 @click.option("--pairs", multiple=True, help='Pairs: --pairs "()" "[]" (or repeat --pairs).')
 @click.argument("more_pairs", nargs=-1, metavar="[PAIRS]...")
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
+@click.option(
+    "-o", "--output", "out", type=click.Path(dir_okay=False), help="Model file (default: stdout)."
+)
 @click.option(
     "--scale",
     type=click.Choice(["integer", "unit"]),
@@ -660,7 +701,12 @@ def build_dyck_cmd(
 
 @build.command("models")
 @click.option(
-    "--dir", "directory", default="models", show_default=True, type=click.Path(file_okay=False)
+    "--dir",
+    "directory",
+    default="models",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where the bundled models are.",
 )
 @click.option("--check", "verify", is_flag=True, help="Only verify the directory is up to date.")
 def build_models(directory: str, verify: bool) -> None:
@@ -677,7 +723,7 @@ def build_models(directory: str, verify: bool) -> None:
             continue
 
         write_text_atomic(path, text)
-        err_console.print(f"wrote {path}", highlight=False)
+        err_console.print(f"wrote {path}", highlight=False, markup=False)
     if stale:
         err_console.print(
             f"[red]out of date:[/] {', '.join(stale)} (run `exactattn build models`)",
@@ -688,10 +734,20 @@ def build_models(directory: str, verify: bool) -> None:
 
 @build.command("reports")
 @click.option(
-    "--models", "models_dir", default="models", show_default=True, type=click.Path(file_okay=False)
+    "--models",
+    "models_dir",
+    default="models",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where the bundled models are.",
 )
 @click.option(
-    "--out", "out_dir", default="reports", show_default=True, type=click.Path(file_okay=False)
+    "--out",
+    "out_dir",
+    default="reports",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where the reports go.",
 )
 @click.option("--check", "verify", is_flag=True, help="Only verify reports/ is up to date.")
 @click.option("--only", multiple=True, help="Just these model stems.")
@@ -731,7 +787,9 @@ def import_() -> None:
 @import_.command("tracr")
 @click.argument("params", type=click.Path(dir_okay=False))
 @click.argument("meta", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
+@click.option(
+    "-o", "--output", "out", type=click.Path(dir_okay=False), help="Model file (default: stdout)."
+)
 def import_tracr(params: str, meta: str, out: str | None) -> None:
     """A tracr-compiled program (PARAMS.npz, META.json) as an exactattn model."""
 
@@ -740,8 +798,16 @@ def import_tracr(params: str, meta: str, out: str | None) -> None:
 
 @main.command()
 @click.argument("result_path", metavar="RESULT", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["md", "tex"]), default=None)
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), required=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["md", "tex"]),
+    default=None,
+    help="Markdown or LaTeX (default: from the suffix of -o, .md or .tex).",
+)
+@click.option(
+    "-o", "--output", "out", type=click.Path(dir_okay=False), required=True, help="R.md or R.tex."
+)
 def report(result_path: str, fmt: str | None, out: str) -> None:
     """Write a Markdown or LaTeX report of a result file."""
 
@@ -752,13 +818,19 @@ def report(result_path: str, fmt: str | None, out: str) -> None:
             f"{result_path} is not UTF-8 text (result files are UTF-8 JSON)"
         ) from None
     if format_of(data) == "exactattn-certificate/1":  # issue 23
-        err_console.print(f"wrote {write_certificate_report(data, Path(out), fmt)}")
+        err_console.print(f"wrote {write_certificate_report(data, Path(out), fmt)}", markup=False)
         return
     if format_of(data) != RESULT_FORMAT:
-        raise click.UsageError(f"{result_path} is not an exactattn-result/1 file")
+        found = format_of(data)
+        what = f"format {clip(str(found))!r}" if isinstance(found, str) else "no format"
+        bad_input(  # one line, exit 2
+            f"{result_path}: format: the file has {what}; report renders check results "
+            "(exactattn-result/1) and certificates (exactattn-certificate/1) (fix: give the "
+            "--json file of `exactattn check` or `exactattn certify`)"
+        )
     validate_result(data, result_path)
     for p in write_report(data, Path(out), fmt):
-        err_console.print(f"wrote {p}", highlight=False)
+        err_console.print(f"wrote {p}", highlight=False, markup=False)
 
 
 main.add_command(precision_cmd)  # past enumeration, issue 14

@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
 from exactattn.certificate.certify import _need_claims, certificate, range_certificate
 from exactattn.certificate.verify import _claim_text
-from exactattn.cli.common import FinishHold
+from exactattn.cli.common import Console, FinishHold
 from exactattn.core.errors import UsageError
 from exactattn.core.jsonio import read_json, write_json_atomic
 from exactattn.model import load_model
@@ -85,9 +84,11 @@ def _rel(p: Path) -> str:
     """A path as the user would type it (relative to the working directory when inside it)."""
 
     try:
-        return os.path.relpath(p)
+        rel = os.path.relpath(p)
     except ValueError:  # another drive (Windows)
         return str(p)
+    # outside the working directory "../../x" is no path a user would type: the absolute one
+    return str(Path(p).resolve()) if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
 
 
 def known_result(model_path: str, model: Any) -> Path | None:

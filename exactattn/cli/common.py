@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import threading
@@ -13,12 +14,32 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
+import rich.console
 
 from exactattn.core.guard import deferred_interrupt
 from exactattn.core.jsonio import atomic_path, write_json_atomic
 from exactattn.core.numbers import short_decimal
 from exactattn.model import model_from_dict
+
+
+class Console(rich.console.Console):
+    """rich's Console, except when the reader closes the pipe (`check … | head`).
+
+    rich then raises SystemExit(1) — "problem found" — before the report is written and the
+    exit code is decided. Here the rest of the output goes to /dev/null and the command runs
+    on: its files are written and its exit code follows its result.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self.file.fileno())
+        except (OSError, ValueError):  # not a real file (tests capture output in memory)
+            pass
+        finally:
+            os.close(devnull)
+
 
 err_console = Console(stderr=True, soft_wrap=True)
 
@@ -140,7 +161,7 @@ def _emit(model: dict[str, Any], out: str | None) -> None:
     model_from_dict(model)  # never write a model we would reject
     if out:
         write_json_atomic(Path(out), model)
-        err_console.print(f"wrote {out}", highlight=False)
+        err_console.print(f"wrote {out}", highlight=False, markup=False)
     else:
         json.dump(model, sys.stdout, indent=2)
         sys.stdout.write("\n")

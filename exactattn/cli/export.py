@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 
+from exactattn.cli.common import Console
 from exactattn.core.jsonio import write_json_atomic
 from exactattn.engine.temperature import parse_tau
 from exactattn.export import require
@@ -60,8 +60,16 @@ def export_group() -> None:
 
 @export_group.command("torch")
 @click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), required=True)
-@click.option("--dtype", type=click.Choice(DTYPES), default="float64", show_default=True)
+@click.option(
+    "-o", "--output", "out", type=click.Path(dir_okay=False), required=True, help="OUT.pt."
+)
+@click.option(
+    "--dtype",
+    type=click.Choice(DTYPES),
+    default="float64",
+    show_default=True,
+    help="Weights rounded once to this dtype.",
+)
 @click.option("--n", "n", type=int, default=None, help="Input length (default 16).")
 @click.option(
     "--attention",
@@ -75,6 +83,7 @@ def export_group() -> None:
     type=click.Choice(["eager", "sdpa", "sdpa-math", "sdpa-flash", "sdpa-efficient"]),
     default="eager",
     show_default=True,
+    help="Attention computed by hand (eager) or by PyTorch's scaled_dot_product_attention.",
 )
 @click.option("--tau", default=None, help="Temperature override (an expression in n).")
 @click.option(
@@ -115,7 +124,9 @@ def export_torch_cmd(
                 "rounding": exp.rounding,
             },
         )
-    err_console.print(f"wrote {out} ({model.name}, n = {length}, {dtype})", highlight=False)
+    err_console.print(
+        f"wrote {out} ({model.name}, n = {length}, {dtype})", highlight=False, markup=False
+    )
     print_rounding(exp.rounding, dtype)
 
 
@@ -129,7 +140,13 @@ def export_torch_cmd(
     default=None,
     help="Output file (default: MODEL's stem + .transformer-lens.pt in the current directory).",
 )
-@click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True)
+@click.option(
+    "--dtype",
+    type=click.Choice(DTYPES),
+    default="float32",
+    show_default=True,
+    help="Weights rounded once to this dtype.",
+)
 @click.option("--n", "n", type=int, default=None, help="Input length (default 16).")
 @click.option(
     "--mask-hooks/--no-mask-hooks",
@@ -153,5 +170,7 @@ def export_tl_cmd(
     doc = export_transformer_lens(model, length, dtype, mask_hooks)
     path = Path(out) if out else Path(Path(model_path).stem + ".transformer-lens.pt")
     save(doc, path)
-    err_console.print(f"wrote {path} ({model.name}, n = {length}, {dtype})", highlight=False)
-    console.print(describe(doc), highlight=False)
+    err_console.print(
+        f"wrote {path} ({model.name}, n = {length}, {dtype})", highlight=False, markup=False
+    )
+    console.print(describe(doc), highlight=False, markup=False)

@@ -16,13 +16,13 @@ from typing import Any
 
 import click
 from rich import box
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from exactattn.cli.common import FinishHold, _exact_cell, _restore, _snapshot
+from exactattn.cli.common import Console, FinishHold, _exact_cell, _restore, _snapshot
 from exactattn.core.errors import ExactAttnError
 from exactattn.core.jsonio import write_json_atomic
+from exactattn.core.numbers import parse_decimal, short_decimal, short_sci_huge
 from exactattn.inputs import words_of_length
 from exactattn.inputs.families import families_for
 from exactattn.inputs.work import job_too_large
@@ -76,11 +76,15 @@ def precision_json(
 
 
 def _short(x: Enclosure | None) -> str:
-    """An upper end for the terminal (3 digits; the JSON keeps the outward decimals)."""
+    """An upper end for the terminal: 3 digits rounded up, as in check's table (the JSON keeps
+    the outward decimals). A float rounded 0.00141443 to 0.00141, below the certified upper
+    end, and 3e-400 to 0."""
     if x is None:
         return "—"
     _, u = x.texts()
-    return u if u in ("inf", "-inf") else f"{float(u):.3g}"
+    if u in ("inf", "-inf"):
+        return u
+    return short_sci_huge(u, 3, True) or short_decimal(parse_decimal(u), True)
 
 
 def print_precision(runs: list[PrecisionRun]) -> None:
@@ -188,8 +192,14 @@ def _check_range(model: Any, lo: int, hi: int, max_inputs: int, force: bool) -> 
     help="IEEE dtype(s) to deploy in (repeatable; default all four).",
 )
 @click.option("--max-n", type=int, default=None, help="Every input of length min-n..max-n.")
-@click.option("--min-n", type=int, default=None)
-@click.option("--inputs", "inputs_file", type=click.Path(dir_okay=False), default=None)
+@click.option("--min-n", type=int, default=None, help="With --max-n (default: the model's).")
+@click.option(
+    "--inputs",
+    "inputs_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A file of inputs, one per line.",
+)
 @click.option("--sep", default=None, help="Symbol separator in --inputs lines (default: chars).")
 @click.option("--family", "families", multiple=True, help="Input family (repeatable, or 'all').")
 @click.option("--n", "ns", multiple=True, type=int, help="Family length(s) (repeatable).")
@@ -200,14 +210,22 @@ def _check_range(model: Any, lo: int, hi: int, max_inputs: int, force: bool) -> 
     multiple=True,
     help="Temperature expression in n, or 'model' (repeatable; default: the model's).",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the random families (random-balanced).",
+)
 @click.option(
     "--certified/--no-certified",
     default=True,
     help="Also certify the soft meaning (error split softmax / rounding).",
 )
 @click.option("--stop-after-flip", is_flag=True, help="Stop a dtype/τ after its first flip.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
+@click.option(
+    "--json", "json_out", type=click.Path(dir_okay=False), default=None, help="Write the JSON here."
+)
 @click.option(
     "--max-inputs",
     type=int,
@@ -328,8 +346,16 @@ def precision_cmd(
                     w = tuple(line.split(sep) if sep else line)
                     bad = [t for t in w if t not in model.alphabet]
                     if bad:
-                        raise click.UsageError(f"{inputs_file}:{ln + 1}: unknown symbol '{bad[0]}'")
+                        raise click.UsageError(
+                            f"{inputs_file}:{ln + 1}: unknown symbol '{bad[0]}' (fix: inputs "
+                            f"use the alphabet: {', '.join(model.alphabet)})"
+                        )
                     words_by_n.setdefault(len(w), []).append(w)
+                if not words_by_n:  # "no flip" over zero inputs would be no answer
+                    raise click.UsageError(
+                        f"{inputs_file}: no input (every line is empty) (fix: write one input "
+                        "per line)"
+                    )
             else:
                 assert max_n is not None
                 lo = min_n if min_n is not None else model.min_length
@@ -347,7 +373,7 @@ def precision_cmd(
                 backend=backend,
                 on_complete=complete,
             )
-        complete()  # (an --inputs file with no line: no length ran)
+        complete()
         save(runs)
     except (ExactAttnError, click.UsageError, OSError):
         _restore(json_out, before)
@@ -371,12 +397,19 @@ def precision_cmd(
 @click.command("search")
 @click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
 @click.option("--n", "n", type=int, required=True, help="Input length.")
-@click.option("--objective", type=click.Choice(["margin", "error", "gamma"]), required=True)
+@click.option(
+    "--objective",
+    type=click.Choice(["margin", "error", "gamma"]),
+    required=True,
+    help="Smallest hard margin, largest certified error, or smallest score gap.",
+)
 @click.option("--budget", type=int, default=200, show_default=True, help="Inputs evaluated.")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--beam", type=int, default=4, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--beam", type=int, default=4, show_default=True, help="Candidates kept per step.")
 @click.option("--tau", default=None, help="Temperature override (objective error).")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
+@click.option(
+    "--json", "json_out", type=click.Path(dir_okay=False), default=None, help="Write the JSON here."
+)
 def search_cmd(
     model_path: str,
     n: int,
@@ -410,6 +443,7 @@ def search_cmd(
         f"witness {word}\nvalue [{_long(lo)}, {_long(hi)}] "
         f"layer {w.layer} position {w.position}",
         highlight=False,
+        markup=False,  # the model name and the witness are the user's strings
     )
     hold.say_if_hit("the search was already done and its result is complete")
 

@@ -16,7 +16,9 @@ from exactattn.rasp.parse import parse_program
 
 @click.command("rasp")
 @click.argument("program", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False))
+@click.option(
+    "-o", "--output", "out", type=click.Path(dir_okay=False), help="Model file (default: stdout)."
+)
 @click.option("--quiet", "-q", is_flag=True, help="Do not list the heads and their gap bounds.")
 def build_rasp_cmd(program: str, out: str | None, quiet: bool) -> None:
     """Compile a B-RASP / B-RASP[pos] / S-RASP program file (syntax: docs/rasp.md)."""

@@ -34,7 +34,8 @@ def show_evaluation(ev: Evaluation, console: Console) -> None:
     m = ev.model
     names = list(m.coordinates) if m.coordinates else [f"x{k}" for k in range(m.d)]
     console.print(
-        f"[bold]{m.name}[/] on {' '.join(ev.word)}  (n = {len(ev.word)}, precision {ev.prec} bits)",
+        f"[bold]{escape(m.name)}[/] on {escape(' '.join(ev.word))}  "
+        f"(n = {len(ev.word)}, precision {ev.prec} bits)",
         highlight=False,
     )
     for li, act in enumerate(ev.hard):
@@ -46,15 +47,15 @@ def show_evaluation(ev: Evaluation, console: Console) -> None:
         t.add_column("pos")
         t.add_column("token")
         for nm in names:
-            t.add_column(nm, justify="right")
+            t.add_column(escape(nm), justify="right")
         for p, row in enumerate(act):
             cells = []
             for k, v in enumerate(row):
                 s = ev.soft[li][p][k]
                 hv = frac_str(v)
                 sv = ball(s)
-                cells.append(hv if sv == hv else f"{hv}\n[dim]{sv}[/]")
-            t.add_row(str(m.position_index(p)), ev.tokens[p], *cells)
+                cells.append(hv if sv == hv else f"{hv}\n[dim]{escape(sv)}[/]")
+            t.add_row(str(m.position_index(p)), escape(ev.tokens[p]), *cells)
         console.print(t)
         if li < len(m.layers) and isinstance(m.layers[li], AttentionLayer):
             _show_attention(ev, li, console)
@@ -77,14 +78,14 @@ def _show_attention(ev: Evaluation, li: int, console: Console) -> None:
         )
         t.add_column("q\\k")
         for j, tok in enumerate(ev.tokens):
-            t.add_column(f"{ev.model.position_index(j)}:{tok}", justify="right")
+            t.add_column(escape(f"{ev.model.position_index(j)}:{tok}"), justify="right")
         for i, row in enumerate(rows):
             cells = []
             for j, w in enumerate(row):
                 s = soft[hi][i][j] if soft and soft[hi] else None
                 cell = frac_str(w) if w else "·"
                 if s is not None:
-                    cell += f"\n[dim]{ball(s, 4)}[/]"
+                    cell += f"\n[dim]{escape(ball(s, 4))}[/]"
                 cells.append(cell)
             t.add_row(str(ev.model.position_index(i)), *cells)
         console.print(t)
@@ -110,11 +111,17 @@ def _show_output(ev: Evaluation, console: Console) -> None:
             + (("accept" if v.value else "reject") if v.decided else "undecided"),
             highlight=False,
         )
-    else:
-        console.print(f"output ({ev.model.output.kind}): hard {_plain(out)}", highlight=False)
+    else:  # labels are the user's strings: no markup from here on
+        console.print(
+            f"output ({ev.model.output.kind}): hard {_plain(out)}", highlight=False, markup=False
+        )
         if v.value is not None:
             console.print(
-                f"   soft {v.value}{'' if v.decided else ' (undecided)'}", highlight=False
+                f"   soft {_plain(v.value)}{'' if v.decided else ' (undecided)'}",
+                highlight=False,
+                markup=False,
             )
         elif v.within_tol is not None:
-            console.print(f"   soft within tolerance of hard: {v.within_tol}", highlight=False)
+            console.print(
+                f"   soft within tolerance of hard: {v.within_tol}", highlight=False, markup=False
+            )

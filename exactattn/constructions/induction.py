@@ -22,7 +22,22 @@ from typing import Any
 
 from exactattn.constructions.ltl import SCHEMES, compile_formulas
 from exactattn.constructions.ltl import claims as ltl_claims
-from exactattn.logic.ltl import And, Atom, Formula, Not, Or, Prev, Since, format_ltl
+from exactattn.logic.ltl import (
+    MAX_FORMULA_DEPTH,
+    And,
+    Atom,
+    Formula,
+    Not,
+    Or,
+    Prev,
+    Since,
+    format_ltl,
+    formula_depth,
+)
+
+MAX_CASES = 100_000
+"""Most reference cases (every word up to max_n) a built model may list (docs/limits.md):
+ten symbols at the default max_n = 8 asked for 10^8 cases and ran out of memory."""
 
 
 def default_label(alphabet: Sequence[str]) -> str:
@@ -104,9 +119,32 @@ def build_induction(
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}: use one of {', '.join(SCHEMES)}")
     alphabet = list(alphabet)
+    cases_wanted = 0
+    for n in range(1, max_n + 1):  # stops past the limit: max_n may be huge
+        cases_wanted += len(alphabet) ** n
+        if cases_wanted > MAX_CASES:
+            raise ValueError(
+                f"the reference would list every word up to max_n = {max_n}: more than the "
+                f"limit of {MAX_CASES:,} cases (docs/limits.md) (fix: lower --max-n)"
+            )
+    # cheap lower bounds first (building deep formulas is slow): every hop nests the formula
+    # deeper, and one hop is a disjunction of 2|alphabet| conjunctions
+    if hops > MAX_FORMULA_DEPTH or 2 * len(alphabet) > MAX_FORMULA_DEPTH:
+        raise ValueError(
+            f"{hops} hop(s) over {len(alphabet)} symbols need LTL formulas nested more than "
+            f"{MAX_FORMULA_DEPTH} operators deep, the limit (docs/limits.md) "
+            "(fix: use fewer hops or a smaller alphabet)"
+        )
     none = default_label(alphabet)
     table = _hop_table(alphabet, hops)
     formulas = {b: table[(hops, b)] for b in alphabet}
+    depth = formula_depth(formulas[alphabet[0]])  # every label's formula has the same shape
+    if depth > MAX_FORMULA_DEPTH:
+        raise ValueError(
+            f"{hops} hop(s) over {len(alphabet)} symbols need LTL formulas nested {depth} "
+            f"operators deep, more than the limit of {MAX_FORMULA_DEPTH} (docs/limits.md) "
+            "(fix: use fewer hops or a smaller alphabet)"
+        )
     # short coordinate names: the formulas are exponentially long when printed in full
     abbrev = {f: f"hop{k}[{b}]" for (k, b), f in table.items()}
     model, coords = compile_formulas(formulas, alphabet, scheme, abbrev)

@@ -405,6 +405,12 @@ def parse_ltl(text: str, alphabet: Sequence[str]) -> Formula:
     return f
 
 
+def formula_depth(f: Formula) -> int:
+    """Operators nested in each other (a built formula must stay within MAX_FORMULA_DEPTH too:
+    the compiler recurses)."""
+    return _depth(f)
+
+
 def _depth(f: Formula) -> int:
     """Nesting depth of a formula DAG, computed without recursion."""
     depth: dict[int, int] = {}

@@ -128,7 +128,9 @@ class _Reader:
     # -- primitives ------------------------------------------------------------
     def obj(self, x: Any, path: str, keys: set[str], required: Sequence[str] = ()) -> dict:
         if not isinstance(x, dict):
-            raise ModelError(path, f"expected an object, got {_kind(x)}")
+            raise ModelError(
+                path or "model", f"expected an object, got {_kind(x)}", "write a JSON object {…}"
+            )
         for k in required:
             if k not in x:
                 raise ModelError(path or "model", f"missing required key '{k}'", f'add "{k}"')
@@ -143,17 +145,27 @@ class _Reader:
 
     def string(self, x: Any, path: str) -> str:
         if not isinstance(x, str) or isinstance(x, (JsonNumber, JsonConstant)):
-            raise ModelError(path, f"expected a string, got {_kind(x)}")
+            raise ModelError(
+                path, f"expected a string, got {_kind(x)}", "write a JSON string in double quotes"
+            )
         return str(x)
 
     def integer(self, x: Any, path: str, minimum: int | None = None) -> int:
         if not isinstance(x, JsonNumber):
-            raise ModelError(path, f"expected an integer, got {_kind(x)}")
+            raise ModelError(
+                path, f"expected an integer, got {_kind(x)}", "write a whole number such as 4"
+            )
         v = parse_rational(x, path)
         if v.denominator != 1:
-            raise ModelError(path, f"expected an integer, got {clip(str(x))}")
+            raise ModelError(
+                path, f"expected an integer, got {clip(str(x))}", "write a whole number such as 4"
+            )
         if minimum is not None and v < minimum:
-            raise ModelError(path, f"must be at least {minimum}, got {clip(str(v))}")
+            raise ModelError(
+                path,
+                f"must be at least {minimum}, got {clip(str(v))}",
+                f"use a value of at least {minimum}",
+            )
         if abs(v) > MAX_LENGTH:
             raise ModelError(
                 path,
@@ -172,7 +184,11 @@ class _Reader:
 
     def vector(self, x: Any, path: str, length: int | None, what: str = "") -> Vec:
         if not isinstance(x, list):
-            raise ModelError(path, f"expected a list of numbers{what}, got {_kind(x)}")
+            raise ModelError(
+                path,
+                f"expected a list of numbers{what}, got {_kind(x)}",
+                'write a JSON list such as [1, 0, "1/2"]',
+            )
         if length is not None and len(x) != length:
             raise ModelError(
                 path,
@@ -196,7 +212,9 @@ class _Reader:
                 "write a list of rows, e.g. [[1, 0], [0, 1]]",
             )
         if rows is not None and len(x) != rows:
-            raise ModelError(path, f"expected {rows} rows {what}, got {len(x)}")
+            raise ModelError(
+                path, f"expected {rows} rows {what}, got {len(x)}", f"give exactly {rows} rows"
+            )
         ncols = cols if cols is not None else len(x[0])
         out = []
         for ri, row in enumerate(x):
@@ -226,7 +244,9 @@ class _Reader:
         bos = self.special(top, "bos", alphabet)
         eos = self.special(top, "eos", alphabet)
         if bos is not None and bos == eos:
-            raise ModelError("eos", "bos and eos must be different tokens")
+            raise ModelError(
+                "eos", "bos and eos must be different tokens", "give eos its own token"
+            )
         d = self.integer(top["d"], "d", minimum=1)
         tokens = list(alphabet) + [t for t in (bos, eos) if t is not None]
         token_emb, position = self.embedding(top["embedding"], d, tokens)
@@ -261,7 +281,11 @@ class _Reader:
         if "coordinates" in top:
             cs = top["coordinates"]
             if not isinstance(cs, list) or len(cs) != d:
-                raise ModelError("coordinates", f"expected a list of {d} names")
+                raise ModelError(
+                    "coordinates",
+                    f"expected a list of {d} names",
+                    f"name each of the {d} coordinates once, in order",
+                )
             coordinates = tuple(
                 check_name(self.string(c, f"coordinates[{i}]"), f"coordinates[{i}]", "name")
                 for i, c in enumerate(cs)
@@ -281,6 +305,7 @@ class _Reader:
                     raise ModelError(
                         f"reference.head_gap_bounds[{k}]",
                         f"layer {li}, head {hi} is not an attention head of this model",
+                        "list only attention heads that exist (layer and head count from 0)",
                     )
         model = Model(
             name=name,
@@ -305,7 +330,9 @@ class _Reader:
 
     def alphabet(self, x: Any) -> tuple[str, ...]:
         if not isinstance(x, list) or not x:
-            raise ModelError("alphabet", "expected a non-empty list of token strings")
+            raise ModelError(
+                "alphabet", "expected a non-empty list of token strings", 'write e.g. ["a", "b"]'
+            )
         toks = tuple(
             check_name(self.string(t, f"alphabet[{i}]"), f"alphabet[{i}]", "token")
             for i, t in enumerate(x)
@@ -335,7 +362,11 @@ class _Reader:
         e = self.obj(x, "embedding", {"token", "position"}, required=("token",))
         tok = e["token"]
         if not isinstance(tok, dict):
-            raise ModelError("embedding.token", f"expected an object, got {_kind(tok)}")
+            raise ModelError(
+                "embedding.token",
+                f"expected an object, got {_kind(tok)}",
+                'map every token to its vector, e.g. {"a": [1, 0]}',
+            )
         for t in tok:
             if t not in tokens:
                 raise ModelError(
@@ -357,7 +388,11 @@ class _Reader:
             self.obj(pos, "embedding.position", {"table"}, required=("table",))
             tab = pos["table"]
             if not isinstance(tab, list) or not tab:
-                raise ModelError("embedding.position.table", "expected a non-empty list of rows")
+                raise ModelError(
+                    "embedding.position.table",
+                    "expected a non-empty list of rows",
+                    "give one row of d numbers per position 0, 1, …",
+                )
             table = tuple(
                 self.vector(row, f"embedding.position.table[{p}]", d, " (length d)")
                 for p, row in enumerate(tab)
@@ -368,6 +403,7 @@ class _Reader:
                 raise ModelError(
                     "embedding.position",
                     f"expected {d} expressions (one per coordinate), got {len(pos)}",
+                    f"give exactly {d} expressions",
                 )
             exprs = tuple(
                 self.expression(v, f"embedding.position[{k}]", ("i", "n"), transcendental=False)
@@ -377,6 +413,7 @@ class _Reader:
         raise ModelError(
             "embedding.position",
             f'expected a list of {d} expressions or {{"table": [...]}}, got {_kind(pos)}',
+            f'write {d} expressions such as "i/n", a {{"table": …}}, or leave it out',
         )
 
     def expression(self, x: Any, path: str, variables: Sequence[str], transcendental: bool) -> Expr:
@@ -385,7 +422,11 @@ class _Reader:
         elif isinstance(x, str) and not isinstance(x, JsonConstant):
             text = str(x)
         else:
-            raise ModelError(path, f"expected an expression string, got {_kind(x)}")
+            raise ModelError(
+                path,
+                f"expected an expression string, got {_kind(x)}",
+                'write the expression as a JSON string, e.g. "1/n"',
+            )
         key = (text, tuple(variables), transcendental)
         hit = self._exprs.get(key)
         if hit is not None:
@@ -410,7 +451,11 @@ class _Reader:
 
     def layers(self, x: Any, d: int) -> tuple[Layer, ...]:
         if not isinstance(x, list):
-            raise ModelError("layers", f"expected a list of layers, got {_kind(x)}")
+            raise ModelError(
+                "layers",
+                f"expected a list of layers, got {_kind(x)}",
+                'write a list such as [{"kind": "attention", "heads": […]}]',
+            )
         if len(x) > MAX_LAYERS:
             raise ModelError(
                 "layers",
@@ -422,13 +467,21 @@ class _Reader:
         for li, layer in enumerate(x):
             path = f"layers[{li}]"
             if not isinstance(layer, dict):
-                raise ModelError(path, f"expected an object, got {_kind(layer)}")
+                raise ModelError(
+                    path,
+                    f"expected an object, got {_kind(layer)}",
+                    'write {"kind": "attention", …} or {"kind": "ffn", …}',
+                )
             kind = layer.get("kind")
             if kind == "attention":
                 self.obj(layer, path, {"kind", "heads", "name"}, required=("heads",))
                 heads = layer["heads"]
                 if not isinstance(heads, list) or not heads:
-                    raise ModelError(f"{path}.heads", "expected a non-empty list of heads")
+                    raise ModelError(
+                        f"{path}.heads",
+                        "expected a non-empty list of heads",
+                        "give at least one head",
+                    )
                 total_heads += len(heads)
                 if total_heads > MAX_HEADS:
                     raise ModelError(
@@ -452,7 +505,9 @@ class _Reader:
                 hidden = layer["hidden"]
                 if not isinstance(hidden, list) or not hidden:
                     raise ModelError(
-                        f"{path}.hidden", "expected a non-empty list of {weight, bias}"
+                        f"{path}.hidden",
+                        "expected a non-empty list of {weight, bias}",
+                        "give at least one hidden layer",
                     )
                 width = d
                 hs = []
@@ -615,7 +670,9 @@ class _Reader:
         max_length: int | None = None,
     ) -> Output:
         if not isinstance(x, dict):
-            raise ModelError("output", f"expected an object, got {_kind(x)}")
+            raise ModelError(
+                "output", f"expected an object, got {_kind(x)}", 'write e.g. {"kind": "accept", …}'
+            )
         kind = x.get("kind")
         if kind == "accept":
             o = self.obj(
@@ -646,13 +703,17 @@ class _Reader:
             )
             labels_raw = o["labels"]
             if not isinstance(labels_raw, list) or not labels_raw:
-                raise ModelError("output.labels", "expected a non-empty list of label strings")
+                raise ModelError(
+                    "output.labels",
+                    "expected a non-empty list of label strings",
+                    'write e.g. ["yes", "no"]',
+                )
             labels = tuple(
                 check_name(self.string(v, f"output.labels[{i}]"), f"output.labels[{i}]", "label")
                 for i, v in enumerate(labels_raw)
             )
             if len(set(labels)) != len(labels):
-                raise ModelError("output.labels", "labels must be distinct")
+                raise ModelError("output.labels", "labels must be distinct", "list each label once")
             w = self.matrix(
                 o["weight"], "output.weight", len(labels), d, f"(shape ({len(labels)}, {d}))"
             )
@@ -676,7 +737,7 @@ class _Reader:
                 else DEFAULT_VALUE_TOLERANCE
             )
             if tol < 0:
-                raise ModelError("output.tolerance", "must be >= 0")
+                raise ModelError("output.tolerance", "must be >= 0", "use a tolerance of 0 or more")
             return ValueOutput(weight=w, bias=b, tolerance=tol)
         raise ModelError(
             "output.kind", f"unknown output kind {kind!r}", "use accept, argmax or value"
@@ -686,7 +747,11 @@ class _Reader:
         self, x: Any, alphabet: tuple[str, ...], output: Output, bos: str | None, eos: str | None
     ) -> Reference:
         if not isinstance(x, dict):
-            raise ModelError("reference", f"expected an object, got {_kind(x)}")
+            raise ModelError(
+                "reference",
+                f"expected an object, got {_kind(x)}",
+                'write e.g. {"kind": "cases", "cases": […]}',
+            )
         kind = x.get("kind")
         if kind in ("ltl", "dyck", "regex") and not isinstance(output, AcceptOutput):
             # a language says accept or reject per input; an argmax or value output has no
@@ -702,14 +767,22 @@ class _Reader:
             o = self.obj(x, "reference", {"kind", "cases"}, required=("cases",))
             cases_raw = o["cases"]
             if not isinstance(cases_raw, list):
-                raise ModelError("reference.cases", "expected a list of {input, output}")
+                raise ModelError(
+                    "reference.cases",
+                    "expected a list of {input, output}",
+                    'write e.g. [{"input": ["a"], "output": true}]',
+                )
             cases: dict[tuple[str, ...], Any] = {}
             for ci, c in enumerate(cases_raw):
                 cp = f"reference.cases[{ci}]"
                 self.obj(c, cp, {"input", "output"}, required=("input", "output"))
                 inp = c["input"]
                 if not isinstance(inp, list) or not inp:
-                    raise ModelError(f"{cp}.input", "expected a non-empty list of tokens")
+                    raise ModelError(
+                        f"{cp}.input",
+                        "expected a non-empty list of tokens",
+                        'write e.g. ["a", "b"]',
+                    )
                 word = tuple(self.string(t, f"{cp}.input[{i}]") for i, t in enumerate(inp))
                 for i, t in enumerate(word):
                     if t not in alphabet:
@@ -734,7 +807,11 @@ class _Reader:
             o = self.obj(x, "reference", {"kind", "pairs"}, required=("pairs",))
             pairs_raw = o["pairs"]
             if not isinstance(pairs_raw, list) or not pairs_raw:
-                raise ModelError("reference.pairs", 'expected a list like ["()", "[]"]')
+                raise ModelError(
+                    "reference.pairs",
+                    'expected a list like ["()", "[]"]',
+                    "list each pair as a two-character string",
+                )
             pairs = []
             for i, pr in enumerate(pairs_raw):
                 s = self.string(pr, f"reference.pairs[{i}]")
@@ -750,7 +827,11 @@ class _Reader:
             o = self.obj(x, "reference", {"kind", "pattern"}, required=("pattern",))
             pattern = self.string(o["pattern"], "reference.pattern")
             if any(len(t) != 1 for t in alphabet):
-                raise ModelError("reference", "regex references need single-character tokens")
+                raise ModelError(
+                    "reference",
+                    "regex references need single-character tokens",
+                    "use a cases reference, or single-character tokens",
+                )
             try:
                 re.compile(pattern)
             except (re.error, RecursionError, OverflowError, ValueError) as exc:
@@ -784,7 +865,9 @@ class _Reader:
             raise ModelError("reference.program", str(exc), "see docs/rasp.md") from None
         if tuple(prog.alphabet) != tuple(alphabet):
             raise ModelError(
-                "reference.program", "the program's alphabet differs from the model's alphabet"
+                "reference.program",
+                "the program's alphabet differs from the model's alphabet",
+                "declare the same alphabet, in the same order, in the program",
             )
         want = "accept" if isinstance(output, AcceptOutput) else "output"
         if prog.output.kind != want:
@@ -825,11 +908,17 @@ class _Reader:
         heads: list[tuple[int, int, str]] = []
         raw = o.get("head_gap_bounds") or []
         if not isinstance(raw, list):
-            raise ModelError("reference.head_gap_bounds", "expected a list of [layer, head, bound]")
+            raise ModelError(
+                "reference.head_gap_bounds",
+                "expected a list of [layer, head, bound]",
+                'write e.g. [[1, 0, "1/(n+1)"]]',
+            )
         for k, item in enumerate(raw):
             path = f"reference.head_gap_bounds[{k}]"
             if not isinstance(item, list) or len(item) != 3:
-                raise ModelError(path, "expected [layer, head, bound]")
+                raise ModelError(
+                    path, "expected [layer, head, bound]", 'write e.g. [1, 0, "1/(n+1)"]'
+                )
             li = self.integer(item[0], f"{path}[0]", minimum=0)
             hi = self.integer(item[1], f"{path}[1]", minimum=0)
             heads.append((li, hi, bound(item[2], f"{path}[2]")))
@@ -839,9 +928,17 @@ class _Reader:
         if isinstance(output, AcceptOutput):
             if x is None or isinstance(x, bool):
                 return x
-            raise ModelError(path, f"expected true, false or null, got {_kind(x)}")
+            raise ModelError(
+                path,
+                f"expected true, false or null, got {_kind(x)}",
+                "write true (accept), false (reject) or null (undefined)",
+            )
         if not isinstance(x, list) or len(x) != n:
-            raise ModelError(path, f"expected a list of {n} outputs (one per input position)")
+            raise ModelError(
+                path,
+                f"expected a list of {n} outputs (one per input position)",
+                f"give {n} outputs",
+            )
         if isinstance(output, ArgmaxOutput):
             out = []
             for i, v in enumerate(x):
@@ -865,7 +962,9 @@ class _Reader:
             elif r == 1:
                 vals.append((self.number(v, f"{path}[{i}]"),))
             else:
-                raise ModelError(f"{path}[{i}]", f"expected a vector of {r} numbers")
+                raise ModelError(
+                    f"{path}[{i}]", f"expected a vector of {r} numbers", f"give {r} numbers"
+                )
         return vals
 
 

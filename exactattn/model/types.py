@@ -184,7 +184,7 @@ class Model:
             raise ModelError(
                 "max_length",
                 f"the model supports n <= {self.max_length}, asked for n = {n}",
-                f"use --max-n {self.max_length} or less",
+                f"use n <= {self.max_length}: lower --max-n or --n, or shorten the input",
             )
         out = self.output
         if isinstance(out, AcceptOutput) and isinstance(out.position, int):

@@ -38,8 +38,8 @@ def _format_of(path: Path, fmt: str | None) -> str:
         return FORMATS[path.suffix.lower()]
     except KeyError:
         raise UsageError(
-            f"cannot tell the report format from {path.name!r}: use a .md or .tex file name "
-            "(or pass the format explicitly)"
+            f"cannot tell the report format from {path.name!r} (fix: use a .md or .tex file "
+            "name, or `exactattn report --format md|tex`)"
         ) from None
 
 

@@ -43,6 +43,19 @@ _TEXT_ESCAPES = {
 }
 
 
+_GREEK_LOWER = (
+    "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi - pi rho varsigma "
+    "sigma tau upsilon phi chi psi omega"
+).split()
+_GREEK_UPPER = {"Γ": "Gamma", "Δ": "Delta", "Θ": "Theta", "Λ": "Lambda", "Ξ": "Xi", "Π": "Pi"}
+_GREEK_UPPER |= {"Σ": "Sigma", "Υ": "Upsilon", "Φ": "Phi", "Ψ": "Psi", "Ω": "Omega"}
+for _k, _name in enumerate(_GREEK_LOWER):  # α … ω (ο is the Latin o): formal-language alphabets
+    if _name != "-":
+        _TEXT_ESCAPES.setdefault(chr(0x3B1 + _k), rf"$\{_name}$")
+for _ch, _name in _GREEK_UPPER.items():
+    _TEXT_ESCAPES.setdefault(_ch, rf"$\{_name}$")
+
+
 def text(s: str) -> str:
     """Escape free text for LaTeX text mode; unknown non-ASCII is spelled as its code point."""
     out = []
@@ -65,7 +78,7 @@ def _visible(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#!&])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#!&~$])")  # ~: GFM strikethrough, $: GitHub math
 
 
 def plain(text: str) -> str:

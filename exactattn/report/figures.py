@@ -12,6 +12,7 @@ axis edge and named in the legend.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -139,7 +140,7 @@ def gamma_figure(data: ReportData, path: Path, fit: PowerFit | None) -> Path:
     closed_pts = [(n, v) for n, v in closed_pts if v > 0]
     if closed_pts:
         tex = form_latex(closed_form) if closed_form is not None else None
-        name = rf"$\gamma(n) = {tex}$" if tex else "closed form"
+        name = rf"$\gamma(n) = {tex}$" if tex and len(tex) <= 80 else "closed form"
         logs_cf = [_log10_fraction(v) for _, v in closed_pts]
         ax.plot(
             [p[0] for p in closed_pts],
@@ -305,7 +306,17 @@ def _save(fig: Any, ax: Any, path: Path) -> Path:
         elif handles:
             ax.legend(loc="best")
         FigureCanvasAgg(fig)
-        fig.tight_layout()
+        with warnings.catch_warnings(record=True) as failed:
+            warnings.simplefilter("always")
+            fig.tight_layout()
+        legend = ax.get_legend()
+        if failed and legend is not None:  # a long legend (many layers) did not fit: grow
+            width, height = fig.get_size_inches()
+            extra = legend.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi
+            fig.set_size_inches(width, height + extra)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # still too tall: saved as laid out
+                fig.tight_layout()
         suffix = path.suffix.lstrip(".")
 
         write_with(path, lambda tmp: fig.savefig(tmp, format=suffix, metadata=METADATA.get(suffix)))

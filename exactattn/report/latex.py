@@ -9,6 +9,7 @@ texlive-latex-recommended are used.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from exactattn.core.errors import UsageError
 from exactattn.report import closed, fmt, tables
@@ -31,6 +32,14 @@ NOTATION = (
 )
 
 SAFE_FILE = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def safe_report_name(path: Path) -> bool:
+    """Whether a .tex report at ``path`` gets figure names LaTeX reads safely (``check``
+    tests this before the run, so a long run is not lost to the name at the end)."""
+    return SAFE_FILE.fullmatch(f"{path.stem}-fragment.tex") is not None
+
+
 """Figure file names that \\includegraphics reads literally."""
 
 tt = table_model.tt

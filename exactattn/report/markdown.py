@@ -28,7 +28,11 @@ ALT = {
 
 
 value = table_model.md_value
-code = table_model.md_code
+
+
+def code(s: str) -> str:
+    """A code span in prose (headings, list items, captions), not in a table cell."""
+    return table_model.md_code(s, in_table=False)
 
 
 def link_target(file: str) -> str:

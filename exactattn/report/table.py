@@ -145,9 +145,15 @@ def md_value(shown: Shown) -> str:
     return out + ("†" if shown.dagger else "")
 
 
-def md_code(s: str) -> str:
-    """A code span that survives backticks and table pipes in token names."""
-    s = _visible(s).replace("|", "\\|")
+def md_code(s: str, in_table: bool = True) -> str:
+    """A code span that survives backticks and table pipes in token names.
+
+    A ``|`` is escaped only in a table cell: GFM drops the backslash there, but in a heading or
+    a list item a code span shows ``\\|`` literally.
+    """
+    s = _visible(s)
+    if in_table:
+        s = s.replace("|", "\\|")
     run, longest = 0, 0
     for ch in s:
         run = run + 1 if ch == "`" else 0

@@ -286,6 +286,9 @@ MAX_FORM_N = 5_000
 MAX_LENGTH_LIST = 10_000
 #: Characters of one rational coefficient of a structured form, and of a bracket's exponent.
 MAX_COEFF_TEXT = 200
+#: ... of a rational or power form's polynomials (a model with weights near 1e300 has γ(n) and
+#: x_max(n) constants of 301+ digits; the LaTeX report still typesets 1,000 digits).
+MAX_POLY_COEFF_TEXT = 1_000
 MAX_EXPONENT_TEXT = 40
 #: Coefficients of one polynomial of a form (the fits use degree ≤ 4).
 MAX_COEFFS = 8
@@ -321,12 +324,16 @@ def _form(x: Any, path: str, top: bool = True) -> None:
         for half in ("even", "odd"):
             _opt(f.get(half), f"{path}.{half}", _form, False)
         return
+    # a polynomial's coefficients are used once per n, so they may be longer (check writes
+    # γ(n) = 10^300 as a 301-digit constant); a hypergeometric form's are multiplied up to n
+    # times, so they stay short, like a power form's base
+    limit = MAX_COEFF_TEXT if kind == "hypergeometric" else MAX_POLY_COEFF_TEXT
     for part in ("num", "den"):
         coeffs = _list(f.get(part), f"{path}.{part}")
         if not 1 <= len(coeffs) <= MAX_COEFFS:
             _fail(f"{path}.{part}", f"expected 1 to {MAX_COEFFS} coefficients, got {len(coeffs)}")
         for i, c in enumerate(coeffs):
-            _rat(c, f"{path}.{part}[{i}]", MAX_COEFF_TEXT)
+            _rat(c, f"{path}.{part}[{i}]", limit)
     _opt(f.get("base"), f"{path}.base", _rat, MAX_COEFF_TEXT)
     if kind == "hypergeometric":
         _int(f.get("start"), f"{path}.start", 0)

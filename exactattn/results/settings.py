@@ -57,6 +57,12 @@ class TauChoice:
             return TauChoice.model()
         if theorem and text == THEOREM:
             return TauChoice.theorem()
+        if text.strip() == THEOREM:  # eval, search, precision: one input or a float pass
+            raise UsageError(
+                "--tau theorem: this command has no theorem mode (τ_thm(n) is proved from every "
+                "input of a length) (fix: `exactattn check --max-n N --bounds` or `exactattn "
+                "certify` prints τ_thm(n); give its value here)"
+            )
         try:
             return TauChoice.override(parse_expression(text, ("n",), transcendental=True))
         except ExprError as exc:
