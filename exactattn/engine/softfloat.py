@@ -184,7 +184,25 @@ def _exp(x: np.ndarray) -> np.ndarray:
 
     x = (32q + j)·ln2/32 + r with |r| ≤ ln2/64; e^x = 2^q · 2^(j/32) · p(r), p the degree-6
     Taylor polynomial (truncation < 2^-58). Errors: r is off by ≤ u(|x| + 2), Horner loses
-    ≤ 12u, the table entry and the product u each: ≤ u(|x| + 17) ≪ the bound used."""
+    ≤ 12u, the table entry and the product u each: ≤ u(|x| + 17) ≪ the bound used.
+
+    Every x ≤ −760 (−inf too) is clipped to −760 first, so its result is that of −760
+    (``_EXP_LOW``, 0): where most entries are that low (the weights of far-from-top keys)
+    only the others go through the polynomial — the same bits, fewer operations."""
+    if x.size >= 4096:
+        low = x <= -760.0
+        nlow = int(np.count_nonzero(low))
+        if nlow * 4 >= x.size:
+            out = np.full(x.shape, _EXP_LOW)
+            if nlow < x.size:
+                keep = ~low
+                out[keep] = _exp_all(x[keep])
+            return out
+    return _exp_all(x)
+
+
+def _exp_all(x: np.ndarray) -> np.ndarray:
+    """:func:`_exp`, entry by entry."""
     xc = np.clip(x, -760.0, 720.0)
     kf = np.rint(xc * _INV_C)
     r = (xc - kf * _C_HI) - kf * _C_LO
@@ -195,6 +213,9 @@ def _exp(x: np.ndarray) -> np.ndarray:
     k = np.where(np.isnan(kf), 0.0, kf).astype(np.int64)  # kf is finite or nan (clipped)
     p *= _EXP_TAB[k & 31]
     return np.ldexp(p, (k >> 5).astype(np.int32))
+
+
+_EXP_LOW = float(_exp_all(np.array([-760.0]))[0])  # _exp of every x ≤ −760
 
 
 def _expm1(x: np.ndarray) -> np.ndarray:
@@ -499,6 +520,102 @@ def from_rat(num: np.ndarray, den: int) -> MR:
         return m, np.abs(m) * (CONV + 2.0 * TINY * den)
     nz = (num != 0) if num.dtype != object else np.array(num != 0, dtype=bool)
     return m, np.abs(m) * CONV + nz * TINY
+
+
+def _rat_float(f: np.ndarray, den: int) -> MR:
+    """:func:`from_rat` of numerators given as their correctly rounded floats ``f`` (what
+    ``num.astype(np.float64)`` gives: the same operations on the same floats, so the same
+    bits; num ≠ 0 exactly where f ≠ 0)."""
+    if den & (den - 1) == 0 and den < 2**900:
+        m = f * (1.0 / den)
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            m = f / float(den)
+    if den < 2**400:
+        return m, np.abs(m) * (CONV + 2.0 * TINY * den)
+    return m, np.abs(m) * CONV + (f != 0) * TINY
+
+
+def _score_limbs(tr: HeadTrace) -> tuple[list[np.ndarray], int] | None:
+    """The hard score numerators of a head exactly, as int64 limbs: s = Σ_n c[n]·2^(b·n).
+
+    Scores are q·kᵀ over q.den·k.den (hard.run_head builds them so), and when they need more
+    than 62 bits they are Python integers, whose subtraction and conversion to float cost
+    ~100 times a float operation per entry. q and k are int64: split into signed b-bit limbs,
+    every limb product and its sum over the inner dimension are exact int64 (|c[n]| < 2^60,
+    so gaps of two scores stay below 2^61). None when the trace is not of that form or the
+    numbers do not fit (then the Python-integer path is used)."""
+    q, k = tr.q.num, tr.k.num
+    if q.dtype != np.int64 or k.dtype != np.int64 or tr.scores.den != tr.q.den * tr.k.den:
+        return None
+    A = q.shape[-1]
+    if not q.size or not k.size or not 0 < A <= 4096:
+        return None
+    b = (60 - (3 * A).bit_length()) // 2  # 3 limb pairs per power at most: 3·A·2^(2b) ≤ 2^60
+    limbs = []
+    for x in (q, k):
+        lo, hi = int(x.min()), int(x.max())
+        if lo <= -(2**62) or hi >= 2**62:
+            return None
+        n = max(1, -(-max(-lo, hi).bit_length() // b))
+        if n > 3:
+            return None
+        ax = np.abs(x)
+        neg = x < 0
+        parts = []
+        for i in range(n):
+            p = (ax >> (b * i)) & ((1 << b) - 1)
+            parts.append(np.where(neg, -p, p))  # signed digits: x = Σ parts[i]·2^(b·i)
+        limbs.append(parts)
+    ql, kl = limbs
+    kT = [p.swapaxes(-1, -2) for p in kl]
+    c: list[np.ndarray | None] = [None] * (len(ql) + len(kl) - 1)
+    for i, qp in enumerate(ql):
+        for j, kp in enumerate(kT):
+            prod = np.matmul(qp, kp)  # exact: |Σ| ≤ A·2^(2b) per pair
+            c[i + j] = prod if c[i + j] is None else c[i + j] + prod  # type: ignore[operator]
+    return [x for x in c if x is not None], b
+
+
+def _limbs_float(c: list[np.ndarray], b: int) -> np.ndarray | None:
+    """float(Σ_n c[n]·2^(b·n)) correctly rounded (half to even, as Python's float(int)), for
+    int64 limbs with |c[n]| < 2^61 and b ≤ 29; None when the value could need more than 63
+    bits above 2^(2b) (then the caller converts Python integers).
+
+    The limbs are normalised (c[n] in [0, 2^b) below the top one; the sign from the top) and
+    |X| is cut to a 59–60-bit window W = ⌊|X|/2^t⌋ with a sticky last bit (W | [remainder ≠ 0],
+    "round to odd"): W has ≥ 6 bits below the 53 kept, so rounding W·2^t to nearest gives
+    the nearest float to |X| (the int64 → float64 conversion rounds to nearest even)."""
+    mask = (1 << b) - 1
+    c = [x.astype(np.int64, copy=True) for x in c]
+    while len(c) < 3:
+        c.append(np.zeros_like(c[0]))
+    N = len(c)
+
+    def norm() -> None:
+        for i in range(N - 1):
+            c[i + 1] += c[i] >> b  # floor: c[i] − 2^b·carry ∈ [0, 2^b)
+            c[i] &= mask
+
+    norm()
+    neg = c[-1] < 0
+    if neg.any():
+        for x in c:
+            np.negative(x, out=x, where=neg)
+        norm()
+    if int(c[-1].max(initial=0)) >= 2 ** (62 - b * (N - 3)):
+        return None
+    L = c[0] + (c[1] << b)  # < 2^(2b)
+    P = c[2].copy()  # |X| = P·2^(2b) + L, P < 2^62
+    for i in range(3, N):
+        P += c[i] << (b * (i - 2))
+    e = np.frexp(P.astype(np.float64))[1].astype(np.int64)  # bit length of P, or one more
+    t = np.clip(e + 2 * b - 60, 0, 2 * b)
+    W = (P << (2 * b - t)) | (L >> t)  # < 2^60
+    W |= (L & ((np.int64(1) << t) - 1)) != 0
+    f = np.ldexp(W.astype(np.float64), t.astype(np.int32))
+    np.negative(f, out=f, where=neg)
+    return f
 
 
 def frac_mr(q: Fraction) -> tuple[float, float]:
@@ -831,27 +948,56 @@ def _head(
         return {}  # every visible key ties at the top and nothing moved: exactly hard
     # u = expm1(δs/τ) on the top keys, w = exp((δs − g)/τ) on the other visible keys
     # (g = max s − s ≥ 0, exact), computed only where needed, into one array
+    big: np.ndarray | None = None
+    small: np.ndarray | None = None  # (B, 1, R): the rows the δ formulas are needed for
+    if ds is not None:
+        # large perturbations (|δs/τ| ≥ 1 somewhere in the row, as in soft.py): the δ
+        # formulas overflow or cancel; softmax − hard is computed directly for those rows
+        # (_direct_rows, below), which overwrites every entry of them, so the δ formulas
+        # skip their entries (every entry is elementwise in its own row: the other rows'
+        # bits are the same)
+        a = (np.abs(ds[0]) + ds[1]) * visf
+        amax = a.max(axis=1)  # exact in any order (nan propagates, as np.maximum does)
+        big = amax * inv_tau[0] >= 1.0
+        big |= ~np.isfinite(amax)
+        if big.any():
+            small = ~big[:, None, :]
+        else:
+            big = None
     shape = (B, T, R)
     UW = np.zeros((3, B * T * R))  # u/w: midpoints, radii, |midpoints| (for the key sums)
     uw_m, uw_r = UW[0], UW[1]
     if ds is not None:
-        it = np.flatnonzero(top)
+        it = np.flatnonzero(top if small is None else top & small)
         um, ur = mr_expm1(mul((ds[0].reshape(-1)[it], ds[1].reshape(-1)[it]), inv_tau))
         uw_m[it] = um
         uw_r[it] = ur
     first: np.ndarray | None = None
+    limbs: tuple[list[np.ndarray], int] | None = None  # exact hard scores (_score_limbs)
     if has_rest:
-        ir = np.flatnonzero(rest)
+        ir = np.flatnonzero(rest if small is None else rest & small)
         s = tr.scores.num  # (B, i, j)
         # every top key holds the row's maximum (of the visible scores), so read it at the
         # first top key; a row with a visible non-top key has a top key
         first = np.argmax(top_q, axis=2)  # (B, i)
+        gf: np.ndarray | None = None  # the gaps' numerators as floats, from limbs
         if s.dtype == object or (s.size and int(np.abs(s).max()) >= 2**61):
-            # Python integers: subtract only where needed (the visible non-top keys)
-            so = s if s.dtype == object else s.astype(object)
-            smax = np.take_along_axis(so, first[:, :, None], axis=2)[:, :, 0]
             bb, jj, qq = np.unravel_index(ir, (B, T, R))
-            gnum = smax[bb, qq] - so[bb, qq, jj]
+            if ds is not None:
+                limbs = _score_limbs(tr)
+            if limbs is not None:
+                # exact int64 limbs of smax − s, converted as Python's float(int) would
+                cs, lb = limbs
+                gl = []
+                for c in cs:
+                    cmax = np.take_along_axis(c, first[:, :, None], axis=2)[:, :, 0]
+                    gl.append(cmax[bb, qq] - c[bb, qq, jj])
+                gf = _limbs_float(gl, lb)
+            if gf is None:
+                # Python integers: subtract only where needed (the visible non-top keys)
+                so = s if s.dtype == object else s.astype(object)
+                smax = np.take_along_axis(so, first[:, :, None], axis=2)[:, :, 0]
+                gnum = smax[bb, qq] - so[bb, qq, jj]
         else:
             smax = s[np.arange(B)[:, None], np.arange(R)[None, :], first]  # (B, i)
             gnum = (smax[:, None, :] - s.transpose(0, 2, 1)).reshape(-1)[ir]
@@ -859,7 +1005,7 @@ def _head(
         if ds is None and sden < 2**400 and inv_tau[0] > 0:  # 1/τ may underflow to 0
             wm, wr = _gap_weights(gnum, sden, inv_tau)
         else:
-            g = from_rat(gnum, sden)
+            g = from_rat(gnum, sden) if gf is None else _rat_float(gf, sden)
             if ds is None:
                 X = (-g[0], g[1])
             else:
@@ -891,15 +1037,11 @@ def _head(
         numer = (np.where(top, numer[0], uw_m), np.where(top, numer[1], uw_r))
     da = _scale_rows(numer, iz)
     da = (da[0] * visf, da[1] * visf)
-    if ds is not None:
-        # large perturbations (|δs/τ| ≥ 1 somewhere in the row, as in soft.py): the δ
-        # formulas overflow or cancel; compute softmax − hard directly for those rows
-        a = (np.abs(ds[0]) + ds[1]) * visf
-        amax = a.max(axis=1)  # exact in any order (nan propagates, as np.maximum does)
-        big = amax * inv_tau[0] >= 1.0
-        big |= ~np.isfinite(amax)
-        if big.any():
-            _direct_rows(tr, ds, inv_tau, big, da)
+    if big is not None:
+        assert ds is not None
+        if limbs is None and tr.scores.num.dtype == object:
+            limbs = _score_limbs(tr)
+        _direct_rows(tr, ds, inv_tau, big, da, limbs)
     # Σ_j α_hard_ij δv_j + Σ_j δα_ij (v_j + δv_j)
     nv = tr.v.num.shape[-1]
     out: Cols = {}
@@ -1045,11 +1187,27 @@ def _scale_rows(a: MR, s: MR) -> MR:
     return m, floor_rad(r)
 
 
-def _direct_rows(tr: HeadTrace, ds: MR, inv_tau: MR, big: np.ndarray, da: MR) -> None:
-    """Overwrite δα on the queries flagged ``big`` by softmax((s + δs)/τ) − hard weights."""
+def _direct_rows(
+    tr: HeadTrace,
+    ds: MR,
+    inv_tau: MR,
+    big: np.ndarray,
+    da: MR,
+    limbs: tuple[list[np.ndarray], int] | None = None,
+) -> None:
+    """Overwrite δα on the queries flagged ``big`` by softmax((s + δs)/τ) − hard weights.
+
+    ``limbs``: the hard scores as :func:`_score_limbs` gives them (converted from those
+    instead of from Python integers: the same floats)."""
     bi, ii = np.nonzero(big)
     vis = tr.visible[ii]  # (K, j)
-    s = from_rat(tr.scores.num[bi, ii, :], tr.scores.den)
+    sf = None
+    if limbs is not None:
+        sf = _limbs_float([c[bi, ii, :] for c in limbs[0]], limbs[1])
+    if sf is None:
+        s = from_rat(tr.scores.num[bi, ii, :], tr.scores.den)
+    else:
+        s = _rat_float(sf, tr.scores.den)
     es = mul(add(s, (ds[0][bi, :, ii], ds[1][bi, :, ii])), inv_tau)
     shift = np.where(vis, es[0], -np.inf).max(axis=1, keepdims=True)  # any float will do
     shift = np.where(np.isfinite(shift), shift, 0.0)
