@@ -946,108 +946,60 @@ def _head(
     nA_i = top_q.sum(axis=2)
     if ds is None and not dv and not has_rest and (rule == "average" or nA_i.max(initial=0) <= 1):
         return {}  # every visible key ties at the top and nothing moved: exactly hard
-    # u = expm1(δs/τ) on the top keys, w = exp((δs − g)/τ) on the other visible keys
-    # (g = max s − s ≥ 0, exact), computed only where needed, into one array
     big: np.ndarray | None = None
-    small: np.ndarray | None = None  # (B, 1, R): the rows the δ formulas are needed for
     if ds is not None:
         # large perturbations (|δs/τ| ≥ 1 somewhere in the row, as in soft.py): the δ
         # formulas overflow or cancel; softmax − hard is computed directly for those rows
-        # (_direct_rows, below), which overwrites every entry of them, so the δ formulas
-        # skip their entries (every entry is elementwise in its own row: the other rows'
-        # bits are the same)
         a = (np.abs(ds[0]) + ds[1]) * visf
         amax = a.max(axis=1)  # exact in any order (nan propagates, as np.maximum does)
         big = amax * inv_tau[0] >= 1.0
         big |= ~np.isfinite(amax)
-        if big.any():
-            small = ~big[:, None, :]
-        else:
+        if not big.any():
             big = None
-    shape = (B, T, R)
-    UW = np.zeros((3, B * T * R))  # u/w: midpoints, radii, |midpoints| (for the key sums)
-    uw_m, uw_r = UW[0], UW[1]
-    if ds is not None:
-        it = np.flatnonzero(top if small is None else top & small)
-        um, ur = mr_expm1(mul((ds[0].reshape(-1)[it], ds[1].reshape(-1)[it]), inv_tau))
-        uw_m[it] = um
-        uw_r[it] = ur
-    first: np.ndarray | None = None
-    limbs: tuple[list[np.ndarray], int] | None = None  # exact hard scores (_score_limbs)
-    if has_rest:
-        ir = np.flatnonzero(rest if small is None else rest & small)
-        s = tr.scores.num  # (B, i, j)
-        # every top key holds the row's maximum (of the visible scores), so read it at the
-        # first top key; a row with a visible non-top key has a top key
-        first = np.argmax(top_q, axis=2)  # (B, i)
-        gf: np.ndarray | None = None  # the gaps' numerators as floats, from limbs
-        if s.dtype == object or (s.size and int(np.abs(s).max()) >= 2**61):
-            bb, jj, qq = np.unravel_index(ir, (B, T, R))
-            if ds is not None:
-                limbs = _score_limbs(tr)
-            if limbs is not None:
-                # exact int64 limbs of smax − s, converted as Python's float(int) would
-                cs, lb = limbs
-                gl = []
-                for c in cs:
-                    cmax = np.take_along_axis(c, first[:, :, None], axis=2)[:, :, 0]
-                    gl.append(cmax[bb, qq] - c[bb, qq, jj])
-                gf = _limbs_float(gl, lb)
-            if gf is None:
-                # Python integers: subtract only where needed (the visible non-top keys)
-                so = s if s.dtype == object else s.astype(object)
-                smax = np.take_along_axis(so, first[:, :, None], axis=2)[:, :, 0]
-                gnum = smax[bb, qq] - so[bb, qq, jj]
-        else:
-            smax = s[np.arange(B)[:, None], np.arange(R)[None, :], first]  # (B, i)
-            gnum = (smax[:, None, :] - s.transpose(0, 2, 1)).reshape(-1)[ir]
-        sden = tr.scores.den
-        if ds is None and sden < 2**400 and inv_tau[0] > 0:  # 1/τ may underflow to 0
-            wm, wr = _gap_weights(gnum, sden, inv_tau)
-        else:
-            g = from_rat(gnum, sden) if gf is None else _rat_float(gf, sden)
-            if ds is None:
-                X = (-g[0], g[1])
-            else:
-                X = sub((ds[0].reshape(-1)[ir], ds[1].reshape(-1)[ir]), g)
-            wm, wr = mr_exp(mul(X, inv_tau))
-        uw_m[ir] = wm
-        uw_r[ir] = wr
-    np.abs(UW[0], out=UW[2])
-    X = UW.reshape((3,) + shape)
-    uw_m, uw_r = X[0], X[1]
-    UR = _sum_keys_x(X)  # U + R, (B, i)
-    nA = nA_i.astype(np.float64)  # exact small integers
-    safe = np.maximum(nA, 1.0)  # nA where nA > 0, else 1
-    # a query that sees nothing has δα = 0; Z = 1 there keeps the arithmetic finite
-    Z = add((safe, 0.0), UR)  # type: ignore[arg-type]
-    iz = _recip(Z)  # _head runs under the chunk's errstate
-    topf = top.astype(np.float64)
-    if rule == "average":
-        mm = UR[0] / safe
-        mean = (mm, UR[1] / safe * (1 + WIDEN) + np.abs(mm) * WIDEN + np.minimum(UR[1], TINY))
-        numer = sub((uw_m, uw_r), (mean[0][:, None, :] * topf, mean[1][:, None, :] * topf))
+    s = tr.scores.num  # (B, i, j)
+    # Python-integer (or near-int64-limit) scores: gaps from exact limbs (_score_limbs)
+    wide = s.dtype == object or bool(s.size and int(np.abs(s).max()) >= 2**61)
+    limbs: tuple[list[np.ndarray], int] | None = None
+    if ds is not None and wide:
+        limbs = _score_limbs(tr)
+    # (B, i): the first top key of every query (0 if none); every top key holds the row's
+    # maximum of the visible scores, so it is read there
+    first = np.argmax(top_q, axis=2)
+    sden = tr.scores.den
+    if big is None:
+        da = _delta_alpha(
+            top_q, top, rest, has_rest, s, wide, limbs, sden, tr.support, visf, ds,
+            first, nA_i, inv_tau, rule,
+        )  # fmt: skip
     else:
-        sup = tr.support.transpose(0, 2, 1)
-        # kstar: u − (nA − 1) − U − R; other tops: 1 + u
-        base = sub((nA - 1.0, np.zeros_like(nA)), (-UR[0], UR[1]))  # nA − 1 + U + R
-        kst = sub((uw_m, uw_r), (base[0][:, None, :], base[1][:, None, :]))
-        one_u = (uw_m + 1.0, uw_r * (1 + WIDEN) + np.abs(uw_m + 1.0) * WIDEN)
-        numer = (np.where(sup, kst[0], one_u[0]), np.where(sup, kst[1], one_u[1]))
-        numer = (np.where(top, numer[0], uw_m), np.where(top, numer[1], uw_r))
-    da = _scale_rows(numer, iz)
-    da = (da[0] * visf, da[1] * visf)
-    if big is not None:
+        # _direct_rows overwrites every entry of the big rows: the δ formulas run on the
+        # other rows only, gathered into one (1, keys, rows) batch (every entry is computed
+        # by the same operations, elementwise or along its own row: the same bits)
         assert ds is not None
-        if limbs is None and tr.scores.num.dtype == object:
+        da = (np.zeros((B, T, R)), np.zeros((B, T, R)))
+        if not big.all():
+            bs, is_ = np.nonzero(~big)
+            tq = top_q[bs, is_][None]  # (1, K, T)
+            tk = np.ascontiguousarray(tq.transpose(0, 2, 1))  # (1, T, K)
+            vT = np.ascontiguousarray(tr.visible[is_].T)[None]
+            rest_c = vT & ~tk
+            ds_c = (ds[0][bs, :, is_].T[None], ds[1][bs, :, is_].T[None])
+            limbs_c = None if limbs is None else ([c[bs, is_][None] for c in limbs[0]], limbs[1])
+            dm, dr = _delta_alpha(
+                tq, tk, rest_c, bool(rest_c.any()), s[bs, is_][None], wide, limbs_c, sden,
+                tr.support[bs, is_][None], vT.astype(np.float64), ds_c,
+                first[bs, is_][None], nA_i[bs, is_][None], inv_tau, rule,
+            )  # fmt: skip
+            da[0][bs, :, is_] = dm[0].T
+            da[1][bs, :, is_] = dr[0].T
+        if limbs is None and s.dtype == object:
             limbs = _score_limbs(tr)
         _direct_rows(tr, ds, inv_tau, big, da, limbs)
     # Σ_j α_hard_ij δv_j + Σ_j δα_ij (v_j + δv_j)
     nv = tr.v.num.shape[-1]
     out: Cols = {}
     da_nz = bool(da[1].any())
-    # (B, i): the first top key of every query (0 if none)
-    jref = first if first is not None else np.argmax(top_q, axis=2)
+    jref = first
     vden = tr.v.den
     exact: dict[int, MR] = {}
     ex = [c for c in range(nv) if c not in dv] if da_nz and vden < 2**400 else []
@@ -1088,6 +1040,98 @@ def _head(
     if hw["O"] is not None:
         out = lin(out, hw["O"])
     return out
+
+
+def _delta_alpha(
+    top_q: np.ndarray,
+    top: np.ndarray,
+    rest: np.ndarray,
+    has_rest: bool,
+    s: np.ndarray,
+    wide: bool,
+    limbs: tuple[list[np.ndarray], int] | None,
+    sden: int,
+    support: np.ndarray,
+    visf: np.ndarray,
+    ds: MR | None,
+    first: np.ndarray,
+    nA_i: np.ndarray,
+    inv_tau: MR,
+    rule: str,
+) -> MR:
+    """δα of a head by the δ formulas (key-major (B, j, i)), for :func:`_head`: top_q (B, i,
+    j) and top/rest (B, j, i) the hard top and other visible keys, s the hard score
+    numerators over ``sden`` (``wide``: Python integers or near the int64 limit; ``limbs``:
+    the same exactly, :func:`_score_limbs`), support (B, i, j), ds the score perturbations
+    (None: none), first the first top key of every query, nA_i its number of top keys."""
+    B, T, R = top.shape
+    # u = expm1(δs/τ) on the top keys, w = exp((δs − g)/τ) on the other visible keys
+    # (g = max s − s ≥ 0, exact), computed only where needed, into one array
+    shape = (B, T, R)
+    UW = np.zeros((3, B * T * R))  # u/w: midpoints, radii, |midpoints| (for the key sums)
+    uw_m, uw_r = UW[0], UW[1]
+    if ds is not None:
+        it = np.flatnonzero(top)
+        um, ur = mr_expm1(mul((ds[0].reshape(-1)[it], ds[1].reshape(-1)[it]), inv_tau))
+        uw_m[it] = um
+        uw_r[it] = ur
+    if has_rest:
+        ir = np.flatnonzero(rest)
+        gf: np.ndarray | None = None  # the gaps' numerators as floats, from limbs
+        if wide:
+            bb, jj, qq = np.unravel_index(ir, (B, T, R))
+            if limbs is not None:
+                # exact int64 limbs of smax − s, converted as Python's float(int) would
+                cs, lb = limbs
+                gl = []
+                for c in cs:
+                    cmax = np.take_along_axis(c, first[:, :, None], axis=2)[:, :, 0]
+                    gl.append(cmax[bb, qq] - c[bb, qq, jj])
+                gf = _limbs_float(gl, lb)
+            if gf is None:
+                # Python integers: subtract only where needed (the visible non-top keys)
+                so = s if s.dtype == object else s.astype(object)
+                smax = np.take_along_axis(so, first[:, :, None], axis=2)[:, :, 0]
+                gnum = smax[bb, qq] - so[bb, qq, jj]
+        else:
+            smax = s[np.arange(B)[:, None], np.arange(R)[None, :], first]  # (B, i)
+            gnum = (smax[:, None, :] - s.transpose(0, 2, 1)).reshape(-1)[ir]
+        if ds is None and sden < 2**400 and inv_tau[0] > 0:  # 1/τ may underflow to 0
+            wm, wr = _gap_weights(gnum, sden, inv_tau)
+        else:
+            g = from_rat(gnum, sden) if gf is None else _rat_float(gf, sden)
+            if ds is None:
+                X = (-g[0], g[1])
+            else:
+                X = sub((ds[0].reshape(-1)[ir], ds[1].reshape(-1)[ir]), g)
+            wm, wr = mr_exp(mul(X, inv_tau))
+        uw_m[ir] = wm
+        uw_r[ir] = wr
+    np.abs(UW[0], out=UW[2])
+    X = UW.reshape((3,) + shape)
+    uw_m, uw_r = X[0], X[1]
+    UR = _sum_keys_x(X)  # U + R, (B, i)
+    nA = nA_i.astype(np.float64)  # exact small integers
+    safe = np.maximum(nA, 1.0)  # nA where nA > 0, else 1
+    # a query that sees nothing has δα = 0; Z = 1 there keeps the arithmetic finite
+    Z = add((safe, 0.0), UR)  # type: ignore[arg-type]
+    iz = _recip(Z)  # _head runs under the chunk's errstate
+    topf = top.astype(np.float64)
+    if rule == "average":
+        mm = UR[0] / safe
+        mean = (mm, UR[1] / safe * (1 + WIDEN) + np.abs(mm) * WIDEN + np.minimum(UR[1], TINY))
+        numer = sub((uw_m, uw_r), (mean[0][:, None, :] * topf, mean[1][:, None, :] * topf))
+    else:
+        sup = support.transpose(0, 2, 1)
+        # kstar: u − (nA − 1) − U − R; other tops: 1 + u
+        base = sub((nA - 1.0, np.zeros_like(nA)), (-UR[0], UR[1]))  # nA − 1 + U + R
+        kst = sub((uw_m, uw_r), (base[0][:, None, :], base[1][:, None, :]))
+        one_u = (uw_m + 1.0, uw_r * (1 + WIDEN) + np.abs(uw_m + 1.0) * WIDEN)
+        numer = (np.where(sup, kst[0], one_u[0]), np.where(sup, kst[1], one_u[1]))
+        numer = (np.where(top, numer[0], uw_m), np.where(top, numer[1], uw_r))
+    da = _scale_rows(numer, iz)
+    da = (da[0] * visf, da[1] * visf)
+    return da
 
 
 _GAPW: dict[tuple[Any, ...], MR] = {}
