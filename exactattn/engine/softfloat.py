@@ -316,22 +316,26 @@ def _outer_sum_fixed(pairs: list[tuple[MR, MR]]) -> MR:
     by ρ|y_m| in the radius; the radius arithmetic loses ≤ 4n·u relative, covered by (1 + ρ')."""
     n = len(pairs)
     rho = (n + 2) * SUM_U
-    m = r = None
+    m = r = t1 = t2 = None
     for x, y in pairs:
         xm, xr = x[0][:, None, :], x[1][:, None, :]
         aym = np.abs(y[0])
         ym = y[0][:, :, None]
         y1 = (y[1] + rho * aym)[:, :, None]
         y2 = (aym + y[1])[:, :, None]
-        tm = xm * ym
-        tr = np.abs(xm) * y1
-        tr += xr * y2
-        if m is None:
-            m, r = tm, tr
-        else:
-            m += tm
-            r += tr
-    assert m is not None and r is not None
+        if m is None or r is None or t1 is None or t2 is None:
+            m = xm * ym
+            r = np.abs(xm) * y1
+            t1 = xr * y2
+            r += t1
+            t2 = np.empty_like(t1)
+        else:  # the same operations into two scratch arrays (no temporaries)
+            np.multiply(xm, ym, out=t1)
+            m += t1
+            np.multiply(np.abs(xm), y1, out=t1)
+            np.multiply(xr, y2, out=t2)
+            t1 += t2
+            r += t1
     r *= 1 + (4 * n + 4) * SUM_U
     return m, guard(m, floor_rad(r))
 
@@ -1245,28 +1249,44 @@ def _direct_rows(
     instead of from Python integers: the same floats)."""
     bi, ii = np.nonzero(big)
     vis = tr.visible[ii]  # (K, j)
+    K, T = vis.shape
+    # only the visible entries (row-major, 1-D): the others end as exact zeros, so every
+    # operation of softmax − hard runs on these alone (elementwise, or per row after a
+    # scatter into (K, j) zeros: the same arrays, the same bits)
+    iv = None if vis.all() else np.flatnonzero(vis)
+    row = np.repeat(np.arange(K), T) if iv is None else iv // T
+
+    def pick(x: np.ndarray) -> np.ndarray:
+        x = x.reshape(-1)
+        return x if iv is None else x[iv]
+
+    def spread(x: np.ndarray, fill: float) -> np.ndarray:
+        if iv is None:
+            return x.reshape(K, T)
+        out = np.full((K, T), fill)
+        out.reshape(-1)[iv] = x
+        return out
+
     sf = None
     if limbs is not None:
-        sf = _limbs_float([c[bi, ii, :] for c in limbs[0]], limbs[1])
+        sf = _limbs_float([pick(c[bi, ii, :]) for c in limbs[0]], limbs[1])
     if sf is None:
-        s = from_rat(tr.scores.num[bi, ii, :], tr.scores.den)
+        s = from_rat(pick(tr.scores.num[bi, ii, :]), tr.scores.den)
     else:
         s = _rat_float(sf, tr.scores.den)
-    es = mul(add(s, (ds[0][bi, :, ii], ds[1][bi, :, ii])), inv_tau)
-    shift = np.where(vis, es[0], -np.inf).max(axis=1, keepdims=True)  # any float will do
-    shift = np.where(np.isfinite(shift), shift, 0.0)
+    es = mul(add(s, (pick(ds[0][bi, :, ii]), pick(ds[1][bi, :, ii]))), inv_tau)
+    shift = spread(es[0], -np.inf).max(axis=1)  # any float will do
+    shift = np.where(np.isfinite(shift), shift, 0.0)[row]
     x = sub(es, (shift, np.zeros_like(shift)))
-    x = (np.where(vis, x[0], 0.0), np.where(vis, x[1], 0.0))
     ws = mr_exp(x)
-    ws = (np.where(vis, ws[0], 0.0), np.where(vis, ws[1], 0.0))
-    Z = _sum_keys(ws)
-    alpha = div(ws, (Z[0][:, None], Z[1][:, None]))
+    Z = _sum_keys((spread(ws[0], 0.0), spread(ws[1], 0.0)))
+    alpha = div(ws, (Z[0][row], Z[1][row]))
     cnt = tr.count[bi, ii].astype(np.float64)
-    inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)[:, None]
-    h = np.where(tr.support[bi, ii, :], inv, 0.0)
+    inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)[row]
+    h = np.where(pick(tr.support[bi, ii, :]), inv, 0.0)
     d = sub(alpha, (h, h * CONV))
-    da[0][bi, :, ii] = np.where(vis, d[0], 0.0)
-    da[1][bi, :, ii] = np.where(vis, d[1], 0.0)
+    da[0][bi, :, ii] = spread(d[0], 0.0)
+    da[1][bi, :, ii] = spread(d[1], 0.0)
 
 
 def ffn_generic(pre: PreCols, delta: Cols, hidden: list[Sparse], out_rows: Sparse) -> Cols:
@@ -1392,6 +1412,7 @@ class _Terms:
     w: list[int]
     col: list[int]  # δ column (position) of every new entry
     plan: Any = None  # combine's indices, once the terms are complete (see combine)
+    steps: Any = None  # the same as per-term steps (see combine)
 
     def add(self, seen: dict[int, int], entries: list[int], w: int, ecol: list[int]) -> None:
         """w·(an input unit's entries) into the unit being built (``seen``: column -> entry)."""
@@ -1412,11 +1433,35 @@ class _Terms:
         if plan is None:
             plan = self.plan = self._plan()
         e, w, starts = plan
-        prod = E[e] * w.reshape((-1,) + extra)
         if starts is None:  # one term per entry, in order (the usual case)
-            return prod
-        # terms grouped by entry (integer sums: any order is exact), one reduceat
-        return np.add.reduceat(prod, starts, axis=0)
+            return E[e] * w.reshape((-1,) + extra)
+        # terms grouped by entry (integer sums: any order is exact): every entry's first
+        # term, then the k-th terms of the entries that have one, added in place (most
+        # entries have one term: no product array of every term, no reduceat)
+        steps = self.steps
+        if steps is None:
+            steps = self.steps = self._steps(e, w, starts)
+        (e0, w0), rest = steps[0], steps[1:]
+        out = E[e0]
+        out *= w0.reshape((-1,) + extra)
+        for sel, ek, wk in rest:
+            t = E[ek]
+            t *= wk.reshape((-1,) + extra)
+            out[sel] += t
+        return out
+
+    @staticmethod
+    def _steps(e: list[int], w: np.ndarray, starts: list[int]) -> list[Any]:
+        """combine's plan as steps: (first terms' entries, weights), then per k ≥ 1 (the
+        entries with a k-th term, that term's entries, weights)."""
+        ends = starts[1:] + [len(e)]
+        cnt = [b - a for a, b in zip(starts, ends, strict=True)]
+        steps: list[Any] = [([e[a] for a in starts], w[starts])]
+        for k in range(1, max(cnt)):
+            sel = [t for t, c in enumerate(cnt) if c > k]
+            at = [starts[t] + k for t in sel]
+            steps.append((np.asarray(sel, np.intp), [e[a] for a in at], w[at]))
+        return steps
 
     def _plan(self) -> tuple[list[int], np.ndarray, list[int] | None]:
         """combine's gather indices and weights (terms are only added before it)."""
@@ -1537,7 +1582,93 @@ def _fold(
 ) -> MR:
     """Per unit a: res[a] (if any) + Σ_t (E[t]/den)·δ[col(t)] over its entries t in order,
     for every unit at once: step j adds every unit's j-th term by the same elementwise
-    :func:`add` and :func:`mul` as a unit-by-unit fold, so the bits are the same."""
+    :func:`add` and :func:`mul` as a unit-by-unit fold, so the bits are the same.
+
+    The units are taken longest first, so that the units with a j-th term are a prefix
+    (views, added in place: no gathers and scatters), and put back in order at the end."""
+    na = len(orders)
+    shape = D[0].shape[1:]
+    if den >= 2**400 or not E.size:
+        return _fold_plain(res, orders, E, ecol, den, D)
+    lens = [len(o) for o in orders]
+    perm = sorted(range(na), key=lambda a: -lens[a])  # stable
+    m = np.empty((na,) + shape)
+    r = np.empty((na,) + shape)
+    for i, a in enumerate(perm):
+        if not lens[a]:
+            ra = res[a]
+            assert ra is not None
+            m[i] = ra[0]
+            r[i] = ra[1]
+    with_res = [i for i, a in enumerate(perm) if lens[a] and res[a] is not None]
+    for j in range(max(lens)):
+        nj = sum(1 for x in lens if x > j)
+        ent = [orders[a][j] for a in perm[:nj]]
+        cp = ecol[ent]
+        Ej = E if ent == list(range(len(E))) else E[ent]
+        if len(cp) == len(D[0]) and cp.tolist() == list(range(len(cp))):
+            Dj = D  # every δ column, in order: no gather (the same elements)
+        else:
+            Dj = (D[0][cp], D[1][cp])
+        if j == 0:
+            _ratmul_into(Ej, den, Dj, m[:nj], r[:nj])
+            for i in with_res:  # res + the first term, as add(res, term)
+                ra = res[perm[i]]
+                assert ra is not None
+                m[i], r[i] = add(ra, (m[i], r[i]))
+        else:
+            tm = np.empty((nj,) + shape)
+            tr = np.empty((nj,) + shape)
+            _ratmul_into(Ej, den, Dj, tm, tr)
+            _add_into(m[:nj], r[:nj], tm, tr)
+    if perm != list(range(na)):
+        inv = np.empty(na, np.intp)
+        inv[perm] = np.arange(na)
+        m, r = m[inv], r[inv]
+    return m, r
+
+
+def _ratmul_into(Ej: np.ndarray, den: int, Dj: MR, m: np.ndarray, r: np.ndarray) -> None:
+    """mul(from_rat(Ej, den), Dj) into m, r (den < 2^400): the same operations on the same
+    operands (× and + commute exactly), without temporaries."""
+    am = Ej.astype(np.float64)
+    if den & (den - 1) == 0 and den < 2**900:
+        am *= 1.0 / den
+    else:
+        am /= float(den)
+    bm, br = np.broadcast_to(Dj[0], m.shape), np.broadcast_to(Dj[1], m.shape)
+    aam = np.abs(np.broadcast_to(am, m.shape))
+    ar = aam * (CONV + 2.0 * TINY * den)  # from_rat's radius
+    np.multiply(am, bm, out=m)
+    np.multiply(aam, br, out=r)  # |am|·br
+    t = np.abs(bm)
+    t *= ar
+    r += t  # + ar·|bm|
+    np.multiply(ar, br, out=t)
+    r += t  # + ar·br
+    r *= 1 + WIDEN
+    np.abs(m, out=t)
+    t *= WIDEN
+    r += t
+    np.minimum(ar, br, out=t)  # _nzfloor
+    np.minimum(t, TINY, out=t)
+    r += t
+
+
+def _add_into(m: np.ndarray, r: np.ndarray, bm: np.ndarray, br: np.ndarray) -> None:
+    """(m, r) = add((m, r), (bm, br)) in place (the same operations)."""
+    m += bm
+    r += br
+    r *= 1 + WIDEN
+    t = np.abs(m)
+    t *= WIDEN
+    r += t
+
+
+def _fold_plain(
+    res: list[MR | None], orders: list[list[int]], E: np.ndarray, ecol: np.ndarray, den: int, D: MR
+) -> MR:
+    """:func:`_fold` with gathers (and any denominator)."""
     na = len(orders)
     shape = D[0].shape[1:]
     have = [r is not None for r in res]
