@@ -152,3 +152,12 @@ def test_random_model_limbs_same_as_python_integers(monkeypatch: pytest.MonkeyPa
         assert (v is None) == (w is None), name
         if v is not None:
             assert v.dtype == w.dtype and np.array_equal(v.view(np.uint8), w.view(np.uint8)), name
+
+
+def test_malloc_tuning_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """EXACTATTN_MALLOC=0 leaves the allocator alone; on Linux/glibc the settings apply."""
+    monkeypatch.setenv("EXACTATTN_MALLOC", "0")
+    assert sf._tune_malloc() is False
+    monkeypatch.delenv("EXACTATTN_MALLOC")
+    if sys.platform.startswith("linux") and "glibc" in " ".join(__import__("platform").libc_ver()):
+        assert sf._tune_malloc() is True

@@ -83,8 +83,10 @@ batching (tests/test_softfloat.py), and tests/test_results_merge.py allows the d
 from __future__ import annotations
 
 import contextvars
+import ctypes
 import math
 import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -136,6 +138,33 @@ def blas_products(on: bool) -> Iterator[None]:
         yield
     finally:
         _BLAS_ON.reset(token)
+
+
+def _tune_malloc() -> bool:
+    """Keep freed array memory in the process (glibc): bit-for-bit nothing changes, but the
+    float tier's ~1 MB temporaries stop costing page faults.
+
+    glibc serves allocations above a threshold (128 KiB, raised dynamically) with fresh
+    mmap pages and returns heap tops above M_TRIM_THRESHOLD to the system, so nearly every
+    temporary of a (1024 words × 13 × 13) batch was first-touch page faults: ≈ 75,000 per
+    4,096 words of the random benchmark model, ≈ 20% of the float64 tier's CPU time
+    (docs/scale.md, "Cheaper float64 tier"). Arrays below 32 MiB now come from the heap and
+    up to 64 MiB of free heap top is kept. Linux/glibc only; ``EXACTATTN_MALLOC=0`` leaves
+    the allocator alone. Returns whether the settings were applied."""
+    if os.environ.get("EXACTATTN_MALLOC", "1") == "0" or not sys.platform.startswith("linux"):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    m_trim_threshold, m_mmap_threshold = -1, -3  # <malloc.h>
+    ok = mallopt(m_mmap_threshold, 32 << 20) == 1
+    return mallopt(m_trim_threshold, 64 << 20) == 1 and ok
+
+
+MALLOC_TUNED = _tune_malloc()
 
 
 TIGHT_REL_F = float(np.nextafter(1e-6, 0))  # < 1e-6 exactly
@@ -581,7 +610,7 @@ def _score_limbs(tr: HeadTrace) -> tuple[list[np.ndarray], int] | None:
     return [x for x in c if x is not None], b
 
 
-def _limbs_float(c: list[np.ndarray], b: int) -> np.ndarray | None:
+def _limbs_float(c: list[np.ndarray], b: int, owned: bool = False) -> np.ndarray | None:
     """float(Σ_n c[n]·2^(b·n)) correctly rounded (half to even, as Python's float(int)), for
     int64 limbs with |c[n]| < 2^61 and b ≤ 29; None when the value could need more than 63
     bits above 2^(2b) (then the caller converts Python integers).
@@ -589,9 +618,10 @@ def _limbs_float(c: list[np.ndarray], b: int) -> np.ndarray | None:
     The limbs are normalised (c[n] in [0, 2^b) below the top one; the sign from the top) and
     |X| is cut to a 59–60-bit window W = ⌊|X|/2^t⌋ with a sticky last bit (W | [remainder ≠ 0],
     "round to odd"): W has ≥ 6 bits below the 53 kept, so rounding W·2^t to nearest gives
-    the nearest float to |X| (the int64 → float64 conversion rounds to nearest even)."""
+    the nearest float to |X| (the int64 → float64 conversion rounds to nearest even).
+    ``owned``: the arrays of ``c`` are the caller's to change (else they are copied)."""
     mask = (1 << b) - 1
-    c = [x.astype(np.int64, copy=True) for x in c]
+    c = [x if owned and x.dtype == np.int64 else x.astype(np.int64, copy=True) for x in c]
     while len(c) < 3:
         c.append(np.zeros_like(c[0]))
     N = len(c)
@@ -603,9 +633,11 @@ def _limbs_float(c: list[np.ndarray], b: int) -> np.ndarray | None:
 
     norm()
     neg = c[-1] < 0
+    sign = None
     if neg.any():
+        sign = 1 - 2 * neg.astype(np.int64)  # ±1 (a product: a masked ufunc is much slower)
         for x in c:
-            np.negative(x, out=x, where=neg)
+            x *= sign
         norm()
     if int(c[-1].max(initial=0)) >= 2 ** (62 - b * (N - 3)):
         return None
@@ -618,7 +650,8 @@ def _limbs_float(c: list[np.ndarray], b: int) -> np.ndarray | None:
     W = (P << (2 * b - t)) | (L >> t)  # < 2^60
     W |= (L & ((np.int64(1) << t) - 1)) != 0
     f = np.ldexp(W.astype(np.float64), t.astype(np.int32))
-    np.negative(f, out=f, where=neg)
+    if sign is not None:
+        f *= sign  # exact: f ≠ 0 where X < 0
     return f
 
 
@@ -1091,7 +1124,7 @@ def _delta_alpha(
                 for c in cs:
                     cmax = np.take_along_axis(c, first[:, :, None], axis=2)[:, :, 0]
                     gl.append(cmax[bb, qq] - c[bb, qq, jj])
-                gf = _limbs_float(gl, lb)
+                gf = _limbs_float(gl, lb, owned=True)
             if gf is None:
                 # Python integers: subtract only where needed (the visible non-top keys)
                 so = s if s.dtype == object else s.astype(object)
@@ -1269,7 +1302,7 @@ def _direct_rows(
 
     sf = None
     if limbs is not None:
-        sf = _limbs_float([pick(c[bi, ii, :]) for c in limbs[0]], limbs[1])
+        sf = _limbs_float([pick(c[bi, ii, :]) for c in limbs[0]], limbs[1], owned=True)
     if sf is None:
         s = from_rat(pick(tr.scores.num[bi, ii, :]), tr.scores.den)
     else:
