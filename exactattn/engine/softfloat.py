@@ -342,16 +342,23 @@ def _outer_sum_fixed(pairs: list[tuple[MR, MR]]) -> MR:
     """Σ_t x_t[b, i]·y_t[b, j] as a key-major (B, j, i) array, fixed order, one radius bound.
 
     Rounding: each product and the running sum lose ≤ n·u·Σ|x_m y_m| (n terms), covered
-    by ρ|y_m| in the radius; the radius arithmetic loses ≤ 4n·u relative, covered by (1 + ρ')."""
+    by ρ|y_m| in the radius; the radius arithmetic loses ≤ 4n·u relative, covered by (1 + ρ').
+
+    Computed as (j, i, B) arrays — the word axis innermost, so that every broadcast product
+    runs over long contiguous rows rather than rows of a dozen queries — and transposed
+    once at the end (elementwise: the same bits)."""
     n = len(pairs)
     rho = (n + 2) * SUM_U
     m = r = t1 = t2 = None
     for x, y in pairs:
-        xm, xr = x[0][:, None, :], x[1][:, None, :]
-        aym = np.abs(y[0])
-        ym = y[0][:, :, None]
-        y1 = (y[1] + rho * aym)[:, :, None]
-        y2 = (aym + y[1])[:, :, None]
+        xm = np.ascontiguousarray(x[0].T)[None]  # (1, i, B)
+        xr = np.ascontiguousarray(x[1].T)[None]
+        y0 = np.ascontiguousarray(y[0].T)  # (j, B)
+        y1r = np.ascontiguousarray(y[1].T)
+        aym = np.abs(y0)
+        ym = y0[:, None, :]  # (j, 1, B)
+        y1 = (y1r + rho * aym)[:, None, :]
+        y2 = (aym + y1r)[:, None, :]
         if m is None or r is None or t1 is None or t2 is None:
             m = xm * ym
             r = np.abs(xm) * y1
@@ -365,8 +372,10 @@ def _outer_sum_fixed(pairs: list[tuple[MR, MR]]) -> MR:
             np.multiply(xr, y2, out=t2)
             t1 += t2
             r += t1
+    assert m is not None and r is not None
     r *= 1 + (4 * n + 4) * SUM_U
-    return m, guard(m, floor_rad(r))
+    r = guard(m, floor_rad(r))
+    return np.ascontiguousarray(m.transpose(2, 0, 1)), np.ascontiguousarray(r.transpose(2, 0, 1))
 
 
 def _outer_sum_blas(pairs: list[tuple[MR, MR]]) -> MR:
