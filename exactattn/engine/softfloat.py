@@ -1062,14 +1062,16 @@ def _head(
         tm, tr_ = _dot_exact(da[0][..., None], _rat_mid(dn, vden), Qv[..., None])
         for e, c in enumerate(ex):
             exact[c] = (tm[..., e], tr_[..., e])
+    supT = inv = None  # the hard weights' pieces, the same for every value column
     for c in range(nv):
         acc: MR | None = None
         if c in dv:
             dm, dr = dv[c]
-            cnt = tr.count.astype(np.float64)
-            supT = tr.support.transpose(0, 2, 1).astype(np.float64)
+            if supT is None or inv is None:
+                cnt = tr.count.astype(np.float64)
+                supT = tr.support.transpose(0, 2, 1).astype(np.float64)
+                inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)
             sm, sr = _sum_keys((supT * dm[:, :, None], supT * dr[:, :, None]))
-            inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)
             acc = mul((sm, sr), (inv, np.abs(inv) * CONV))
         if da_nz:
             t = exact.get(c)
@@ -1292,15 +1294,24 @@ def _direct_rows(
     bi, ii = np.nonzero(big)
     vis = tr.visible[ii]  # (K, j)
     K, T = vis.shape
+    R = big.shape[1]
     # only the visible entries (row-major, 1-D): the others end as exact zeros, so every
     # operation of softmax − hard runs on these alone (elementwise, or per row after a
     # scatter into (K, j) zeros: the same arrays, the same bits)
     iv = None if vis.all() else np.flatnonzero(vis)
-    row = np.repeat(np.arange(K), T) if iv is None else iv // T
+    if iv is None:
+        row = np.repeat(np.arange(K), T)
+        col = np.tile(np.arange(T), K)
+    else:
+        row = iv // T
+        col = iv - row * T
+    # each entry's position in query-major (B, i, j) arrays and in key-major (B, j, i) ones:
+    # one flat gather each, not a (K, j) gather and then the visible entries
+    e_q = (bi * R + ii)[row] * T + col
+    e_k = (bi[row] * T + col) * R + ii[row]
 
-    def pick(x: np.ndarray) -> np.ndarray:
-        x = x.reshape(-1)
-        return x if iv is None else x[iv]
+    def pick(x: np.ndarray) -> np.ndarray:  # x (B, i, j)
+        return x.reshape(-1)[e_q]
 
     def spread(x: np.ndarray, fill: float) -> np.ndarray:
         if iv is None:
@@ -1311,12 +1322,12 @@ def _direct_rows(
 
     sf = None
     if limbs is not None:
-        sf = _limbs_float([pick(c[bi, ii, :]) for c in limbs[0]], limbs[1], owned=True)
+        sf = _limbs_float([pick(c) for c in limbs[0]], limbs[1], owned=True)
     if sf is None:
-        s = from_rat(pick(tr.scores.num[bi, ii, :]), tr.scores.den)
+        s = from_rat(pick(tr.scores.num), tr.scores.den)
     else:
         s = _rat_float(sf, tr.scores.den)
-    es = mul(add(s, (pick(ds[0][bi, :, ii]), pick(ds[1][bi, :, ii]))), inv_tau)
+    es = mul(add(s, (ds[0].reshape(-1)[e_k], ds[1].reshape(-1)[e_k])), inv_tau)
     shift = spread(es[0], -np.inf).max(axis=1)  # any float will do
     shift = np.where(np.isfinite(shift), shift, 0.0)[row]
     x = sub(es, (shift, np.zeros_like(shift)))
@@ -1325,7 +1336,7 @@ def _direct_rows(
     alpha = div(ws, (Z[0][row], Z[1][row]))
     cnt = tr.count[bi, ii].astype(np.float64)
     inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)[row]
-    h = np.where(pick(tr.support[bi, ii, :]), inv, 0.0)
+    h = np.where(pick(tr.support), inv, 0.0)
     d = sub(alpha, (h, h * CONV))
     da[0][bi, :, ii] = spread(d[0], 0.0)
     da[1][bi, :, ii] = spread(d[1], 0.0)
