@@ -83,8 +83,10 @@ batching (tests/test_softfloat.py), and tests/test_results_merge.py allows the d
 from __future__ import annotations
 
 import contextvars
+import ctypes
 import math
 import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -156,6 +158,41 @@ def big_rows(fn: Callable[..., None]) -> Iterator[None]:
         _BIG_ROWS.reset(token)
 
 
+def _tune_malloc() -> bool:
+    """Keep freed array memory in the process (glibc): bit-for-bit nothing changes, but the
+    float tier's ~1 MB temporaries stop costing page faults.
+
+    glibc serves allocations above a threshold (128 KiB, raised dynamically) with fresh
+    mmap pages and returns heap tops above M_TRIM_THRESHOLD to the system, so nearly every
+    temporary of a (1024 words × 13 × 13) batch was first-touch page faults: ≈ 75,000 per
+    4,096 words of the random benchmark model, ≈ 20% of the float64 tier's CPU time
+    (docs/scale.md, "Cheaper float64 tier"). Arrays below 32 MiB now come from the heap and
+    up to 64 MiB of free heap top is kept. Linux/glibc only; ``EXACTATTN_MALLOC=0`` leaves
+    the allocator alone. Returns whether the settings were applied."""
+    if os.environ.get("EXACTATTN_MALLOC", "1") == "0" or not sys.platform.startswith("linux"):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    m_trim_threshold, m_mmap_threshold = -1, -3  # <malloc.h>
+    ok = mallopt(m_mmap_threshold, 32 << 20) == 1
+    return mallopt(m_trim_threshold, 64 << 20) == 1 and ok
+
+
+_MALLOC: list[bool] = []  # [whether applied], once the first batch is certified
+
+
+def malloc_tuned() -> bool:
+    """:func:`_tune_malloc` once per process, at the first :func:`certify_float` (not at
+    import: a notebook that only builds or loads models keeps its allocator as it was)."""
+    if not _MALLOC:
+        _MALLOC.append(_tune_malloc())
+    return _MALLOC[0]
+
+
 TIGHT_REL_F = float(np.nextafter(1e-6, 0))  # < 1e-6 exactly
 ZERO_UPPER_F = float(np.nextafter(1e-40, 0))  # < 1e-40 exactly
 assert Fraction(TIGHT_REL_F) < Fraction(1, 10**6) and Fraction(ZERO_UPPER_F) < Fraction(1, 10**40)
@@ -202,7 +239,25 @@ def _exp(x: np.ndarray) -> np.ndarray:
 
     x = (32q + j)·ln2/32 + r with |r| ≤ ln2/64; e^x = 2^q · 2^(j/32) · p(r), p the degree-6
     Taylor polynomial (truncation < 2^-58). Errors: r is off by ≤ u(|x| + 2), Horner loses
-    ≤ 12u, the table entry and the product u each: ≤ u(|x| + 17) ≪ the bound used."""
+    ≤ 12u, the table entry and the product u each: ≤ u(|x| + 17) ≪ the bound used.
+
+    Every x ≤ −760 (−inf too) is clipped to −760 first, so its result is that of −760
+    (``_EXP_LOW``, 0): where most entries are that low (the weights of far-from-top keys)
+    only the others go through the polynomial — the same bits, fewer operations."""
+    if x.size >= 4096:
+        low = x <= -760.0
+        nlow = int(np.count_nonzero(low))
+        if nlow * 4 >= x.size:
+            out = np.full(x.shape, _EXP_LOW)
+            if nlow < x.size:
+                keep = ~low
+                out[keep] = _exp_all(x[keep])
+            return out
+    return _exp_all(x)
+
+
+def _exp_all(x: np.ndarray) -> np.ndarray:
+    """:func:`_exp`, entry by entry."""
     xc = np.clip(x, -760.0, 720.0)
     kf = np.rint(xc * _INV_C)
     r = (xc - kf * _C_HI) - kf * _C_LO
@@ -213,6 +268,9 @@ def _exp(x: np.ndarray) -> np.ndarray:
     k = np.where(np.isnan(kf), 0.0, kf).astype(np.int64)  # kf is finite or nan (clipped)
     p *= _EXP_TAB[k & 31]
     return np.ldexp(p, (k >> 5).astype(np.int32))
+
+
+_EXP_LOW = float(_exp_all(np.array([-760.0]))[0])  # _exp of every x ≤ −760
 
 
 def _expm1(x: np.ndarray) -> np.ndarray:
@@ -310,27 +368,40 @@ def _outer_sum_fixed(pairs: list[tuple[MR, MR]]) -> MR:
     """Σ_t x_t[b, i]·y_t[b, j] as a key-major (B, j, i) array, fixed order, one radius bound.
 
     Rounding: each product and the running sum lose ≤ n·u·Σ|x_m y_m| (n terms), covered
-    by ρ|y_m| in the radius; the radius arithmetic loses ≤ 4n·u relative, covered by (1 + ρ')."""
+    by ρ|y_m| in the radius; the radius arithmetic loses ≤ 4n·u relative, covered by (1 + ρ').
+
+    Computed as (j, i, B) arrays — the word axis innermost, so that every broadcast product
+    runs over long contiguous rows rather than rows of a dozen queries — and transposed
+    once at the end (elementwise: the same bits)."""
     n = len(pairs)
     rho = (n + 2) * SUM_U
-    m = r = None
+    m = r = t1 = t2 = None
     for x, y in pairs:
-        xm, xr = x[0][:, None, :], x[1][:, None, :]
-        aym = np.abs(y[0])
-        ym = y[0][:, :, None]
-        y1 = (y[1] + rho * aym)[:, :, None]
-        y2 = (aym + y[1])[:, :, None]
-        tm = xm * ym
-        tr = np.abs(xm) * y1
-        tr += xr * y2
-        if m is None:
-            m, r = tm, tr
-        else:
-            m += tm
-            r += tr
+        xm = np.ascontiguousarray(x[0].T)[None]  # (1, i, B)
+        xr = np.ascontiguousarray(x[1].T)[None]
+        y0 = np.ascontiguousarray(y[0].T)  # (j, B)
+        y1r = np.ascontiguousarray(y[1].T)
+        aym = np.abs(y0)
+        ym = y0[:, None, :]  # (j, 1, B)
+        y1 = (y1r + rho * aym)[:, None, :]
+        y2 = (aym + y1r)[:, None, :]
+        if m is None or r is None or t1 is None or t2 is None:
+            m = xm * ym
+            r = np.abs(xm) * y1
+            t1 = xr * y2
+            r += t1
+            t2 = np.empty_like(t1)
+        else:  # the same operations into two scratch arrays (no temporaries)
+            np.multiply(xm, ym, out=t1)
+            m += t1
+            np.multiply(np.abs(xm), y1, out=t1)
+            np.multiply(xr, y2, out=t2)
+            t1 += t2
+            r += t1
     assert m is not None and r is not None
     r *= 1 + (4 * n + 4) * SUM_U
-    return m, guard(m, floor_rad(r))
+    r = guard(m, floor_rad(r))
+    return np.ascontiguousarray(m.transpose(2, 0, 1)), np.ascontiguousarray(r.transpose(2, 0, 1))
 
 
 def _outer_sum_blas(pairs: list[tuple[MR, MR]]) -> MR:
@@ -517,6 +588,106 @@ def from_rat(num: np.ndarray, den: int) -> MR:
         return m, np.abs(m) * (CONV + 2.0 * TINY * den)
     nz = (num != 0) if num.dtype != object else np.array(num != 0, dtype=bool)
     return m, np.abs(m) * CONV + nz * TINY
+
+
+def _rat_float(f: np.ndarray, den: int) -> MR:
+    """:func:`from_rat` of numerators given as their correctly rounded floats ``f`` (what
+    ``num.astype(np.float64)`` gives: the same operations on the same floats, so the same
+    bits; num ≠ 0 exactly where f ≠ 0)."""
+    if den & (den - 1) == 0 and den < 2**900:
+        m = f * (1.0 / den)
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            m = f / float(den)
+    if den < 2**400:
+        return m, np.abs(m) * (CONV + 2.0 * TINY * den)
+    return m, np.abs(m) * CONV + (f != 0) * TINY
+
+
+def _score_limbs(tr: HeadTrace) -> tuple[list[np.ndarray], int] | None:
+    """The hard score numerators of a head exactly, as int64 limbs: s = Σ_n c[n]·2^(b·n).
+
+    Scores are q·kᵀ over q.den·k.den (hard.run_head builds them so), and when they need more
+    than 62 bits they are Python integers, whose subtraction and conversion to float cost
+    ~100 times a float operation per entry. q and k are int64: split into signed b-bit limbs,
+    every limb product and its sum over the inner dimension are exact int64 (|c[n]| < 2^60,
+    so gaps of two scores stay below 2^61). None when the trace is not of that form or the
+    numbers do not fit (then the Python-integer path is used)."""
+    q, k = tr.q.num, tr.k.num
+    if q.dtype != np.int64 or k.dtype != np.int64 or tr.scores.den != tr.q.den * tr.k.den:
+        return None
+    A = q.shape[-1]
+    if not q.size or not k.size or not 0 < A <= 4096:
+        return None
+    b = (60 - (3 * A).bit_length()) // 2  # 3 limb pairs per power at most: 3·A·2^(2b) ≤ 2^60
+    limbs = []
+    for x in (q, k):
+        lo, hi = int(x.min()), int(x.max())
+        if lo <= -(2**62) or hi >= 2**62:
+            return None
+        n = max(1, -(-max(-lo, hi).bit_length() // b))
+        if n > 3:
+            return None
+        ax = np.abs(x)
+        neg = x < 0
+        parts = []
+        for i in range(n):
+            p = (ax >> (b * i)) & ((1 << b) - 1)
+            parts.append(np.where(neg, -p, p))  # signed digits: x = Σ parts[i]·2^(b·i)
+        limbs.append(parts)
+    ql, kl = limbs
+    kT = [p.swapaxes(-1, -2) for p in kl]
+    c: list[np.ndarray | None] = [None] * (len(ql) + len(kl) - 1)
+    for i, qp in enumerate(ql):
+        for j, kp in enumerate(kT):
+            prod = np.matmul(qp, kp)  # exact: |Σ| ≤ A·2^(2b) per pair
+            c[i + j] = prod if c[i + j] is None else c[i + j] + prod  # type: ignore[operator]
+    return [x for x in c if x is not None], b
+
+
+def _limbs_float(c: list[np.ndarray], b: int, owned: bool = False) -> np.ndarray | None:
+    """float(Σ_n c[n]·2^(b·n)) correctly rounded (half to even, as Python's float(int)), for
+    int64 limbs with |c[n]| < 2^61 and b ≤ 29; None when the value could need more than 63
+    bits above 2^(2b) (then the caller converts Python integers).
+
+    The limbs are normalised (c[n] in [0, 2^b) below the top one; the sign from the top) and
+    |X| is cut to a 59–60-bit window W = ⌊|X|/2^t⌋ with a sticky last bit (W | [remainder ≠ 0],
+    "round to odd"): W has ≥ 6 bits below the 53 kept, so rounding W·2^t to nearest gives
+    the nearest float to |X| (the int64 → float64 conversion rounds to nearest even).
+    ``owned``: the arrays of ``c`` are the caller's to change (else they are copied)."""
+    mask = (1 << b) - 1
+    c = [x if owned and x.dtype == np.int64 else x.astype(np.int64, copy=True) for x in c]
+    while len(c) < 3:
+        c.append(np.zeros_like(c[0]))
+    N = len(c)
+
+    def norm() -> None:
+        for i in range(N - 1):
+            c[i + 1] += c[i] >> b  # floor: c[i] − 2^b·carry ∈ [0, 2^b)
+            c[i] &= mask
+
+    norm()
+    neg = c[-1] < 0
+    sign = None
+    if neg.any():
+        sign = 1 - 2 * neg.astype(np.int64)  # ±1 (a product: a masked ufunc is much slower)
+        for x in c:
+            x *= sign
+        norm()
+    if int(c[-1].max(initial=0)) >= 2 ** (62 - b * (N - 3)):
+        return None
+    L = c[0] + (c[1] << b)  # < 2^(2b)
+    P = c[2].copy()  # |X| = P·2^(2b) + L, P < 2^62
+    for i in range(3, N):
+        P += c[i] << (b * (i - 2))
+    e = np.frexp(P.astype(np.float64))[1].astype(np.int64)  # bit length of P, or one more
+    t = np.clip(e + 2 * b - 60, 0, 2 * b)
+    W = (P << (2 * b - t)) | (L >> t)  # < 2^60
+    W |= (L & ((np.int64(1) << t) - 1)) != 0
+    f = np.ldexp(W.astype(np.float64), t.astype(np.int32))
+    if sign is not None:
+        f *= sign  # exact: f ≠ 0 where X < 0
+    return f
 
 
 def frac_mr(q: Fraction) -> tuple[float, float]:
@@ -847,6 +1018,131 @@ def _head(
     nA_i = top_q.sum(axis=2)
     if ds is None and not dv and not has_rest and (rule == "average" or nA_i.max(initial=0) <= 1):
         return {}  # every visible key ties at the top and nothing moved: exactly hard
+    big: np.ndarray | None = None
+    if ds is not None:
+        # large perturbations (|δs/τ| ≥ 1 somewhere in the row, as in soft.py): the δ
+        # formulas overflow or cancel; softmax − hard is computed directly for those rows
+        a = (np.abs(ds[0]) + ds[1]) * visf
+        amax = a.max(axis=1)  # exact in any order (nan propagates, as np.maximum does)
+        big = amax * inv_tau[0] >= 1.0
+        big |= ~np.isfinite(amax)
+        if not big.any():
+            big = None
+    s = tr.scores.num  # (B, i, j)
+    # Python-integer (or near-int64-limit) scores: gaps from exact limbs (_score_limbs)
+    wide = s.dtype == object or bool(s.size and int(np.abs(s).max()) >= 2**61)
+    limbs: tuple[list[np.ndarray], int] | None = None
+    if ds is not None and wide:
+        limbs = _score_limbs(tr)
+    # (B, i): the first top key of every query (0 if none); every top key holds the row's
+    # maximum of the visible scores, so it is read there
+    first = np.argmax(top_q, axis=2)
+    sden = tr.scores.den
+    if big is None:
+        da = _delta_alpha(
+            top_q, top, rest, has_rest, s, wide, limbs, sden, tr.support, visf, ds,
+            first, nA_i, inv_tau, rule,
+        )  # fmt: skip
+    else:
+        # _direct_rows overwrites every entry of the big rows: the δ formulas run on the
+        # other rows only, gathered into one (1, keys, rows) batch (every entry is computed
+        # by the same operations, elementwise or along its own row: the same bits)
+        assert ds is not None
+        da = (np.zeros((B, T, R)), np.zeros((B, T, R)))
+        if not big.all():
+            bs, is_ = np.nonzero(~big)
+            tq = top_q[bs, is_][None]  # (1, K, T)
+            tk = np.ascontiguousarray(tq.transpose(0, 2, 1))  # (1, T, K)
+            vT = np.ascontiguousarray(tr.visible[is_].T)[None]
+            rest_c = vT & ~tk
+            ds_c = (ds[0][bs, :, is_].T[None], ds[1][bs, :, is_].T[None])
+            limbs_c = None if limbs is None else ([c[bs, is_][None] for c in limbs[0]], limbs[1])
+            dm, dr = _delta_alpha(
+                tq, tk, rest_c, bool(rest_c.any()), s[bs, is_][None], wide, limbs_c, sden,
+                tr.support[bs, is_][None], vT.astype(np.float64), ds_c,
+                first[bs, is_][None], nA_i[bs, is_][None], inv_tau, rule,
+            )  # fmt: skip
+            da[0][bs, :, is_] = dm[0].T
+            da[1][bs, :, is_] = dr[0].T
+        hook = _BIG_ROWS.get()  # the centred tier's rows (engine/centred.py), if set
+        if hook is not None:
+            hook(tr, ds, inv_tau, big, da)
+        else:
+            if limbs is None and s.dtype == object:
+                limbs = _score_limbs(tr)
+            _direct_rows(tr, ds, inv_tau, big, da, limbs)
+    # Σ_j α_hard_ij δv_j + Σ_j δα_ij (v_j + δv_j)
+    nv = tr.v.num.shape[-1]
+    out: Cols = {}
+    da_nz = bool(da[1].any())
+    jref = first
+    vden = tr.v.den
+    exact: dict[int, MR] = {}
+    ex = [c for c in range(nv) if c not in dv] if da_nz and vden < 2**400 else []
+    if ex:
+        # Σ_j δα_ij = 0, so Σ_j δα_ij vv_j = Σ_j δα_ij (vv_j − v_ref(i)) with v_ref(i) the
+        # hard value of row i's first top key: equal values cancel exactly, not ± width.
+        # Columns without δv: exact hard differences, rad = |vd|·c_v, so the radius of every
+        # product is |vd_j|·Q_j with Q shared by all of them; all such columns at once
+        # (a last axis, elementwise: the bits of column by column)
+        vn = tr.v.num if len(ex) == nv else tr.v.num[..., ex]  # (B, j, E)
+        vref = vn[np.arange(B)[:, None], jref]  # (B, i, E)
+        dn = vn[:, :, None, :] - vref[:, None, :, :]  # (B, j, i, E)
+        Qv = _dot_weight(da, vden)
+        tm, tr_ = _dot_exact(da[0][..., None], _rat_mid(dn, vden), Qv[..., None])
+        for e, c in enumerate(ex):
+            exact[c] = (tm[..., e], tr_[..., e])
+    supT = inv = None  # the hard weights' pieces, the same for every value column
+    for c in range(nv):
+        acc: MR | None = None
+        if c in dv:
+            dm, dr = dv[c]
+            if supT is None or inv is None:
+                cnt = tr.count.astype(np.float64)
+                supT = tr.support.transpose(0, 2, 1).astype(np.float64)
+                inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)
+            sm, sr = _sum_keys((supT * dm[:, :, None], supT * dr[:, :, None]))
+            acc = mul((sm, sr), (inv, np.abs(inv) * CONV))
+        if da_nz:
+            t = exact.get(c)
+            if t is None:
+                vn1 = tr.v.num[..., c]
+                vref1 = np.take_along_axis(vn1, jref, axis=1)  # (B, i)
+                vd = from_rat(vn1[:, :, None] - vref1[:, None, :], vden)  # (B, j, i)
+                if c in dv:
+                    vd = add(vd, (dv[c][0][:, :, None], dv[c][1][:, :, None]))
+                t = _dot_keys(da, vd)
+            acc = t if acc is None else add(acc, t)
+        if acc is not None:
+            out[c] = acc
+    if hw["O"] is not None:
+        out = lin(out, hw["O"])
+    return out
+
+
+def _delta_alpha(
+    top_q: np.ndarray,
+    top: np.ndarray,
+    rest: np.ndarray,
+    has_rest: bool,
+    s: np.ndarray,
+    wide: bool,
+    limbs: tuple[list[np.ndarray], int] | None,
+    sden: int,
+    support: np.ndarray,
+    visf: np.ndarray,
+    ds: MR | None,
+    first: np.ndarray,
+    nA_i: np.ndarray,
+    inv_tau: MR,
+    rule: str,
+) -> MR:
+    """δα of a head by the δ formulas (key-major (B, j, i)), for :func:`_head`: top_q (B, i,
+    j) and top/rest (B, j, i) the hard top and other visible keys, s the hard score
+    numerators over ``sden`` (``wide``: Python integers or near the int64 limit; ``limbs``:
+    the same exactly, :func:`_score_limbs`), support (B, i, j), ds the score perturbations
+    (None: none), first the first top key of every query, nA_i its number of top keys."""
+    B, T, R = top.shape
     # u = expm1(δs/τ) on the top keys, w = exp((δs − g)/τ) on the other visible keys
     # (g = max s − s ≥ 0, exact), computed only where needed, into one array
     shape = (B, T, R)
@@ -857,27 +1153,31 @@ def _head(
         um, ur = mr_expm1(mul((ds[0].reshape(-1)[it], ds[1].reshape(-1)[it]), inv_tau))
         uw_m[it] = um
         uw_r[it] = ur
-    first: np.ndarray | None = None
     if has_rest:
         ir = np.flatnonzero(rest)
-        s = tr.scores.num  # (B, i, j)
-        # every top key holds the row's maximum (of the visible scores), so read it at the
-        # first top key; a row with a visible non-top key has a top key
-        first = np.argmax(top_q, axis=2)  # (B, i)
-        if s.dtype == object or (s.size and int(np.abs(s).max()) >= 2**61):
-            # Python integers: subtract only where needed (the visible non-top keys)
-            so = s if s.dtype == object else s.astype(object)
-            smax = np.take_along_axis(so, first[:, :, None], axis=2)[:, :, 0]
+        gf: np.ndarray | None = None  # the gaps' numerators as floats, from limbs
+        if wide:
             bb, jj, qq = np.unravel_index(ir, (B, T, R))
-            gnum = smax[bb, qq] - so[bb, qq, jj]
+            if limbs is not None:
+                # exact int64 limbs of smax − s, converted as Python's float(int) would
+                cs, lb = limbs
+                gl = []
+                for c in cs:
+                    cmax = np.take_along_axis(c, first[:, :, None], axis=2)[:, :, 0]
+                    gl.append(cmax[bb, qq] - c[bb, qq, jj])
+                gf = _limbs_float(gl, lb, owned=True)
+            if gf is None:
+                # Python integers: subtract only where needed (the visible non-top keys)
+                so = s if s.dtype == object else s.astype(object)
+                smax = np.take_along_axis(so, first[:, :, None], axis=2)[:, :, 0]
+                gnum = smax[bb, qq] - so[bb, qq, jj]
         else:
             smax = s[np.arange(B)[:, None], np.arange(R)[None, :], first]  # (B, i)
             gnum = (smax[:, None, :] - s.transpose(0, 2, 1)).reshape(-1)[ir]
-        sden = tr.scores.den
         if ds is None and sden < 2**400 and inv_tau[0] > 0:  # 1/τ may underflow to 0
             wm, wr = _gap_weights(gnum, sden, inv_tau)
         else:
-            g = from_rat(gnum, sden)
+            g = from_rat(gnum, sden) if gf is None else _rat_float(gf, sden)
             if ds is None:
                 X = (-g[0], g[1])
             else:
@@ -900,7 +1200,7 @@ def _head(
         mean = (mm, UR[1] / safe * (1 + WIDEN) + np.abs(mm) * WIDEN + np.minimum(UR[1], TINY))
         numer = sub((uw_m, uw_r), (mean[0][:, None, :] * topf, mean[1][:, None, :] * topf))
     else:
-        sup = tr.support.transpose(0, 2, 1)
+        sup = support.transpose(0, 2, 1)
         # kstar: u − (nA − 1) − U − R; other tops: 1 + u
         base = sub((nA - 1.0, np.zeros_like(nA)), (-UR[0], UR[1]))  # nA − 1 + U + R
         kst = sub((uw_m, uw_r), (base[0][:, None, :], base[1][:, None, :]))
@@ -909,61 +1209,7 @@ def _head(
         numer = (np.where(top, numer[0], uw_m), np.where(top, numer[1], uw_r))
     da = _scale_rows(numer, iz)
     da = (da[0] * visf, da[1] * visf)
-    if ds is not None:
-        # large perturbations (|δs/τ| ≥ 1 somewhere in the row, as in soft.py): the δ
-        # formulas overflow or cancel; compute softmax − hard directly for those rows
-        a = (np.abs(ds[0]) + ds[1]) * visf
-        amax = a.max(axis=1)  # exact in any order (nan propagates, as np.maximum does)
-        big = amax * inv_tau[0] >= 1.0
-        big |= ~np.isfinite(amax)
-        if big.any():
-            (_BIG_ROWS.get() or _direct_rows)(tr, ds, inv_tau, big, da)
-    # Σ_j α_hard_ij δv_j + Σ_j δα_ij (v_j + δv_j)
-    nv = tr.v.num.shape[-1]
-    out: Cols = {}
-    da_nz = bool(da[1].any())
-    # (B, i): the first top key of every query (0 if none)
-    jref = first if first is not None else np.argmax(top_q, axis=2)
-    vden = tr.v.den
-    exact: dict[int, MR] = {}
-    ex = [c for c in range(nv) if c not in dv] if da_nz and vden < 2**400 else []
-    if ex:
-        # Σ_j δα_ij = 0, so Σ_j δα_ij vv_j = Σ_j δα_ij (vv_j − v_ref(i)) with v_ref(i) the
-        # hard value of row i's first top key: equal values cancel exactly, not ± width.
-        # Columns without δv: exact hard differences, rad = |vd|·c_v, so the radius of every
-        # product is |vd_j|·Q_j with Q shared by all of them; all such columns at once
-        # (a last axis, elementwise: the bits of column by column)
-        vn = tr.v.num if len(ex) == nv else tr.v.num[..., ex]  # (B, j, E)
-        vref = vn[np.arange(B)[:, None], jref]  # (B, i, E)
-        dn = vn[:, :, None, :] - vref[:, None, :, :]  # (B, j, i, E)
-        Qv = _dot_weight(da, vden)
-        tm, tr_ = _dot_exact(da[0][..., None], _rat_mid(dn, vden), Qv[..., None])
-        for e, c in enumerate(ex):
-            exact[c] = (tm[..., e], tr_[..., e])
-    for c in range(nv):
-        acc: MR | None = None
-        if c in dv:
-            dm, dr = dv[c]
-            cnt = tr.count.astype(np.float64)
-            supT = tr.support.transpose(0, 2, 1).astype(np.float64)
-            sm, sr = _sum_keys((supT * dm[:, :, None], supT * dr[:, :, None]))
-            inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)
-            acc = mul((sm, sr), (inv, np.abs(inv) * CONV))
-        if da_nz:
-            t = exact.get(c)
-            if t is None:
-                vn1 = tr.v.num[..., c]
-                vref1 = np.take_along_axis(vn1, jref, axis=1)  # (B, i)
-                vd = from_rat(vn1[:, :, None] - vref1[:, None, :], vden)  # (B, j, i)
-                if c in dv:
-                    vd = add(vd, (dv[c][0][:, :, None], dv[c][1][:, :, None]))
-                t = _dot_keys(da, vd)
-            acc = t if acc is None else add(acc, t)
-        if acc is not None:
-            out[c] = acc
-    if hw["O"] is not None:
-        out = lin(out, hw["O"])
-    return out
+    return da
 
 
 _GAPW: dict[tuple[Any, ...], MR] = {}
@@ -1063,26 +1309,67 @@ def _scale_rows(a: MR, s: MR) -> MR:
     return m, floor_rad(r)
 
 
-def _direct_rows(tr: HeadTrace, ds: MR, inv_tau: MR, big: np.ndarray, da: MR) -> None:
-    """Overwrite δα on the queries flagged ``big`` by softmax((s + δs)/τ) − hard weights."""
+def _direct_rows(
+    tr: HeadTrace,
+    ds: MR,
+    inv_tau: MR,
+    big: np.ndarray,
+    da: MR,
+    limbs: tuple[list[np.ndarray], int] | None = None,
+) -> None:
+    """Overwrite δα on the queries flagged ``big`` by softmax((s + δs)/τ) − hard weights.
+
+    ``limbs``: the hard scores as :func:`_score_limbs` gives them (converted from those
+    instead of from Python integers: the same floats)."""
     bi, ii = np.nonzero(big)
     vis = tr.visible[ii]  # (K, j)
-    s = from_rat(tr.scores.num[bi, ii, :], tr.scores.den)
-    es = mul(add(s, (ds[0][bi, :, ii], ds[1][bi, :, ii])), inv_tau)
-    shift = np.where(vis, es[0], -np.inf).max(axis=1, keepdims=True)  # any float will do
-    shift = np.where(np.isfinite(shift), shift, 0.0)
+    K, T = vis.shape
+    R = big.shape[1]
+    # only the visible entries (row-major, 1-D): the others end as exact zeros, so every
+    # operation of softmax − hard runs on these alone (elementwise, or per row after a
+    # scatter into (K, j) zeros: the same arrays, the same bits)
+    iv = None if vis.all() else np.flatnonzero(vis)
+    if iv is None:
+        row = np.repeat(np.arange(K), T)
+        col = np.tile(np.arange(T), K)
+    else:
+        row = iv // T
+        col = iv - row * T
+    # each entry's position in query-major (B, i, j) arrays and in key-major (B, j, i) ones:
+    # one flat gather each, not a (K, j) gather and then the visible entries
+    e_q = (bi * R + ii)[row] * T + col
+    e_k = (bi[row] * T + col) * R + ii[row]
+
+    def pick(x: np.ndarray) -> np.ndarray:  # x (B, i, j)
+        return x.reshape(-1)[e_q]
+
+    def spread(x: np.ndarray, fill: float) -> np.ndarray:
+        if iv is None:
+            return x.reshape(K, T)
+        out = np.full((K, T), fill)
+        out.reshape(-1)[iv] = x
+        return out
+
+    sf = None
+    if limbs is not None:
+        sf = _limbs_float([pick(c) for c in limbs[0]], limbs[1], owned=True)
+    if sf is None:
+        s = from_rat(pick(tr.scores.num), tr.scores.den)
+    else:
+        s = _rat_float(sf, tr.scores.den)
+    es = mul(add(s, (ds[0].reshape(-1)[e_k], ds[1].reshape(-1)[e_k])), inv_tau)
+    shift = spread(es[0], -np.inf).max(axis=1)  # any float will do
+    shift = np.where(np.isfinite(shift), shift, 0.0)[row]
     x = sub(es, (shift, np.zeros_like(shift)))
-    x = (np.where(vis, x[0], 0.0), np.where(vis, x[1], 0.0))
     ws = mr_exp(x)
-    ws = (np.where(vis, ws[0], 0.0), np.where(vis, ws[1], 0.0))
-    Z = _sum_keys(ws)
-    alpha = div(ws, (Z[0][:, None], Z[1][:, None]))
+    Z = _sum_keys((spread(ws[0], 0.0), spread(ws[1], 0.0)))
+    alpha = div(ws, (Z[0][row], Z[1][row]))
     cnt = tr.count[bi, ii].astype(np.float64)
-    inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)[:, None]
-    h = np.where(tr.support[bi, ii, :], inv, 0.0)
+    inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)[row]
+    h = np.where(pick(tr.support), inv, 0.0)
     d = sub(alpha, (h, h * CONV))
-    da[0][bi, :, ii] = np.where(vis, d[0], 0.0)
-    da[1][bi, :, ii] = np.where(vis, d[1], 0.0)
+    da[0][bi, :, ii] = spread(d[0], 0.0)
+    da[1][bi, :, ii] = spread(d[1], 0.0)
 
 
 def ffn_generic(pre: PreCols, delta: Cols, hidden: list[Sparse], out_rows: Sparse) -> Cols:
@@ -1208,6 +1495,7 @@ class _Terms:
     w: list[int]
     col: list[int]  # δ column (position) of every new entry
     plan: Any = None  # combine's indices, once the terms are complete (see combine)
+    steps: Any = None  # the same as per-term steps (see combine)
 
     def add(self, seen: dict[int, int], entries: list[int], w: int, ecol: list[int]) -> None:
         """w·(an input unit's entries) into the unit being built (``seen``: column -> entry)."""
@@ -1228,11 +1516,35 @@ class _Terms:
         if plan is None:
             plan = self.plan = self._plan()
         e, w, starts = plan
-        prod = E[e] * w.reshape((-1,) + extra)
         if starts is None:  # one term per entry, in order (the usual case)
-            return prod
-        # terms grouped by entry (integer sums: any order is exact), one reduceat
-        return np.add.reduceat(prod, starts, axis=0)
+            return E[e] * w.reshape((-1,) + extra)
+        # terms grouped by entry (integer sums: any order is exact): every entry's first
+        # term, then the k-th terms of the entries that have one, added in place (most
+        # entries have one term: no product array of every term, no reduceat)
+        steps = self.steps
+        if steps is None:
+            steps = self.steps = self._steps(e, w, starts)
+        (e0, w0), rest = steps[0], steps[1:]
+        out = E[e0]
+        out *= w0.reshape((-1,) + extra)
+        for sel, ek, wk in rest:
+            t = E[ek]
+            t *= wk.reshape((-1,) + extra)
+            out[sel] += t
+        return out
+
+    @staticmethod
+    def _steps(e: list[int], w: np.ndarray, starts: list[int]) -> list[Any]:
+        """combine's plan as steps: (first terms' entries, weights), then per k ≥ 1 (the
+        entries with a k-th term, that term's entries, weights)."""
+        ends = starts[1:] + [len(e)]
+        cnt = [b - a for a, b in zip(starts, ends, strict=True)]
+        steps: list[Any] = [([e[a] for a in starts], w[starts])]
+        for k in range(1, max(cnt)):
+            sel = [t for t, c in enumerate(cnt) if c > k]
+            at = [starts[t] + k for t in sel]
+            steps.append((np.asarray(sel, np.intp), [e[a] for a in at], w[at]))
+        return steps
 
     def _plan(self) -> tuple[list[int], np.ndarray, list[int] | None]:
         """combine's gather indices and weights (terms are only added before it)."""
@@ -1353,7 +1665,93 @@ def _fold(
 ) -> MR:
     """Per unit a: res[a] (if any) + Σ_t (E[t]/den)·δ[col(t)] over its entries t in order,
     for every unit at once: step j adds every unit's j-th term by the same elementwise
-    :func:`add` and :func:`mul` as a unit-by-unit fold, so the bits are the same."""
+    :func:`add` and :func:`mul` as a unit-by-unit fold, so the bits are the same.
+
+    The units are taken longest first, so that the units with a j-th term are a prefix
+    (views, added in place: no gathers and scatters), and put back in order at the end."""
+    na = len(orders)
+    shape = D[0].shape[1:]
+    if den >= 2**400 or not E.size:
+        return _fold_plain(res, orders, E, ecol, den, D)
+    lens = [len(o) for o in orders]
+    perm = sorted(range(na), key=lambda a: -lens[a])  # stable
+    m = np.empty((na,) + shape)
+    r = np.empty((na,) + shape)
+    for i, a in enumerate(perm):
+        if not lens[a]:
+            ra = res[a]
+            assert ra is not None
+            m[i] = ra[0]
+            r[i] = ra[1]
+    with_res = [i for i, a in enumerate(perm) if lens[a] and res[a] is not None]
+    for j in range(max(lens)):
+        nj = sum(1 for x in lens if x > j)
+        ent = [orders[a][j] for a in perm[:nj]]
+        cp = ecol[ent]
+        Ej = E if ent == list(range(len(E))) else E[ent]
+        if len(cp) == len(D[0]) and cp.tolist() == list(range(len(cp))):
+            Dj = D  # every δ column, in order: no gather (the same elements)
+        else:
+            Dj = (D[0][cp], D[1][cp])
+        if j == 0:
+            _ratmul_into(Ej, den, Dj, m[:nj], r[:nj])
+            for i in with_res:  # res + the first term, as add(res, term)
+                ra = res[perm[i]]
+                assert ra is not None
+                m[i], r[i] = add(ra, (m[i], r[i]))
+        else:
+            tm = np.empty((nj,) + shape)
+            tr = np.empty((nj,) + shape)
+            _ratmul_into(Ej, den, Dj, tm, tr)
+            _add_into(m[:nj], r[:nj], tm, tr)
+    if perm != list(range(na)):
+        inv = np.empty(na, np.intp)
+        inv[perm] = np.arange(na)
+        m, r = m[inv], r[inv]
+    return m, r
+
+
+def _ratmul_into(Ej: np.ndarray, den: int, Dj: MR, m: np.ndarray, r: np.ndarray) -> None:
+    """mul(from_rat(Ej, den), Dj) into m, r (den < 2^400): the same operations on the same
+    operands (× and + commute exactly), without temporaries."""
+    am = Ej.astype(np.float64)
+    if den & (den - 1) == 0 and den < 2**900:
+        am *= 1.0 / den
+    else:
+        am /= float(den)
+    bm, br = np.broadcast_to(Dj[0], m.shape), np.broadcast_to(Dj[1], m.shape)
+    aam = np.abs(np.broadcast_to(am, m.shape))
+    ar = aam * (CONV + 2.0 * TINY * den)  # from_rat's radius
+    np.multiply(am, bm, out=m)
+    np.multiply(aam, br, out=r)  # |am|·br
+    t = np.abs(bm)
+    t *= ar
+    r += t  # + ar·|bm|
+    np.multiply(ar, br, out=t)
+    r += t  # + ar·br
+    r *= 1 + WIDEN
+    np.abs(m, out=t)
+    t *= WIDEN
+    r += t
+    np.minimum(ar, br, out=t)  # _nzfloor
+    np.minimum(t, TINY, out=t)
+    r += t
+
+
+def _add_into(m: np.ndarray, r: np.ndarray, bm: np.ndarray, br: np.ndarray) -> None:
+    """(m, r) = add((m, r), (bm, br)) in place (the same operations)."""
+    m += bm
+    r += br
+    r *= 1 + WIDEN
+    t = np.abs(m)
+    t *= WIDEN
+    r += t
+
+
+def _fold_plain(
+    res: list[MR | None], orders: list[list[int]], E: np.ndarray, ecol: np.ndarray, den: int, D: MR
+) -> MR:
+    """:func:`_fold` with gathers (and any denominator)."""
     na = len(orders)
     shape = D[0].shape[1:]
     have = [r is not None for r in res]
@@ -1664,6 +2062,7 @@ def certify_float(
         elementwise; the last bits of enclosures can depend on the batch (see the module's
     "Determinism"), never its decisions, exact values or soundness.
     """
+    malloc_tuned()
     B = len(hb.words)
     T = hb.x0.shape[1]
     chunk = max(1, min(SUB_BATCH, CHUNK_ENTRIES // (T * T)))
