@@ -1549,6 +1549,47 @@ def _layer_errors(delta: Cols, B: int, T: int, d: int) -> tuple[np.ndarray, ...]
     return lo, top.max(axis=1), row.astype(np.int64)
 
 
+ERR_DEFER = 1 << 16  # pending δ entries below which layer errors wait to share one pass
+
+
+def _errors_into(
+    pending: list[tuple[int, Cols]],
+    err: tuple[np.ndarray, np.ndarray, np.ndarray],
+    B: int,
+    T: int,
+    d: int,
+) -> None:
+    """:func:`_layer_errors` of several layers ``(index, δ)`` in one stacked pass, written into
+    ``err`` = (err_lo, err_hi, err_row) (left as they are for a layer with no δ: zeros).
+
+    The bounds are elementwise and the per-layer maxima exact (``abs_bounds`` gives no nan
+    and no −0: its non-finite entries become [0, inf]), so segment maxima over the stacked
+    columns give the bits of layer by layer, and the first row of the largest bound is the
+    same. Small batches pay the per-call cost once per call of certify_float, not per layer."""
+    pending = [(li, dl) for li, dl in pending if dl]
+    if not pending:
+        return
+    if len(pending) == 1:
+        li, dl = pending[0]
+        err[0][:, li], err[1][:, li], err[2][:, li] = _layer_errors(dl, B, T, d)
+        return
+    ms: list[np.ndarray] = []
+    rs: list[np.ndarray] = []
+    starts: list[int] = []
+    for _, dl in pending:
+        starts.append(len(ms))
+        for m, r in dl.values():
+            ms.append(m)
+            rs.append(r)
+    al, au = abs_bounds((_stack(ms), _stack(rs)))  # (C, B, T)
+    lo = np.maximum.reduceat(al, starts, axis=0).max(axis=2)  # (layers, B)
+    top = np.maximum.reduceat(au, starts, axis=0)  # (layers, B, T)
+    idx = [li for li, _ in pending]
+    err[0][:, idx] = np.maximum(lo, 0.0).T
+    err[1][:, idx] = top.max(axis=2).T
+    err[2][:, idx] = np.argmax(top, axis=2).T
+
+
 def _tight(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """measure.tight, decided soundly in floats (False when not certainly tight)."""
     fin = np.isfinite(hi) & np.isfinite(lo)
@@ -1681,6 +1722,9 @@ def _certify_chunk(
     err_hi = np.zeros((B, L))
     err_row = np.zeros((B, L), dtype=np.int64)
     delta: Cols = {}
+    err = (err_lo, err_hi, err_row)
+    pending: list[tuple[int, Cols]] = []  # layers whose error bounds wait (_errors_into)
+    size = 0
     with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
         for li, (layer, lt) in enumerate(zip(cm.layers, hb.layers, strict=True)):
             if isinstance(layer, list):
@@ -1689,12 +1733,16 @@ def _certify_chunk(
                 assert row is not None
                 if sh is not None and li < sh.layers:
                     delta = _shared_layer(lt.heads, layer, row, delta, fw.layers[li], sh, B, T)
-                    err_lo[:, li], err_hi[:, li], err_row[:, li] = _layer_errors(delta, B, T, d)
+                    pending.append((li, delta))
+                    size += len(delta) * B * T
+                    if size > ERR_DEFER:
+                        _errors_into(pending, err, B, T, d)
+                        pending, size = [], 0
                     continue
                 total = delta
                 for hi_, (ch, tr) in enumerate(zip(layer, lt.heads, strict=True)):
                     it = inv_tau(*row[hi_])
-                    contrib = _head(tr, ch.head.hard, delta, it, fw.layers[li][hi_])
+                    contrib = _head_any(tr, ch.head.hard, delta, it, fw.layers[li][hi_])
                     total = add_cols(total, contrib)
                 delta = total
             else:
@@ -1705,7 +1753,12 @@ def _certify_chunk(
                     delta = ffn_linear(pre, delta, ints, (B, T))
                 else:
                     delta = ffn_generic(pre, delta, hidden, out_rows)
-            err_lo[:, li], err_hi[:, li], err_row[:, li] = _layer_errors(delta, B, T, d)
+            pending.append((li, delta))
+            size += len(delta) * B * T
+            if size > ERR_DEFER:
+                _errors_into(pending, err, B, T, d)
+                pending, size = [], 0
+        _errors_into(pending, err, B, T, d)
         return _finish(cm, hb, delta, fw, err_lo, err_hi, err_row)
 
 
@@ -1866,6 +1919,152 @@ def second_tier(
     return out
 
 
+_GRID: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _grid(B: int, R: int) -> tuple[np.ndarray, np.ndarray]:
+    """(arange(B)[:, None], arange(R)[None, :]), read only, memoised by the shape."""
+    got = _GRID.get((B, R))
+    if got is None:
+        if len(_GRID) > 256:
+            _GRID.clear()
+        bi = np.arange(B)[:, None]
+        qi = np.arange(R)[None, :]
+        bi.flags.writeable = False
+        qi.flags.writeable = False
+        got = _GRID[(B, R)] = (bi, qi)
+    return got
+
+
+_GAPX: dict[tuple[Any, ...], np.ndarray] = {}
+
+
+def _gap_table(vals: tuple[int, ...], grid: np.ndarray, sden: int, inv_tau: MR) -> np.ndarray:
+    """:func:`_gap_weights`'s table of exp(−g/τ) for the gaps ``grid`` as a (2, K + 1) array
+    [midpoints; radii] with a last (0, 0) entry, so that one gather fills a whole (key,
+    query) array, zeros off the non-top visible keys; memoised by the same key (the values,
+    τ's enclosure and the rounding constants: a pure function of them)."""
+    key = (vals, sden, float(inv_tau[0]), float(inv_tau[1]), _consts())
+    got = _GAPX.get(key)
+    if got is None:
+        if len(_GAPX) > 4096:
+            _GAPX.clear()
+        wm, wr = _gap_weights_all(grid, sden, inv_tau)
+        got = np.zeros((2, len(grid) + 1))
+        got[0, :-1] = wm
+        got[1, :-1] = wr
+        got.flags.writeable = False
+        _GAPX[key] = got
+    return got
+
+
+def _head_free(tr: HeadTrace, rule: str, inv_tau: MR, hw: dict[str, Any]) -> Cols | None:
+    """:func:`_head` of an average head with no δ coming in (δ = 0 before the layer: every
+    tracr program's heads), in fewer numpy calls; None where it does not apply (the caller
+    then runs :func:`_head`). The same elementwise operations on the same numbers, so the
+    same bits; what is saved:
+
+    * the softmax weights of the non-top visible keys are one gather from the gap table
+      (:func:`_gap_table`), indexed by every (key, query) entry at once, instead of a
+      scatter into zeros;
+    * tests whose answer is known: every weight midpoint lies in [0, 1] (so Σ|m| = Σm, the
+      key sums and 1/Z are finite — ``guard`` changes nothing there — and Z ≥ 1 is finite);
+    * index grids memoised by shape; no δ projections (there is no δ)."""
+    s = tr.scores.num
+    sden, vden = tr.scores.den, tr.v.den
+    if (
+        rule != "average"
+        or s.dtype != np.int64
+        or sden >= 2**400
+        or vden >= 2**400
+        or not inv_tau[0] > 0  # 1/τ may underflow to 0
+    ):
+        return None
+    B, R, T = tr.top.shape
+    vis_same, visT, visf = _visibility(tr.visible)
+    if (
+        R > 1
+        and vis_same
+        and bool((tr.q.num[:, 0] == tr.q.num[:, 1]).all())  # a cheap first test
+        and rows_alike(tr)
+    ):
+        # a constant query (see _head): compute one row and copy it
+        one = _head_free(_query_rows(tr, 0, 1), rule, inv_tau, hw)
+        if one is None:
+            return None
+        return {c: (np.repeat(m, R, axis=1), np.repeat(r, R, axis=1)) for c, (m, r) in one.items()}
+    top_q = tr.top  # (B, i, j)
+    top = np.ascontiguousarray(top_q.transpose(0, 2, 1))  # (B, j, i)
+    rest = visT & ~top
+    if not rest.any():
+        return {}  # every visible key ties at the top and nothing moved: exactly hard
+    if s.size and int(np.abs(s).max()) >= 2**61:
+        return None
+    first = np.argmax(top_q, axis=2)  # (B, i): the first top key (holds the row maximum)
+    bi, qi = _grid(B, R)
+    smax = s[bi, qi, first]  # (B, i)
+    g = smax[:, None, :] - s.transpose(0, 2, 1)  # (B, j, i) exact gaps (used where rest)
+    gr = g[rest]
+    lo = int(gr.min())
+    hi = int(gr.max())
+    if hi - lo < 256:  # _gap_weights's two tables: a short range, or two values
+        tab = _gap_table((lo, hi), np.arange(lo, hi + 1), sden, inv_tau)
+        g -= lo
+    elif bool(((gr == hi) | (gr == lo)).all()):
+        tab = _gap_table((lo, hi, 2), np.array([lo, hi], dtype=np.int64), sden, inv_tau)
+        g = g == hi
+    else:
+        return None
+    UW = tab[:, np.where(rest, g, tab.shape[1] - 1)]  # (2, B, j, i): u = 0 on the top keys
+    uw_m, uw_r = UW[0], UW[1]
+    # _sum_keys_x with Σ|m| = Σm (every midpoint ≥ +0) and no guard (the sums are finite)
+    if uw_m.size <= STACK_MAX:
+        sm, sr = _seq_sum(UW, 2)
+    else:
+        sm, sr = _seq_sum(uw_m), _seq_sum(uw_r)
+    k = (T + 2) * SUM_U
+    ur_r = sr * (1 + k) + sm * k
+    nA = top_q.sum(axis=2).astype(np.float64)  # exact small integers
+    safe = np.maximum(nA, 1.0)  # nA where nA > 0, else 1
+    # Z = add((safe, 0), UR) and _recip(Z): Z ≥ 1 is finite, so are 1/Z and its guard
+    zm = safe + sm
+    zr = ur_r * (1 + WIDEN) + zm * WIDEN  # (0 + r): the same number (r ≥ +0), |zm| = zm
+    izm = 1.0 / zm
+    izr = zr * izm / (zm - zr) * (1 + WIDEN) ** 2 + izm * WIDEN
+    izr = izr / (np.isfinite(zr) & (zm > zr))  # not certainly positive: infinite radius
+    topf = top.astype(np.float64)
+    mm = sm / safe  # ≥ 0: |mm| = mm
+    mean_r = ur_r / safe * (1 + WIDEN) + mm * WIDEN + np.minimum(ur_r, TINY)
+    numer = sub((uw_m, uw_r), (mm[:, None, :] * topf, mean_r[:, None, :] * topf))
+    da = _scale_rows(numer, (izm, izr))
+    da = (da[0] * visf, da[1] * visf)
+    if not da[1].any():
+        return {}
+    # Σ_j δα_ij (v_j − v_ref(i)), every value column at once (_head's exact columns)
+    vn = tr.v.num  # (B, j, E)
+    if not vn.shape[-1]:
+        return {}
+    vref = vn[bi, first]  # (B, i, E)
+    dn = vn[:, :, None, :] - vref[:, None, :, :]  # (B, j, i, E)
+    Qv = _dot_weight(da, vden)
+    tm, tr_ = _dot_exact(da[0][..., None], _rat_mid(dn, vden), Qv[..., None])
+    out: Cols = {c: (tm[..., c], tr_[..., c]) for c in range(vn.shape[-1])}
+    if hw["O"] is not None:
+        out = lin(out, hw["O"])
+    return out
+
+
+def _head_any(
+    tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any], q0: int = 0
+) -> Cols:
+    """:func:`_head`, by :func:`_head_free` where no δ comes in (the same bits)."""
+    if not delta:
+        got = _head_free(tr, rule, inv_tau, hw)
+        if got is not None:
+            return got
+    return _head(tr, rule, delta, inv_tau, hw, q0)
+
+
 def _shared_layer(
     traces: list[HeadTrace],
     heads: list[Any],
@@ -1886,8 +2085,8 @@ def _shared_layer(
         it = inv_tau(*row[hi_])
         hw = hws[hi_]
         tr_first = _query_rows(_slice_trace(tr, firsts), 0, q0)
-        top = add_cols(top, _head(tr_first, ch.head.hard, d_first, it, hw, 0))
-        rest = add_cols(rest, _head(_query_rows(tr, q0, T), ch.head.hard, delta, it, hw, q0))
+        top = add_cols(top, _head_any(tr_first, ch.head.hard, d_first, it, hw, 0))
+        rest = add_cols(rest, _head_any(_query_rows(tr, q0, T), ch.head.hard, delta, it, hw, q0))
     return _assemble(top, rest, sh, B, T)
 
 
@@ -1923,6 +2122,50 @@ def _label_decisions_pairs(
     fin = ((np.isfinite(diff[0]) & np.isfinite(diff[1])) | ~off).all(axis=(2, 3))
     cand = ~dominated
     return cand.sum(axis=2) == 1, fin, np.argmax(cand, axis=2)
+
+
+def _argmax_two(delta: Cols, fw: FloatWeights, vals: RatArray, slots: Any, res: FloatBatch) -> bool:
+    """The argmax read-out of two labels, when δ reaches both output rows (else False and
+    nothing done): the general path's numbers and decisions with fewer, whole-batch calls.
+
+    The hard labels from one exact difference h = s_1 − s_0 per slot (unique iff h ≠ 0,
+    label 1 iff h > 0); δ's output rows by :func:`_lin_stack` on the full columns (entries are
+    elementwise, so selecting the slots afterwards gives the same numbers); then
+    :func:`_label_decisions`'s one-pair test: with a = "label 0 certainly below" and b =
+    "label 1 certainly below", exactly one candidate is a ^ b and it is label a (as 0/1)."""
+    cols = delta
+    plan = _lin_plan(cols, fw.out)
+    if [a for a, _ in plan] != [0, 1]:
+        return False
+    num = vals.num  # (B, P, 2)
+    small = num.dtype != object and (num.size == 0 or int(np.abs(num).max()) < 2**61)
+    numo = num if small else num.astype(object)
+    h = numo[:, :, 1] - numo[:, :, 0]  # exact
+    uniq = np.asarray(h != 0, dtype=bool)
+    up = np.asarray(h > 0, dtype=bool)
+    labels = np.where(uniq, up, -1)  # hard labels (int64)
+    gm, gr = _lin_stack(cols, plan, (len(cols) + 3) * SUM_U)  # (2, B, T)
+    P = len(slots)
+    sel: Any = np.asarray(slots, dtype=np.intp)
+    if P and list(slots) == list(range(slots[0], slots[0] + P)):
+        sel = slice(slots[0], slots[0] + P)
+    gm, gr = gm[:, :, sel], gr[:, :, sel]  # (2, B, P)
+    az = (gr == 0).all(axis=0)
+    # _label_decisions's pair (1, 0), the same operations
+    hd1 = from_rat(h, vals.den)
+    dm1 = gm[1] - gm[0]
+    dr1 = (gr[1] + gr[0]) * (1 + WIDEN) + np.abs(dm1) * WIDEN
+    dm, dr = add(hd1, (dm1, dr1))
+    a = dm > dr  # label 0 certainly below label 1
+    one = a ^ (-dm > dr)
+    fin = np.isfinite(dm) & np.isfinite(dr)
+    res.labels = np.where(az, labels, np.where(one, a, -1))
+    fail = ~(az | (one & fin))
+    failed = fail.any(axis=1)
+    res.settled &= ~failed
+    # a word with no undecided unique-label slot fails only at ties
+    res.tie = failed & ~(fail & uniq).any(axis=1)
+    return True
 
 
 def _readout(
@@ -1961,6 +2204,8 @@ def _readout(
     nr = num.shape[2]
     if isinstance(o, ArgmaxOutput):
         P = len(slots)
+        if nr == 2 and B * P <= 1 << 18 and _argmax_two(delta, fw, vals, slots, res):
+            return
         # int64 differences are exact below 2^62; else Python integers (same floats either way)
         small = num.dtype != object and (num.size == 0 or int(np.abs(num).max()) < 2**61)
         numo = num if small else num.astype(object)
