@@ -1582,8 +1582,10 @@ def _errors_into(
             ms.append(m)
             rs.append(r)
     al, au = abs_bounds((_stack(ms), _stack(rs)))  # (C, B, T)
-    lo = np.maximum.reduceat(al, starts, axis=0).max(axis=2)  # (layers, B)
-    top = np.maximum.reduceat(au, starts, axis=0)  # (layers, B, T)
+    ends = starts[1:] + [len(ms)]
+    # per layer, the maximum over its columns (contiguous blocks), then over the rows
+    lo = np.array([al[a:b].max(axis=0) for a, b in zip(starts, ends, strict=True)]).max(axis=2)
+    top = np.array([au[a:b].max(axis=0) for a, b in zip(starts, ends, strict=True)])
     idx = [li for li, _ in pending]
     err[0][:, idx] = np.maximum(lo, 0.0).T
     err[1][:, idx] = top.max(axis=2).T
@@ -1958,18 +1960,71 @@ def _gap_table(vals: tuple[int, ...], grid: np.ndarray, sden: int, inv_tau: MR) 
     return got
 
 
+def _rows_equal(q: np.ndarray) -> bool:
+    """hard.rows_alike's test of the queries (every row of every word equals its row 0):
+    each row equals the next, over rows laid flat (one comparison without broadcasting)."""
+    B, R = q.shape[:2]
+    if q.dtype == object or R < 2:
+        return R < 2 or bool((q == q[:, :1]).all())
+    f = q.reshape(B, -1)
+    w = f.shape[1] // R
+    return bool((f[:, w:] == f[:, :-w]).all())
+
+
+_FLAT: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _flat_grid(R: int, B: int) -> tuple[np.ndarray, np.ndarray]:
+    """(i·B + b, b) over (R, B), read only, memoised by the shape."""
+    got = _FLAT.get((R, B))
+    if got is None:
+        if len(_FLAT) > 256:
+            _FLAT.clear()
+        at = np.arange(R * B).reshape(R, B)
+        at_b = np.broadcast_to(np.arange(B), (R, B)).copy()
+        at.flags.writeable = False
+        at_b.flags.writeable = False
+        got = _FLAT[(R, B)] = (at, at_b)
+    return got
+
+
+_VISK: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _visibility_keys(vis: np.ndarray, B: int) -> tuple[np.ndarray, np.ndarray]:
+    """A visibility mask (R, T) as full [key, query, word] arrays (T, R, B), bool and float
+    (read only), memoised by the mask's value and B: a full array multiplies in one
+    contiguous pass, where a broadcast runs numpy's inner loop once per (key, query)."""
+    key = (vis.shape, vis.tobytes(), B)
+    got = _VISK.get(key)
+    if got is None:
+        if len(_VISK) > 256:
+            _VISK.clear()
+        R, T = vis.shape
+        vb = np.ascontiguousarray(np.broadcast_to(vis.T[:, :, None], (T, R, B)))
+        vf = vb.astype(np.float64)
+        vb.flags.writeable = False
+        vf.flags.writeable = False
+        got = _VISK[key] = (vb, vf)
+    return got
+
+
 def _head_free(tr: HeadTrace, rule: str, inv_tau: MR, hw: dict[str, Any]) -> Cols | None:
     """:func:`_head` of an average head with no δ coming in (δ = 0 before the layer: every
-    tracr program's heads), in fewer numpy calls; None where it does not apply (the caller
-    then runs :func:`_head`). The same elementwise operations on the same numbers, so the
-    same bits; what is saved:
+    tracr program's heads); None where it does not apply (the caller then runs
+    :func:`_head`). The same elementwise operations on the same numbers in the same order,
+    so the same bits, laid out for small batches:
 
+    * arrays laid out [key, query, word] (``_head`` has [word, key, query]): a sum over the
+      keys adds contiguous blocks, a per-query factor broadcasts over the leading axis, the
+      value columns lead too ([column, key, query, word]), and every broadcast keeps the
+      words innermost — numpy's inner loops run over the batch, not over a query row (or
+      two value columns) at a time, which is most of the cost on small batches;
     * the softmax weights of the non-top visible keys are one gather from the gap table
-      (:func:`_gap_table`), indexed by every (key, query) entry at once, instead of a
-      scatter into zeros;
+      (:func:`_gap_table`), zeros elsewhere, instead of a scatter into zeros;
     * tests whose answer is known: every weight midpoint lies in [0, 1] (so Σ|m| = Σm, the
-      key sums and 1/Z are finite — ``guard`` changes nothing there — and Z ≥ 1 is finite);
-    * index grids memoised by shape; no δ projections (there is no δ)."""
+      key sums and 1/Z are finite — ``guard`` changes nothing there — and Z ≥ 1);
+    * no δ projections (there is no δ)."""
     s = tr.scores.num
     sden, vden = tr.scores.den, tr.v.den
     if (
@@ -1981,29 +2036,27 @@ def _head_free(tr: HeadTrace, rule: str, inv_tau: MR, hw: dict[str, Any]) -> Col
     ):
         return None
     B, R, T = tr.top.shape
-    vis_same, visT, visf = _visibility(tr.visible)
-    if (
-        R > 1
-        and vis_same
-        and bool((tr.q.num[:, 0] == tr.q.num[:, 1]).all())  # a cheap first test
-        and rows_alike(tr)
-    ):
+    if R > 1 and _visibility(tr.visible)[0] and _rows_equal(tr.q.num):
         # a constant query (see _head): compute one row and copy it
         one = _head_free(_query_rows(tr, 0, 1), rule, inv_tau, hw)
         if one is None:
             return None
         return {c: (np.repeat(m, R, axis=1), np.repeat(r, R, axis=1)) for c, (m, r) in one.items()}
     top_q = tr.top  # (B, i, j)
-    top = np.ascontiguousarray(top_q.transpose(0, 2, 1))  # (B, j, i)
-    rest = visT & ~top
+    top = np.ascontiguousarray(top_q.transpose(2, 1, 0))  # (j, i, B)
+    visb, visf = _visibility_keys(tr.visible, B)
+    rest = visb & ~top
     if not rest.any():
         return {}  # every visible key ties at the top and nothing moved: exactly hard
     if s.size and int(np.abs(s).max()) >= 2**61:
         return None
-    first = np.argmax(top_q, axis=2)  # (B, i): the first top key (holds the row maximum)
-    bi, qi = _grid(B, R)
-    smax = s[bi, qi, first]  # (B, i)
-    g = smax[:, None, :] - s.transpose(0, 2, 1)  # (B, j, i) exact gaps (used where rest)
+    # the first top key of every query (it holds the row maximum), as flat indices into
+    # [key, query, word] arrays: key·R·B + (query·B + word)
+    first = np.argmax(top_q, axis=2).T  # (i, B)
+    at, at_b = _flat_grid(R, B)
+    sk = np.ascontiguousarray(s.transpose(2, 1, 0))  # (j, i, B)
+    smax = np.take(sk, first * (R * B) + at)  # (i, B)
+    g = smax - sk  # (j, i, B) exact gaps (used where rest)
     gr = g[rest]
     lo = int(gr.min())
     hi = int(gr.max())
@@ -2015,16 +2068,13 @@ def _head_free(tr: HeadTrace, rule: str, inv_tau: MR, hw: dict[str, Any]) -> Col
         g = g == hi
     else:
         return None
-    UW = tab[:, np.where(rest, g, tab.shape[1] - 1)]  # (2, B, j, i): u = 0 on the top keys
+    UW = np.take(tab, np.where(rest, g, tab.shape[1] - 1), axis=1)  # (2, j, i, B)
     uw_m, uw_r = UW[0], UW[1]
     # _sum_keys_x with Σ|m| = Σm (every midpoint ≥ +0) and no guard (the sums are finite)
-    if uw_m.size <= STACK_MAX:
-        sm, sr = _seq_sum(UW, 2)
-    else:
-        sm, sr = _seq_sum(uw_m), _seq_sum(uw_r)
+    sm, sr = _seq_sum(UW, 1)
     k = (T + 2) * SUM_U
     ur_r = sr * (1 + k) + sm * k
-    nA = top_q.sum(axis=2).astype(np.float64)  # exact small integers
+    nA = top.sum(axis=0).astype(np.float64)  # (i, B) exact small integers
     safe = np.maximum(nA, 1.0)  # nA where nA > 0, else 1
     # Z = add((safe, 0), UR) and _recip(Z): Z ≥ 1 is finite, so are 1/Z and its guard
     zm = safe + sm
@@ -2035,23 +2085,50 @@ def _head_free(tr: HeadTrace, rule: str, inv_tau: MR, hw: dict[str, Any]) -> Col
     topf = top.astype(np.float64)
     mm = sm / safe  # ≥ 0: |mm| = mm
     mean_r = ur_r / safe * (1 + WIDEN) + mm * WIDEN + np.minimum(ur_r, TINY)
-    numer = sub((uw_m, uw_r), (mm[:, None, :] * topf, mean_r[:, None, :] * topf))
-    da = _scale_rows(numer, (izm, izr))
-    da = (da[0] * visf, da[1] * visf)
-    if not da[1].any():
+    nm, nr = sub((uw_m, uw_r), (mm * topf, mean_r * topf))
+    # δα = _scale_rows(numer, 1/Z) · visibility, into one stacked array (1/Z > 0: |izm| = izm)
+    DA = np.empty((2,) + nm.shape)
+    np.multiply(nm, izm, out=DA[0])
+    r = np.abs(nm)
+    r *= izr
+    r += nr * (izm + izr)
+    r *= 1 + WIDEN
+    r += np.abs(DA[0]) * WIDEN
+    np.maximum(r, np.minimum(r * 2.0**600, TINY), out=DA[1])  # floor_rad
+    DA *= visf
+    if not DA[1].any():
         return {}
-    # Σ_j δα_ij (v_j − v_ref(i)), every value column at once (_head's exact columns)
+    # Σ_j δα_ij (v_j − v_ref(i)), every value column at once (_head's exact columns): the
+    # rounding bound of _dot_weight/_dot_exact, [column, key, word, query]
     vn = tr.v.num  # (B, j, E)
-    if not vn.shape[-1]:
+    E = vn.shape[-1]
+    if not E:
         return {}
-    vref = vn[bi, first]  # (B, i, E)
-    dn = vn[:, :, None, :] - vref[:, None, :, :]  # (B, j, i, E)
-    Qv = _dot_weight(da, vden)
-    tm, tr_ = _dot_exact(da[0][..., None], _rat_mid(dn, vden), Qv[..., None])
-    out: Cols = {c: (tm[..., c], tr_[..., c]) for c in range(vn.shape[-1])}
-    if hw["O"] is not None:
-        out = lin(out, hw["O"])
-    return out
+    vk = np.ascontiguousarray(vn.transpose(2, 1, 0))  # (E, j, B)
+    vref = np.take(vk.reshape(E, T * B), first * B + at_b, axis=1)  # (E, i, B)
+    dn = vk[:, :, None, :] - vref[:, None, :, :]  # (E, j, i, B)
+    xm = _rat_mid(dn, vden)
+    c_v = CONV + 2.0 * TINY * vden
+    rho = (T + 2) * SUM_U
+    q = np.abs(DA[0]) * (c_v + rho)  # _dot_weight
+    q += DA[1] * (1 + c_v)
+    P = np.empty((2,) + xm.shape)  # _dot_exact: products and their radii, then key sums
+    np.multiply(DA[0], xm, out=P[0])
+    np.abs(xm, out=P[1])
+    P[1] *= q
+    tm, tr_ = _seq_sum(P, 2)  # (E, i, B) each
+    tr_ *= 1 + (T + 4) * SUM_U
+    tr_ = guard(tm, floor_rad(tr_))
+    out: Cols = {c: (tm[c].T, tr_[c].T) for c in range(E)}  # (B, i) views
+    if hw["O"] is None:
+        return out
+    plan = hw.get(("plan", E))
+    if plan is None:
+        plan = hw[("plan", E)] = _lin_plan(out, hw["O"])  # which rows: depends on E only
+    if len(plan) < 2:
+        return lin(out, hw["O"])
+    m, r = _lin_stack(out, plan, (E + 3) * SUM_U)  # lin's numbers
+    return {a: (m[i], r[i]) for i, (a, _) in enumerate(plan)}
 
 
 def _head_any(
