@@ -2245,6 +2245,60 @@ def _argmax_two(delta: Cols, fw: FloatWeights, vals: RatArray, slots: Any, res: 
     return True
 
 
+_OFF4: dict[int, np.ndarray] = {}
+
+
+def _argmax_many(
+    delta: Cols, fw: FloatWeights, vals: RatArray, slots: Any, res: FloatBatch
+) -> bool:
+    """The argmax read-out of three or more labels on a small batch, laid out [label i,
+    label j, slot, word] instead of [word, slot, i, j]: the same elementwise operations on
+    the same numbers (so the same decisions and labels), but numpy's inner loops run over
+    the slots and words, not over one row of labels, and the reductions over labels add
+    whole blocks. False (nothing done) where the scores are not int64 below 2^61 or δ
+    reaches no output row."""
+    num = vals.num  # (B, P, r)
+    if num.dtype != np.int64 or (num.size and int(np.abs(num).max()) >= 2**61):
+        return False
+    plan = _lin_plan(delta, fw.out)
+    if not plan:
+        return False
+    B, P, nr = num.shape
+    H = np.ascontiguousarray(num.transpose(2, 1, 0))  # (r, P, B) exact label scores
+    is_best = H == H.max(axis=0)
+    uniq = is_best.sum(axis=0) == 1  # (P, B)
+    labels = np.where(uniq, np.argmax(is_best, axis=0), -1)  # hard labels (int64)
+    gm, gr = _lin_stack(delta, plan, (len(delta) + 3) * SUM_U)  # (rows, B, T): lin's numbers
+    sel: Any = np.asarray(slots, dtype=np.intp)
+    if P and list(slots) == list(range(slots[0], slots[0] + P)):
+        sel = slice(slots[0], slots[0] + P)
+    present = [a for a, _ in plan]
+    dm = np.zeros((nr, P, B))  # exact zeros for the rows δ does not reach
+    dr = np.zeros((nr, P, B))
+    dm[present] = gm[:, :, sel].transpose(0, 2, 1)
+    dr[present] = gr[:, :, sel].transpose(0, 2, 1)
+    az = (dr == 0).all(axis=0)  # (P, B)
+    off = _OFF4.get(nr)
+    if off is None:
+        off = _OFF4[nr] = _off_diagonal(nr)[:, :, None, None]
+    # _label_decisions_pairs at [i, j]: s_j − s_i = hard + sub(δ[j], δ[i])
+    hd = from_rat(H[None, :] - H[:, None], vals.den)
+    dm2 = dm[None, :] - dm[:, None]
+    dr2 = (dr[None, :] + dr[:, None]) * (1 + WIDEN) + np.abs(dm2) * WIDEN
+    d0, d1 = add(hd, (dm2, dr2))
+    cand = ~((d0 > d1) & off).any(axis=1)  # (i, P, B): label i not certainly below another
+    fin = ((np.isfinite(d0) & np.isfinite(d1)) | ~off).all(axis=(0, 1))
+    one = cand.sum(axis=0) == 1
+    lab = np.where(az, labels, np.where(one, np.argmax(cand, axis=0), -1))
+    fail = ~(az | (one & fin))  # (P, B)
+    failed = fail.any(axis=0)
+    res.settled &= ~failed
+    res.labels = np.ascontiguousarray(lab.T)
+    # a word with no undecided unique-label slot fails only at ties
+    res.tie = failed & ~(fail & uniq).any(axis=0)
+    return True
+
+
 def _readout(
     cm: CompiledModel, hb: HardBatch, delta: Cols, fw: FloatWeights, res: FloatBatch
 ) -> None:
@@ -2282,6 +2336,8 @@ def _readout(
     if isinstance(o, ArgmaxOutput):
         P = len(slots)
         if nr == 2 and B * P <= 1 << 18 and _argmax_two(delta, fw, vals, slots, res):
+            return
+        if nr > 2 and B * P * nr * nr <= 1 << 20 and _argmax_many(delta, fw, vals, slots, res):
             return
         # int64 differences are exact below 2^62; else Python integers (same floats either way)
         small = num.dtype != object and (num.size == 0 or int(np.abs(num).max()) < 2**61)
