@@ -2202,8 +2202,8 @@ def _label_decisions_pairs(
 
 
 def _argmax_two(delta: Cols, fw: FloatWeights, vals: RatArray, slots: Any, res: FloatBatch) -> bool:
-    """The argmax read-out of two labels, when δ reaches both output rows (else False and
-    nothing done): the general path's numbers and decisions with fewer, whole-batch calls.
+    """The argmax read-out of two labels, when δ reaches both output rows or neither (else
+    False and nothing done): the general path's numbers and decisions in fewer calls.
 
     The hard labels from one exact difference h = s_1 − s_0 per slot (unique iff h ≠ 0,
     label 1 iff h > 0); δ's output rows by :func:`_lin_stack` on the full columns (entries are
@@ -2212,7 +2212,7 @@ def _argmax_two(delta: Cols, fw: FloatWeights, vals: RatArray, slots: Any, res: 
     "label 1 certainly below", exactly one candidate is a ^ b and it is label a (as 0/1)."""
     cols = delta
     plan = _lin_plan(cols, fw.out)
-    if [a for a, _ in plan] != [0, 1]:
+    if plan and [a for a, _ in plan] != [0, 1]:
         return False
     num = vals.num  # (B, P, 2)
     small = num.dtype != object and (num.size == 0 or int(np.abs(num).max()) < 2**61)
@@ -2221,6 +2221,10 @@ def _argmax_two(delta: Cols, fw: FloatWeights, vals: RatArray, slots: Any, res: 
     uniq = np.asarray(h != 0, dtype=bool)
     up = np.asarray(h > 0, dtype=bool)
     labels = np.where(uniq, up, -1)  # hard labels (int64)
+    if not plan:  # δ reaches no output row: the hard labels, nothing undecided
+        res.labels = labels
+        res.tie = np.zeros(len(num), dtype=bool)
+        return True
     gm, gr = _lin_stack(cols, plan, (len(cols) + 3) * SUM_U)  # (2, B, T)
     P = len(slots)
     sel: Any = np.asarray(slots, dtype=np.intp)
@@ -2255,19 +2259,20 @@ def _argmax_many(
     label j, slot, word] instead of [word, slot, i, j]: the same elementwise operations on
     the same numbers (so the same decisions and labels), but numpy's inner loops run over
     the slots and words, not over one row of labels, and the reductions over labels add
-    whole blocks. False (nothing done) where the scores are not int64 below 2^61 or δ
-    reaches no output row."""
+    whole blocks. False (nothing done) where the scores are not int64 below 2^61."""
     num = vals.num  # (B, P, r)
     if num.dtype != np.int64 or (num.size and int(np.abs(num).max()) >= 2**61):
         return False
     plan = _lin_plan(delta, fw.out)
-    if not plan:
-        return False
     B, P, nr = num.shape
     H = np.ascontiguousarray(num.transpose(2, 1, 0))  # (r, P, B) exact label scores
     is_best = H == H.max(axis=0)
     uniq = is_best.sum(axis=0) == 1  # (P, B)
     labels = np.where(uniq, np.argmax(is_best, axis=0), -1)  # hard labels (int64)
+    if not plan:  # δ reaches no output row: the hard labels, nothing undecided
+        res.labels = np.ascontiguousarray(labels.T)
+        res.tie = np.zeros(B, dtype=bool)
+        return True
     gm, gr = _lin_stack(delta, plan, (len(delta) + 3) * SUM_U)  # (rows, B, T): lin's numbers
     sel: Any = np.asarray(slots, dtype=np.intp)
     if P and list(slots) == list(range(slots[0], slots[0] + P)):
