@@ -1549,7 +1549,8 @@ def _layer_errors(delta: Cols, B: int, T: int, d: int) -> tuple[np.ndarray, ...]
     return lo, top.max(axis=1), row.astype(np.int64)
 
 
-ERR_DEFER = 1 << 16  # pending δ entries below which layer errors wait to share one pass
+ERR_DEFER = 1 << 13  # pending δ entries up to which layer errors wait to share one pass (small:
+# beyond ~64 KB per array the stacked temporaries cost more in memory traffic than they save)
 
 
 def _errors_into(
