@@ -2132,11 +2132,15 @@ def _head_free(tr: HeadTrace, rule: str, inv_tau: MR, hw: dict[str, Any]) -> Col
     return {a: (m[i], r[i]) for i, (a, _) in enumerate(plan)}
 
 
+HEAD_FREE_MAX = 1 << 15  # (word, query, key) entries up to which _head_free is used
+
+
 def _head_any(
     tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any], q0: int = 0
 ) -> Cols:
-    """:func:`_head`, by :func:`_head_free` where no δ comes in (the same bits)."""
-    if not delta:
+    """:func:`_head`, by :func:`_head_free` where no δ comes in on a small batch (the same
+    bits; on large ones its transposed copies cost more than its shorter loops save)."""
+    if not delta and tr.top.size <= HEAD_FREE_MAX:
         got = _head_free(tr, rule, inv_tau, hw)
         if got is not None:
             return got
