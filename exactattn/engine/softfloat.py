@@ -1922,23 +1922,6 @@ def second_tier(
     return out
 
 
-_GRID: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-
-
-def _grid(B: int, R: int) -> tuple[np.ndarray, np.ndarray]:
-    """(arange(B)[:, None], arange(R)[None, :]), read only, memoised by the shape."""
-    got = _GRID.get((B, R))
-    if got is None:
-        if len(_GRID) > 256:
-            _GRID.clear()
-        bi = np.arange(B)[:, None]
-        qi = np.arange(R)[None, :]
-        bi.flags.writeable = False
-        qi.flags.writeable = False
-        got = _GRID[(B, R)] = (bi, qi)
-    return got
-
-
 _GAPX: dict[tuple[Any, ...], np.ndarray] = {}
 
 
@@ -2011,8 +1994,8 @@ def _visibility_keys(vis: np.ndarray, B: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _head_free(tr: HeadTrace, rule: str, inv_tau: MR, hw: dict[str, Any]) -> Cols | None:
-    """:func:`_head` of an average head with no δ coming in (δ = 0 before the layer: every
-    tracr program's heads); None where it does not apply (the caller then runs
+    """:func:`_head` of an average head with no δ coming in (δ = 0 before the layer: the
+    heads of most tracr programs); None where it does not apply (the caller then runs
     :func:`_head`). The same elementwise operations on the same numbers in the same order,
     so the same bits, laid out for small batches:
 
@@ -2100,7 +2083,7 @@ def _head_free(tr: HeadTrace, rule: str, inv_tau: MR, hw: dict[str, Any]) -> Col
     if not DA[1].any():
         return {}
     # Σ_j δα_ij (v_j − v_ref(i)), every value column at once (_head's exact columns): the
-    # rounding bound of _dot_weight/_dot_exact, [column, key, word, query]
+    # rounding bound of _dot_weight/_dot_exact, [column, key, query, word]
     vn = tr.v.num  # (B, j, E)
     E = vn.shape[-1]
     if not E:
