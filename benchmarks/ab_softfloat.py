@@ -1,21 +1,23 @@
-"""Two versions of the float64 tier in one process, alternated on the same hard batches.
+"""A/B of two versions of the certified float path in one process, alternating on the same batch.
 
-On a shared machine single benchmark runs move by ±20–30%; alternating an old copy of
-``exactattn/engine/softfloat.py`` and the current one in one process, on the same words, next
-to the uncertified float64 pass, and keeping the best of several rounds is the steadier
-measure (docs/scale.md, "Cheaper float64 tier").
+``bench_softfloat.py`` times each program once per run, and on a shared machine single runs
+of unchanged code move by 10–30% on the small tracr programs. This imports an old
+``softfloat.py`` (a file, e.g. ``git show main:exactattn/engine/softfloat.py > old.py``) beside
+this tree's, and for each program times the float64 pass, the old and the new certified path
+(``certify_float`` plus the double-double tier on what float64 leaves, as the benchmark does)
+on the same words — all words at max_seq_len for tracr programs, the first 2,048 for Dyck-2 at
+n = 8 and the 12-layer LTL model at n = 12 — alternating, best of K blocks of R calls (CPU
+time of this process).
 
-    git show main:exactattn/engine/softfloat.py > /tmp/softfloat_old.py
-    python benchmarks/ab_softfloat.py /tmp/softfloat_old.py [--reps 7] [--n 12] [--batch 2048]
-
-Both versions run in the same process, so they share process-wide settings (the allocator
-tuning ``EXACTATTN_MALLOC``); the rows measure the code, not the setting.
+    python benchmarks/ab_softfloat.py --old old.py [--k 9] [--r 30] [lib_shift_by dyck2 ltl …]
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
+import json
 import sys
 import time
 from pathlib import Path
@@ -24,60 +26,80 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from bench_softfloat import DEEP_LTL, TRACR, TRACR_LIB  # noqa: E402
 from float_baseline import FloatModel  # noqa: E402
 
-from exactattn import model_from_dict  # noqa: E402
-from exactattn.engine import softfloat as new  # noqa: E402
-from exactattn.engine.hard import CompiledModel, run_hard  # noqa: E402
+from exactattn import load_model, model_from_dict  # noqa: E402
+from exactattn.constructions.ltl import compile_ltl  # noqa: E402
+from exactattn.engine import softfloat as sf_new  # noqa: E402
+from exactattn.engine.hard import CompiledModel, read_output, run_hard  # noqa: E402
 from exactattn.engine.temperature import BASE_PREC, Temperatures  # noqa: E402
-from exactattn.inputs import batches, words_of_length  # noqa: E402
-from models import random_model  # noqa: E402
+from exactattn.importers.tracr import import_tracr  # noqa: E402
+from exactattn.inputs import words_of_length  # noqa: E402
+
+
+def _model(name: str):
+    if name == "dyck2":
+        return load_model(ROOT / "models" / "dyck2.json"), 8
+    if name == "ltl":
+        return model_from_dict(compile_ltl(DEEP_LTL, ("a", "b"))), 12
+    raw = import_tracr(TRACR / f"{name}.npz", TRACR / f"{name}.json")
+    return model_from_dict(raw), int(
+        json.loads((TRACR / f"{name}.json").read_text())["max_seq_len"]
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("old", help="path of the other softfloat.py")
-    ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--n", type=int, default=12)
-    ap.add_argument("--batch", type=int, default=2048)
+    ap.add_argument("--old", type=Path, required=True, help="the softfloat.py to compare with")
+    ap.add_argument("--k", type=int, default=9, help="blocks (the best is kept)")
+    ap.add_argument("--r", type=int, default=30, help="calls per block")
+    ap.add_argument("names", nargs="*", help="tracr programs, dyck2, ltl (default: tracr)")
     args = ap.parse_args()
-    spec = importlib.util.spec_from_file_location("exactattn.engine._softfloat_old", args.old)
+    spec = importlib.util.spec_from_file_location("softfloat_old", args.old)
     assert spec is not None and spec.loader is not None
-    old = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = old
-    spec.loader.exec_module(old)
+    sf_old = importlib.util.module_from_spec(spec)
+    sys.modules["softfloat_old"] = sf_old  # dataclasses look their module up
+    spec.loader.exec_module(sf_old)
+    for name in args.names or TRACR_LIB:
+        model, n = _model(name)
+        cm = CompiledModel(model)
+        temps = Temperatures(model, None)
+        taus = sf_new.tau_enclosures(temps.at(n, BASE_PREC))
+        dtaus = sf_new.tau_enclosures(temps.at(n, sf_new.DD_PREC))
+        words = list(itertools.islice(words_of_length(model.alphabet, n), 2048))
+        hb = run_hard(cm, words, n)
+        read_output(model, hb.activations[-1], n)
+        fm = FloatModel(model, n)
+        k, r = (args.k, args.r) if len(words) <= 256 else (max(2, args.k // 2), 3)
 
-    m = model_from_dict(random_model(d=16, blocks=4, heads=2, seed=0))
-    cm = CompiledModel(m)
-    n = args.n
-    taus = new.tau_enclosures(Temperatures(m, None).at(n, BASE_PREC))
-    hbs = [run_hard(cm, ch, n) for ch in batches(words_of_length(m.alphabet, n), args.batch)]
-    fm = FloatModel(m, n)
+        def cert(sf, hb=hb, cm=cm, taus=taus, dtaus=dtaus):
+            fb = sf.certify_float(cm, hb, taus)
+            if not fb.settled.all():
+                sf.second_tier(cm, hb, fb, ~fb.settled, dtaus)
 
-    def base() -> float:
-        t0 = time.process_time()
-        for ch in batches(words_of_length(m.alphabet, n), args.batch):
-            fm.forward(ch)
-        return time.process_time() - t0
-
-    def tier(mod: object) -> float:
-        t0 = time.process_time()
-        for hb in hbs:
-            mod.certify_float(cm, hb, taus)  # type: ignore[attr-defined]
-        return time.process_time() - t0
-
-    got: dict[str, list[float]] = {"float64": [], "old": [], "new": []}
-    for _ in range(args.reps):
-        got["float64"].append(base())
-        got["old"].append(tier(old))
-        got["new"].append(tier(new))
-    b = {k: min(v) for k, v in got.items()}
-    print(
-        f"random d16 4×(2 heads + ffn), n = {n}, {sum(len(h.words) for h in hbs)} words, "
-        f"best of {args.reps} (CPU s): float64 {b['float64']:.3f}  old {b['old']:.3f}  "
-        f"new {b['new']:.3f}  new/old {b['new'] / b['old']:.3f}  "
-        f"old/float64 {b['old'] / b['float64']:.2f}×  new/float64 {b['new'] / b['float64']:.2f}×"
-    )
+        fs = {
+            "f64": lambda fm=fm, words=words: fm.forward(words),
+            "old": lambda: cert(sf_old),
+            "new": lambda: cert(sf_new),
+        }
+        best = dict.fromkeys(fs, float("inf"))
+        for f in fs.values():
+            f()
+        for _ in range(k):
+            for key, f in fs.items():
+                t0 = time.process_time()
+                for _ in range(r):
+                    f()
+                best[key] = min(best[key], (time.process_time() - t0) / r)
+        b = {key: v * 1e6 for key, v in best.items()}
+        print(
+            f"{name:<22} {len(words):>5} words  f64 {b['f64']:9.1f} µs  "
+            f"old {b['old']:9.1f} µs ({b['old'] / b['f64']:.2f}×)  "
+            f"new {b['new']:9.1f} µs ({b['new'] / b['f64']:.2f}×)  "
+            f"new/old {b['new'] / b['old']:.3f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

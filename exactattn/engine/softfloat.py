@@ -1965,6 +1965,50 @@ def _layer_errors(delta: Cols, B: int, T: int, d: int) -> tuple[np.ndarray, ...]
     return lo, top.max(axis=1), row.astype(np.int64)
 
 
+ERR_DEFER = 1 << 13  # pending δ entries up to which layer errors wait to share one pass (small:
+# beyond ~64 KB per array the stacked temporaries cost more in memory traffic than they save)
+
+
+def _errors_into(
+    pending: list[tuple[int, Cols]],
+    err: tuple[np.ndarray, np.ndarray, np.ndarray],
+    B: int,
+    T: int,
+    d: int,
+) -> None:
+    """:func:`_layer_errors` of several layers ``(index, δ)`` in one stacked pass, written into
+    ``err`` = (err_lo, err_hi, err_row) (left as they are for a layer with no δ: zeros).
+
+    The bounds are elementwise and the per-layer maxima exact (``abs_bounds`` gives no nan
+    and no −0: its non-finite entries become [0, inf]), so segment maxima over the stacked
+    columns give the bits of layer by layer, and the first row of the largest bound is the
+    same. Small batches pay the per-call cost once per call of certify_float, not per layer."""
+    pending = [(li, dl) for li, dl in pending if dl]
+    if not pending:
+        return
+    if len(pending) == 1:
+        li, dl = pending[0]
+        err[0][:, li], err[1][:, li], err[2][:, li] = _layer_errors(dl, B, T, d)
+        return
+    ms: list[np.ndarray] = []
+    rs: list[np.ndarray] = []
+    starts: list[int] = []
+    for _, dl in pending:
+        starts.append(len(ms))
+        for m, r in dl.values():
+            ms.append(m)
+            rs.append(r)
+    al, au = abs_bounds((_stack(ms), _stack(rs)))  # (C, B, T)
+    ends = starts[1:] + [len(ms)]
+    # per layer, the maximum over its columns (contiguous blocks), then over the rows
+    lo = np.array([al[a:b].max(axis=0) for a, b in zip(starts, ends, strict=True)]).max(axis=2)
+    top = np.array([au[a:b].max(axis=0) for a, b in zip(starts, ends, strict=True)])
+    idx = [li for li, _ in pending]
+    err[0][:, idx] = np.maximum(lo, 0.0).T
+    err[1][:, idx] = top.max(axis=2).T
+    err[2][:, idx] = np.argmax(top, axis=2).T
+
+
 def _tight(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """measure.tight, decided soundly in floats (False when not certainly tight)."""
     fin = np.isfinite(hi) & np.isfinite(lo)
@@ -2098,6 +2142,9 @@ def _certify_chunk(
     err_hi = np.zeros((B, L))
     err_row = np.zeros((B, L), dtype=np.int64)
     delta: Cols = {}
+    err = (err_lo, err_hi, err_row)
+    pending: list[tuple[int, Cols]] = []  # layers whose error bounds wait (_errors_into)
+    size = 0
     with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
         for li, (layer, lt) in enumerate(zip(cm.layers, hb.layers, strict=True)):
             if isinstance(layer, list):
@@ -2106,12 +2153,16 @@ def _certify_chunk(
                 assert row is not None
                 if sh is not None and li < sh.layers:
                     delta = _shared_layer(lt.heads, layer, row, delta, fw.layers[li], sh, B, T)
-                    err_lo[:, li], err_hi[:, li], err_row[:, li] = _layer_errors(delta, B, T, d)
+                    pending.append((li, delta))
+                    size += len(delta) * B * T
+                    if size > ERR_DEFER:
+                        _errors_into(pending, err, B, T, d)
+                        pending, size = [], 0
                     continue
                 total = delta
                 for hi_, (ch, tr) in enumerate(zip(layer, lt.heads, strict=True)):
                     it = inv_tau(*row[hi_])
-                    contrib = _head(tr, ch.head.hard, delta, it, fw.layers[li][hi_])
+                    contrib = _head_any(tr, ch.head.hard, delta, it, fw.layers[li][hi_])
                     total = add_cols(total, contrib)
                 delta = total
             else:
@@ -2122,7 +2173,12 @@ def _certify_chunk(
                     delta = ffn_linear(pre, delta, ints, (B, T))
                 else:
                     delta = ffn_generic(pre, delta, hidden, out_rows)
-            err_lo[:, li], err_hi[:, li], err_row[:, li] = _layer_errors(delta, B, T, d)
+            pending.append((li, delta))
+            size += len(delta) * B * T
+            if size > ERR_DEFER:
+                _errors_into(pending, err, B, T, d)
+                pending, size = [], 0
+        _errors_into(pending, err, B, T, d)
         return _finish(cm, hb, delta, fw, err_lo, err_hi, err_row)
 
 
@@ -2285,6 +2341,214 @@ def second_tier(
     return out
 
 
+_GAPX: dict[tuple[Any, ...], np.ndarray] = {}
+
+
+def _gap_table(vals: tuple[int, ...], grid: np.ndarray, sden: int, inv_tau: MR) -> np.ndarray:
+    """:func:`_gap_weights`'s table of exp(−g/τ) for the gaps ``grid`` as a (2, K + 1) array
+    [midpoints; radii] with a last (0, 0) entry, so that one gather fills a whole (key,
+    query) array, zeros off the non-top visible keys; memoised by the same key (the values,
+    τ's enclosure and the rounding constants: a pure function of them)."""
+    key = (vals, sden, float(inv_tau[0]), float(inv_tau[1]), _consts())
+    got = _GAPX.get(key)
+    if got is None:
+        if len(_GAPX) > 4096:
+            _GAPX.clear()
+        wm, wr = _gap_weights_all(grid, sden, inv_tau)
+        got = np.zeros((2, len(grid) + 1))
+        got[0, :-1] = wm
+        got[1, :-1] = wr
+        got.flags.writeable = False
+        _GAPX[key] = got
+    return got
+
+
+def _rows_equal(q: np.ndarray) -> bool:
+    """hard.rows_alike's test of the queries (every row of every word equals its row 0):
+    each row equals the next, over rows laid flat (one comparison without broadcasting)."""
+    B, R = q.shape[:2]
+    if q.dtype == object or R < 2:
+        return R < 2 or bool((q == q[:, :1]).all())
+    f = q.reshape(B, -1)
+    w = f.shape[1] // R
+    return bool((f[:, w:] == f[:, :-w]).all())
+
+
+_FLAT: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _flat_grid(R: int, B: int) -> tuple[np.ndarray, np.ndarray]:
+    """(i·B + b, b) over (R, B), read only, memoised by the shape."""
+    got = _FLAT.get((R, B))
+    if got is None:
+        if len(_FLAT) > 256:
+            _FLAT.clear()
+        at = np.arange(R * B).reshape(R, B)
+        at_b = np.broadcast_to(np.arange(B), (R, B)).copy()
+        at.flags.writeable = False
+        at_b.flags.writeable = False
+        got = _FLAT[(R, B)] = (at, at_b)
+    return got
+
+
+_VISK: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _visibility_keys(vis: np.ndarray, B: int) -> tuple[np.ndarray, np.ndarray]:
+    """A visibility mask (R, T) as full [key, query, word] arrays (T, R, B), bool and float
+    (read only), memoised by the mask's value and B: a full array multiplies in one
+    contiguous pass, where a broadcast runs numpy's inner loop once per (key, query)."""
+    key = (vis.shape, vis.tobytes(), B)
+    got = _VISK.get(key)
+    if got is None:
+        if len(_VISK) > 256:
+            _VISK.clear()
+        R, T = vis.shape
+        vb = np.ascontiguousarray(np.broadcast_to(vis.T[:, :, None], (T, R, B)))
+        vf = vb.astype(np.float64)
+        vb.flags.writeable = False
+        vf.flags.writeable = False
+        got = _VISK[key] = (vb, vf)
+    return got
+
+
+def _head_free(tr: HeadTrace, rule: str, inv_tau: MR, hw: dict[str, Any]) -> Cols | None:
+    """:func:`_head` of an average head with no δ coming in (δ = 0 before the layer: the
+    heads of most tracr programs); None where it does not apply (the caller then runs
+    :func:`_head`). The same elementwise operations on the same numbers in the same order,
+    so the same bits, laid out for small batches:
+
+    * arrays laid out [key, query, word] (``_head`` has [word, key, query]): a sum over the
+      keys adds contiguous blocks, a per-query factor broadcasts over the leading axis, the
+      value columns lead too ([column, key, query, word]), and every broadcast keeps the
+      words innermost — numpy's inner loops run over the batch, not over a query row (or
+      two value columns) at a time, which is most of the cost on small batches;
+    * the softmax weights of the non-top visible keys are one gather from the gap table
+      (:func:`_gap_table`), zeros elsewhere, instead of a scatter into zeros;
+    * tests whose answer is known: every weight midpoint lies in [0, 1] (so Σ|m| = Σm, the
+      key sums and 1/Z are finite — ``guard`` changes nothing there — and Z ≥ 1);
+    * no δ projections (there is no δ)."""
+    s = tr.scores.num
+    sden, vden = tr.scores.den, tr.v.den
+    if (
+        rule != "average"
+        or s.dtype != np.int64
+        or sden >= 2**400
+        or vden >= 2**400
+        or not inv_tau[0] > 0  # 1/τ may underflow to 0
+    ):
+        return None
+    B, R, T = tr.top.shape
+    if R > 1 and _visibility(tr.visible)[0] and _rows_equal(tr.q.num):
+        # a constant query (see _head): compute one row and copy it
+        one = _head_free(_query_rows(tr, 0, 1), rule, inv_tau, hw)
+        if one is None:
+            return None
+        return {c: (np.repeat(m, R, axis=1), np.repeat(r, R, axis=1)) for c, (m, r) in one.items()}
+    top_q = tr.top  # (B, i, j)
+    top = np.ascontiguousarray(top_q.transpose(2, 1, 0))  # (j, i, B)
+    visb, visf = _visibility_keys(tr.visible, B)
+    rest = visb & ~top
+    if not rest.any():
+        return {}  # every visible key ties at the top and nothing moved: exactly hard
+    if s.size and int(np.abs(s).max()) >= 2**61:
+        return None
+    # the first top key of every query (it holds the row maximum), as flat indices into
+    # [key, query, word] arrays: key·R·B + (query·B + word)
+    first = np.argmax(top_q, axis=2).T  # (i, B)
+    at, at_b = _flat_grid(R, B)
+    sk = np.ascontiguousarray(s.transpose(2, 1, 0))  # (j, i, B)
+    smax = np.take(sk, first * (R * B) + at)  # (i, B)
+    g = smax - sk  # (j, i, B) exact gaps (used where rest)
+    gr = g[rest]
+    lo = int(gr.min())
+    hi = int(gr.max())
+    if hi - lo < 256:  # _gap_weights's two tables: a short range, or two values
+        tab = _gap_table((lo, hi), np.arange(lo, hi + 1), sden, inv_tau)
+        g -= lo
+    elif bool(((gr == hi) | (gr == lo)).all()):
+        tab = _gap_table((lo, hi, 2), np.array([lo, hi], dtype=np.int64), sden, inv_tau)
+        g = g == hi
+    else:
+        return None
+    UW = np.take(tab, np.where(rest, g, tab.shape[1] - 1), axis=1)  # (2, j, i, B)
+    uw_m, uw_r = UW[0], UW[1]
+    # _sum_keys_x with Σ|m| = Σm (every midpoint ≥ +0) and no guard (the sums are finite)
+    sm, sr = _seq_sum(UW, 1)
+    k = (T + 2) * SUM_U
+    ur_r = sr * (1 + k) + sm * k
+    nA = top.sum(axis=0).astype(np.float64)  # (i, B) exact small integers
+    safe = np.maximum(nA, 1.0)  # nA where nA > 0, else 1
+    # Z = add((safe, 0), UR) and _recip(Z): Z ≥ 1 is finite, so are 1/Z and its guard
+    zm = safe + sm
+    zr = ur_r * (1 + WIDEN) + zm * WIDEN  # (0 + r): the same number (r ≥ +0), |zm| = zm
+    izm = 1.0 / zm
+    izr = zr * izm / (zm - zr) * (1 + WIDEN) ** 2 + izm * WIDEN
+    izr = izr / (np.isfinite(zr) & (zm > zr))  # not certainly positive: infinite radius
+    topf = top.astype(np.float64)
+    mm = sm / safe  # ≥ 0: |mm| = mm
+    mean_r = ur_r / safe * (1 + WIDEN) + mm * WIDEN + np.minimum(ur_r, TINY)
+    nm, nr = sub((uw_m, uw_r), (mm * topf, mean_r * topf))
+    # δα = _scale_rows(numer, 1/Z) · visibility, into one stacked array (1/Z > 0: |izm| = izm)
+    DA = np.empty((2,) + nm.shape)
+    np.multiply(nm, izm, out=DA[0])
+    r = np.abs(nm)
+    r *= izr
+    r += nr * (izm + izr)
+    r *= 1 + WIDEN
+    r += np.abs(DA[0]) * WIDEN
+    np.maximum(r, np.minimum(r * 2.0**600, TINY), out=DA[1])  # floor_rad
+    DA *= visf
+    if not DA[1].any():
+        return {}
+    # Σ_j δα_ij (v_j − v_ref(i)), every value column at once (_head's exact columns): the
+    # rounding bound of _dot_weight/_dot_exact, [column, key, query, word]
+    vn = tr.v.num  # (B, j, E)
+    E = vn.shape[-1]
+    if not E:
+        return {}
+    vk = np.ascontiguousarray(vn.transpose(2, 1, 0))  # (E, j, B)
+    vref = np.take(vk.reshape(E, T * B), first * B + at_b, axis=1)  # (E, i, B)
+    dn = vk[:, :, None, :] - vref[:, None, :, :]  # (E, j, i, B)
+    xm = _rat_mid(dn, vden)
+    c_v = CONV + 2.0 * TINY * vden
+    rho = (T + 2) * SUM_U
+    q = np.abs(DA[0]) * (c_v + rho)  # _dot_weight
+    q += DA[1] * (1 + c_v)
+    P = np.empty((2,) + xm.shape)  # _dot_exact: products and their radii, then key sums
+    np.multiply(DA[0], xm, out=P[0])
+    np.abs(xm, out=P[1])
+    P[1] *= q
+    tm, tr_ = _seq_sum(P, 2)  # (E, i, B) each
+    tr_ *= 1 + (T + 4) * SUM_U
+    tr_ = guard(tm, floor_rad(tr_))
+    out: Cols = {c: (tm[c].T, tr_[c].T) for c in range(E)}  # (B, i) views
+    if hw["O"] is None:
+        return out
+    plan = hw.get(("plan", E))
+    if plan is None:
+        plan = hw[("plan", E)] = _lin_plan(out, hw["O"])  # which rows: depends on E only
+    if len(plan) < 2:
+        return lin(out, hw["O"])
+    m, r = _lin_stack(out, plan, (E + 3) * SUM_U)  # lin's numbers
+    return {a: (m[i], r[i]) for i, (a, _) in enumerate(plan)}
+
+
+HEAD_FREE_MAX = 1 << 15  # (word, query, key) entries up to which _head_free is used
+
+
+def _head_any(
+    tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any], q0: int = 0
+) -> Cols:
+    """:func:`_head`, by :func:`_head_free` where no δ comes in on a small batch (the same
+    bits; on large ones its transposed copies cost more than its shorter loops save)."""
+    if not delta and tr.top.size <= HEAD_FREE_MAX:
+        got = _head_free(tr, rule, inv_tau, hw)
+        if got is not None:
+            return got
+    return _head(tr, rule, delta, inv_tau, hw, q0)
+
+
 def _shared_layer(
     traces: list[HeadTrace],
     heads: list[Any],
@@ -2305,8 +2569,8 @@ def _shared_layer(
         it = inv_tau(*row[hi_])
         hw = hws[hi_]
         tr_first = _query_rows(_slice_trace(tr, firsts), 0, q0)
-        top = add_cols(top, _head(tr_first, ch.head.hard, d_first, it, hw, 0))
-        rest = add_cols(rest, _head(_query_rows(tr, q0, T), ch.head.hard, delta, it, hw, q0))
+        top = add_cols(top, _head_any(tr_first, ch.head.hard, d_first, it, hw, 0))
+        rest = add_cols(rest, _head_any(_query_rows(tr, q0, T), ch.head.hard, delta, it, hw, q0))
     return _assemble(top, rest, sh, B, T)
 
 
@@ -2342,6 +2606,109 @@ def _label_decisions_pairs(
     fin = ((np.isfinite(diff[0]) & np.isfinite(diff[1])) | ~off).all(axis=(2, 3))
     cand = ~dominated
     return cand.sum(axis=2) == 1, fin, np.argmax(cand, axis=2)
+
+
+def _argmax_two(delta: Cols, fw: FloatWeights, vals: RatArray, slots: Any, res: FloatBatch) -> bool:
+    """The argmax read-out of two labels, when δ reaches both output rows or neither (else
+    False and nothing done): the general path's numbers and decisions in fewer calls.
+
+    The hard labels from one exact difference h = s_1 − s_0 per slot (unique iff h ≠ 0,
+    label 1 iff h > 0); δ's output rows by :func:`_lin_stack` on the full columns (entries are
+    elementwise, so selecting the slots afterwards gives the same numbers); then
+    :func:`_label_decisions`'s one-pair test: with a = "label 0 certainly below" and b =
+    "label 1 certainly below", exactly one candidate is a ^ b and it is label a (as 0/1)."""
+    cols = delta
+    plan = _lin_plan(cols, fw.out)
+    if plan and [a for a, _ in plan] != [0, 1]:
+        return False
+    num = vals.num  # (B, P, 2)
+    small = num.dtype != object and (num.size == 0 or int(np.abs(num).max()) < 2**61)
+    numo = num if small else num.astype(object)
+    h = numo[:, :, 1] - numo[:, :, 0]  # exact
+    uniq = np.asarray(h != 0, dtype=bool)
+    up = np.asarray(h > 0, dtype=bool)
+    labels = np.where(uniq, up, -1)  # hard labels (int64)
+    if not plan:  # δ reaches no output row: the hard labels, nothing undecided
+        res.labels = labels
+        res.tie = np.zeros(len(num), dtype=bool)
+        return True
+    gm, gr = _lin_stack(cols, plan, (len(cols) + 3) * SUM_U)  # (2, B, T)
+    P = len(slots)
+    sel: Any = np.asarray(slots, dtype=np.intp)
+    if P and list(slots) == list(range(slots[0], slots[0] + P)):
+        sel = slice(slots[0], slots[0] + P)
+    gm, gr = gm[:, :, sel], gr[:, :, sel]  # (2, B, P)
+    az = (gr == 0).all(axis=0)
+    # _label_decisions's pair (1, 0), the same operations
+    hd1 = from_rat(h, vals.den)
+    dm1 = gm[1] - gm[0]
+    dr1 = (gr[1] + gr[0]) * (1 + WIDEN) + np.abs(dm1) * WIDEN
+    dm, dr = add(hd1, (dm1, dr1))
+    a = dm > dr  # label 0 certainly below label 1
+    one = a ^ (-dm > dr)
+    fin = np.isfinite(dm) & np.isfinite(dr)
+    res.labels = np.where(az, labels, np.where(one, a, -1))
+    fail = ~(az | (one & fin))
+    failed = fail.any(axis=1)
+    res.settled &= ~failed
+    # a word with no undecided unique-label slot fails only at ties
+    res.tie = failed & ~(fail & uniq).any(axis=1)
+    return True
+
+
+_OFF4: dict[int, np.ndarray] = {}
+
+
+def _argmax_many(
+    delta: Cols, fw: FloatWeights, vals: RatArray, slots: Any, res: FloatBatch
+) -> bool:
+    """The argmax read-out of three or more labels on a small batch, laid out [label i,
+    label j, slot, word] instead of [word, slot, i, j]: the same elementwise operations on
+    the same numbers (so the same decisions and labels), but numpy's inner loops run over
+    the slots and words, not over one row of labels, and the reductions over labels add
+    whole blocks. False (nothing done) where the scores are not int64 below 2^61."""
+    num = vals.num  # (B, P, r)
+    if num.dtype != np.int64 or (num.size and int(np.abs(num).max()) >= 2**61):
+        return False
+    plan = _lin_plan(delta, fw.out)
+    B, P, nr = num.shape
+    H = np.ascontiguousarray(num.transpose(2, 1, 0))  # (r, P, B) exact label scores
+    is_best = H == H.max(axis=0)
+    uniq = is_best.sum(axis=0) == 1  # (P, B)
+    labels = np.where(uniq, np.argmax(is_best, axis=0), -1)  # hard labels (int64)
+    if not plan:  # δ reaches no output row: the hard labels, nothing undecided
+        res.labels = np.ascontiguousarray(labels.T)
+        res.tie = np.zeros(B, dtype=bool)
+        return True
+    gm, gr = _lin_stack(delta, plan, (len(delta) + 3) * SUM_U)  # (rows, B, T): lin's numbers
+    sel: Any = np.asarray(slots, dtype=np.intp)
+    if P and list(slots) == list(range(slots[0], slots[0] + P)):
+        sel = slice(slots[0], slots[0] + P)
+    present = [a for a, _ in plan]
+    dm = np.zeros((nr, P, B))  # exact zeros for the rows δ does not reach
+    dr = np.zeros((nr, P, B))
+    dm[present] = gm[:, :, sel].transpose(0, 2, 1)
+    dr[present] = gr[:, :, sel].transpose(0, 2, 1)
+    az = (dr == 0).all(axis=0)  # (P, B)
+    off = _OFF4.get(nr)
+    if off is None:
+        off = _OFF4[nr] = _off_diagonal(nr)[:, :, None, None]
+    # _label_decisions_pairs at [i, j]: s_j − s_i = hard + sub(δ[j], δ[i])
+    hd = from_rat(H[None, :] - H[:, None], vals.den)
+    dm2 = dm[None, :] - dm[:, None]
+    dr2 = (dr[None, :] + dr[:, None]) * (1 + WIDEN) + np.abs(dm2) * WIDEN
+    d0, d1 = add(hd, (dm2, dr2))
+    cand = ~((d0 > d1) & off).any(axis=1)  # (i, P, B): label i not certainly below another
+    fin = ((np.isfinite(d0) & np.isfinite(d1)) | ~off).all(axis=(0, 1))
+    one = cand.sum(axis=0) == 1
+    lab = np.where(az, labels, np.where(one, np.argmax(cand, axis=0), -1))
+    fail = ~(az | (one & fin))  # (P, B)
+    failed = fail.any(axis=0)
+    res.settled &= ~failed
+    res.labels = np.ascontiguousarray(lab.T)
+    # a word with no undecided unique-label slot fails only at ties
+    res.tie = failed & ~(fail & uniq).any(axis=0)
+    return True
 
 
 def _readout(
@@ -2380,6 +2747,10 @@ def _readout(
     nr = num.shape[2]
     if isinstance(o, ArgmaxOutput):
         P = len(slots)
+        if nr == 2 and B * P <= 1 << 18 and _argmax_two(delta, fw, vals, slots, res):
+            return
+        if nr > 2 and B * P * nr * nr <= 1 << 20 and _argmax_many(delta, fw, vals, slots, res):
+            return
         # int64 differences are exact below 2^62; else Python integers (same floats either way)
         small = num.dtype != object and (num.size == 0 or int(np.abs(num).max()) < 2**61)
         numo = num if small else num.astype(object)
