@@ -571,6 +571,19 @@ MUTATIONS: list[Mutation] = [
         "centred tier: weights below e^FAR taken as [0, TINY] from −800 → −10 (Lemma C)",
         tests=("tests/test_centred.py",),
     ),
+    # ---- exactattn/engine/softfloat.py: the two-label argmax read-out
+    Mutation(
+        "SF1",
+        "exactattn/engine/softfloat.py",
+        "dr1 = (gr[1] + gr[0]) * (1 + WIDEN) + np.abs(dm1) * WIDEN",
+        "dr1 = gr[1] + gr[0]",
+        "two-label read-out: rounding allowance of δ_1 − δ_0 dropped (not the general path's)",
+        tests=("tests/test_softfloat_argmax_allowance.py",),
+        note=(
+            "caught by the decisions of the general path, _label_decisions; no unsound claim is "
+            "known: add's own WIDEN and from_rat's CONV slack cover dr1's rounding"
+        ),
+    ),
     # ---- exactattn/run/shard.py: settle_dominated (docs/scale.md, "The random model's last third")
     Mutation(
         "SD1",
