@@ -16,7 +16,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 from rich import box
@@ -89,12 +89,31 @@ def _fail(exc: Exception) -> None:
     bad_input(exc)
 
 
+_NO_ARGS: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())  # click ≥ 8.2
+
+
+def _usage_error(exc: click.UsageError) -> NoReturn:
+    """A usage error as every other bad input: one line naming the command and the fix, exit
+    2 (click prints three: Usage, Try, Error)."""
+    if isinstance(exc, _NO_ARGS):  # `exactattn` alone: click's help text, as before
+        exc.show()
+        sys.exit(exc.exit_code)
+    where = exc.ctx.command_path if exc.ctx is not None else "exactattn"
+    bad_input(f"{where}: {exc.format_message()} (fix: see '{where} --help')")
+
+
 class _Group(click.Group):
     """Every outcome becomes its documented exit code (exactattn/core/guard.py).
 
     Our errors are one clear message and exit 2; Ctrl-C is 130; an unexpected exception is
     an internal error, exit 4 (never 1, which means "problem found").
     """
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:  # the group's own options (`exactattn --bogus`)
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as exc:
+            _usage_error(exc)
 
     def invoke(self, ctx: click.Context) -> Any:
         end_of_imports()  # Ctrl-C is a KeyboardInterrupt again, handled below
@@ -106,7 +125,9 @@ class _Group(click.Group):
     def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except click.ClickException as exc:  # click's usage errors: exit 2, message capped
+        except click.UsageError as exc:
+            _usage_error(exc)
+        except click.ClickException as exc:  # click's other errors: exit 2, message capped
             fmt = exc.format_message
             exc.format_message = lambda: cap_message(fmt())  # type: ignore[method-assign]
             raise
