@@ -613,12 +613,11 @@ def problems(o: Outcome) -> list[str]:
         lines = o.stderr.strip().splitlines()
         if len(lines) > 1 and _ESTIMATE.search(lines[0]):  # without -q: "M: N inputs …" first
             lines = lines[1:]
-        click_usage = len(lines) >= 3 and lines[0].startswith("Usage:")
-        if click_usage:
-            lines = lines[-1:]
+        # usage errors too are one line naming the command (click's Usage/Try/Error form was
+        # accepted here until the CLI printed them as every other bad input)
         if len(lines) != 1:
             out.append(f"exit 2 with {len(lines)} lines: {o.stderr[:300]!r}")
-        elif not click_usage and not _PATHISH.match(lines[0]):
+        elif not _PATHISH.match(lines[0]):
             out.append(f"exit 2 message does not name a path: {lines[0][:300]!r}")
         if len(o.stderr) > 1000:
             out.append(f"exit 2 message of {len(o.stderr)} characters")
