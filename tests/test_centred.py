@@ -14,16 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from flint import arb, ctx
+from tiers_vs_arb import assert_meets_arb, random_benchmark_model
 
-from exactattn import load_model, model_from_dict, run_check
+from exactattn import load_model, run_check
 from exactattn.core.numbers import arb_endpoints
 from exactattn.engine import centred, softfloat
 from exactattn.engine.centred import certify_centred, row_sum
-from exactattn.engine.certify import certify_word
 from exactattn.engine.hard import CompiledModel, HeadTrace, run_hard
-from exactattn.engine.measure import LengthAccumulator
 from exactattn.engine.ratarray import RatArray
-from exactattn.engine.soft import WeightCache
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import words_of_length
 
@@ -168,13 +166,7 @@ def test_centred_rows_claim_nothing_from_non_finite_input() -> None:
         assert not fin.any()
 
 
-def _random_model(seed: int, blocks: int = 3, d: int = 16):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from models import random_model
-    finally:
-        sys.path.pop(0)
-    return model_from_dict(random_model(d=d, blocks=blocks, heads=2, seed=seed))
+_random_model = random_benchmark_model
 
 
 def _against_arb(model, n: int, limit: int = 64, only=None) -> tuple[int, int]:
@@ -193,21 +185,7 @@ def _against_arb(model, n: int, limit: int = 64, only=None) -> tuple[int, int]:
     if not words:
         return 0, 0
     fb = certify_centred(cm, hb, taus)
-    acc = LengthAccumulator(model, n, None, len(model.layers))
-    acc.add_hard(hb)
-    wc = WeightCache(cm)
-    for b in range(len(words)):
-        sr = certify_word(cm, hb, b, acc, temps, wc)
-        assert sr.bounds is not None
-        for li, (alo, ahi, _row) in enumerate(sr.bounds):
-            lo, hi = float(fb.err_lo[b, li]), float(fb.err_hi[b, li])
-            if not math.isfinite(hi):
-                continue
-            a_lo, _ = arb_endpoints(alo)
-            _, a_hi = arb_endpoints(ahi)
-            assert Fraction(lo) <= a_hi and a_lo <= Fraction(hi), (words[b], li, lo, hi)
-        if fb.read is not None and fb.read[b] and fb.accept is not None and sr.verdict.decided:
-            assert bool(fb.accept[b]) == bool(sr.verdict.value), words[b]
+    assert_meets_arb(cm, hb, fb, temps, fb.read)
     return int(fb.settled.sum()), len(words)
 
 

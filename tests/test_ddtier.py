@@ -15,14 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from flint import arb, ctx
+from tiers_vs_arb import assert_meets_arb, random_benchmark_model
 
 from exactattn import load_model, model_from_dict, run_check
 from exactattn.core.numbers import arb_endpoints
 from exactattn.engine import ddtier as dt
-from exactattn.engine.certify import certify_word
 from exactattn.engine.hard import CompiledModel, run_hard
-from exactattn.engine.measure import LengthAccumulator
-from exactattn.engine.soft import WeightCache
 from exactattn.engine.softfloat import DD_PREC, certify_dd, tau_enclosures
 from exactattn.engine.temperature import Temperatures
 from exactattn.inputs import words_of_length
@@ -190,13 +188,7 @@ def test_taylor_remainder_constant() -> None:
     assert Fraction(0.35) / 2**dt.SQUARINGS < Fraction(dt.RHO_MAX)
 
 
-def _random_model(seed: int, blocks: int = 3):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from models import random_model
-    finally:
-        sys.path.pop(0)
-    return model_from_dict(random_model(d=16, blocks=blocks, heads=2, seed=seed))
+_random_model = random_benchmark_model
 
 
 def _against_arb(model, n: int, limit: int = 64) -> int:
@@ -207,21 +199,7 @@ def _against_arb(model, n: int, limit: int = 64) -> int:
     words = list(words_of_length(model.alphabet, n))[:limit]
     hb = run_hard(cm, words, n)
     fb = certify_dd(cm, hb, tau_enclosures(temps.at(n, DD_PREC)))
-    acc = LengthAccumulator(model, n, None, len(model.layers))
-    acc.add_hard(hb)
-    wc = WeightCache(cm)
-    for b in range(len(words)):
-        sr = certify_word(cm, hb, b, acc, temps, wc)
-        assert sr.bounds is not None
-        for li, (alo, ahi, _row) in enumerate(sr.bounds):
-            lo, hi = float(fb.err_lo[b, li]), float(fb.err_hi[b, li])
-            if not math.isfinite(hi):
-                continue
-            a_lo, _ = arb_endpoints(alo)
-            _, a_hi = arb_endpoints(ahi)
-            assert Fraction(lo) <= a_hi and a_lo <= Fraction(hi), (words[b], li, lo, hi)
-        if fb.settled[b] and fb.accept is not None and sr.verdict.decided:
-            assert bool(fb.accept[b]) == bool(sr.verdict.value)
+    assert_meets_arb(cm, hb, fb, temps, fb.settled)
     return int(fb.settled.sum())
 
 
