@@ -65,16 +65,18 @@ def verified(record: ClosedForm | None) -> bool:
 
 
 def form_latex(record: ClosedForm) -> str | None:
-    """sympy's LaTeX of the record's structured form (None when the form is unusable)."""
+    """sympy's LaTeX of the record's structured form (None when the form is unusable), long
+    digit runs abbreviated (a 4,600-digit coefficient is wider than TeX can set)."""
     # lazy: sympy costs ≈ 0.5 s to import; only closed-form typesetting and checks need it
     import sympy
 
     if record.form is None:
         return None
     try:
-        return sympy.latex(form_expr(record.form))
+        tex = sympy.latex(form_expr(record.form))
     except Exception:  # noqa: BLE001 - result-file data that sympy cannot typeset: shown verbatim
         return None
+    return fmt.long_digits(tex, latex=True)
 
 
 def values(record: ClosedForm, ns: list[int]) -> list[tuple[int, Fraction]]:
@@ -205,8 +207,10 @@ def tables(cf: dict[str, Any]) -> tuple[Table | None, Table | None]:
         elif rec.expression is not None:
             form = form_latex(rec)
             expr = Alt(
-                Code(f"{_raw_name(key)} = {rec.expression}"),
-                Lit("", "$" + form + "$") if form is not None else Code(rec.expression),
+                Code(fmt.long_digits(f"{_raw_name(key)} = {rec.expression}")),
+                Lit("", "$" + form + "$")
+                if form is not None
+                else Code(fmt.long_digits(rec.expression)),
             )
             exact.rows.append(
                 [

@@ -397,6 +397,31 @@ def rational(text: str | int | None, digits: int = DIGITS) -> Shown:
 # ---------------------------------------------------------------------------------------------
 # Small display helpers shared by the writers
 
+#: Longest run of digits a report prints in full; a longer one (a closed-form coefficient of
+#: thousands of digits) is abbreviated, since TeX cannot set a box that wide ("Dimension too
+#: large") and nobody reads it. The result file keeps every digit.
+MAX_SHOWN_DIGITS = 100
+#: Leading and trailing digits kept in an abbreviation.
+KEPT_DIGITS = 20
+_DIGIT_RUN = re.compile("[0-9]{" + str(MAX_SHOWN_DIGITS + 1) + ",}")
+
+
+def long_digits(s: str, latex: bool = False) -> str:
+    """``s`` with every run of more than MAX_SHOWN_DIGITS digits abbreviated.
+
+    ``1234…7890 (4,600 digits)`` as plain text; in LaTeX math mode
+    ``1234\\ldots 7890\\,(\\text{4,600 digits})``. Display only: exact values stay in the JSON.
+    """
+
+    def short(m: re.Match[str]) -> str:
+        d = m[0]
+        head, tail, count = d[:KEPT_DIGITS], d[-KEPT_DIGITS:], f"{len(d):,} digits"
+        if latex:
+            return rf"{head}\ldots {tail}\,(\text{{{count}}})"
+        return f"{head}…{tail} ({count})"
+
+    return _DIGIT_RUN.sub(short, s)
+
 
 def word(tokens: list[str] | None) -> str:
     """An input as one string: tokens concatenated when all are single characters."""

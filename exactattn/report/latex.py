@@ -208,7 +208,7 @@ def compiler_gap_table(data: ReportData) -> list[str]:
     t = tables.compiler_gap(data)
     if t is None:
         return []
-    expr = tt(str(data.compiler_gap_rows()[0][1].expression))
+    expr = tt(fmt.long_digits(str(data.compiler_gap_rows()[0][1].expression)))
     caption = (
         rf"Compiler gap bound for {tt(data.model)}: the compiler's lower bound "
         rf"$\gamma(n) \ge{{}}${expr} (\texttt{{proofs/rasp-gaps.md}}) beside the measured "

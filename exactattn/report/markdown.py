@@ -147,8 +147,9 @@ def figure_captions(data: ReportData) -> dict[str, str]:
     fit = data.gamma_fit()
     gamma_form = data.gamma_closed_form()
     if gamma_form is not None:
+        form = code(fmt.long_digits("γ(n) = " + str(gamma_form.expression)))
         fit_sentence = (
-            f"Dashed: the closed form {code('γ(n) = ' + str(gamma_form.expression))}, "
+            f"Dashed: the closed form {form}, "
             f"fitted on n ∈ {{{fmt.runs(gamma_form.fitted_on)}}} and verified exactly on "
             f"n ∈ {{{fmt.runs(gamma_form.verified_on)}}}."
         )
@@ -182,7 +183,7 @@ def compiler_gap_lines(data: ReportData) -> list[str]:
     t = tables.compiler_gap(data)
     if t is None:
         return []
-    expr = code(str(data.compiler_gap_rows()[0][1].expression))
+    expr = code(fmt.long_digits(str(data.compiler_gap_rows()[0][1].expression)))
     return [
         "## Compiler gap bound",
         "",

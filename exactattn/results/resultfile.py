@@ -286,12 +286,16 @@ MAX_FORM_N = 5_000
 MAX_LENGTH_LIST = 10_000
 #: Characters of one rational coefficient of a structured form, and of a bracket's exponent.
 MAX_COEFF_TEXT = 200
-#: ... of a rational or power form's polynomials (a model with weights near 1e300 has γ(n) and
-#: x_max(n) constants of 301+ digits; the LaTeX report still typesets 1,000 digits).
-MAX_POLY_COEFF_TEXT = 1_000
+#: ... of a rational or power form's polynomials: as long as an exact value check writes (a
+#: model with weights near 1e300 has γ(n) and x_max(n) constants of 301+ digits, one with a
+#: 1/(3…3) weight a γ(n) of 4,600; the reports abbreviate long digit runs).
+MAX_POLY_COEFF_TEXT = MAX_NUMBER_TEXT
 MAX_EXPONENT_TEXT = 40
 #: Coefficients of one polynomial of a form (the fits use degree ≤ 4).
 MAX_COEFFS = 8
+#: Characters of a closed form's ``expression``: the text of its coefficients (numerator and
+#: denominator polynomials, each coefficient at most MAX_POLY_COEFF_TEXT) and a little syntax.
+MAX_EXPRESSION_TEXT = 2 * MAX_COEFFS * (MAX_POLY_COEFF_TEXT + 16)
 # a bracket constant: short plain decimal, exponent of at most 6 digits (what decimal_down writes)
 _CONST = re.compile(r"-?[0-9]{1,60}(?:\.[0-9]{1,60})?(?:[eE][+-]?[0-9]{1,6})?")
 _FORM_KINDS = ("rational", "power", "hypergeometric", "parity")
@@ -375,7 +379,7 @@ def _closed_forms(x: Any) -> None:
                     )
             _lengths(rec.get("on"), f"{p}.on")
             continue
-        _opt(rec.get("expression"), f"{p}.expression", _str, 10_000)
+        _opt(rec.get("expression"), f"{p}.expression", _str, MAX_EXPRESSION_TEXT)
         if rec.get("valid_from") is not None and rec.get("exceptions") is None:
             _fail(f"{p}.exceptions", "valid_from needs the list of exceptions")
         form = rec.get("form")
