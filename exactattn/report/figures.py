@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,34 @@ GAMMA_FIG, ERROR_FIG, TAU_FIG = "gamma", "error", "tau"
 """Figure names (file-name stems, caption keys): γ(n), the per-layer errors, the temperatures."""
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+#: Markers of the per-layer error lines, one per round of COLORS (layers 1–8 are round 0).
+MARKERS = ["o", "^", "v", "D", "P", "X", "*", "h", "<", ">", "p", "d"]
+
+
+@dataclass(frozen=True)
+class LayerStyle:
+    """How one layer is drawn in the error figure; no two layers share one (issue: layers 1
+    and 9 once looked the same, the colours cycled after 8)."""
+
+    color: str
+    marker: str  # the error line's (filled)
+    bound_marker: str  # the proved bound's (open)
+    linestyle: Any  # the error line's: solid, then a dash pattern per round of all pairs
+    bound_linestyle: Any
+
+
+def layer_style(k: int) -> LayerStyle:
+    """The style of the k-th layer (k ≥ 0): colour k mod 8; marker by k // 8 (layers 1–8 keep
+    the old look: ``o-``, bound ``s--``); past 8 × 12 layers the dash pattern counts rounds, so
+    (colour, marker, line style) is distinct for any number of layers."""
+    r, j = divmod(k // len(COLORS), len(MARKERS))  # round, marker
+    marker = MARKERS[j]
+    bound_marker = "s" if j == 0 else marker
+    if r == 0:
+        return LayerStyle(COLORS[k % len(COLORS)], marker, bound_marker, "-", "--")
+    return LayerStyle(
+        COLORS[k % len(COLORS)], marker, bound_marker, (0, (6.0, 1.0 + r)), (0, (2.0, 2.0 + r))
+    )
 
 
 class _LogAxis:
@@ -188,31 +217,33 @@ def error_figure(data: ReportData, path: Path) -> Path:
                 if not b.is_zero and not b.is_inf:
                     bound_pts.append((row.n, b.log10()))
         all_logs += [p[1] for p in err_pts + bound_pts]
-        series.append((COLORS[k % len(COLORS)], layer, err_pts, bound_pts, zeros))
+        series.append((layer_style(k), layer, err_pts, bound_pts, zeros))
     axis = _LogAxis(ax, all_logs)
     zero_label = r"$\varepsilon_\ell(n) = 0$ exactly (layer colour)"
-    for k, (color, layer, err_pts, bound_pts, zeros) in enumerate(series):
+    for k, (style, layer, err_pts, bound_pts, zeros) in enumerate(series):
         name = f"L{layer.index} {_mpl_text(layer.kind)}"
         if err_pts:
             ax.plot(
                 [p[0] for p in err_pts],
                 [axis.y(p[1]) for p in err_pts],
-                "o-",
-                color=color,
+                marker=style.marker,
+                linestyle=style.linestyle,
+                color=style.color,
                 label=rf"{name}: $\varepsilon$ (upper end)",
             )
         if bound_pts:
             ax.plot(
                 [p[0] for p in bound_pts],
                 [axis.y(p[1]) for p in bound_pts],
-                "s--",
-                color=color,
+                marker=style.bound_marker,
+                linestyle=style.bound_linestyle,
+                color=style.color,
                 mfc="none",
                 label=f"{name}: proved bound",
             )
         if zeros:
             shift = 0.08 * (k - (len(series) - 1) / 2)  # side by side when layers coincide
-            axis.edge_marker([n + shift for n in zeros], False, zero_label, color)
+            axis.edge_marker([n + shift for n in zeros], False, zero_label, style.color)
             zero_label = "_"
     _n_ticks(ax, data.ns, log=False)
     ax.set_xlabel("n (input length)")
