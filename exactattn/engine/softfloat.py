@@ -531,7 +531,8 @@ def mr_exp(a: MR) -> MR:
     m, r = a
     mid = _exp(m)
     rad = mid * (r + r * r + 2 * _err(m)) * (1 + SLACK) + TINY
-    return mid, rad / ((r <= 1.0) & np.isfinite(m))  # r > 1, nan or m ±inf: infinite radius
+    with np.errstate(divide="ignore"):  # dividing by False is the point: no RuntimeWarning
+        return mid, rad / ((r <= 1.0) & np.isfinite(m))  # r > 1, nan or m ±inf: infinite radius
 
 
 def mr_expm1(a: MR) -> MR:
@@ -540,7 +541,8 @@ def mr_expm1(a: MR) -> MR:
     am = np.abs(mid)
     rad = ((1 + am) * (r + r * r) * (1 + SLACK) + 2 * _err(m) * am) * (1 + WIDEN)
     rad = rad + np.minimum(r, TINY)
-    return mid, rad / ((r <= 1.0) & np.isfinite(m))  # r > 1, nan or m ±inf: infinite radius
+    with np.errstate(divide="ignore"):  # dividing by False is the point: no RuntimeWarning
+        return mid, rad / ((r <= 1.0) & np.isfinite(m))  # r > 1, nan or m ±inf: infinite radius
 
 
 def mr_relu(a: MR) -> MR:
