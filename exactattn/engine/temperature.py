@@ -62,7 +62,12 @@ class Temperatures:
                 "(docs/limits.md)",
             ) from None
         except UndecidedError as exc:
-            raise ModelError(path, f"τ({n}) cannot be evaluated: {exc}") from None
+            raise ModelError(
+                path,
+                f"τ({n}) cannot be evaluated: {exc}",
+                "write the temperature so that no divisor, log or floor argument in it sits "
+                "where ball arithmetic cannot decide (like 1/(exp(n) - exp(n))), or pass --tau",
+            ) from None
         except ExprError as exc:
             raise ModelError(
                 path,
@@ -88,7 +93,12 @@ class Temperatures:
                 f"τ({n}) = '{expr.text}' is not positive at n = {n}",
                 "temperatures must be > 0 for every checked n",
             )
-        raise ModelError(path, f"cannot certify τ({n}) > 0 for '{expr.text}'")
+        raise ModelError(
+            path,
+            f"cannot certify τ({n}) > 0 for '{expr.text}'",
+            "use a temperature that is clearly positive at every checked n (not one equal to 0 "
+            "in a way ball arithmetic cannot see, like sqrt(2)^2 - 2), or pass --tau",
+        )
 
     def at(self, n: int, prec: int) -> list[list[arb] | None]:
         """Per layer: None (FFN) or every head's τ(n) as a ball at ``prec`` bits."""

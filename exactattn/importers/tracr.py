@@ -191,7 +191,11 @@ def _load_meta(meta_path: Path) -> dict[str, Any]:
     except ValueError as exc:
         raise ModelError(where, f"not valid JSON: {exc}", "write finite numbers only") from None
     if not isinstance(meta, dict):
-        raise ModelError(where, "expected a JSON object at the top level")
+        raise ModelError(
+            where,
+            "expected a JSON object at the top level",
+            'write one object {"vocab": …, "config": …, …} (docs/tracr.md)',
+        )
 
     check_tree(meta, where)  # depth ≤ 64, strings and keys within limits (docs/limits.md)
     return meta
@@ -327,12 +331,20 @@ class _Meta:
 
     def integer(self, value: Any, key: str, minimum: int) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ModelError(self.path(key), f"expected an integer >= {minimum}, got {value!r}")
+            raise ModelError(
+                self.path(key),
+                f"expected an integer >= {minimum}, got {value!r}",
+                f"write a whole number >= {minimum}",
+            )
         return value
 
     def strings(self, value: Any, key: str) -> list[str]:
         if not isinstance(value, list) or not value:
-            raise ModelError(self.path(key), f"expected a non-empty list, got {_kind(value)}")
+            raise ModelError(
+                self.path(key),
+                f"expected a non-empty list, got {_kind(value)}",
+                'list the tokens, e.g. ["a", "b"]',
+            )
         out = [_token(v, f"{key}[{i}]", self) for i, v in enumerate(value)]
         if len(set(out)) != len(out):
             dup = next(s for s in out if out.count(s) > 1)
@@ -356,7 +368,11 @@ def _token(v: Any, key: str, m: _Meta) -> str:
     """A vocabulary entry as a token string (tracr vocabularies may hold ints or bools)."""
     if isinstance(v, (str, int)):  # bool is an int: str(True) == "True" as tracr prints it
         return str(v)
-    raise ModelError(m.path(key), f"expected a token (string or integer), got {_kind(v)}")
+    raise ModelError(
+        m.path(key),
+        f"expected a token (string or integer), got {_kind(v)}",
+        'write each token as a string or an integer, e.g. "a" or 1',
+    )
 
 
 def _label(v: Any) -> str:
@@ -415,7 +431,11 @@ def import_tracr(
     d = len(labels)
     enc = m.need("input_encoding")
     if not isinstance(enc, dict):
-        raise ModelError(m.path("input_encoding"), f"expected an object, got {_kind(enc)}")
+        raise ModelError(
+            m.path("input_encoding"),
+            f"expected an object, got {_kind(enc)}",
+            'map each token to its embedding row, e.g. {"a": 1, "BOS": 0}',
+        )
     for t in [*vocab, bos]:
         if t not in enc:
             raise ModelError(
@@ -425,7 +445,12 @@ def import_tracr(
 
     cfg = m.need("config")
     if not isinstance(cfg, dict):
-        raise ModelError(m.path("config"), f"expected an object, got {_kind(cfg)}")
+        raise ModelError(
+            m.path("config"),
+            f"expected an object, got {_kind(cfg)}",
+            "write tracr's model config as an object with num_layers, num_heads, key_size, "
+            "mlp_hidden_size",
+        )
     n_layers = m.integer(cfg.get("num_layers"), "config.num_layers", 0)
     n_heads = m.integer(cfg.get("num_heads"), "config.num_heads", 1)
     key_size = m.integer(cfg.get("key_size"), "config.key_size", 1)
@@ -444,7 +469,11 @@ def import_tracr(
         )
     causal = cfg.get("causal", False)
     if not isinstance(causal, bool):
-        raise ModelError(m.path("config.causal"), f"expected true/false, got {_kind(causal)}")
+        raise ModelError(
+            m.path("config.causal"),
+            f"expected true/false, got {_kind(causal)}",
+            "write true or false (or leave it out: false)",
+        )
     mask = "leq" if causal else "none"
 
     # embeddings
@@ -458,6 +487,7 @@ def import_tracr(
             raise ModelError(
                 m.path(f"input_encoding.{t}"),
                 f"row {enc[t]} does not exist in token_embed/embeddings ({len(tok)} rows)",
+                f"use a row below {len(tok)}, or export the embeddings of the same model",
             )
     pos = arrays.get(
         "pos_embed/embeddings",
@@ -536,7 +566,11 @@ def _rows_of(arrays: _Arrays, key: str, npz_path: Path) -> int:
     if a is None:
         raise ModelError(f"{npz_path.name}: {key}", "missing from the archive", "export all params")
     if a.ndim != 2:
-        raise ModelError(f"{npz_path.name}: {key}", f"has shape {a.shape}, expected a matrix")
+        raise ModelError(
+            f"{npz_path.name}: {key}",
+            f"has shape {a.shape}, expected a matrix",
+            "export the parameters as tracr's compiled model holds them (2-D weights)",
+        )
     return int(a.shape[0])
 
 
@@ -722,7 +756,11 @@ def _output(m: _Meta, labels: list[str]) -> tuple[dict[str, Any], list[str]]:
     for i, c in enumerate(coords):
         raw = decoding[str(i)]
         if raw is None or isinstance(raw, (dict, list)):
-            raise ModelError(m.path(f"output_decoding.{i}"), f"expected a value, got {_kind(raw)}")
+            raise ModelError(
+                m.path(f"output_decoding.{i}"),
+                f"expected a value, got {_kind(raw)}",
+                "write the coordinate's label: a string, number or true/false",
+            )
         lab = _label(raw)
         suffix = c.rsplit(":", 1)[-1] if ":" in c else None
         if suffix is not None and not _same_label(suffix, lab):
@@ -733,7 +771,11 @@ def _output(m: _Meta, labels: list[str]) -> tuple[dict[str, Any], list[str]]:
             )
         out_labels.append(lab)
     if len(set(out_labels)) != len(out_labels):
-        raise ModelError(m.path("output_decoding"), "two coordinates decode to the same label")
+        raise ModelError(
+            m.path("output_decoding"),
+            "two coordinates decode to the same label",
+            "give each output coordinate its own label",
+        )
     return {"kind": "argmax", "weight": weight, "bias": [0] * len(coords), "labels": out_labels}, (
         out_labels
     )
@@ -755,6 +797,10 @@ def _rasp_number(v: Fraction, max_len: int) -> tuple[Fraction, str]:
     return v, "as_written"
 
 
+#: One entry of the metadata's ``cases`` (named in fix hints).
+_CASE_SHAPE = '{"input": ["a", …], "expected": [output per position]}'
+
+
 def _reference(
     m: _Meta, vocab: list[str], max_len: int, labels: list[str], kind: str
 ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
@@ -773,18 +819,25 @@ def _reference(
         return None, notes
     raw = m.meta["cases"]
     if not isinstance(raw, list):
-        raise ModelError(m.path("cases"), f"expected a list, got {_kind(raw)}")
+        raise ModelError(
+            m.path("cases"),
+            f"expected a list, got {_kind(raw)}",
+            f"write a list of {_CASE_SHAPE}, or leave cases out",
+        )
     cases: list[dict[str, Any]] = []
     seen: dict[tuple[str, ...], int] = {}
     for ci, c in enumerate(raw):
         cp = f"cases[{ci}]"
         if not isinstance(c, dict) or "input" not in c or "expected" not in c:
-            raise ModelError(m.path(cp), "expected an object with 'input' and 'expected'")
+            raise ModelError(
+                m.path(cp), "expected an object with 'input' and 'expected'", f"write {_CASE_SHAPE}"
+            )
         inp = c["input"]
         if not isinstance(inp, list) or not 1 <= len(inp) <= max_len:
             raise ModelError(
                 m.path(f"{cp}.input"),
                 f"expected a list of 1 … {max_len} tokens (max_seq_len), got {_kind(inp)}",
+                f"give 1 to {max_len} tokens of vocab",
             )
         word = [_token(t, f"{cp}.input[{i}]", m) for i, t in enumerate(inp)]
         for i, t in enumerate(word):
@@ -804,6 +857,7 @@ def _reference(
             raise ModelError(
                 m.path(f"{cp}.expected"),
                 f"expected a list of {len(word)} outputs (one per input position)",
+                f"give one expected output per input token ({len(word)})",
             )
         out: list[Any] = []
         for p, val in enumerate(exp):
@@ -826,7 +880,11 @@ def _reference(
 
 def _case_label(m: _Meta, path: str, val: Any, labels: list[str]) -> str:
     if isinstance(val, (dict, list)):
-        raise ModelError(m.path(path), f"expected a categorical value, got {_kind(val)}")
+        raise ModelError(
+            m.path(path),
+            f"expected a categorical value, got {_kind(val)}",
+            "write one of the output labels (a string, number or true/false)",
+        )
     lab = _label(val)
     for known in labels:
         if _same_label(known, lab):
@@ -848,7 +906,11 @@ def _case_number(m: _Meta, path: str, val: Any, max_len: int, notes: dict[str, A
         if how != "exact":
             notes[how] += 1
         return x
-    raise ModelError(m.path(path), f"expected a number, true/false or null, got {_kind(val)}")
+    raise ModelError(
+        m.path(path),
+        f"expected a number, true/false or null, got {_kind(val)}",
+        "write the expected output value as a number (null: undefined)",
+    )
 
 
 def _compare_tracr(

@@ -169,7 +169,12 @@ def _justification(x: Any, path: str) -> Justification:
 def parse_claims(raw: Any, output_kind: str, min_length: int, path: str = "claims") -> Claims:
     """Validate the raw ``claims`` object (ModelError naming the JSON path on any problem)."""
     if not isinstance(raw, Mapping):
-        raise ModelError(path, f"expected an object, got {type(raw).__name__}")
+        raise ModelError(
+            path,
+            f"expected an object, got {type(raw).__name__}",
+            'write {"gamma_lower": {"expr": "<expression in n>", "justification": "user"}, …} '
+            "(docs/model-format.md)",
+        )
     allowed = (*CLAIM_KEYS, ACTIVATION, UNIQUE_TOP, "from_n")
     for k in raw:
         if k not in allowed and not str(k).startswith("x-"):
@@ -198,7 +203,9 @@ def parse_claims(raw: Any, output_kind: str, min_length: int, path: str = "claim
         t = _text(raw["from_n"])
         if t is None or not t.isdigit() or int(t) < 1 or len(t) > 12:
             raise ModelError(
-                f"{path}.from_n", f"expected an integer >= 1, got {raw['from_n']!r:.40}"
+                f"{path}.from_n",
+                f"expected an integer >= 1, got {raw['from_n']!r:.40}",
+                "write the first length the claims hold for, such as 1 or 2",
             )
         from_n = max(int(t), min_length)
     out: dict[str, Claim] = {}
@@ -221,7 +228,11 @@ def parse_claims(raw: Any, output_kind: str, min_length: int, path: str = "claim
             raise ModelError(p, f"missing required key '{missing}'", f'add "{missing}"')
         text = _text(c["expr"])
         if text is None:
-            raise ModelError(f"{p}.expr", "expected an expression string in n")
+            raise ModelError(
+                f"{p}.expr",
+                "expected an expression string in n",
+                'write it as a string, e.g. "1/n"',
+            )
         try:
             e = parse_expression(text, ("n",), transcendental=True)
         except ExprError as exc:
