@@ -34,7 +34,7 @@ import numpy as np
 
 from exactattn.core.errors import ModelError
 from exactattn.core.jsonio import write_text_atomic
-from exactattn.core.limits import MAX_DEPTH, check_tree, clip
+from exactattn.core.limits import MAX_DEPTH, check_tree, clip, dedup_pairs
 from exactattn.core.numbers import MAX_DECIMAL_EXPONENT, MAX_NUMBER_CHARS
 
 Number = int | str
@@ -167,7 +167,11 @@ def _load_meta(meta_path: Path) -> dict[str, Any]:
         raise ModelError(where, "is not UTF-8 text", "pass the metadata .json file") from None
     try:
         meta = json.loads(
-            text, parse_float=_meta_float, parse_int=_meta_int, parse_constant=_reject_constant
+            text,
+            parse_float=_meta_float,
+            parse_int=_meta_int,
+            parse_constant=_reject_constant,
+            object_pairs_hook=dedup_pairs,  # a repeated key is refused, as in model files
         )
     except _MetaNumber as exc:
         raise ModelError(
@@ -197,7 +201,11 @@ def _load_meta(meta_path: Path) -> dict[str, Any]:
             'write one object {"vocab": …, "config": …, …} (docs/tracr.md)',
         )
 
-    check_tree(meta, where)  # depth ≤ 64, strings and keys within limits (docs/limits.md)
+    try:  # depth ≤ 64, strings and keys within limits, no key twice (docs/limits.md)
+        check_tree(meta, where)
+    except ModelError as exc:  # the file's name in front, like every other metadata error
+        path = exc.path if exc.path == where else f"{where}: {exc.path}"
+        raise ModelError(path, exc.message, exc.fix) from None
     return meta
 
 
