@@ -56,3 +56,24 @@ def test_styles_are_distinct_for_any_number_of_layers() -> None:
     assert len(set(keys)) == len(keys)
     bound_keys = [(s.color, s.bound_marker, repr(s.bound_linestyle)) for s in styles]
     assert len(set(bound_keys)) == len(bound_keys)
+
+
+def test_exact_zeros_of_layers_sharing_a_colour_differ(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Layers 1 and 9 (indices 0 and 8) both exactly 0: their bottom-edge markers differ."""
+    result = json.loads((ROOT / "reports" / "rasp" / "rasp_dyck2-max-n-9.json").read_text())
+    for entry in result["lengths"]:
+        entry["layers"][8]["error"] = {"lower": "0", "upper": "0"}
+    marks: list[tuple[str, str | None, str]] = []
+    edge = figures._LogAxis.edge_marker
+
+    def record(self: Any, xs: list, top: bool, label: str, color: str, marker: Any = None) -> None:
+        if not top:
+            marks.append((color, marker, label))
+        edge(self, xs, top, label, color, marker)
+
+    monkeypatch.setattr(figures._LogAxis, "edge_marker", record)
+    monkeypatch.setattr(figures, "_save", lambda fig, ax, path: path)
+    figures.error_figure(load(result), Path("unused.png"))
+    assert len(marks) == 3  # layers 0, 1 and 8
+    assert marks[0][0] == marks[2][0] and marks[0][1] != marks[2][1], marks
+    assert "colour and marker" in marks[0][2]

@@ -98,7 +98,9 @@ class _LogAxis:
     def y(self, log10_value: float) -> float:
         return 10.0**log10_value if self.native else log10_value  # display only
 
-    def edge_marker(self, xs: list[float], top: bool, label: str, color: str) -> None:
+    def edge_marker(
+        self, xs: list[float], top: bool, label: str, color: str, marker: str | None = None
+    ) -> None:
         """Markers at the top (∞) or bottom (0) edge for values the axis cannot show."""
         if not xs:
             return
@@ -108,7 +110,7 @@ class _LogAxis:
             xs,
             [y] * len(xs),
             transform=trans,
-            marker="^" if top else "v",
+            marker=marker or ("^" if top else "v"),
             color=color,
             s=28,
             clip_on=False,
@@ -219,7 +221,10 @@ def error_figure(data: ReportData, path: Path) -> Path:
         all_logs += [p[1] for p in err_pts + bound_pts]
         series.append((layer_style(k), layer, err_pts, bound_pts, zeros))
     axis = _LogAxis(ax, all_logs)
-    zero_label = r"$\varepsilon_\ell(n) = 0$ exactly (layer colour)"
+    many = len(series) > len(COLORS)  # colours repeat: an exact zero takes the layer's marker
+    zero_label = r"$\varepsilon_\ell(n) = 0$ exactly (layer " + (
+        "colour and marker)" if many else "colour)"
+    )
     for k, (style, layer, err_pts, bound_pts, zeros) in enumerate(series):
         name = f"L{layer.index} {_mpl_text(layer.kind)}"
         if err_pts:
@@ -243,7 +248,8 @@ def error_figure(data: ReportData, path: Path) -> Path:
             )
         if zeros:
             shift = 0.08 * (k - (len(series) - 1) / 2)  # side by side when layers coincide
-            axis.edge_marker([n + shift for n in zeros], False, zero_label, style.color)
+            marker = style.marker if many else None
+            axis.edge_marker([n + shift for n in zeros], False, zero_label, style.color, marker)
             zero_label = "_"
     _n_ticks(ax, data.ns, log=False)
     ax.set_xlabel("n (input length)")
