@@ -171,7 +171,8 @@ def gamma_figure(data: ReportData, path: Path, fit: PowerFit | None) -> Path:
     closed_pts = [(n, v) for n, v in closed_pts if v > 0]
     if closed_pts:
         tex = form_latex(closed_form) if closed_form is not None else None
-        name = rf"$\gamma(n) = {tex}$" if tex and len(tex) <= 80 else "closed form"
+        short = tex and len(tex) <= 80 and r"\underbrace" not in tex  # mathtext has no brace
+        name = rf"$\gamma(n) = {tex}$" if short else "closed form"
         logs_cf = [_log10_fraction(v) for _, v in closed_pts]
         ax.plot(
             [p[0] for p in closed_pts],

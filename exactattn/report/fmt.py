@@ -409,15 +409,16 @@ _DIGIT_RUN = re.compile("[0-9]{" + str(MAX_SHOWN_DIGITS + 1) + ",}")
 def long_digits(s: str, latex: bool = False) -> str:
     """``s`` with every run of more than MAX_SHOWN_DIGITS digits abbreviated.
 
-    ``1234…7890 (4,600 digits)`` as plain text; in LaTeX math mode
-    ``1234\\ldots 7890\\,(\\text{4,600 digits})``. Display only: exact values stay in the JSON.
+    ``1234…7890 (4,600 digits)`` as plain text; in LaTeX math mode the count under a brace,
+    ``{\\underbrace{1234\\ldots7890}_{\\text{4,600 digits}}}`` (a group: an exponent after it
+    applies to the whole number). Display only: exact values stay in the JSON.
     """
 
     def short(m: re.Match[str]) -> str:
         d = m[0]
         head, tail, count = d[:KEPT_DIGITS], d[-KEPT_DIGITS:], f"{len(d):,} digits"
         if latex:
-            return rf"{head}\ldots {tail}\,(\text{{{count}}})"
+            return rf"{{\underbrace{{{head}\ldots{tail}}}_{{\text{{{count}}}}}}}"
         return f"{head}…{tail} ({count})"
 
     return _DIGIT_RUN.sub(short, s)

@@ -291,6 +291,12 @@ MAX_COEFF_TEXT = 200
 #: 1/(3…3) weight a γ(n) of 4,600; the reports abbreviate long digit runs).
 MAX_POLY_COEFF_TEXT = MAX_NUMBER_TEXT
 MAX_EXPONENT_TEXT = 40
+#: Digits a report may build evaluating one closed form at every length it names (summed over
+#: the lengths; see _form_digits). Evaluation costs about 0.05 s per 100,000 such digits of
+#: many distinct coefficients (a 200,000-character form: 0.24 s per length), so a hostile
+#: form stays a few seconds; a form check wrote (a 4,600-digit γ at 4 lengths: 18,400) is far
+#: below it.
+MAX_FORM_WORK = 5_000_000
 #: Coefficients of one polynomial of a form (the fits use degree ≤ 4).
 MAX_COEFFS = 8
 #: Characters of a closed form's ``expression``: the text of its coefficients (numerator and
@@ -338,7 +344,9 @@ def _form(x: Any, path: str, top: bool = True) -> None:
             _fail(f"{path}.{part}", f"expected 1 to {MAX_COEFFS} coefficients, got {len(coeffs)}")
         for i, c in enumerate(coeffs):
             _rat(c, f"{path}.{part}[{i}]", limit)
-    _opt(f.get("base"), f"{path}.base", _rat, MAX_COEFF_TEXT)
+    # a power form's base is raised to n once per length: its cost is bounded by MAX_FORM_WORK
+    # (check writes a 212-digit base for γ(n) = (7^250)^n)
+    _opt(f.get("base"), f"{path}.base", _rat, MAX_NUMBER_TEXT)
     if kind == "hypergeometric":
         _int(f.get("start"), f"{path}.start", 0)
         if f["start"] > MAX_FORM_N:
@@ -347,6 +355,18 @@ def _form(x: Any, path: str, top: bool = True) -> None:
         if step not in (1, 2) or isinstance(step, bool):
             _fail(f"{path}.step", f"expected 1 or 2, got {clip(repr(step))}")
         _rat(f.get("value"), f"{path}.value", MAX_NUMBER_TEXT)
+
+
+def _form_digits(f: dict[str, Any], n: int) -> int:
+    """About how many digits evaluating a (validated) form at n builds: its coefficients, a
+    power form's base n times, a hypergeometric form's coefficients once per step."""
+    if f["kind"] == "parity":
+        half = f.get("even" if n % 2 == 0 else "odd")
+        return 0 if half is None else _form_digits(half, n)
+    poly = sum(len(c) for c in (*f["num"], *f["den"]))
+    if f["kind"] == "hypergeometric":
+        return len(f["value"]) + poly * max(0, n - f["start"]) // f["step"]
+    return poly + len(f.get("base") or "") * n
 
 
 def _closed_forms(x: Any) -> None:
@@ -391,3 +411,12 @@ def _closed_forms(x: Any) -> None:
             if rec.get("expression") is not None and rec.get(k) is None:
                 _fail(f"{p}.{k}", "a closed form needs the lengths it was fitted and verified on")
             _opt(rec.get(k), f"{p}.{k}", _lengths, limit)
+        if form is not None:
+            ns = [*(rec.get("fitted_on") or []), *(rec.get("verified_on") or [])]
+            work = sum(_form_digits(form, n) for n in ns)
+            if work > MAX_FORM_WORK:
+                _fail(
+                    f"{p}.form",
+                    f"evaluating the form at its {len(ns):,} lengths builds about {work:,} "
+                    f"digits (limit {MAX_FORM_WORK:,})",
+                )
