@@ -1,0 +1,340 @@
+"""The coarse tier: a plain float64 forward pass with one certified radius per (word, row).
+
+Most words of a length never need a tight error enclosure: :func:`run.shard.settle_dominated`
+settles a word whose read-out is decided and whose per-layer error upper end is below a
+certified *lower* end of another word's error (it can never be the reported maximum nor its
+witness). This tier gives every word such ends cheaply, before the float64 interval tier
+(:func:`softfloat.certify_float`): the soft meaning is evaluated as an uncertified float64
+practitioner would (BLAS products, one pass), and each (word, row) of each tensor carries a
+scalar radius — a rigorous bound on |computed − exact| over every column of that row —
+propagated by forward error analysis (proofs/coarse_tier.md, one lemma per operation):
+
+* an attention row's midpoint is the value of the key of the largest *computed* score (the
+  soft hardmax), and its radius the value radius plus the certified softmax mass off that key
+  (Σ_j e^{x̂_j − x̂_t + 2ρ}, rounded up to a power of two) times the value spread — loose, but
+  tiny wherever the soft attention is concentrated far beyond its score perturbation ρ, which
+  is most rows of badly conditioned models (Lemma A);
+* linear maps (Lemma L): radius ‖W‖∞·R + γ_{d+1}-allowances from the computed magnitudes;
+  ReLU is 1-Lipschitz (Lemma R); residual sums add radii and a rounding (Lemma S);
+* the hard (exact) activations are converted with relative error ≤ 2^-50 (Lemma H).
+
+Every radius is multiplied by ``SAFE`` (≥ 1 + 2^-20, far more than the few roundings of the
+radius formula itself) and every word with a non-finite number has an infinite radius, so it
+settles nothing. The tier never claims tightness: words it settles enter the record through
+their decisions (exact facts) and through enclosures that are dominated by another word's
+certified lower end by a margin of 2^-18 relative (docs/scale.md, "Coarse tier").
+``EXACTATTN_COARSE=0`` turns the tier off. Only accept read-outs are supported; other models
+get ``None`` (the tier declines).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from exactattn.engine import softfloat as sf
+from exactattn.engine.centred import row_sum as centred_row_sum
+from exactattn.engine.hard import CompiledModel, HardBatch, read_output, visible_mask
+from exactattn.model import AcceptOutput, AttentionLayer
+
+USE_COARSE = os.environ.get("EXACTATTN_COARSE", "1") != "0"  # docs/scale.md, "Coarse tier"
+U = 2.0**-53  # unit roundoff of binary64
+SAFE = 1.0 + 2.0**-20  # every radius is multiplied by this (covers the radius formula's roundings)
+CONV = 2.0**-50  # relative error of num.astype(float64) / float(den) (three roundings, Lemma H)
+ETA = 2.0**-1000  # absolute allowance per radius for underflow (≥ d·2^-1074 for d ≤ 2^70)
+MARGIN = 1.0 + 2.0**-18  # err_hi is raised by this before domination (docs/scale.md)
+L2E_LO = sf.float_down(Fraction(1) / Fraction(0.6931471805599453094172321214581766))
+L2E_HI = sf.float_up(Fraction(1) / Fraction(0.6931471805599452))  # ≥ 1/ln 2 (ln 2 < this den)
+
+
+def gamma(k: int) -> float:
+    """γ_k = k·u/(1 − k·u), rounded up (Higham, Lemma 3.1): any-order k-term dot products."""
+    return sf.float_up(Fraction(k) * Fraction(U) / (1 - Fraction(k) * Fraction(U)))
+
+
+def _norm_inf(w: tuple[tuple[Fraction, ...], ...]) -> float:
+    """max_r Σ_c |W_rc|, exact, rounded up."""
+    return sf.float_up(max((sum(abs(x) for x in row) for row in w), default=Fraction(0)))
+
+
+def _f(w: tuple[tuple[Fraction, ...], ...]) -> np.ndarray:
+    return np.array([[float(x) for x in row] for row in w], dtype=np.float64).reshape(len(w), -1)
+
+
+@dataclass
+class _Lin:
+    """y = x·Wᵀ + b with its constants for Lemma L."""
+
+    w: np.ndarray  # (d, m) = Ŵᵀ, correctly rounded
+    b: np.ndarray | None
+    norm: float  # ‖W‖∞ rounded up (≥ ‖Ŵ‖∞/(1 + u))
+    bmax: float  # max |b|, rounded up
+    g: float  # (γ_{d+1} + u)(1 + u): the rounding allowance of the product and the weights
+
+    @staticmethod
+    def of(w: tuple[tuple[Fraction, ...], ...], b: tuple[Fraction, ...] | None) -> _Lin:
+        d = len(w[0]) if w else 0
+        bb = None if b is None or not any(b) else np.array([float(x) for x in b])
+        bmax = sf.float_up(max((abs(x) for x in b), default=Fraction(0))) if b else 0.0
+        g = sf.float_up((Fraction(gamma(d + 1)) + Fraction(U)) * (1 + Fraction(U)))
+        return _Lin(_f(w).T.copy(), bb, _norm_inf(w), bmax, g)
+
+    def __call__(self, x: np.ndarray, xn: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(ŷ, max_c |ŷ| per row, radius per row) from x̂ (B, T, d), its row maxima and radii.
+
+        Lemma L: |ŷ − y| ≤ ‖W‖∞·R + g·(‖W‖∞·‖x̂‖∞ + max|b|) per row (with ‖Ŵ‖∞ ≤ (1+u)‖W‖∞
+        absorbed in g's factor (1 + u))."""
+        y = x @ self.w
+        if self.b is not None:
+            y += self.b
+        rad = (self.norm * r + self.g * (self.norm * (1 + U) * xn + self.bmax)) * SAFE + ETA
+        return y, np.abs(y).max(axis=2), rad
+
+
+@dataclass
+class _Head:
+    q: _Lin
+    k: _Lin
+    v: _Lin
+    o: _Lin | None
+    vis: np.ndarray  # (T, T)
+    any_vis: np.ndarray  # (T,) a query row sees a key
+    d: int  # inner dimension of the scores
+
+
+class CoarseWeights:
+    """A model's weights as float64 arrays with their norms, for one input length (cached)."""
+
+    def __init__(self, cm: CompiledModel, T: int) -> None:
+        model = cm.model
+        self.ok = isinstance(model.output, AcceptOutput)
+        self.layers: list[object] = []
+        for layer in model.layers:
+            if isinstance(layer, AttentionLayer):
+                heads = []
+                for h in layer.heads:
+                    vis = visible_mask(h.mask, T)
+                    heads.append(
+                        _Head(
+                            _Lin.of(h.query, h.query_bias),
+                            _Lin.of(h.key, h.key_bias),
+                            _Lin.of(h.value, h.value_bias),
+                            None if h.output is None else _Lin.of(h.output, None),
+                            vis,
+                            vis.any(axis=1),
+                            len(h.query),
+                        )
+                    )
+                self.layers.append(heads)
+            else:
+                self.layers.append(
+                    ([_Lin.of(w, b) for w, b in layer.hidden], _Lin.of(*layer.output))
+                )
+        if self.ok:
+            out = model.output
+            assert isinstance(out, AcceptOutput)
+            self.read = _Lin.of((tuple(out.weight),), (out.bias,))
+            self.thr = float(out.threshold)
+            self.thr_err = sf.float_up(abs(Fraction(self.thr) - out.threshold))
+
+
+_CW: dict[tuple[int, int], tuple[CompiledModel, CoarseWeights]] = {}
+
+
+def coarse_weights(cm: CompiledModel, T: int) -> CoarseWeights:
+    hit = _CW.get((id(cm), T))
+    if hit is None or hit[0] is not cm:
+        if len(_CW) > 16:
+            _CW.clear()
+        hit = _CW[(id(cm), T)] = (cm, CoarseWeights(cm, T))
+    return hit[1]
+
+
+def _exp_up(y: np.ndarray) -> np.ndarray:
+    """A power of two ≥ e^{y'} for every y' ≤ y + 0.69 (Lemma E): 2^{⌈y·log2 e⌉ + 1}, at
+    least 2^-1074 (y ≤ −1000: e^{y+0.69} < 2^-1074), +inf past the float range."""
+    k = np.ceil(y * np.where(y < 0, L2E_LO, L2E_HI)) + 1.0
+    k = np.clip(k, -1074.0, 1100.0)
+    return np.ldexp(1.0, k.astype(np.int64))
+
+
+def _to_float(ra: object) -> np.ndarray:
+    num, den = ra.num, ra.den  # type: ignore[attr-defined]
+    return np.asarray(num, dtype=np.float64) / float(den)
+
+
+def _head(
+    hd: _Head, x: np.ndarray, xn: np.ndarray, r: np.ndarray, inv_tau: float, itau_hi: float, dc: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """One head's output rows and their radii (Lemmas L, D, A)."""
+    q, qn, rq = hd.q(x, xn, r)
+    k, kn, rk = hd.k(x, xn, r)
+    v, _, rv = hd.v(x, xn, r)
+    B, T, _ = x.shape
+    s = q @ np.swapaxes(k, 1, 2)  # (B, i, j)
+    # Lemma D: |ŝ_ij − s_ij| ≤ ‖q̂_i‖₁(γ_d‖k̂_j‖∞ + R_k[j]) + R_q[i](‖k̂_j‖₁ + d·R_k[j])
+    q1 = np.abs(q).sum(axis=2)
+    k1 = np.abs(k).sum(axis=2)
+    gd = gamma(hd.d)
+    a_k = (gd * kn + rk).max(axis=1)  # over every key (⊇ the visible ones)
+    b_k = (k1 + hd.d * rk).max(axis=1)
+    es = (q1 * a_k[:, None] + rq * b_k[:, None]) * SAFE
+    smax = np.abs(s).max(axis=2)
+    rho = (es * itau_hi + smax * (dc + 2 * U * itau_hi)) * SAFE + ETA  # |x̂_ij − x_ij| ≤ ρ_i
+    xs = s * inv_tau
+    xs = np.where(hd.vis[None], xs, -np.inf)
+    t = np.argmax(xs, axis=2)  # (B, i): the key of the largest computed argument
+    xt = np.take_along_axis(xs, t[:, :, None], axis=2)
+    y = (xs - xt) + 2 * rho[:, :, None]
+    off = _exp_up(np.where(np.isnan(y), np.inf, y))
+    ar = np.arange(T)
+    off = np.where(hd.vis[None] & (ar[None, None, :] != t[:, :, None]), off, 0.0)
+    off = off.sum(axis=2) * SAFE  # ≥ Σ_{j≠t} α_j (Lemma A)
+    mix = np.take_along_axis(v, t[:, :, None], axis=1)  # (B, i, m): v̂_t
+    spread = (v.max(axis=1) - v.min(axis=1)).max(axis=1) * SAFE + 2 * rv.max(axis=1)
+    rmix = (np.take_along_axis(rv, t, axis=1) + off * spread[:, None]) * SAFE
+    diffuse = hd.any_vis[None, :] & ~(off <= DIFFUSE)  # (nan: too)
+    if diffuse.any():
+        _softmax_rows(hd, np.nonzero(diffuse), xs, t, rho, v, rv, mix, rmix)
+    mix = np.where(hd.any_vis[None, :, None], mix, 0.0)  # no visible key: exactly 0
+    rmix = np.where(hd.any_vis[None, :], rmix, 0.0)
+    if hd.o is None:
+        return mix, rmix
+    out, _, rout = hd.o(mix, np.abs(mix).max(axis=2), rmix)
+    return out, rout
+
+
+DIFFUSE = 2.0**-30  # rows whose off-key mass may exceed this get the softmax itself (Lemma W)
+
+
+def _softmax_rows(
+    hd: _Head,
+    rows: tuple[np.ndarray, np.ndarray],
+    xs: np.ndarray,
+    t: np.ndarray,
+    rho: np.ndarray,
+    v: np.ndarray,
+    rv: np.ndarray,
+    mix: np.ndarray,
+    rmix: np.ndarray,
+) -> None:
+    """Overwrite the rows ``rows`` = (word, query) of ``mix``/``rmix`` with the softmax
+    computed in softfloat's proven midpoint-radius arithmetic (Lemma W): E_j ∋
+    e^{x_j − x_t} from z_j = x̂_j − x̂_t ± (2ρ + u|z_j|), E_t = 1 exactly, α = E/ΣE, then
+    Σ_j α_j v_j with v̂_j ± R_v[j]."""
+    bi, ii = rows
+    vis = hd.vis[ii]  # (K, T)
+    K = bi.size
+    z = xs[bi, ii, :] - np.take_along_axis(xs[bi, ii, :], t[bi, ii][:, None], axis=1)
+    z = np.where(vis, z, 0.0)
+    zr = (2 * rho[bi, ii][:, None] + U * np.abs(z)) * SAFE
+    is_t = np.arange(vis.shape[1])[None, :] == t[bi, ii][:, None]
+    e = sf.mr_exp((z, zr))
+    other = vis & ~is_t
+    E = (np.where(other, e[0], np.where(is_t, 1.0, 0.0)), np.where(other, e[1], 0.0))
+    Z = centred_row_sum(E)
+    a_m, a_r = sf.div(E, (Z[0][:, None], Z[1][:, None]))
+    a_m = np.where(vis, a_m, 0.0)
+    a_r = np.where(vis, a_r, 0.0)
+    vk = v[bi]  # (K, T, m)
+    vn = np.abs(vk).max(axis=2)  # (K, T)
+    rk = rv[bi]  # (K, T)
+    mid = np.einsum("kj,kjm->km", a_m, vk)
+    T = vis.shape[1]
+    rad = (
+        (a_r * vn).sum(axis=1)
+        + ((np.abs(a_m) + a_r) * rk).sum(axis=1)
+        + gamma(T) * (np.abs(a_m) * vn).sum(axis=1)
+    ) * SAFE + ETA
+    fin = np.isfinite(mid).all(axis=1) & np.isfinite(rad)
+    mix[bi, ii] = mid
+    rmix[bi, ii] = np.where(fin, rad, np.inf)
+    del K
+
+
+@dataclass
+class CoarseResult:
+    """Per word: certified ends of every layer's max |δ| and the soft accept decision."""
+
+    err_lo: np.ndarray  # (B, L)
+    err_hi: np.ndarray  # (B, L), already raised by MARGIN
+    read: np.ndarray  # (B,) accept decided (and the hard read-out not at the threshold)
+    accept: np.ndarray  # (B,)
+
+
+def certify_coarse(
+    cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
+) -> CoarseResult | None:
+    """The coarse tier on every word of ``hb`` (None: the model is not supported)."""
+    T = hb.x0.shape[1]
+    cw = coarse_weights(cm, T)
+    if not cw.ok:
+        return None
+    B = len(hb.words)
+    L = len(cw.layers)
+    err_lo = np.zeros((B, L))
+    err_hi = np.full((B, L), np.inf)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
+        x = _to_float(hb.x0)
+        xn = np.abs(x).max(axis=2)
+        r = xn * CONV + ETA  # Lemma H
+        for li, (layer, lt) in enumerate(zip(cw.layers, hb.layers, strict=True)):
+            if isinstance(layer, list):
+                row = taus[li]
+                assert row is not None
+                new = x.copy()
+                radd = r.copy()
+                mag = xn.copy()
+                for hd, (lo, hi) in zip(layer, row, strict=True):
+                    if lo <= 0:
+                        return None
+                    c = float(2 / (lo + hi))
+                    itau_hi = sf.float_up(1 / lo)
+                    dc = sf.float_up(max(abs(Fraction(c) - 1 / lo), abs(Fraction(c) - 1 / hi)))
+                    out, rout = _head(hd, x, xn, r, c, itau_hi, dc)
+                    new += out
+                    radd += rout
+                    mag += np.abs(out).max(axis=2)
+                nh = len(layer)
+                # Lemma S: nh rounded additions, each within u·(Σ magnitudes)
+                r = (radd + nh * U * (1 + U) * mag) * SAFE
+                x = new
+            else:
+                hidden, outl = layer
+                h, hn, rh = x, xn, r
+                for lin in hidden:
+                    h, hn, rh = lin(h, hn, rh)
+                    np.maximum(h, 0.0, out=h)  # Lemma R: |relu a − relu b| ≤ |a − b|
+                    hn = np.maximum(hn, 0.0)  # max|relu(ŷ)| ≤ max|ŷ|
+                o, on, ro = outl(h, hn, rh)
+                x = x + o
+                r = (r + ro + U * (1 + U) * (xn + on)) * SAFE
+            xn = np.abs(x).max(axis=2)
+            # δ = soft − hard: Lemma H for the hard values, one rounding for the difference
+            hard = _to_float(lt.x_out)
+            dl = x - hard
+            dn = np.abs(dl).max(axis=2)
+            rd = (r + CONV * np.abs(hard).max(axis=2) + U * (1 + U) * dn) * SAFE + ETA
+            hi_ = ((dn + rd) * SAFE).max(axis=1) * MARGIN
+            lo_ = np.maximum((dn - rd) * (1 - 2.0**-50), 0.0).max(axis=1)
+            fin = np.isfinite(hi_) & np.isfinite(lo_) & np.isfinite(x).all(axis=(1, 2))
+            err_hi[:, li] = np.where(fin, hi_, np.inf)
+            err_lo[:, li] = np.where(fin, lo_, 0.0)
+        # the accept read-out: y = w·x[slot] + b against the threshold
+        slot = cm.model.accept_slot(hb.n)
+        xs = x[:, slot : slot + 1, :]
+        y, _, ry = cw.read(xs, xn[:, slot : slot + 1], r[:, slot : slot + 1])
+        cdiff = y[:, 0, 0] - cw.thr
+        rad = (ry[:, 0] + cw.thr_err + U * (1 + U) * np.abs(cdiff)) * SAFE
+        yes = cdiff - rad > 0
+        no = cdiff + rad < 0
+        fin = np.isfinite(err_hi).all(axis=1) & np.isfinite(cdiff) & np.isfinite(rad)
+        vals = read_output(cm.model, hb.activations[-1], hb.n).values
+        t = cm.model.output.threshold  # type: ignore[union-attr]
+        num = vals.num.astype(object)
+        hard_tie = np.array(num * t.denominator == t.numerator * vals.den, dtype=bool)
+        read = fin & (yes | no) & ~hard_tie
+    return CoarseResult(err_lo, err_hi, read, yes & read)
