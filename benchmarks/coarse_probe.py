@@ -1,46 +1,51 @@
-"""The coarse tier: a plain float64 forward pass with one certified radius per (word, row).
+"""Feasibility probe for a "coarse" first float tier (issue 25): measured, not built.
 
-Most words of a length never need a tight error enclosure: :func:`run.shard.settle_dominated`
-settles a word whose read-out is decided and whose per-layer error upper end is below a
-certified *lower* end of another word's error (it can never be the reported maximum nor its
-witness). This tier gives every word such ends cheaply, before the float64 interval tier
-(:func:`softfloat.certify_float`): the soft meaning is evaluated as an uncertified float64
-practitioner would (BLAS products, one pass), and each (word, row) of each tensor carries a
-scalar radius — a rigorous bound on |computed − exact| over every column of that row —
-propagated by forward error analysis (proofs/coarse_tier.md, one lemma per operation):
+The idea (docs/scale.md, "Coarse tier: measured, not built"): most words of a length never need
+a tight error enclosure, since ``run.shard.settle_dominated`` settles a word whose read-out is
+decided and whose per-layer error upper end is below a certified *lower* end of another word's
+error. A first tier would then only need cheap, loose but certified ends: the plain float64
+forward pass (as ``float_baseline.py``) with one radius per (word, row) of every tensor — a
+bound on |computed − exact| over the columns of that row — by forward error analysis:
 
-* an attention row's midpoint is the value of the key of the largest *computed* score (the
-  soft hardmax), and its radius the value radius plus the certified softmax mass off that key
-  (Σ_j e^{x̂_j − x̂_t + 2ρ}, rounded up to a power of two) times the value spread — loose, but
-  tiny wherever the soft attention is concentrated far beyond its score perturbation ρ, which
-  is most rows of badly conditioned models (Lemma A);
-* linear maps (Lemma L): radius ‖W‖∞·R + γ_{d+1}-allowances from the computed magnitudes;
-  ReLU is 1-Lipschitz (Lemma R); residual sums add radii and a rounding (Lemma S);
-* the hard (exact) activations are converted with relative error ≤ 2^-50 (Lemma H).
+* linear maps: ‖W‖∞·R + (γ_{d+1} + u)(1 + u)(‖W‖∞‖x̂‖∞ + max|b|) per row;
+* scores: |ŝ_ij − s_ij| ≤ ‖q̂_i‖₁(γ_d‖k̂_j‖∞ + R_k[j]) + R_q[i](‖k̂_j‖₁ + d·R_k[j]), so
+  |x̂_ij − x_ij| ≤ ρ_ij with 1/τ's enclosure and the product's rounding;
+* an attention row's midpoint is v̂_t (t = the key of the largest computed argument), its
+  radius R_v[t] + Σ_{j≠t} e^{x̂_j − x̂_t + ρ_ij + ρ_it} · (value spread + 2 max R_v), the
+  exponentials rounded up to powers of two — when that off-key mass may exceed 2^-30 the row
+  is computed instead with softfloat's proven interval softmax (``mr_exp``, ``div``, the
+  centred tier's ``row_sum``; E_t = 1 exactly);
+* ReLU 1-Lipschitz; residual sums add radii and a rounding; hard values converted within 2^-50.
 
-Every radius is multiplied by ``SAFE`` (≥ 1 + 2^-20, far more than the few roundings of the
-radius formula itself) and every word with a non-finite number has an infinite radius, so it
-settles nothing. The tier never claims tightness: words it settles enter the record through
-their decisions (exact facts) and through enclosures that are dominated by another word's
-certified lower end by a margin of 2^-18 relative (docs/scale.md, "Coarse tier").
-``EXACTATTN_COARSE=0`` turns the tier off. Only accept read-outs are supported; other models
-get ``None`` (the tier declines).
+Every radius is multiplied by SAFE = 1 + 2^-20. This file is the prototype the measurement
+used (not a tier of the check: it is not proven in proofs/, and no test covers it); the
+soundness cross-check here only asserts that its enclosures meet certify_float's.
+
+    python benchmarks/coarse_probe.py [--reps 3] [--per-word-rho]
 """
 
 from __future__ import annotations
 
-import os
+import argparse
+import sys
+import time
+from pathlib import Path
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from exactattn.engine import softfloat as sf
 from exactattn.engine.centred import row_sum as centred_row_sum
 from exactattn.engine.hard import CompiledModel, HardBatch, read_output, visible_mask
 from exactattn.model import AcceptOutput, AttentionLayer
 
-USE_COARSE = os.environ.get("EXACTATTN_COARSE", "1") != "0"  # docs/scale.md, "Coarse tier"
+TIGHT_EXP = False  # what-if only (--tight-exp): see _softmax_rows
+PER_ENTRY_RHO = True  # ρ per (row, key) entry; False: per row (max over keys, cheaper)
 U = 2.0**-53  # unit roundoff of binary64
 SAFE = 1.0 + 2.0**-20  # every radius is multiplied by this (covers the radius formula's roundings)
 CONV = 2.0**-50  # relative error of num.astype(float64) / float(den) (three roundings, Lemma H)
@@ -179,20 +184,27 @@ def _head(
     q1 = np.abs(q).sum(axis=2)
     k1 = np.abs(k).sum(axis=2)
     gd = gamma(hd.d)
-    a_k = (gd * kn + rk).max(axis=1)  # over every key (⊇ the visible ones)
-    b_k = (k1 + hd.d * rk).max(axis=1)
-    es = (q1 * a_k[:, None] + rq * b_k[:, None]) * SAFE
-    smax = np.abs(s).max(axis=2)
-    rho = (es * itau_hi + smax * (dc + 2 * U * itau_hi)) * SAFE + ETA  # |x̂_ij − x_ij| ≤ ρ_i
+    ka = gd * kn + rk  # per key j
+    kb = k1 + hd.d * rk
+    if PER_ENTRY_RHO:
+        es = q1[:, :, None] * ka[:, None, :] + rq[:, :, None] * kb[:, None, :]
+    else:  # one bound per row: the maxima over every key (⊇ the visible ones)
+        es = (q1 * ka.max(axis=1)[:, None] + rq * kb.max(axis=1)[:, None])[:, :, None]
+    # |x̂_ij − x_ij| ≤ ρ_ij (Lemma D with 1/τ's enclosure and the product's rounding)
+    sa = np.abs(s) if PER_ENTRY_RHO else np.abs(s).max(axis=2, keepdims=True)
+    rho = (es * (itau_hi * SAFE) + sa * (dc + 2 * U * itau_hi)) * SAFE + ETA
+    if not PER_ENTRY_RHO:
+        rho = np.broadcast_to(rho, s.shape)
     xs = s * inv_tau
     xs = np.where(hd.vis[None], xs, -np.inf)
     t = np.argmax(xs, axis=2)  # (B, i): the key of the largest computed argument
     xt = np.take_along_axis(xs, t[:, :, None], axis=2)
-    y = (xs - xt) + 2 * rho[:, :, None]
+    rt = np.take_along_axis(rho, t[:, :, None], axis=2)
+    y = (xs - xt) + (rho + rt) * SAFE
     off = _exp_up(np.where(np.isnan(y), np.inf, y))
     ar = np.arange(T)
     off = np.where(hd.vis[None] & (ar[None, None, :] != t[:, :, None]), off, 0.0)
-    off = off.sum(axis=2) * SAFE  # ≥ Σ_{j≠t} α_j (Lemma A)
+    off = np.minimum(off.sum(axis=2) * SAFE, 1.0)  # ≥ Σ_{j≠t} α_j, which is ≤ 1 (Lemma A)
     mix = np.take_along_axis(v, t[:, :, None], axis=1)  # (B, i, m): v̂_t
     spread = (v.max(axis=1) - v.min(axis=1)).max(axis=1) * SAFE + 2 * rv.max(axis=1)
     rmix = (np.take_along_axis(rv, t, axis=1) + off * spread[:, None]) * SAFE
@@ -207,7 +219,7 @@ def _head(
     return out, rout
 
 
-DIFFUSE = 2.0**-30  # rows whose off-key mass may exceed this get the softmax itself (Lemma W)
+DIFFUSE = 2.0**-50  # rows whose off-key mass may exceed this get the softmax itself (Lemma W)
 
 
 def _softmax_rows(
@@ -230,9 +242,15 @@ def _softmax_rows(
     K = bi.size
     z = xs[bi, ii, :] - np.take_along_axis(xs[bi, ii, :], t[bi, ii][:, None], axis=1)
     z = np.where(vis, z, 0.0)
-    zr = (2 * rho[bi, ii][:, None] + U * np.abs(z)) * SAFE
+    rr = rho[bi, ii, :]
+    zr = (rr + np.take_along_axis(rr, t[bi, ii][:, None], axis=1) + U * np.abs(z)) * SAFE
     is_t = np.arange(vis.shape[1])[None, :] == t[bi, ii][:, None]
-    e = sf.mr_exp((z, zr))
+    if TIGHT_EXP:  # what-if: the proven u(|x| + 17) of softfloat's docstring, not its 2^-42 + …
+        em = sf._exp(z)
+        er = em * (zr + zr * zr + 2 * U * (np.abs(z) + 17)) * (1 + 2.0**-30) + sf.TINY
+        e = (em, er / (zr <= 1.0))
+    else:
+        e = sf.mr_exp((z, zr))
     other = vis & ~is_t
     E = (np.where(other, e[0], np.where(is_t, 1.0, 0.0)), np.where(other, e[1], 0.0))
     Z = centred_row_sum(E)
@@ -249,9 +267,10 @@ def _softmax_rows(
         + ((np.abs(a_m) + a_r) * rk).sum(axis=1)
         + gamma(T) * (np.abs(a_m) * vn).sum(axis=1)
     ) * SAFE + ETA
-    fin = np.isfinite(mid).all(axis=1) & np.isfinite(rad)
-    mix[bi, ii] = mid
-    rmix[bi, ii] = np.where(fin, rad, np.inf)
+    # keep the softmax where it beats the hardmax row's own bound (v̂_t ± (R_v[t] + spread))
+    use = np.isfinite(mid).all(axis=1) & np.isfinite(rad) & (rad < rmix[bi, ii])
+    mix[bi[use], ii[use]] = mid[use]
+    rmix[bi[use], ii[use]] = rad[use]
     del K
 
 
@@ -338,3 +357,93 @@ def certify_coarse(
         hard_tie = np.array(num * t.denominator == t.numerator * vals.den, dtype=bool)
         read = fin & (yes | no) & ~hard_tie
     return CoarseResult(err_lo, err_hi, read, yes & read)
+
+
+def main() -> None:
+    global PER_ENTRY_RHO, TIGHT_EXP
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--per-row-rho", action="store_true", help="ρ per row (max over keys)")
+    ap.add_argument("--model", default="random", help="random, or a models/*.json path")
+    ap.add_argument("--n", type=int, default=12)
+    ap.add_argument("--tight-exp", action="store_true", help="what-if: exp error u(|x| + 17)")
+    args = ap.parse_args()
+    PER_ENTRY_RHO = not args.per_row_rho
+    TIGHT_EXP = args.tight_exp
+    from float_baseline import FloatModel
+    from models import random_model
+
+    from exactattn import load_model, model_from_dict
+    from exactattn.engine.hard import run_hard
+    from exactattn.engine.softfloat import FloatBatch, certify_float, tau_enclosures
+    from exactattn.engine.softfloat import _take_batch as take_batch  # diagnostic only
+    from exactattn.engine.temperature import BASE_PREC, Temperatures
+    from exactattn.inputs import batches, words_of_length
+    from exactattn.run.shard import BATCH, settle_dominated
+
+    if args.model == "random":
+        m = model_from_dict(random_model(d=16, blocks=4, heads=2, seed=0))
+    else:
+        m = load_model(args.model)
+    n = args.n
+    cm = CompiledModel(m)
+    taus = tau_enclosures(Temperatures(m, None).at(n, BASE_PREC))
+    fm = FloatModel(m, n)
+    chunks = list(batches(words_of_length(m.alphabet, n), BATCH))
+    hbs = [run_hard(cm, c, n) for c in chunks]
+
+    def best(f) -> float:
+        ts = []
+        for _ in range(args.reps):
+            t0 = time.process_time()
+            f()
+            ts.append(time.process_time() - t0)
+        return min(ts)
+
+    t_base = best(lambda: [fm.forward(c) for c in chunks])
+    t_coarse = best(lambda: [certify_coarse(cm, hb, taus) for hb in hbs])
+    L = len(m.layers)
+    lower = np.zeros(L)
+    total = settled = bad = 0
+    t_all = t_rest = 0.0
+    fin_layer = np.zeros(L)
+    for hb in hbs:
+        B = len(hb.words)
+        cr = certify_coarse(cm, hb, taus)
+        if cr is None:
+            print("the probe declines this model (not an accept read-out)")
+            return
+        no = np.zeros(B, dtype=bool)
+        fb = FloatBatch(no, cr.err_lo, cr.err_hi, np.zeros((B, L), np.int64), accept=cr.accept,
+                        decided=cr.read, tight=np.zeros((B, L), bool), read=cr.read)
+        ok = settle_dominated(fb, no, no, list(lower))
+        total += B
+        settled += int(ok.sum())
+        fin_layer += np.isfinite(cr.err_hi).sum(axis=0)
+        t_all += best(lambda hb=hb: certify_float(cm, hb, taus))
+        ff = certify_float(cm, hb, taus)
+        # both certified: the enclosures must meet, and decided read-outs agree
+        bad += int((cr.err_lo > ff.err_hi).sum() + (ff.err_lo > cr.err_hi).sum())
+        both = cr.read & ff.read
+        bad += int((cr.accept[both] != ff.accept[both]).sum())
+        idx = np.flatnonzero(~ok)
+        if idx.size:
+            t_rest += best(lambda hb=hb, idx=idx: certify_float(cm, take_batch(hb, idx), taus))
+        good = ff.settled
+        if good.any():
+            lower = np.maximum(lower, ff.err_lo[good].max(axis=0))
+    print(f"model {args.model} n={n}, {total} words; rho per {'row' if args.per_row_rho else 'entry'}"
+          f"{'; what-if exp bound u(|x| + 17)' if TIGHT_EXP else ''}")
+    print(f"float64 baseline {t_base:.3f} s; coarse pass {t_coarse:.3f} s ({t_coarse / t_base:.2f}x)")
+    print(f"certify_float on all words {t_all:.3f} s ({t_all / t_base:.2f}x); on the words the "
+          f"coarse pass leaves {t_rest:.3f} s")
+    print(f"settled by the coarse pass: {settled} of {total} ({settled / total:.2%})")
+    print("words with a finite coarse upper end, per layer:",
+          " ".join(f"{f / total:.0%}" for f in fin_layer))
+    print(f"projected coarse + certify_float on the rest: {(t_coarse + t_rest) / t_base:.2f}x "
+          f"float64 (the centred tier's share of the rest not included)")
+    print(f"enclosures not meeting certify_float's / read-outs disagreeing: {bad}")
+
+
+if __name__ == "__main__":
+    main()
