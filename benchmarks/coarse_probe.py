@@ -53,6 +53,7 @@ from exactattn.engine.hard import CompiledModel, HardBatch, read_output, visible
 from exactattn.model import AcceptOutput, AttentionLayer  # noqa: E402
 
 TIGHT_EXP = False  # what-if only (--tight-exp): see _softmax_rows
+VECTOR = False  # --vector: one radius per entry (|W|·R products) instead of per row
 PER_ENTRY_RHO = True  # ρ per (row, key) entry; False: per row (max over keys, cheaper)
 U = 2.0**-53  # unit roundoff of binary64
 SAFE = 1.0 + 2.0**-20  # every radius is multiplied by this (covers the radius formula's roundings)
@@ -86,6 +87,7 @@ class _Lin:
     norm: float  # ‖W‖∞ rounded up (≥ ‖Ŵ‖∞/(1 + u))
     bmax: float  # max |b|, rounded up
     g: float  # (γ_{d+1} + u)(1 + u): the rounding allowance of the product and the weights
+    aw: np.ndarray  # |Ŵ|ᵀ·(1 + 2^-50) ≥ |W|ᵀ: radii per column (--vector)
 
     @staticmethod
     def of(w: tuple[tuple[Fraction, ...], ...], b: tuple[Fraction, ...] | None) -> _Lin:
@@ -93,7 +95,8 @@ class _Lin:
         bb = None if b is None or not any(b) else np.array([float(x) for x in b])
         bmax = sf.float_up(max((abs(x) for x in b), default=Fraction(0))) if b else 0.0
         g = sf.float_up((Fraction(gamma(d + 1)) + Fraction(U)) * (1 + Fraction(U)))
-        return _Lin(_f(w).T.copy(), bb, _norm_inf(w), bmax, g)
+        wt = _f(w).T.copy()
+        return _Lin(wt, bb, _norm_inf(w), bmax, g, np.abs(wt) * (1 + 2.0**-50))
 
     def __call__(self, x: np.ndarray, xn: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, ...]:
         """(ŷ, max |ŷ| per word (B, 1), radius per row) from x̂ (B, T, d), its per-word
@@ -104,7 +107,10 @@ class _Lin:
         y = x @ self.w
         if self.b is not None:
             y += self.b
-        rad = (self.norm * r + self.g * (self.norm * (1 + U) * xn + self.bmax)) * SAFE + ETA
+        rnd = self.g * (self.norm * (1 + U) * xn + self.bmax)
+        if r.ndim == 3:  # radii per column: |(x̂ − x)Wᵀ| ≤ R·|W|ᵀ (non-negative: any order)
+            return y, _mag(y), (r @ self.aw) * SAFE + (rnd[:, :, None] + ETA)
+        rad = (self.norm * r + rnd) * SAFE + ETA
         return y, _mag(y), rad
 
 
@@ -176,6 +182,11 @@ def _exp_up(y: np.ndarray) -> np.ndarray:
     return ((k.astype(np.int64) + 1023) << 52).view(np.float64)
 
 
+def _w(a: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """A per-word (B, 1) array shaped to add to radii ``r`` of (B, T) or (B, T, d)."""
+    return a[:, :, None] if r.ndim == 3 else a
+
+
 def _mag(a: np.ndarray) -> np.ndarray:
     """max |a| per word, (B, 1) (nan and inf propagate): reductions over a small last axis
     cost ~6× one over the whole word."""
@@ -203,12 +214,17 @@ def _head(
     B, T, _ = x.shape
     s = q @ np.swapaxes(k, 1, 2)  # (B, i, j)
     # Lemma D: |ŝ_ij − s_ij| ≤ ‖q̂_i‖₁(γ_d‖k̂_j‖∞ + R_k[j]) + R_q[i](‖k̂_j‖₁ + d·R_k[j])
-    q1 = np.abs(q) @ np.ones(q.shape[2])  # ℓ1 norms of the rows (any order: SAFE covers it)
-    k1 = np.abs(k) @ np.ones(k.shape[2])
     gd = gamma(hd.d)
-    ka = gd * kn + rk  # per key j
-    kb = k1 + hd.d * rk
-    if PER_ENTRY_RHO:
+    if rq.ndim == 2:
+        q1 = np.abs(q) @ np.ones(q.shape[2])  # ℓ1 norms of the rows (any order: SAFE covers)
+        k1 = np.abs(k) @ np.ones(k.shape[2])
+        ka = gd * kn + rk  # per key j
+        kb = k1 + hd.d * rk
+    if rq.ndim == 3:  # per column: Σ_c |q̂_ic|(γ_d|k̂_jc| + R_k,jc) + R_q,ic(|k̂_jc| + R_k,jc)
+        ak = np.abs(k)
+        es = np.abs(q) @ np.swapaxes(gd * ak + rk, 1, 2) + rq @ np.swapaxes(ak + rk, 1, 2)
+        es *= SAFE
+    elif PER_ENTRY_RHO:
         es = q1[:, :, None] * ka[:, None, :] + rq[:, :, None] * kb[:, None, :]
     else:  # one bound per row: the maxima over every key (⊇ the visible ones)
         es = (q1 * ka.max(axis=1)[:, None] + rq * kb.max(axis=1)[:, None])[:, :, None]
@@ -227,13 +243,18 @@ def _head(
     off = _exp_up(np.where(np.isnan(y), np.inf, y))
     off = np.minimum((off @ np.ones(T)) * SAFE, 1.0)  # ≥ Σ_{j≠t} α_j, which is ≤ 1 (Lemma A)
     mix = np.take_along_axis(v, t[:, :, None], axis=1)  # (B, i, m): v̂_t
-    spread = (v.max(axis=1) - v.min(axis=1)).max(axis=1) * SAFE + 2 * rv.max(axis=1)
-    rmix = (np.take_along_axis(rv, t, axis=1) + off * spread[:, None]) * SAFE
+    if rv.ndim == 3:  # per column
+        spread = (v.max(axis=1) - v.min(axis=1)) * SAFE + 2 * rv.max(axis=1)  # (B, m)
+        rvt = np.take_along_axis(rv, t[:, :, None], axis=1)
+        rmix = (rvt + off[:, :, None] * spread[:, None, :]) * SAFE
+    else:
+        spread = (v.max(axis=1) - v.min(axis=1)).max(axis=1) * SAFE + 2 * rv.max(axis=1)
+        rmix = (np.take_along_axis(rv, t, axis=1) + off * spread[:, None]) * SAFE
     diffuse = hd.any_vis[None, :] & ~(off <= DIFFUSE)  # (nan: too)
     if diffuse.any():
         _softmax_rows(hd, np.nonzero(diffuse), xs, t, rho, v, rv, mix, rmix)
     mix = np.where(hd.any_vis[None, :, None], mix, 0.0)  # no visible key: exactly 0
-    rmix = np.where(hd.any_vis[None, :], rmix, 0.0)
+    rmix = np.where(hd.any_vis[None, :, None] if rmix.ndim == 3 else hd.any_vis[None, :], rmix, 0.0)
     if hd.o is None:
         return mix, rmix
     out, _, rout = hd.o(mix, _mag(mix), rmix)
@@ -279,10 +300,21 @@ def _softmax_rows(
     a_m = np.where(vis, a_m, 0.0)
     a_r = np.where(vis, a_r, 0.0)
     vk = v[bi]  # (K, T, m)
-    vn = np.abs(vk).max(axis=2)  # (K, T)
-    rk = rv[bi]  # (K, T)
+    rk = rv[bi]  # (K, T) or (K, T, m)
     mid = np.einsum("kj,kjm->km", a_m, vk)
     T = vis.shape[1]
+    if rk.ndim == 3:  # per column
+        av = np.abs(vk)
+        rad = (
+            np.einsum("kj,kjm->km", a_r + gamma(T) * np.abs(a_m), av)
+            + np.einsum("kj,kjm->km", np.abs(a_m) + a_r, rk)
+        ) * SAFE + ETA
+        use = np.isfinite(mid) & np.isfinite(rad) & (rad < rmix[bi, ii])
+        cur_m, cur_r = mix[bi, ii], rmix[bi, ii]
+        mix[bi, ii] = np.where(use, mid, cur_m)  # per column: either enclosure is sound
+        rmix[bi, ii] = np.where(use, rad, cur_r)
+        return
+    vn = np.abs(vk).max(axis=2)  # (K, T)
     rad = (
         (a_r * vn).sum(axis=1)
         + ((np.abs(a_m) + a_r) * rk).sum(axis=1)
@@ -320,7 +352,10 @@ def certify_coarse(
     with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
         x = _to_float(hb.x0)
         xn = _mag(x)
-        r = np.broadcast_to(xn * CONV + ETA, x.shape[:2]).copy()  # Lemma H
+        if VECTOR:
+            r = np.abs(x) * CONV + ETA  # Lemma H, per entry
+        else:
+            r = np.broadcast_to(xn * CONV + ETA, x.shape[:2]).copy()  # Lemma H
         for li, (layer, lt) in enumerate(zip(cw.layers, hb.layers, strict=True)):
             if isinstance(layer, list):
                 row = taus[li]
@@ -340,26 +375,34 @@ def certify_coarse(
                     mag += _mag(out)
                 nh = len(layer)
                 # Lemma S: nh rounded additions, each within u·(Σ magnitudes)
-                r = (radd + nh * U * (1 + U) * mag) * SAFE
+                r = (radd + nh * U * (1 + U) * _w(mag, r)) * SAFE
                 x = new
             else:
                 hidden, outl = layer
                 h, hn, rh = x, xn, r
                 for lin in hidden:
                     h, hn, rh = lin(h, hn, rh)
+                    if rh.ndim == 3:  # certainly ≤ 0 (exact sign of a float sum): 0 exactly
+                        rh = np.where(h + rh <= 0, 0.0, rh)
                     np.maximum(h, 0.0, out=h)  # Lemma R: |relu a − relu b| ≤ |a − b|
                     hn = np.maximum(hn, 0.0)  # max|relu(ŷ)| ≤ max|ŷ|
                 o, on, ro = outl(h, hn, rh)
                 x = x + o
-                r = (r + ro + U * (1 + U) * (xn + on)) * SAFE
+                r = (r + ro + U * (1 + U) * _w(xn + on, r)) * SAFE
             xn = _mag(x)
             # δ = soft − hard: Lemma H for the hard values, one rounding for the difference
             hard = _to_float(lt.x_out)
             dl = x - hard
-            dn = np.abs(dl).max(axis=2)
-            rd = (r + CONV * _mag(hard) + U * (1 + U) * dn) * SAFE + ETA
-            hi_ = ((dn + rd) * SAFE).max(axis=1) * MARGIN
-            lo_ = np.maximum((dn - rd) * (1 - 2.0**-50), 0.0).max(axis=1)
+            if r.ndim == 3:
+                ad = np.abs(dl)
+                rd = (r + CONV * np.abs(hard) + U * (1 + U) * ad) * SAFE + ETA
+                hi_ = ((ad + rd) * SAFE).max(axis=(1, 2)) * MARGIN
+                lo_ = np.maximum((ad - rd) * (1 - 2.0**-50), 0.0).max(axis=(1, 2))
+            else:
+                dn = np.abs(dl).max(axis=2)
+                rd = (r + CONV * _mag(hard) + U * (1 + U) * dn) * SAFE + ETA
+                hi_ = ((dn + rd) * SAFE).max(axis=1) * MARGIN
+                lo_ = np.maximum((dn - rd) * (1 - 2.0**-50), 0.0).max(axis=1)
             fin = np.isfinite(hi_) & np.isfinite(lo_) & np.isfinite(xn[:, 0])
             err_hi[:, li] = np.where(fin, hi_, np.inf)
             err_lo[:, li] = np.where(fin, lo_, 0.0)
@@ -368,7 +411,7 @@ def certify_coarse(
         xs = x[:, slot : slot + 1, :]
         y, _, ry = cw.read(xs, xn, r[:, slot : slot + 1])
         cdiff = y[:, 0, 0] - cw.thr
-        rad = (ry[:, 0] + cw.thr_err + U * (1 + U) * np.abs(cdiff)) * SAFE
+        rad = (ry.reshape(B) + cw.thr_err + U * (1 + U) * np.abs(cdiff)) * SAFE
         yes = cdiff - rad > 0
         no = cdiff + rad < 0
         fin = np.isfinite(err_hi).all(axis=1) & np.isfinite(cdiff) & np.isfinite(rad)
@@ -381,16 +424,18 @@ def certify_coarse(
 
 
 def main() -> None:
-    global PER_ENTRY_RHO, TIGHT_EXP
+    global PER_ENTRY_RHO, TIGHT_EXP, VECTOR
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--per-row-rho", action="store_true", help="ρ per row (max over keys)")
     ap.add_argument("--model", default="random", help="random, or a models/*.json path")
     ap.add_argument("--n", type=int, default=12)
+    ap.add_argument("--vector", action="store_true", help="radii per entry, not per row")
     ap.add_argument("--tight-exp", action="store_true", help="what-if: exp error u(|x| + 17)")
     args = ap.parse_args()
     PER_ENTRY_RHO = not args.per_row_rho
     TIGHT_EXP = args.tight_exp
+    VECTOR = args.vector
     from float_baseline import FloatModel
 
     from exactattn import load_model, model_from_dict
@@ -488,7 +533,8 @@ def main() -> None:
         if good.any():
             lower = np.maximum(lower, ff.err_lo[good].max(axis=0))
     print(
-        f"model {args.model} n={n}, {total} words; rho per {'row' if args.per_row_rho else 'entry'}"
+        f"model {args.model} n={n}, {total} words; radii per {'entry' if VECTOR else 'row'}, "
+        f"rho per {'row' if args.per_row_rho else 'entry'}"
         f"{'; what-if exp bound u(|x| + 17)' if TIGHT_EXP else ''}"
     )
     print(
