@@ -87,7 +87,7 @@ class _Lin:
     norm: float  # ‖W‖∞ rounded up (≥ ‖Ŵ‖∞/(1 + u))
     bmax: float  # max |b|, rounded up
     g: float  # (γ_{d+1} + u)(1 + u): the rounding allowance of the product and the weights
-    aw: np.ndarray  # |Ŵ|ᵀ·(1 + 2^-50) ≥ |W|ᵀ: radii per column (--vector)
+    aw: np.ndarray  # |Ŵ|ᵀ·(1 + 2^-50)·SAFE ≥ |W|ᵀ with the product's rounding (--vector)
 
     @staticmethod
     def of(w: tuple[tuple[Fraction, ...], ...], b: tuple[Fraction, ...] | None) -> _Lin:
@@ -96,7 +96,7 @@ class _Lin:
         bmax = sf.float_up(max((abs(x) for x in b), default=Fraction(0))) if b else 0.0
         g = sf.float_up((Fraction(gamma(d + 1)) + Fraction(U)) * (1 + Fraction(U)))
         wt = _f(w).T.copy()
-        return _Lin(wt, bb, _norm_inf(w), bmax, g, np.abs(wt) * (1 + 2.0**-50))
+        return _Lin(wt, bb, _norm_inf(w), bmax, g, np.abs(wt) * ((1 + 2.0**-50) * SAFE))
 
     def __call__(self, x: np.ndarray, xn: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, ...]:
         """(ŷ, max |ŷ| per word (B, 1), radius per row) from x̂ (B, T, d), its per-word
@@ -109,7 +109,7 @@ class _Lin:
             y += self.b
         rnd = self.g * (self.norm * (1 + U) * xn + self.bmax)
         if r.ndim == 3:  # radii per column: |(x̂ − x)Wᵀ| ≤ R·|W|ᵀ (non-negative: any order)
-            return y, _mag(y), (r @ self.aw) * SAFE + (rnd[:, :, None] + ETA)
+            return y, _mag(y), r @ self.aw + (rnd[:, :, None] + ETA)
         rad = (self.norm * r + rnd) * SAFE + ETA
         return y, _mag(y), rad
 
@@ -394,10 +394,13 @@ def certify_coarse(
             hard = _to_float(lt.x_out)
             dl = x - hard
             if r.ndim == 3:
+                # |δ̂ − δ| ≤ R + c per entry, c = CONV·max|ĥ| + 2u·max|δ̂| per word (Lemma H and
+                # the difference's rounding); the float sums are within u, the maxima exact
                 ad = np.abs(dl)
-                rd = (r + CONV * np.abs(hard) + U * (1 + U) * ad) * SAFE + ETA
-                hi_ = ((ad + rd) * SAFE).max(axis=(1, 2)) * MARGIN
-                lo_ = np.maximum((ad - rd) * (1 - 2.0**-50), 0.0).max(axis=(1, 2))
+                c = (CONV * _mag(hard) + 2 * U * _mag(dl))[:, 0] * SAFE + ETA
+                hi_ = ((ad + r).max(axis=(1, 2)) * (1 + 2.0**-50) + c) * SAFE * MARGIN
+                m = (ad - r).max(axis=(1, 2)) * (1 - 2.0**-50)  # ≤ the exact max (u per term)
+                lo_ = np.maximum((m - c) * (1 - 2.0**-50), 0.0)
             else:
                 dn = np.abs(dl).max(axis=2)
                 rd = (r + CONV * _mag(hard) + U * (1 + U) * dn) * SAFE + ETA
