@@ -61,7 +61,6 @@ CONV = 2.0**-50  # relative error of num.astype(float64) / float(den) (three rou
 ETA = 2.0**-1000  # absolute allowance per radius for underflow (≥ d·2^-1074 for d ≤ 2^70)
 MARGIN = 1.0 + 2.0**-18  # err_hi is raised by this before domination (docs/scale.md)
 L2E_LO = sf.float_down(Fraction(1) / Fraction(0.6931471805599453094172321214581766))
-L2E_HI = sf.float_up(Fraction(1) / Fraction(0.6931471805599452))  # ≥ 1/ln 2 (ln 2 < this den)
 
 
 def gamma(k: int) -> float:
@@ -121,6 +120,7 @@ class _Head:
     v: _Lin
     o: _Lin | None
     vis: np.ndarray  # (T, T)
+    mask_add: np.ndarray  # (T, T): 0 where visible, −inf elsewhere
     any_vis: np.ndarray  # (T,) a query row sees a key
     d: int  # inner dimension of the scores
 
@@ -144,6 +144,7 @@ class CoarseWeights:
                             _Lin.of(h.value, h.value_bias),
                             None if h.output is None else _Lin.of(h.output, None),
                             vis,
+                            np.where(vis, 0.0, -np.inf),
                             vis.any(axis=1),
                             len(h.query),
                         )
@@ -177,8 +178,10 @@ def _exp_up(y: np.ndarray) -> np.ndarray:
     """min(1, a power of two ≥ e^{y'}) for every y' ≤ y + 0.69 (Lemma E): 2^{⌈y·log2 e⌉ + 1},
     at least 2^-1022, at most 1 (the caller caps the off-key mass at 1 anyway). The power
     of two is built from its exponent bits (np.ldexp was 13× slower than np.exp)."""
-    k = np.ceil(y * np.where(y < 0, L2E_LO, L2E_HI)) + 1.0
-    k = np.clip(k, -1022.0, 0.0)  # −inf (masked keys) → 2^-1022: still ≥ 0, an over-estimate
+    k = np.ceil(y * L2E_LO)  # y < 0: y·L2E_LO ≥ y/ln 2; y ≥ 0: k + 1 ≥ 1, capped to 0 below
+    k += 1.0
+    # nan (an overflowed row) → 0 → 1, the cap; −inf (masked keys) → 2^-1022, an over-estimate
+    k = np.fmax(np.fmin(k, 0.0), -1022.0)
     return ((k.astype(np.int64) + 1023) << 52).view(np.float64)
 
 
@@ -234,13 +237,16 @@ def _head(
     if not PER_ENTRY_RHO:
         rho = np.broadcast_to(rho, s.shape)
     xs = s * inv_tau
-    xs = np.where(hd.vis[None], xs, -np.inf)
+    xs += hd.mask_add  # 0 on visible keys, −inf on the others
     t = np.argmax(xs, axis=2)  # (B, i): the key of the largest computed argument
     xt = np.take_along_axis(xs, t[:, :, None], axis=2)
     rt = np.take_along_axis(rho, t[:, :, None], axis=2)
-    y = (xs - xt) + (rho + rt) * SAFE
+    # y ≥ x_j − x_t up to the roundings of these sums (≤ u|y| + u·ρ, inside _exp_up's 0.69)
+    y = xs - xt
+    y += rho
+    y += rt
     np.put_along_axis(y, t[:, :, None], -np.inf, axis=2)  # the key t itself is not off-key
-    off = _exp_up(np.where(np.isnan(y), np.inf, y))
+    off = _exp_up(y)
     off = np.minimum((off @ np.ones(T)) * SAFE, 1.0)  # ≥ Σ_{j≠t} α_j, which is ≤ 1 (Lemma A)
     mix = np.take_along_axis(v, t[:, :, None], axis=1)  # (B, i, m): v̂_t
     if rv.ndim == 3:  # per column
