@@ -28,7 +28,8 @@ A run prints the float64 baseline, the coarse pass, the share it settles (``sett
 as in the check), certify_float and the centred tier on the rest, and today's chain (certify_float
 on all words, centred on what it leaves), all CPU seconds in one process, best of ``--reps``.
 
-    python benchmarks/coarse_probe.py [--reps 3] [--per-row-rho] [--tight-exp]
+    python benchmarks/coarse_probe.py [--reps 3] [--vector] [--per-row-rho] [--tight-exp]
+    python benchmarks/coarse_probe.py --vector --arb-check   # enclosures against arb (≈ 5 s)
         [--model models/dyck2.json --n 8]
 """
 
@@ -432,6 +433,44 @@ def certify_coarse(
     return CoarseResult(err_lo, err_hi, read, yes & read)
 
 
+def arb_check(n_random: int = 6, n_bundled: int = 5, limit: int = 300) -> None:
+    """The probe's enclosures and decided read-outs against arb (tests/tiers_vs_arb.py), word
+    by word: random models at n_random, every bundled model with an accept read-out."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from tiers_vs_arb import assert_meets_arb, random_benchmark_model
+
+    from exactattn import load_model
+    from exactattn.engine.hard import run_hard
+    from exactattn.engine.softfloat import FloatBatch, tau_enclosures
+    from exactattn.engine.temperature import BASE_PREC, Temperatures
+    from exactattn.inputs import words_of_length
+
+    cases = [
+        (f"random seed {sd}, {bl} blocks", random_benchmark_model(sd, blocks=bl), n)
+        for sd, bl, n in (
+            (0, 4, n_random),
+            (1, 3, n_random),
+            (2, 4, n_random - 1),
+            (3, 2, n_random),
+        )
+    ]
+    cases += [(p.stem, load_model(p), n_bundled) for p in sorted((ROOT / "models").glob("*.json"))]
+    for name, m, n in cases:
+        cm = CompiledModel(m)
+        temps = Temperatures(m, None)
+        taus = tau_enclosures(temps.at(n, BASE_PREC))
+        hb = run_hard(cm, list(words_of_length(m.alphabet, n))[:limit], n)
+        cr = certify_coarse(cm, hb, taus)
+        if cr is None:
+            print(f"{name}: declined (not an accept read-out)")
+            continue
+        B, L = cr.err_lo.shape
+        no = np.zeros(B, dtype=bool)
+        fb = FloatBatch(no, cr.err_lo, cr.err_hi, np.zeros((B, L), np.int64), accept=cr.accept)
+        assert_meets_arb(cm, hb, fb, temps, cr.read)
+        print(f"{name} n={n}: {B} words meet arb, {int(cr.read.sum())} read-outs decided")
+
+
 def main() -> None:
     global PER_ENTRY_RHO, TIGHT_EXP, VECTOR
     ap = argparse.ArgumentParser(description=__doc__)
@@ -441,10 +480,14 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=12)
     ap.add_argument("--vector", action="store_true", help="radii per entry, not per row")
     ap.add_argument("--tight-exp", action="store_true", help="what-if: exp error u(|x| + 17)")
+    ap.add_argument("--arb-check", action="store_true", help="only: enclosures against arb")
     args = ap.parse_args()
     PER_ENTRY_RHO = not args.per_row_rho
     TIGHT_EXP = args.tight_exp
     VECTOR = args.vector
+    if args.arb_check:
+        arb_check()
+        return
     from float_baseline import FloatModel
 
     from exactattn import load_model, model_from_dict
