@@ -449,7 +449,7 @@ def certify_coarse(
     return CoarseResult(err_lo, err_hi, read, yes & read)
 
 
-def arb_check(n_random: int = 6, n_bundled: int = 5, limit: int = 300) -> None:
+def arb_check(n_random: int = 6, n_bundled: int = 5, limit: int = 300, extra: int = 0) -> None:
     """The probe's enclosures and decided read-outs against arb (tests/tiers_vs_arb.py), word
     by word: random models at n_random, every bundled model with an accept read-out."""
     sys.path.insert(0, str(ROOT / "tests"))
@@ -471,6 +471,15 @@ def arb_check(n_random: int = 6, n_bundled: int = 5, limit: int = 300) -> None:
         )
     ]
     cases += [(p.stem, load_model(p), n_bundled) for p in sorted((ROOT / "models").glob("*.json"))]
+    # more random models: seeds 100.., 2–4 blocks, n = 4–5 (every word)
+    cases += [
+        (
+            f"random seed {100 + i}, {2 + i % 3} blocks",
+            random_benchmark_model(100 + i, 2 + i % 3),
+            4 + i % 2,
+        )
+        for i in range(extra)
+    ]
     for name, m, n in cases:
         cm = CompiledModel(m)
         temps = Temperatures(m, None)
@@ -492,17 +501,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--per-row-rho", action="store_true", help="ρ per row (max over keys)")
-    ap.add_argument("--model", default="random", help="random, or a models/*.json path")
+    ap.add_argument("--model", default="random", help="random, random3, ltl or a path")
     ap.add_argument("--n", type=int, default=12)
     ap.add_argument("--vector", action="store_true", help="radii per entry, not per row")
     ap.add_argument("--tight-exp", action="store_true", help="what-if: exp error u(|x| + 17)")
     ap.add_argument("--arb-check", action="store_true", help="only: enclosures against arb")
+    ap.add_argument("--arb-random", type=int, default=0, help="--arb-check: more random models")
     args = ap.parse_args()
     PER_ENTRY_RHO = not args.per_row_rho
     TIGHT_EXP = args.tight_exp
     VECTOR = args.vector
     if args.arb_check:
-        arb_check()
+        arb_check(extra=args.arb_random)
         return
     from float_baseline import FloatModel
 
@@ -518,6 +528,14 @@ def main() -> None:
 
     if args.model == "random":
         m = model_from_dict(random_model(d=16, blocks=4, heads=2, seed=0))
+    elif args.model == "random3":  # bench_softfloat.py's second random model
+        m = model_from_dict(random_model(d=16, blocks=3, heads=2, seed=1))
+    elif args.model == "ltl":  # bench_softfloat.py's deep LTL model (12 layers)
+        from bench_softfloat import DEEP_LTL
+
+        from exactattn.constructions.ltl import compile_ltl
+
+        m = model_from_dict(compile_ltl(DEEP_LTL, ("a", "b")))
     else:
         m = load_model(args.model)
     n = args.n
