@@ -4,33 +4,37 @@ The idea (docs/scale.md, "Coarse tier: measured, not built"): most words of a le
 a tight error enclosure, since ``run.shard.settle_dominated`` settles a word whose read-out is
 decided and whose per-layer error upper end is below a certified *lower* end of another word's
 error. A first tier would then only need cheap, loose but certified ends: the plain float64
-forward pass (as ``float_baseline.py``) with one radius per (word, row) of every tensor — a
-bound on |computed − exact| over the columns of that row — by forward error analysis:
+forward pass (as ``float_baseline.py``) with radii — bounds on |computed − exact| — by forward
+error analysis, either one per (word, row) of every tensor (the default) or one per entry
+(``--vector``, the variant that settles 99.7% of the random model's words):
 
-* linear maps: ‖W‖∞·R + (γ_{d+1} + u)(1 + u)(‖W‖∞‖x̂‖∞ + max|b|) per row;
-* scores: |ŝ_ij − s_ij| ≤ ‖q̂_i‖₁(γ_d‖k̂_j‖∞ + R_k[j]) + R_q[i](‖k̂_j‖₁ + d·R_k[j]), so
-  |x̂_ij − x_ij| ≤ ρ_ij with 1/τ's enclosure and the product's rounding;
+* linear maps: R·|W|ᵀ per entry (‖W‖∞·R per row) + (γ_{d+1} + u)(1 + u)(‖W‖∞·max|x̂| + max|b|)
+  per word; ReLU 1-Lipschitz, and (per entry) exactly 0 where ŷ + R ≤ 0;
+* scores: per entry Σ_c |q̂_ic|(γ_d|k̂_jc| + R_k,jc) + R_q,ic(|k̂_jc| + R_k,jc) (per row with
+  ℓ1/ℓ∞ norms), so |x̂_ij − x_ij| ≤ ρ_ij with 1/τ's enclosure and the product's rounding;
 * an attention row's midpoint is v̂_t (t = the key of the largest computed argument), its
   radius R_v[t] + Σ_{j≠t} e^{x̂_j − x̂_t + ρ_ij + ρ_it} · (value spread + 2 max R_v), the
-  exponentials rounded up to powers of two — when that off-key mass may exceed 2^-30 the row
-  is computed instead with softfloat's proven interval softmax (``mr_exp``, ``div``, the
-  centred tier's ``row_sum``; E_t = 1 exactly);
-* ReLU 1-Lipschitz; residual sums add radii and a rounding; hard values converted within 2^-50.
+  exponentials rounded up from float bits and the sum capped at 1 — where that off-key mass may
+  exceed 2^-50 the row is computed instead with softfloat's proven interval softmax
+  (``mr_exp``, ``div``, the centred tier's ``row_sum``; E_t = 1 exactly), kept where smaller;
+* residual sums add radii and a rounding; hard values converted within 2^-50.
 
 Every radius is multiplied by SAFE = 1 + 2^-20. The "Lemma" labels in the comments (L linear
 maps, D scores, A attention rows, E the exp bound, H hard values, R ReLU, S sums, W interval
 softmax rows) name these bounds, argued in the comments only. This file is the prototype the
 measurement used, not a tier of the check: nothing here is proven in proofs/ and no test
-covers it; its one cross-check is that its enclosures meet certify_float's and its decided
-read-outs agree with certify_float's.
+covers it. Its checks: ``--arb-check`` (enclosures and decided read-outs against arb on random
+and bundled models; it fails when the rounding allowances are removed), and every run compares
+its enclosures and read-outs with certify_float's.
 
-A run prints the float64 baseline, the coarse pass, the share it settles (``settle_dominated``
-as in the check), certify_float and the centred tier on the rest, and today's chain (certify_float
-on all words, centred on what it leaves), all CPU seconds in one process, best of ``--reps``.
+A run prints the float64 baseline and the coarse pass (alternated, best of ``--reps``), the
+share it settles (``settle_dominated`` as in the check), certify_float and the centred tier on
+the rest, and today's chain (certify_float on all words, centred on what it leaves), all CPU
+seconds in one process.
 
-    python benchmarks/coarse_probe.py [--reps 3] [--vector] [--per-row-rho] [--tight-exp]
-    python benchmarks/coarse_probe.py --vector --arb-check   # enclosures against arb (≈ 5 s)
-        [--model models/dyck2.json --n 8]
+    python benchmarks/coarse_probe.py [--vector] [--reps 9] [--per-row-rho] [--tight-exp]
+        [--model random|random3|ltl|models/dyck2.json] [--n 12]
+    python benchmarks/coarse_probe.py --vector --arb-check [--arb-random 200]   # ≈ 5 s / 25 s
 """
 
 from __future__ import annotations
