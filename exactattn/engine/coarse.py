@@ -1,0 +1,416 @@
+"""The coarse float tier (issue 25): loose but certified error ends at about float64's cost.
+
+Most words of a length never need a tight error enclosure: ``run.shard.settle_dominated``
+settles a word whose read-out is decided and whose per-layer error upper end is below a
+certified *lower* end of another word's error. This tier gives every word of a batch such
+loose ends cheaply, so only the words it cannot settle go on to ``softfloat.certify_float``
+(docs/scale.md, "Coarse tier"). It runs the plain float64 forward pass of the soft meaning and
+carries one radius — a bound on |computed − exact| — per entry of every tensor, by forward
+error analysis:
+
+* linear maps: R·|W|ᵀ per entry + (γ_{d+1} + u)(1 + u)(‖W‖∞·max|x̂| + max|b|) per word;
+  ReLU 1-Lipschitz, and exactly 0 where ŷ + R ≤ 0;
+* scores: per entry Σ_c |q̂_ic|(γ_d|k̂_jc| + R_k,jc) + R_q,ic(|k̂_jc| + R_k,jc), so
+  |x̂_ij − x_ij| ≤ ρ_ij with 1/τ's enclosure and the product's rounding;
+* an attention row's midpoint is v̂_t (t = the key of the largest computed argument), its
+  radius R_v[t] + Σ_{j≠t} e^{x̂_j − x̂_t + ρ_ij + ρ_it} · (value spread + 2 max R_v), the
+  exponentials rounded up from float bits and the sum capped at 1 — where that off-key mass may
+  exceed 2^-50 the row is computed instead with softfloat's proven interval softmax
+  (``mr_exp``, ``div``, the centred tier's ``row_sum``; E_t = 1 exactly), kept where smaller;
+* residual sums add radii and a rounding; hard values converted within 2^-50.
+
+Every radius is multiplied by SAFE = 1 + 2^-20. The "Lemma" labels in the comments (L linear
+maps, D scores, A attention rows, E the exp bound, H hard values, R ReLU, S sums, W interval
+softmax rows) name these bounds; proofs/coarse_tier.md proves them under the same labels. The
+formulas are those of the prototype ``benchmarks/coarse_probe.py --vector`` (its measurement in
+docs/scale.md), unchanged.
+
+The tier never claims tightness (``tight`` all False, ``settled`` all False): its ends serve only
+domination. It declines (None) a model without an accept read-out; a word with a non-finite
+number gets [0, inf] ends and an undecided read-out. Products are numpy/BLAS matrix products:
+their enclosures hold for any summation order, but their last bits depend on the BLAS kernel
+(docs/scale.md, "Coarse tier", determinism).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from exactattn.engine import softfloat as sf
+from exactattn.engine.centred import row_sum as centred_row_sum
+from exactattn.engine.hard import CompiledModel, HardBatch, read_output, visible_mask
+from exactattn.model import AcceptOutput, AttentionLayer
+
+USE_COARSE = os.environ.get("EXACTATTN_COARSE", "1") != "0"  # docs/scale.md, "Coarse tier"
+U = 2.0**-53  # unit roundoff of binary64
+SAFE = 1.0 + 2.0**-20  # every radius is multiplied by this (covers the radius formula's roundings)
+CONV = 2.0**-50  # relative error of num.astype(float64) / float(den) (three roundings, Lemma H)
+ETA = 2.0**-1000  # absolute allowance per radius for underflow (≥ d·2^-1074 for d ≤ 2^70)
+MARGIN = 1.0 + 2.0**-18  # err_hi is raised by this before domination (docs/scale.md)
+L2E_LO = sf.float_down(Fraction(1) / Fraction(0.6931471805599453094172321214581766))
+
+
+def gamma(k: int) -> float:
+    """γ_k = k·u/(1 − k·u), rounded up (Higham, Lemma 3.1): any-order k-term dot products."""
+    return sf.float_up(Fraction(k) * Fraction(U) / (1 - Fraction(k) * Fraction(U)))
+
+
+def _norm_inf(w: tuple[tuple[Fraction, ...], ...]) -> float:
+    """max_r Σ_c |W_rc|, exact, rounded up."""
+    return sf.float_up(max((sum(abs(x) for x in row) for row in w), default=Fraction(0)))
+
+
+def _f(w: tuple[tuple[Fraction, ...], ...]) -> np.ndarray:
+    return np.array([[float(x) for x in row] for row in w], dtype=np.float64).reshape(len(w), -1)
+
+
+@dataclass
+class _Lin:
+    """y = x·Wᵀ + b with its constants for Lemma L."""
+
+    w: np.ndarray  # (d, m) = Ŵᵀ, correctly rounded
+    b: np.ndarray | None
+    norm: float  # ‖W‖∞ rounded up (≥ ‖Ŵ‖∞/(1 + u))
+    bmax: float  # max |b|, rounded up
+    g: float  # (γ_{d+1} + u)(1 + u): the rounding allowance of the product and the weights
+    aw: np.ndarray  # |Ŵ|ᵀ·(1 + 2^-50)·SAFE ≥ |W|ᵀ with the product's rounding (--vector)
+
+    @staticmethod
+    def of(w: tuple[tuple[Fraction, ...], ...], b: tuple[Fraction, ...] | None) -> _Lin:
+        d = len(w[0]) if w else 0
+        bb = None if b is None or not any(b) else np.array([float(x) for x in b])
+        bmax = sf.float_up(max((abs(x) for x in b), default=Fraction(0))) if b else 0.0
+        g = sf.float_up((Fraction(gamma(d + 1)) + Fraction(U)) * (1 + Fraction(U)))
+        wt = _f(w).T.copy()
+        return _Lin(wt, bb, _norm_inf(w), bmax, g, np.abs(wt) * ((1 + 2.0**-50) * SAFE))
+
+    def __call__(self, x: np.ndarray, xn: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(ŷ, max |ŷ| per word (B, 1), radius per entry) from x̂ (B, T, d), its per-word
+        magnitude (B, 1) and its radii per entry (B, T, d).
+
+        Lemma L: |ŷ − y| ≤ R·|W|ᵀ + g·(‖W‖∞·‖x̂‖∞ + max|b|) per entry (with ‖Ŵ‖∞ ≤ (1+u)‖W‖∞
+        absorbed in g's factor (1 + u))."""
+        y = x @ self.w
+        if self.b is not None:
+            y += self.b
+        rnd = self.g * (self.norm * (1 + U) * xn + self.bmax)
+        # |(x̂ − x)Wᵀ| ≤ R·|W|ᵀ (non-negative terms: any summation order)
+        return y, self.mag(xn), r @ self.aw + (rnd[:, :, None] + ETA)
+
+    def mag(self, xn: np.ndarray) -> np.ndarray:
+        """≥ max |ŷ| per word without a reduction: ‖Ŵ‖∞·max|x̂| + max|b̂|, with the product's
+        and the weights' roundings (γ_{d+1}, (1 + u)²) inside the factor 1 + 2^-40."""
+        return (self.norm * xn + self.bmax) * (1 + 2.0**-40)
+
+
+@dataclass
+class _Head:
+    q: _Lin
+    k: _Lin
+    v: _Lin
+    o: _Lin | None
+    vis: np.ndarray  # (T, T)
+    mask_add: np.ndarray  # (T, T): 0 where visible, −inf elsewhere
+    any_vis: np.ndarray  # (T,) a query row sees a key
+    d: int  # inner dimension of the scores
+
+
+class CoarseWeights:
+    """A model's weights as float64 arrays with their norms, for one input length (cached)."""
+
+    def __init__(self, cm: CompiledModel, T: int) -> None:
+        model = cm.model
+        self.ok = isinstance(model.output, AcceptOutput)
+        self.layers: list[object] = []
+        for layer in model.layers:
+            if isinstance(layer, AttentionLayer):
+                heads = []
+                for h in layer.heads:
+                    vis = visible_mask(h.mask, T)
+                    heads.append(
+                        _Head(
+                            _Lin.of(h.query, h.query_bias),
+                            _Lin.of(h.key, h.key_bias),
+                            _Lin.of(h.value, h.value_bias),
+                            None if h.output is None else _Lin.of(h.output, None),
+                            vis,
+                            np.where(vis, 0.0, -np.inf),
+                            vis.any(axis=1),
+                            len(h.query),
+                        )
+                    )
+                self.layers.append(heads)
+            else:
+                self.layers.append(
+                    ([_Lin.of(w, b) for w, b in layer.hidden], _Lin.of(*layer.output))
+                )
+        if self.ok:
+            out = model.output
+            assert isinstance(out, AcceptOutput)
+            self.read = _Lin.of((tuple(out.weight),), (out.bias,))
+            self.thr = float(out.threshold)
+            self.thr_err = sf.float_up(abs(Fraction(self.thr) - out.threshold))
+
+
+_CW: dict[tuple[int, int], tuple[CompiledModel, CoarseWeights]] = {}
+
+
+def coarse_weights(cm: CompiledModel, T: int) -> CoarseWeights:
+    hit = _CW.get((id(cm), T))
+    if hit is None or hit[0] is not cm:
+        if len(_CW) > 16:
+            _CW.clear()
+        hit = _CW[(id(cm), T)] = (cm, CoarseWeights(cm, T))
+    return hit[1]
+
+
+_P52 = 2.0**52
+_E_LO = L2E_LO * _P52  # exact scaling
+
+
+def _exp_up(y: np.ndarray) -> np.ndarray:
+    """min(1, a float ≥ e^{y'}) for every y' ≤ y + 0.69 (Lemma E), at least 2^-1022: with
+    w = y·log2(e) + 1 (y < 0: y·L2E_LO ≥ y/ln 2; y ≥ 0 gives ≥ 1, capped to 1), the float whose
+    bits are ⌊(w + 1023)·2^52⌋ is 2^⌊w⌋(1 + frac w)(1 − ≤2^-42) ≥ 2^w/1.01 ≥ 2^(w − 1)·1.98 ≥ e^y
+    (Schraudolph's construction; 1 + f ≥ 2^f on [0, 1]; the 2^-42 is the rounding of the sum
+    at magnitude 2^62). nan (an overflowed row) → 1, the cap; −inf (masked keys) → 2^-1022."""
+    w = y * _E_LO
+    w += 1024.0 * _P52
+    w = np.fmax(np.fmin(w, 1023.0 * _P52), _P52)
+    return w.astype(np.int64).view(np.float64)
+
+
+def _w(a: np.ndarray) -> np.ndarray:
+    """A per-word (B, 1) array shaped to add to radii of (B, T, d)."""
+    return a[:, :, None]
+
+
+def _mag(a: np.ndarray) -> np.ndarray:
+    """max |a| per word, (B, 1) (nan and inf propagate): reductions over a small last axis
+    cost ~6× one over the whole word."""
+    return np.abs(a).max(axis=(1, 2))[:, None]
+
+
+def _to_float(ra: object) -> np.ndarray:
+    num, den = ra.num, ra.den  # type: ignore[attr-defined]
+    return np.asarray(num, dtype=np.float64) / float(den)
+
+
+def _head(
+    hd: _Head,
+    x: np.ndarray,
+    xn: np.ndarray,
+    r: np.ndarray,
+    inv_tau: float,
+    itau_hi: float,
+    dc: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One head's output rows, a bound on their magnitude per word, and their radii."""
+    q, qn, rq = hd.q(x, xn, r)
+    k, kn, rk = hd.k(x, xn, r)
+    v, vn_word, rv = hd.v(x, xn, r)
+    B, T, _ = x.shape
+    s = q @ np.swapaxes(k, 1, 2)  # (B, i, j)
+    # Lemma D, per entry: |ŝ_ij − s_ij| ≤ Σ_c |q̂_ic|(γ_d|k̂_jc| + R_k,jc) + R_q,ic(|k̂_jc| + R_k,jc)
+    gd = gamma(hd.d)
+    ak = np.abs(k)
+    es = np.abs(q) @ np.swapaxes(gd * ak + rk, 1, 2)
+    es += rq @ np.swapaxes(ak + rk, 1, 2)  # (SAFE: in the factor below)
+    # |x̂_ij − x_ij| ≤ ρ_ij (Lemma D with 1/τ's enclosure and the product's rounding)
+    sa = np.abs(s)
+    # (no ETA: an absolute 2^-1000 is inside _exp_up's margin; _softmax_rows adds its own)
+    rho = es * (itau_hi * SAFE * SAFE * SAFE)
+    rho += sa * ((dc + 2 * U * itau_hi) * SAFE)
+    xs = s * inv_tau
+    xs += hd.mask_add  # 0 on visible keys, −inf on the others
+    t = np.argmax(xs, axis=2)  # (B, i): the key of the largest computed argument
+    xt = np.take_along_axis(xs, t[:, :, None], axis=2)
+    rt = np.take_along_axis(rho, t[:, :, None], axis=2)
+    # y ≥ x_j − x_t up to the roundings of these sums (≤ u|y| + u·ρ, inside _exp_up's 0.69)
+    y = xs - xt
+    y += rho
+    y += rt
+    np.put_along_axis(y, t[:, :, None], -np.inf, axis=2)  # the key t itself is not off-key
+    off = _exp_up(y)
+    off = np.minimum((off @ np.ones(T)) * SAFE, 1.0)  # ≥ Σ_{j≠t} α_j, which is ≤ 1 (Lemma A)
+    mix = np.take_along_axis(v, t[:, :, None], axis=1)  # (B, i, m): v̂_t
+    # Lemma A, per column: v̂_t ± (R_v[t] + off-key mass · (value spread + 2 max R_v))
+    spread = (v.max(axis=1) - v.min(axis=1)) * SAFE + 2 * rv.max(axis=1)  # (B, m)
+    rvt = np.take_along_axis(rv, t[:, :, None], axis=1)
+    rmix = (rvt + off[:, :, None] * spread[:, None, :]) * SAFE
+    diffuse = hd.any_vis[None, :] & ~(off <= DIFFUSE)  # (nan: too)
+    if diffuse.any():
+        _softmax_rows(hd, np.nonzero(diffuse), xs, t, rho, v, rv, mix, rmix)
+    if not hd.any_vis.all():
+        mix = np.where(hd.any_vis[None, :, None], mix, 0.0)  # no visible key: exactly 0
+        rmix = np.where(hd.any_vis[None, :, None], rmix, 0.0)
+    if hd.o is None:
+        return mix, (_mag(mix) if diffuse.any() else vn_word), rmix
+    # every hardmax row is a row of v̂; where softmax rows were kept, measure
+    mixn = _mag(mix) if diffuse.any() else vn_word
+    out, outn, rout = hd.o(mix, mixn, rmix)
+    return out, outn, rout
+
+
+DIFFUSE = 2.0**-50  # rows whose off-key mass may exceed this get the softmax itself (Lemma W)
+
+
+def _softmax_rows(
+    hd: _Head,
+    rows: tuple[np.ndarray, np.ndarray],
+    xs: np.ndarray,
+    t: np.ndarray,
+    rho: np.ndarray,
+    v: np.ndarray,
+    rv: np.ndarray,
+    mix: np.ndarray,
+    rmix: np.ndarray,
+) -> None:
+    """Overwrite the rows ``rows`` = (word, query) of ``mix``/``rmix`` with the softmax
+    computed in softfloat's proven midpoint-radius arithmetic (Lemma W): E_j ∋
+    e^{x_j − x_t} from z_j = x̂_j − x̂_t ± (2ρ + u|z_j|), E_t = 1 exactly, α = E/ΣE, then
+    Σ_j α_j v_j with v̂_j ± R_v[j]."""
+    bi, ii = rows
+    vis = hd.vis[ii]  # (K, T)
+    K = bi.size
+    z = xs[bi, ii, :] - np.take_along_axis(xs[bi, ii, :], t[bi, ii][:, None], axis=1)
+    z = np.where(vis, z, 0.0)
+    rr = rho[bi, ii, :]
+    zr = (rr + np.take_along_axis(rr, t[bi, ii][:, None], axis=1) + U * np.abs(z)) * SAFE + ETA
+    is_t = np.arange(vis.shape[1])[None, :] == t[bi, ii][:, None]
+    e = sf.mr_exp((z, zr))
+    other = vis & ~is_t
+    E = (np.where(other, e[0], np.where(is_t, 1.0, 0.0)), np.where(other, e[1], 0.0))
+    Z = centred_row_sum(E)
+    a_m, a_r = sf.div(E, (Z[0][:, None], Z[1][:, None]))
+    a_m = np.where(vis, a_m, 0.0)
+    a_r = np.where(vis, a_r, 0.0)
+    vk = v[bi]  # (K, T, m)
+    rk = rv[bi]  # (K, T, m)
+    mid = np.einsum("kj,kjm->km", a_m, vk)
+    T = vis.shape[1]
+    av = np.abs(vk)
+    rad = (
+        np.einsum("kj,kjm->km", a_r + gamma(T) * np.abs(a_m), av)
+        + np.einsum("kj,kjm->km", np.abs(a_m) + a_r, rk)
+    ) * SAFE + ETA
+    # keep the softmax where it beats the hardmax row's own bound, per column: either
+    # enclosure is sound
+    use = np.isfinite(mid) & np.isfinite(rad) & (rad < rmix[bi, ii])
+    cur_m, cur_r = mix[bi, ii], rmix[bi, ii]
+    mix[bi, ii] = np.where(use, mid, cur_m)
+    rmix[bi, ii] = np.where(use, rad, cur_r)
+    del K
+
+
+def certify_coarse(
+    cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
+) -> sf.FloatBatch | None:
+    """The coarse tier on every word of ``hb``: a :class:`softfloat.FloatBatch` of certified
+    but loose ends of every layer's max |δ| (``err_hi`` already raised by MARGIN), the row of
+    each upper end, and the soft accept decision where certain (``read``, also ``decided``).
+    Nothing is ``tight`` or ``settled``: the ends serve only ``settle_dominated``. None when
+    the tier declines the model or batch (no accept read-out, a non-positive τ, numbers
+    beyond float range); a word with a non-finite number gets [0, inf] and no decision."""
+    if not isinstance(cm.model.output, AcceptOutput):
+        return None
+    for row in taus:
+        if row is not None and any(lo <= 0 for lo, _ in row):
+            return None
+    try:
+        return _certify(cm, coarse_weights(cm, hb.x0.shape[1]), hb, taus)
+    except OverflowError:  # exact numbers beyond float range: the next tier decides
+        return None
+
+
+def _certify(
+    cm: CompiledModel,
+    cw: CoarseWeights,
+    hb: HardBatch,
+    taus: list[list[tuple[Fraction, Fraction]] | None],
+) -> sf.FloatBatch:
+    B = len(hb.words)
+    L = len(cw.layers)
+    err_lo = np.zeros((B, L))
+    err_hi = np.full((B, L), np.inf)
+    err_row = np.zeros((B, L), dtype=np.int64)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
+        x = _to_float(hb.x0)
+        xn = _mag(x)
+        r = np.abs(x) * CONV + ETA  # Lemma H, per entry
+        for li, (layer, lt) in enumerate(zip(cw.layers, hb.layers, strict=True)):
+            if isinstance(layer, list):
+                row = taus[li]
+                assert row is not None  # an attention layer has per-head τ enclosures
+                new = x.copy()
+                radd = r.copy()
+                mag = xn.copy()
+                for hd, (lo, hi) in zip(layer, row, strict=True):
+                    c = float(2 / (lo + hi))
+                    itau_hi = sf.float_up(1 / lo)
+                    dc = sf.float_up(max(abs(Fraction(c) - 1 / lo), abs(Fraction(c) - 1 / hi)))
+                    out, outn, rout = _head(hd, x, xn, r, c, itau_hi, dc)
+                    new += out
+                    radd += rout
+                    mag += outn
+                nh = len(layer)
+                # Lemma S: nh rounded additions, each within u·(Σ magnitudes)
+                r = (radd + nh * U * (1 + U) * _w(mag)) * SAFE
+                x = new
+            else:
+                hidden, outl = layer
+                h, hn, rh = x, xn, r
+                for lin in hidden:
+                    h, hn, rh = lin(h, hn, rh)
+                    # certainly ≤ 0 (exact sign of a float sum): 0 exactly
+                    rh = np.where(h + rh <= 0, 0.0, rh)
+                    np.maximum(h, 0.0, out=h)  # Lemma R: |relu a − relu b| ≤ |a − b|
+                    hn = np.maximum(hn, 0.0)  # max|relu(ŷ)| ≤ max|ŷ|
+                o, on, ro = outl(h, hn, rh)
+                x = x + o
+                r = (r + ro + U * (1 + U) * _w(xn + on)) * SAFE
+            xn = _mag(x)
+            # δ = soft − hard: Lemma H for the hard values, one rounding for the difference
+            hard = _to_float(lt.x_out)
+            dl = x - hard
+            # |δ̂ − δ| ≤ R + c per entry, c = CONV·max|ĥ| + 2u·max|δ̂| per word (Lemma H and
+            # the difference's rounding); the float sums are within u, the maxima exact
+            ad = np.abs(dl)
+            c = (CONV * _mag(hard) + 2 * U * _mag(dl))[:, 0] * SAFE + ETA
+            top = (ad + r).max(axis=2)  # (B, T)
+            err_row[:, li] = np.argmax(top, axis=1)  # the row of the upper end (witness)
+            hi_ = (top.max(axis=1) * (1 + 2.0**-50) + c) * SAFE * MARGIN
+            m = (ad - r).max(axis=(1, 2)) * (1 - 2.0**-50)  # ≤ the exact max (u per term)
+            lo_ = np.maximum((m - c) * (1 - 2.0**-50), 0.0)
+            fin = np.isfinite(hi_) & np.isfinite(lo_) & np.isfinite(xn[:, 0])
+            err_hi[:, li] = np.where(fin, hi_, np.inf)
+            err_lo[:, li] = np.where(fin, lo_, 0.0)
+        # the accept read-out: y = w·x[slot] + b against the threshold
+        slot = cm.model.accept_slot(hb.n)
+        xs = x[:, slot : slot + 1, :]
+        y, _, ry = cw.read(xs, xn, r[:, slot : slot + 1])
+        cdiff = y[:, 0, 0] - cw.thr
+        rad = (ry.reshape(B) + cw.thr_err + U * (1 + U) * np.abs(cdiff)) * SAFE
+        yes = cdiff - rad > 0
+        no = cdiff + rad < 0
+        fin = np.isfinite(err_hi).all(axis=1) & np.isfinite(cdiff) & np.isfinite(rad)
+        vals = read_output(cm.model, hb.activations[-1], hb.n).values
+        t = cm.model.output.threshold  # type: ignore[union-attr]
+        num = vals.num.astype(object)
+        hard_tie = np.array(num * t.denominator == t.numerator * vals.den, dtype=bool)
+        read = fin & (yes | no) & ~hard_tie
+    never = np.zeros(B, dtype=bool)
+    return sf.FloatBatch(
+        never,
+        err_lo,
+        err_hi,
+        err_row,
+        accept=yes & read,
+        decided=read,
+        tight=np.zeros((B, L), dtype=bool),
+        read=read,
+    )
