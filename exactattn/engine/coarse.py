@@ -37,15 +37,19 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import islice
 
 import numpy as np
 
 from exactattn.engine import softfloat as sf
 from exactattn.engine.centred import row_sum as centred_row_sum
-from exactattn.engine.hard import CompiledModel, HardBatch, read_output, visible_mask
+from exactattn.engine.hard import CompiledModel, HardBatch, read_output, run_hard, visible_mask
+from exactattn.inputs import words_of_length
 from exactattn.model import AcceptOutput, AttentionLayer
 
 USE_COARSE = os.environ.get("EXACTATTN_COARSE", "1") != "0"  # docs/scale.md, "Coarse tier"
+RULE_WORDS = 64  # coarse_pays's sample: the first words of the length in rank order
+BIG_SCORE = 2**53  # ... on when some hard score numerator reaches this (docs/scale.md)
 U = 2.0**-53  # unit roundoff of binary64
 SAFE = 1.0 + 2.0**-20  # every radius is multiplied by this (covers the radius formula's roundings)
 CONV = 2.0**-50  # relative error of num.astype(float64) / float(den) (three roundings, Lemma H)
@@ -305,6 +309,39 @@ def _softmax_rows(
     mix[bi, ii] = np.where(use, mid, cur_m)
     rmix[bi, ii] = np.where(use, rad, cur_r)
     del K
+
+
+_PAYS: dict[tuple[int, int], tuple[CompiledModel, bool]] = {}
+
+
+def coarse_pays(cm: CompiledModel, n: int) -> bool:
+    """Whether the check runs the coarse tier at length ``n`` (docs/scale.md, "Coarse tier",
+    the rule): the model has an accept read-out and some head's exact hard score numerator on
+    the first RULE_WORDS words of length n (rank order) reaches 2^53, i.e. the scores are not
+    float64 numbers. That is where certify_float pays for Python-integer scores and its
+    enclosures are loose anyway (the random models: 76–91 bits, 96–99.7% settled by this
+    tier); every bundled model's scores have ≤ 32 bits, and there the tier settles nothing on
+    Dyck-1/2 and the LTL models (exact-zero layer errors) while costing 2–4× float64.
+
+    Exact arithmetic on a fixed sample: the same answer in every process, shard, --jobs,
+    Dask worker and resume (cached per model object and n)."""
+    if not isinstance(cm.model.output, AcceptOutput):
+        return False
+    hit = _PAYS.get((id(cm), n))
+    if hit is not None and hit[0] is cm:
+        return hit[1]
+    words = list(islice(words_of_length(cm.model.alphabet, n), RULE_WORDS))
+    hb = run_hard(cm, words, n, share=False)
+    big = any(
+        h.scores.bound() >= BIG_SCORE
+        for lt in hb.layers
+        for h in (lt.heads or ())
+        if h.scores.num.size
+    )
+    if len(_PAYS) > 64:
+        _PAYS.clear()
+    _PAYS[(id(cm), n)] = (cm, big)
+    return big
 
 
 def certify_coarse(

@@ -2217,7 +2217,7 @@ USE_DD = os.environ.get("EXACTATTN_DD", "1") != "0"  # the double-double tier (d
 DD_PREC = 220  # bits of the temperature balls the second tier reads (τ to ≈ 2^-220)
 
 
-def _take_batch(hb: HardBatch, idx: np.ndarray) -> HardBatch:
+def take_batch(hb: HardBatch, idx: np.ndarray) -> HardBatch:
     """Words ``idx`` of a hard batch (copies)."""
     layers = []
     for lt in hb.layers:
@@ -2230,6 +2230,32 @@ def _take_batch(hb: HardBatch, idx: np.ndarray) -> HardBatch:
         )
     words = [hb.words[i] for i in idx.tolist()]
     return HardBatch(n=hb.n, words=words, x0=_ra(hb.x0, idx), layers=layers)  # type: ignore[arg-type]
+
+
+_take_batch = take_batch  # the old name (benchmarks use it)
+
+
+def put_rows(fb: FloatBatch, idx: np.ndarray, part: FloatBatch) -> FloatBatch:
+    """``fb`` with its rows ``idx`` replaced by every row of ``part`` (a tier's results on
+    ``take_batch(hb, idx)``), so that each word's row is one tier's. A field only ``part``
+    has gets "no tie" / False / −1 rows elsewhere (as :func:`_concat`); a field only ``fb``
+    has keeps its rows (filled likewise at ``idx``)."""
+    out = {}
+    for name, v in vars(fb).items():
+        w = getattr(part, name)
+        if v is None and w is None:
+            out[name] = None
+            continue
+        like = v if v is not None else w
+        fill = -1 if like.dtype.kind in "iu" else 0
+        v = (
+            np.full((len(fb.settled),) + like.shape[1:], fill, like.dtype)
+            if v is None
+            else v.copy()
+        )
+        v[idx] = fill if w is None else w
+        out[name] = v
+    return FloatBatch(**out)
 
 
 def certify_dd(
