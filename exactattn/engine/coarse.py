@@ -55,6 +55,12 @@ SAFE = 1.0 + 2.0**-20  # every radius is multiplied by this (covers the radius f
 CONV = 2.0**-50  # relative error of num.astype(float64) / float(den) (three roundings, Lemma H)
 ETA = 2.0**-1000  # absolute allowance per radius for underflow (≥ d·2^-1074 for d ≤ 2^70)
 MARGIN = 1.0 + 2.0**-18  # err_hi is raised by this before domination (docs/scale.md)
+# the range proofs/coarse_tier.md assumes (otherwise the tier declines): every nonzero weight a
+# normal float (its rounding relative), inner dimensions ≤ 2^12 (the magnitude factor 1 + 2^-40
+# covers γ_{d+1} + 4u), τ ≥ 2^-50 (ETA covers the underflow of the scores times 1/τ)
+MAX_DIM = 2**12
+MIN_WEIGHT = Fraction(2) ** -1022
+MIN_TAU = Fraction(1, 2**50)
 L2E_LO = sf.float_down(Fraction(1) / Fraction(0.6931471805599453094172321214581766))
 
 
@@ -88,7 +94,9 @@ class _Lin:
         d = len(w[0]) if w else 0
         bb = None if b is None or not any(b) else np.array([float(x) for x in b])
         bmax = sf.float_up(max((abs(x) for x in b), default=Fraction(0))) if b else 0.0
-        g = sf.float_up((Fraction(gamma(d + 1)) + Fraction(U)) * (1 + Fraction(U)))
+        # × SAFE: the term g·(‖W‖∞·max|x̂| + max|b|) is itself computed in five roundings
+        # (proofs/coarse_tier.md, Lemma L; the factors (1 + U) in float arithmetic are 1.0)
+        g = sf.float_up((Fraction(gamma(d + 1)) + Fraction(U)) * (1 + Fraction(U)) * Fraction(SAFE))
         wt = _f(w).T.copy()
         return _Lin(wt, bb, _norm_inf(w), bmax, g, np.abs(wt) * ((1 + 2.0**-50) * SAFE))
 
@@ -152,12 +160,27 @@ class CoarseWeights:
                 self.layers.append(
                     ([_Lin.of(w, b) for w, b in layer.hidden], _Lin.of(*layer.output))
                 )
+        mats = [(model.output.weight,)] if isinstance(model.output, AcceptOutput) else []
+        for layer in model.layers:
+            if isinstance(layer, AttentionLayer):
+                for h in layer.heads:
+                    mats += [h.query, h.key, h.value] + ([h.output] if h.output else [])
+            else:
+                mats += [w for w, _ in layer.hidden] + [layer.output[0]]
+        self.ok = self.ok and all(_in_range(w) for w in mats)
         if self.ok:
             out = model.output
             assert isinstance(out, AcceptOutput)
             self.read = _Lin.of((tuple(out.weight),), (out.bias,))
             self.thr = float(out.threshold)
             self.thr_err = sf.float_up(abs(Fraction(self.thr) - out.threshold))
+
+
+def _in_range(w: tuple[tuple[Fraction, ...], ...]) -> bool:
+    """At most MAX_DIM columns and no nonzero weight below 2^-1022 in magnitude (Lemma L)."""
+    return all(
+        len(row) <= MAX_DIM and all(x == 0 or abs(x) >= MIN_WEIGHT for x in row) for row in w
+    )
 
 
 _CW: dict[tuple[int, int], tuple[CompiledModel, CoarseWeights]] = {}
@@ -241,6 +264,12 @@ def _head(
     np.put_along_axis(y, t[:, :, None], -np.inf, axis=2)  # the key t itself is not off-key
     off = _exp_up(y)
     off = np.minimum((off @ np.ones(T)) * SAFE, 1.0)  # ≥ Σ_{j≠t} α_j, which is ≤ 1 (Lemma A)
+    # Lemma A needs x̂ = fl(ŝ·c) finite where ŝ is: an overflow to −inf beside a finite ρ would
+    # bound a key's weight by 2^-1022. Where the per-word bound d·max|q̂|·max|k̂|·c of |ŝ·c| may
+    # reach 2^1020, the off-key mass is taken as 1, which is always true.
+    big = ~(qn * kn * (2.0 * hd.d * inv_tau) < 2.0**1020)  # (B, 1); nan too
+    if big.any():
+        off = np.where(big, 1.0, off)
     mix = np.take_along_axis(v, t[:, :, None], axis=1)  # (B, i, m): v̂_t
     # Lemma A, per column: v̂_t ± (R_v[t] + off-key mass · (value spread + 2 max R_v))
     spread = (v.max(axis=1) - v.min(axis=1)) * SAFE + 2 * rv.max(axis=1)  # (B, m)
@@ -356,10 +385,13 @@ def certify_coarse(
     if not isinstance(cm.model.output, AcceptOutput):
         return None
     for row in taus:
-        if row is not None and any(lo <= 0 for lo, _ in row):
+        if row is not None and any(lo < MIN_TAU for lo, _ in row):
             return None
     try:
-        return _certify(cm, coarse_weights(cm, hb.x0.shape[1]), hb, taus)
+        cw = coarse_weights(cm, hb.x0.shape[1])
+        if not cw.ok:  # outside the range of proofs/coarse_tier.md
+            return None
+        return _certify(cm, cw, hb, taus)
     except OverflowError:  # exact numbers beyond float range: the next tier decides
         return None
 
