@@ -27,6 +27,8 @@ BCHECK = "exactattn/bounds/compare.py"
 TSEARCH = "exactattn/bounds/tau_search.py"
 # the default-suite tests that hold bounds.py's formulas against certified witnesses
 WITNESS_TESTS = ("tests/test_bound_witnesses.py", "tests/test_bounds.py")
+COARSE = "exactattn/engine/coarse.py"
+COARSE_TESTS = "tests/test_coarse_sound.py"
 ENGINE_TESTS = ("tests/test_bound_witnesses.py", "tests/test_bounds_engine.py")
 
 
@@ -600,6 +602,69 @@ MUTATIONS: list[Mutation] = [
         "got = thr",
         "open ε ≤ 1: certain failure read from lower ends of words that go to arb",
         tests=("tests/test_settle_dominated.py",),
+    ),
+    # ---- exactattn/engine/coarse.py: the coarse tier's allowances (proofs/coarse_tier.md)
+    Mutation(
+        "CO1",
+        COARSE,
+        "SAFE = 1.0 + 2.0**-20  #",
+        "SAFE = 1.0  #",
+        "coarse tier: SAFE = 1 + 2^-20 → 1 on every radius (all lemmas)",
+        tests=(COARSE_TESTS,),
+        note=(
+            "caught against the proof as stated (its rounding count) and by Lemma L's rounding "
+            "term; the roundings SAFE covers are a few u of a radius, below what any model "
+            "here shows against arb"
+        ),
+    ),
+    Mutation(
+        "CO2",
+        COARSE,
+        "ETA = 2.0**-1000  #",
+        "ETA = 0.0  #",
+        "coarse tier: underflow allowance ETA → 0 (Lemma L)",
+        tests=(COARSE_TESTS,),
+    ),
+    Mutation(
+        "CO3",
+        COARSE,
+        "CONV = 2.0**-50  #",
+        "CONV = 0.0  #",
+        "coarse tier: conversion allowance of exact rationals → 0 (Lemma H)",
+        tests=(COARSE_TESTS,),
+    ),
+    Mutation(
+        "CO4",
+        COARSE,
+        "(Fraction(gamma(d + 1)) + Fraction(U)) * (1 + Fraction(U))",
+        "Fraction(gamma(d + 1)) * (1 + Fraction(U))",
+        "coarse tier: linear maps' rounding allowance γ_{d+1} + u → γ_{d+1} (Lemma L)",
+        tests=(COARSE_TESTS,),
+    ),
+    Mutation(
+        "CO5",
+        COARSE,
+        "MARGIN = 1.0 + 2.0**-18  #",
+        "MARGIN = 1.0  #",
+        "coarse tier: domination margin 1 + 2^-18 → 1 (the domination theorem)",
+        tests=(COARSE_TESTS,),
+    ),
+    Mutation(
+        "CO6",
+        COARSE,
+        "w += 1024.0 * _P52",
+        "w += 1023.0 * _P52",
+        "coarse tier: exp bound without its factor 2 (margin ln 2, Lemma E)",
+        tests=(COARSE_TESTS,),
+        note="caught against Lemma E as stated (the margin Lemma A uses for its roundings)",
+    ),
+    Mutation(
+        "CO7",
+        COARSE,
+        "        off = np.where(big, 1.0, off)",
+        "        pass",
+        "coarse tier: off-key mass not set to 1 where fl(ŝ·c) may overflow (Lemma A)",
+        tests=(COARSE_TESTS,),
     ),
     # ---- exactattn/bounds/tau_search.py: the invariant of τ*_inv
     Mutation(
