@@ -114,7 +114,9 @@ class _Lin:
             y += self.b
         rnd = self.g * (self.norm * (1 + U) * xn + self.bmax)
         # |(x̂ − x)Wᵀ| ≤ R·|W|ᵀ (non-negative terms: any summation order)
-        return y, self.mag(xn), r @ self.aw + (rnd[:, :, None] + ETA)
+        rad = r @ self.aw
+        rad += rnd[:, :, None] + ETA
+        return y, self.mag(xn), rad
 
     def mag(self, xn: np.ndarray) -> np.ndarray:
         """≥ max |ŷ| per word without a reduction: ‖Ŵ‖∞·max|x̂| + max|b̂|, with the product's
@@ -192,11 +194,22 @@ def _exp_up(y: np.ndarray) -> np.ndarray:
     w = y·log2(e) + 1 (y < 0: y·L2E_LO ≥ y/ln 2; y ≥ 0 gives ≥ 1, capped to 1), the float whose
     bits are ⌊(w + 1023)·2^52⌋ is 2^⌊w⌋(1 + frac w)(1 − ≤2^-42) ≥ 2^w/1.01 ≥ 2^(w − 1)·1.98 ≥ e^y
     (Schraudolph's construction; 1 + f ≥ 2^f on [0, 1]; the 2^-42 is the rounding of the sum
-    at magnitude 2^62). nan (an overflowed row) → 1, the cap; −inf (masked keys) → 2^-1022."""
-    w = y * _E_LO
+    at magnitude 2^62). nan (an overflowed row) → 1, the cap; −inf (masked keys) → 2^-1022.
+    Overwrites ``y`` (a temporary of the caller: no new arrays but the result)."""
+    w = np.multiply(y, _E_LO, out=y)
     w += 1024.0 * _P52
-    w = np.fmax(np.fmin(w, 1023.0 * _P52), _P52)
+    np.fmin(w, 1023.0 * _P52, out=w)
+    np.fmax(w, _P52, out=w)
     return w.astype(np.int64).view(np.float64)
+
+
+def _max_keys(a: np.ndarray) -> np.ndarray:
+    """max over axis 1 of (B, T, m), exactly (a loop over T: numpy's reduction over a middle
+    axis of a narrow array is several times slower); nan propagates."""
+    out = a[:, 0].copy()
+    for j in range(1, a.shape[1]):
+        np.maximum(out, a[:, j], out=out)
+    return out
 
 
 def _w(a: np.ndarray) -> np.ndarray:
@@ -270,7 +283,7 @@ def _head(
     off = np.minimum((off @ np.ones(T)) * SAFE, 1.0)  # ≥ Σ_{j≠t} α_j, which is ≤ 1 (Lemma A)
     mix = np.take_along_axis(v, t[:, :, None], axis=1)  # (B, i, m): v̂_t
     # Lemma A, per column: v̂_t ± (R_v[t] + off-key mass · (value spread + 2 max R_v))
-    spread = (v.max(axis=1) - v.min(axis=1)) * SAFE + 2 * rv.max(axis=1)  # (B, m)
+    spread = (_max_keys(v) + _max_keys(-v)) * SAFE + 2 * _max_keys(rv)  # (B, m)
     rvt = np.take_along_axis(rv, t[:, :, None], axis=1)
     rmix = (rvt + off[:, :, None] * spread[:, None, :]) * SAFE
     diffuse = hd.any_vis[None, :] & ~(off <= DIFFUSE)  # (nan: too)
