@@ -6,9 +6,10 @@ repeated until 4,096 inputs were timed), in one process:
 
 * baseline: benchmarks/float_baseline.py, plain float64 numpy softmax, all inputs;
 * certified: exactattn.engine.hard.run_hard (and the exact read-out, which the check's
-  LengthAccumulator.add_hard reads and certify_float then reuses) +
-  exactattn.engine.softfloat.certify_float, all
-  inputs, in batches of the check's size, then the centred float64 tier and the double-double
+  LengthAccumulator.add_hard reads and certify_float then reuses) + the coarse tier
+  (exactattn.engine.coarse, where its rule turns it on: all inputs, then settle_dominated) +
+  exactattn.engine.softfloat.certify_float on the inputs it leaves (all inputs without it),
+  in batches of the check's size, then the centred float64 tier and the double-double
   tier (second_tier) on what the tiers before them left, as run/shard.py chains them (the
   fractions the check settles without arb are printed per tier — tight words and loose ones
   below a reported lower end; the rest goes to arb);
@@ -20,7 +21,9 @@ machine.
     python benchmarks/bench_softfloat.py [--n 8] [--random-n 12] [--sample 200] [--batch 2048]
         [--only dyck2,random,random3,ltl,tracr]
 
-"by f64" is the share of inputs the float64 filter settles, "by c" the share the centred
+"by coarse" is the share of inputs the coarse tier settles (engine/coarse.py; "—": its rule keeps
+it off; EXACTATTN_COARSE=0 turns it off), "by f64" the share the float64 filter settles of the
+rest, "by c" the share the centred
 float64 tier (engine/centred.py; EXACTATTN_CENTRED=0 turns it off) settles of the rest, "by dd"
 the share the double-double tier (engine/ddtier.py; EXACTATTN_DD=0 turns it off) settles of
 what is left then; the rest goes to arb ("left (est.)": its estimated time; "arb (est.)": arb
@@ -48,6 +51,7 @@ from exactattn import load_model, model_from_dict  # noqa: E402
 from exactattn.constructions.ltl import compile_ltl  # noqa: E402
 from exactattn.engine.centred import USE_CENTRED, certify_centred  # noqa: E402
 from exactattn.engine.certify import certify_word  # noqa: E402
+from exactattn.engine.coarse import USE_COARSE, certify_coarse, coarse_pays  # noqa: E402
 from exactattn.engine.hard import CompiledModel, read_output, run_hard  # noqa: E402
 from exactattn.engine.measure import LengthAccumulator  # noqa: E402
 from exactattn.engine.soft import WeightCache  # noqa: E402
@@ -56,6 +60,7 @@ from exactattn.engine.softfloat import (  # noqa: E402
     USE_DD,
     certify_float,
     second_tier,
+    take_batch,
     tau_enclosures,
 )
 from exactattn.engine.temperature import BASE_PREC, Temperatures  # noqa: E402
@@ -86,25 +91,43 @@ def bench(name: str, model, n: int, batch: int, sample: int, min_inputs: int = 0
 
     hard = flt = 0.0
     settled = 0
-    spent = {"c": 0.0, "dd": 0.0}  # CPU time of each later tier
-    won = {"c": 0, "dd": 0}  # words each later tier settled
+    spent = {"co": 0.0, "c": 0.0, "dd": 0.0}  # CPU time of the coarse and the later tiers
+    won = {"co": 0, "c": 0, "dd": 0}  # words each of them settled
     lower = [0.0] * len(model.layers)  # reported lower error ends so far, as in the check
+    coarse_on = USE_COARSE and coarse_pays(cm, n)  # the check's rule (run/shard.py)
     for chunk in batches(words_of_length(model.alphabet, n), batch):
         t0 = time.process_time()
         for _ in range(reps):
             hb = run_hard(cm, chunk, n)
             read_output(model, hb.activations[-1], n)  # the check's add_hard reads it here
         t1 = time.process_time()
+        hard += (t1 - t0) / reps
+        # the coarse tier on every word, then the rest as a sub-batch (run/shard.py)
+        known: list[np.ndarray] = []
+        if coarse_on:
+            for _ in range(reps):
+                fc = certify_coarse(cm, hb, taus)
+            spent["co"] += (time.process_time() - t1) / reps
+            assert fc is not None
+            none = np.zeros(len(chunk), dtype=bool)
+            okc = settle_dominated(fc, none, fc.underflowed(), lower)
+            won["co"] += int(okc.sum())
+            known.append(fc.err_lo)
+            if okc.any():  # their lower ends enter the record
+                lower = np.maximum(lower, fc.err_lo[okc].max(axis=0))
+            if okc.all():
+                continue
+            if okc.any():
+                hb = take_batch(hb, np.flatnonzero(~okc))
+        t1 = time.process_time()
         for _ in range(reps):
             fb = certify_float(cm, hb, taus)
         t2 = time.process_time()
-        hard += (t1 - t0) / reps
         flt += (t2 - t1) / reps
         # what the check settles: tight words, and loose ones below a reported lower end
         under = fb.underflowed()
-        ok = settle_dominated(fb, fb.settled & ~under, under, lower)
+        ok = settle_dominated(fb, fb.settled & ~under, under, lower, tuple(known))
         settled += int(ok.sum())
-        known: list[np.ndarray] = []
         # the centred tier, then the double-double tier, each on what the tiers before it left
         # (as in run/shard.py); each tier's time and share is timed on its own
         for on, tier_taus, tier, which in (
@@ -143,6 +166,9 @@ def bench(name: str, model, n: int, batch: int, sample: int, min_inputs: int = 0
         base=base,
         hard=hard,
         flt=flt,
+        coarse_on=coarse_on,
+        settled_co=won["co"] / total,
+        co=spent["co"],
         settled=settled / total,
         settled_ct=won["c"] / total,
         settled_dd=won["dd"] / total,
@@ -186,18 +212,21 @@ def main() -> None:
             m = model_from_dict(raw)
             rows.append(bench(f"tracr {name}", m, n, args.batch, args.sample, min_inputs=4096))
     print(
-        f"{'model':<44} {'n':>3} {'inputs':>8} {'float64':>8} {'hard':>7} {'f64 tier':>8} "
-        f"{'c tier':>7} {'dd tier':>7} {'by f64':>7} {'by c':>7} {'by dd':>7} {'arb left':>8} "
+        f"{'model':<44} {'n':>3} {'inputs':>8} {'float64':>8} {'hard':>7} {'coarse':>7} "
+        f"{'f64 tier':>8} {'c tier':>7} {'dd tier':>7} {'by coarse':>9} {'by f64':>7} {'by c':>7} "
+        f"{'by dd':>7} {'arb left':>8} "
         f"{'arb (est.)':>10} "
         f"{'left (est.)':>11} {'cert+hard/f64':>13} {'cert/f64':>9} {'µs/in':>6}"
     )
     for r in rows:
-        cert = r["flt"] + r["ct"] + r["dd"]
+        cert = r["co"] + r["flt"] + r["ct"] + r["dd"]
         both = r["hard"] + cert
-        left = 1 - r["settled"] - r["settled_ct"] - r["settled_dd"]
+        left = 1 - r["settled_co"] - r["settled"] - r["settled_ct"] - r["settled_dd"]
+        by_co = f"{r['settled_co']:>9.2%}" if r["coarse_on"] else f"{'—':>9}"
         print(
             f"{r['name']:<44} {r['n']:>3} {r['inputs']:>8,} {r['base']:>7.3f}s {r['hard']:>6.3f}s "
-            f"{r['flt']:>7.3f}s {r['ct']:>6.3f}s {r['dd']:>6.3f}s {r['settled']:>7.2%} "
+            f"{r['co']:>6.3f}s {r['flt']:>7.3f}s {r['ct']:>6.3f}s {r['dd']:>6.3f}s {by_co} "
+            f"{r['settled']:>7.2%} "
             f"{r['settled_ct']:>7.2%} {r['settled_dd']:>7.2%} "
             f"{left:>8.2%} {r['arb']:>9.1f}s {r['arb'] * left:>10.1f}s "
             f"{both / r['base']:>12.1f}× {cert / r['base']:>8.1f}× "
@@ -205,13 +234,15 @@ def main() -> None:
         )
     print(
         "float64: uncertified numpy softmax forward pass (benchmarks/float_baseline.py); "
-        "hard: exact run_hard; f64 tier: certify_float (certified δ, all layers, read-out); "
+        "hard: exact run_hard; coarse: the coarse tier (engine/coarse.py) on all inputs where its "
+        "rule turns it on; f64 tier: certify_float (certified δ, all layers, read-out) on the "
+        "inputs the coarse tier left; "
         "c tier: the centred float64 tier (second_tier with certify_centred) on the words "
         "float64 left; dd tier: the double-double tier on the words both left; "
-        "by f64 / by c / by dd: share of inputs settled without arb by each tier; "
+        "by coarse / by f64 / by c / by dd: share of inputs settled without arb by each tier; "
         "arb left: the rest; "
         "arb (est.): per-word certify_word on a sample, scaled to all inputs; left (est.): "
-        "scaled to the words left; cert: all three float tiers; µs/in: hard + cert. per input.\n"
+        "scaled to the words left; cert: all four float tiers; µs/in: hard + cert. per input.\n"
         "All times are CPU seconds of this process (time.process_time: the machine is shared, "
         "so wall time would measure the other tenants; numpy/BLAS threads are included)."
     )

@@ -108,8 +108,9 @@ def test_benchmark_model_agrees_with_arb_only(monkeypatch) -> None:
     from test_float_filter_vs_arb import _check
 
     from exactattn.core.numbers import parse_decimal
-    from exactattn.engine import centred
+    from exactattn.engine import centred, coarse
 
+    monkeypatch.setattr(coarse, "USE_COARSE", False)  # the counts are those of the tiers after it
     model = model_from_dict(_benchmark_model())
     with monkeypatch.context() as mp:
         mp.setattr(centred, "USE_CENTRED", False)

@@ -43,13 +43,22 @@ import numpy as np
 
 from exactattn.engine import softfloat as sf
 from exactattn.engine.centred import row_sum as centred_row_sum
-from exactattn.engine.hard import CompiledModel, HardBatch, read_output, run_hard, visible_mask
+from exactattn.engine.hard import (
+    CompiledModel,
+    HardBatch,
+    HeadTrace,
+    read_output,
+    run_hard,
+    visible_mask,
+)
 from exactattn.inputs import words_of_length
 from exactattn.model import AcceptOutput, AttentionLayer
 
 USE_COARSE = os.environ.get("EXACTATTN_COARSE", "1") != "0"  # docs/scale.md, "Coarse tier"
 RULE_WORDS = 64  # coarse_pays's sample: the first words of the length in rank order
 BIG_SCORE = 2**53  # ... on when some hard score numerator reaches this (docs/scale.md)
+EXACT_FIRST = True  # the first layer's heads from the exact hard scores and values (_head)
+BATCHED_ROWS = 1  # _softmax_rows: products per word from this many rows per word on
 U = 2.0**-53  # unit roundoff of binary64
 SAFE = 1.0 + 2.0**-20  # every radius is multiplied by this (covers the radius formula's roundings)
 CONV = 2.0**-50  # relative error of num.astype(float64) / float(den) (three roundings, Lemma H)
@@ -106,12 +115,16 @@ class _Lin:
 
         Lemma L: |ŷ − y| ≤ R·|W|ᵀ + g·(‖W‖∞·‖x̂‖∞ + max|b|) per entry (with ‖Ŵ‖∞ ≤ (1+u)‖W‖∞
         absorbed in g's factor (1 + u))."""
+        # (B products of T rows: one product of B·T rows is faster alone but starts BLAS
+        # threads, which cost several times more CPU on a shared machine)
         y = x @ self.w
         if self.b is not None:
             y += self.b
         rnd = self.g * (self.norm * (1 + U) * xn + self.bmax)
         # |(x̂ − x)Wᵀ| ≤ R·|W|ᵀ (non-negative terms: any summation order)
-        return y, self.mag(xn), r @ self.aw + (rnd[:, :, None] + ETA)
+        rad = r @ self.aw
+        rad += rnd[:, :, None] + ETA
+        return y, self.mag(xn), rad
 
     def mag(self, xn: np.ndarray) -> np.ndarray:
         """≥ max |ŷ| per word without a reduction: ‖Ŵ‖∞·max|x̂| + max|b̂|, with the product's
@@ -204,11 +217,22 @@ def _exp_up(y: np.ndarray) -> np.ndarray:
     w = y·log2(e) + 1 (y < 0: y·L2E_LO ≥ y/ln 2; y ≥ 0 gives ≥ 1, capped to 1), the float whose
     bits are ⌊(w + 1023)·2^52⌋ is 2^⌊w⌋(1 + frac w)(1 − ≤2^-42) ≥ 2^w/1.01 ≥ 2^(w − 1)·1.98 ≥ e^y
     (Schraudolph's construction; 1 + f ≥ 2^f on [0, 1]; the 2^-42 is the rounding of the sum
-    at magnitude 2^62). nan (an overflowed row) → 1, the cap; −inf (masked keys) → 2^-1022."""
-    w = y * _E_LO
+    at magnitude 2^62). nan (an overflowed row) → 1, the cap; −inf (masked keys) → 2^-1022.
+    Overwrites ``y`` (a temporary of the caller: no new arrays but the result)."""
+    w = np.multiply(y, _E_LO, out=y)
     w += 1024.0 * _P52
-    w = np.fmax(np.fmin(w, 1023.0 * _P52), _P52)
+    np.fmin(w, 1023.0 * _P52, out=w)
+    np.fmax(w, _P52, out=w)
     return w.astype(np.int64).view(np.float64)
+
+
+def _max_keys(a: np.ndarray) -> np.ndarray:
+    """max over axis 1 of (B, T, m), exactly (a loop over T: numpy's reduction over a middle
+    axis of a narrow array is several times slower); nan propagates."""
+    out = a[:, 0].copy()
+    for j in range(1, a.shape[1]):
+        np.maximum(out, a[:, j], out=out)
+    return out
 
 
 def _w(a: np.ndarray) -> np.ndarray:
@@ -235,20 +259,36 @@ def _head(
     inv_tau: float,
     itau_hi: float,
     dc: float,
+    exact: HeadTrace | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One head's output rows, a bound on their magnitude per word, and their radii."""
-    q, qn, rq = hd.q(x, xn, r)
-    k, kn, rk = hd.k(x, xn, r)
-    v, vn_word, rv = hd.v(x, xn, r)
+    """One head's output rows, a bound on their magnitude per word, and their radii.
+
+    ``exact``: the head's hard trace, given only where the head's input is the exact hard
+    one (the first layer: both meanings start from the same embeddings), so that its scores
+    and values are the hard ones, converted (Lemma H) instead of computed (Lemmas L, D)."""
     B, T, _ = x.shape
-    s = q @ np.swapaxes(k, 1, 2)  # (B, i, j)
-    # Lemma D, per entry: |ŝ_ij − s_ij| ≤ Σ_c |q̂_ic|(γ_d|k̂_jc| + R_k,jc) + R_q,ic(|k̂_jc| + R_k,jc)
-    gd = gamma(hd.d)
-    ak = np.abs(k)
-    es = np.abs(q) @ np.swapaxes(gd * ak + rk, 1, 2)
-    es += rq @ np.swapaxes(ak + rk, 1, 2)  # (SAFE: in the factor below)
-    # |x̂_ij − x_ij| ≤ ρ_ij (Lemma D with 1/τ's enclosure and the product's rounding)
-    sa = np.abs(s)
+    if exact is not None:
+        # Lemma H: the exact scores and values converted, |ŝ − s| ≤ CONV·|ŝ| + ETA per entry
+        s = _to_float(exact.scores)  # (B, i, j)
+        sa = np.abs(s)
+        es = sa * CONV + ETA
+        v = _to_float(exact.v)
+        rv = np.abs(v) * CONV + ETA
+        vn_word = _mag(v)
+    else:
+        q, _, rq = hd.q(x, xn, r)
+        k, _, rk = hd.k(x, xn, r)
+        v, vn_word, rv = hd.v(x, xn, r)
+        s = q @ np.swapaxes(k, 1, 2)  # (B, i, j)
+        # Lemma D, per entry:
+        # |ŝ_ij − s_ij| ≤ Σ_c |q̂_ic|(γ_d|k̂_jc| + R_k,jc) + R_q,ic(|k̂_jc| + R_k,jc)
+        gd = gamma(hd.d)
+        ak = np.abs(k)
+        es = np.abs(q) @ np.swapaxes(gd * ak + rk, 1, 2)
+        es += rq @ np.swapaxes(ak + rk, 1, 2)  # (SAFE: in the factor below)
+        sa = np.abs(s)
+    # |x̂_ij − x_ij| ≤ ρ_ij (Lemma D's last step, with 1/τ's enclosure and the product's
+    # rounding)
     # (no ETA: an absolute 2^-1000 is inside _exp_up's margin; _softmax_rows adds its own)
     rho = es * (itau_hi * SAFE * SAFE * SAFE)
     rho += sa * ((dc + 2 * U * itau_hi) * SAFE)
@@ -272,7 +312,7 @@ def _head(
         off = np.where(big, 1.0, off)
     mix = np.take_along_axis(v, t[:, :, None], axis=1)  # (B, i, m): v̂_t
     # Lemma A, per column: v̂_t ± (R_v[t] + off-key mass · (value spread + 2 max R_v))
-    spread = (v.max(axis=1) - v.min(axis=1)) * SAFE + 2 * rv.max(axis=1)  # (B, m)
+    spread = (_max_keys(v) + _max_keys(-v)) * SAFE + 2 * _max_keys(rv)  # (B, m)
     rvt = np.take_along_axis(rv, t[:, :, None], axis=1)
     rmix = (rvt + off[:, :, None] * spread[:, None, :]) * SAFE
     diffuse = hd.any_vis[None, :] & ~(off <= DIFFUSE)  # (nan: too)
@@ -310,27 +350,42 @@ def _softmax_rows(
     bi, ii = rows
     vis = hd.vis[ii]  # (K, T)
     K = bi.size
-    z = xs[bi, ii, :] - np.take_along_axis(xs[bi, ii, :], t[bi, ii][:, None], axis=1)
-    z = np.where(vis, z, 0.0)
-    rr = rho[bi, ii, :]
-    zr = (rr + np.take_along_axis(rr, t[bi, ii][:, None], axis=1) + U * np.abs(z)) * SAFE + ETA
-    is_t = np.arange(vis.shape[1])[None, :] == t[bi, ii][:, None]
-    e = sf.mr_exp((z, zr))
+    tt = t[bi, ii][:, None]
+    is_t = np.arange(vis.shape[1])[None, :] == tt
     other = vis & ~is_t
-    E = (np.where(other, e[0], np.where(is_t, 1.0, 0.0)), np.where(other, e[1], 0.0))
+    xr = xs[bi, ii, :]
+    rr = rho[bi, ii, :]
+    # only the visible keys other than t need an exponential (E_t = 1, 0 off V(i))
+    z = (xr - np.take_along_axis(xr, tt, axis=1))[other]
+    zr = ((rr + np.take_along_axis(rr, tt, axis=1))[other] + U * np.abs(z)) * SAFE + ETA
+    e = sf.mr_exp((z, zr))
+    E = (is_t.astype(np.float64), np.zeros(is_t.shape))
+    E[0][other] = e[0]
+    E[1][other] = e[1]
     Z = centred_row_sum(E)
     a_m, a_r = sf.div(E, (Z[0][:, None], Z[1][:, None]))
     a_m = np.where(vis, a_m, 0.0)
     a_r = np.where(vis, a_r, 0.0)
-    vk = v[bi]  # (K, T, m)
-    rk = rv[bi]  # (K, T, m)
-    mid = np.einsum("kj,kjm->km", a_m, vk)
-    T = vis.shape[1]
-    av = np.abs(vk)
-    rad = (
-        np.einsum("kj,kjm->km", a_r + gamma(T) * np.abs(a_m), av)
-        + np.einsum("kj,kjm->km", np.abs(a_m) + a_r, rk)
-    ) * SAFE + ETA
+    B, T = xs.shape[:2]
+    # Σ_j α_j v_j ± (Σ_j (a_r + γ_T|a_m|)|v̂_j| + (|a_m| + a_r)R_v[j]): sums of products in
+    # any order (γ_T covers the midpoint's rounding, the radius terms are non-negative)
+    if K >= B * BATCHED_ROWS:  # many rows (layer 0's diffuse attention): batched products per word
+        am = np.zeros((B, T, T))
+        ar = np.zeros((B, T, T))
+        am[bi, ii] = a_m
+        ar[bi, ii] = a_r
+        aam = np.abs(am)
+        mid = (am @ v)[bi, ii]
+        rad = ((ar + gamma(T) * aam) @ np.abs(v) + (aam + ar) @ rv)[bi, ii] * SAFE + ETA
+    else:  # a few rows: products per row
+        vk = v[bi]  # (K, T, m)
+        rk = rv[bi]  # (K, T, m)
+        mid = np.einsum("kj,kjm->km", a_m, vk)
+        av = np.abs(vk)
+        rad = (
+            np.einsum("kj,kjm->km", a_r + gamma(T) * np.abs(a_m), av)
+            + np.einsum("kj,kjm->km", np.abs(a_m) + a_r, rk)
+        ) * SAFE + ETA
     # keep the softmax where it beats the hardmax row's own bound, per column: either
     # enclosure is sound
     use = np.isfinite(mid) & np.isfinite(rad) & (rad < rmix[bi, ii])
@@ -418,11 +473,13 @@ def _certify(
                 new = x.copy()
                 radd = r.copy()
                 mag = xn.copy()
-                for hd, (lo, hi) in zip(layer, row, strict=True):
+                traces = lt.heads if li == 0 and EXACT_FIRST else None  # exact input
+                for h, (hd, (lo, hi)) in enumerate(zip(layer, row, strict=True)):
                     c = float(2 / (lo + hi))
                     itau_hi = sf.float_up(1 / lo)
                     dc = sf.float_up(max(abs(Fraction(c) - 1 / lo), abs(Fraction(c) - 1 / hi)))
-                    out, outn, rout = _head(hd, x, xn, r, c, itau_hi, dc)
+                    tr = None if traces is None else traces[h]
+                    out, outn, rout = _head(hd, x, xn, r, c, itau_hi, dc, tr)
                     new += out
                     radd += rout
                     mag += outn

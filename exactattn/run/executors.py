@@ -164,6 +164,7 @@ class Checkpoint:
             "float_filter": job.float_filter,
             "dd_tier": job.dd_tier,
             "centred_tier": job.centred_tier,
+            "coarse_tier": job.coarse_tier,
             "blas": job.blas,
             "shard": {"index": shard.index, "start": shard.start, "stop": shard.stop},
         }

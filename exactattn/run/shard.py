@@ -13,13 +13,22 @@ from typing import Any
 import numpy as np
 from flint import arb
 
-from exactattn.engine import centred, softfloat
+from exactattn.engine import centred, coarse, softfloat
 from exactattn.engine.centred import certify_centred
 from exactattn.engine.certify import MAX_PREC, certify_word
+from exactattn.engine.coarse import certify_coarse, coarse_pays
 from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.measure import LengthAccumulator
 from exactattn.engine.soft import WeightCache
-from exactattn.engine.softfloat import DD_PREC, certify_float, second_tier, tau_enclosures
+from exactattn.engine.softfloat import (
+    DD_PREC,
+    FloatBatch,
+    certify_float,
+    put_rows,
+    second_tier,
+    take_batch,
+    tau_enclosures,
+)
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import Shard, batches, words_in
 from exactattn.model import Model
@@ -51,6 +60,9 @@ class LengthJob:
     # the centred float64 tier before double-double (EXACTATTN_CENTRED=0 turns it off): the
     # client's choice, likewise
     centred_tier: bool = field(default_factory=lambda: centred.USE_CENTRED)
+    # the coarse float tier before float64 (EXACTATTN_COARSE=0 turns it off; where it runs
+    # is coarse.coarse_pays's rule): the client's choice, likewise
+    coarse_tier: bool = field(default_factory=lambda: coarse.USE_COARSE)
 
     @property
     def tau_expr(self) -> Expr | None:
@@ -127,6 +139,7 @@ def _check_shard(
     if use_float:
         ftaus = tau_enclosures(temps.at(n, BASE_PREC))
         dtaus = tau_enclosures(temps.at(n, DD_PREC)) if job.dd_tier else None
+        use_coarse = job.coarse_tier and coarse_pays(cm, n)  # a function of (model, n)
     source = iter(words) if words is not None else words_in(model.alphabet, shard)
     for chunk in batches(source, job.batch):
         hb = run_hard(cm, chunk, n)
@@ -134,37 +147,10 @@ def _check_shard(
         if not job.hard_only:
             settled = None
             if use_float:
-                try:
-                    fb = certify_float(cm, hb, ftaus)
-                except OverflowError:  # numerators beyond float range: arb for the batch
-                    fb = None
-                if fb is not None:
-                    # an error that underflowed to [0, 2^-500] (softfloat.TINY) says little
-                    # (tiny τ): arb gives it a real size at no extra cost
-                    under = fb.underflowed()
-                    settled = fb.settled & ~under
-                    if not settled.all():
-                        settled = settle_dominated(fb, settled, under, acc.error_lower_floats())
-                    # the centred float64 tier, then the double-double tier, each for what
-                    # the tiers before it could not settle (None: second_tier's default, dd)
-                    tiers = [(certify_centred, ftaus)] if job.centred_tier else []
-                    tiers += [] if dtaus is None else [(None, dtaus)]
-                    known: list[np.ndarray] = []  # earlier tiers' certified lower ends
-                    for tier, ttaus in tiers:
-                        if settled.all():
-                            break
-                        try:
-                            fb2 = second_tier(cm, hb, fb, ~settled, ttaus, tier)
-                        except OverflowError:  # numbers beyond float range: arb for these
-                            fb2 = None
-                        if fb2 is not None:
-                            known.append(fb.err_lo)  # still certified lower ends (thresholds)
-                            fb = fb2
-                            under = fb.underflowed()
-                            todo = fb.settled & ~under & ~settled
-                            settled = settle_dominated(
-                                fb, settled | todo, under, acc.error_lower_floats(), tuple(known)
-                            )
+                fb, settled = _float_chain(
+                    job, cm, hb, ftaus, dtaus, acc.error_lower_floats(), use_coarse
+                )
+                if fb is not None and settled is not None:
                     acc.add_soft_float(hb, fb, settled)
                     acc.float_settled += int(settled.sum())
             for b in range(len(chunk)):
@@ -179,6 +165,87 @@ def _check_shard(
         if progress:
             progress(len(chunk))
     return acc.to_record(tau_n, layer_kinds, head_taus)
+
+
+def _float_chain(
+    job: LengthJob,
+    cm: CompiledModel,
+    hb: Any,
+    ftaus: list[Any],
+    dtaus: list[Any] | None,
+    lower: list[float],
+    use_coarse: bool,
+) -> tuple[FloatBatch | None, np.ndarray | None]:
+    """The float tiers on one batch: per word one tier's row and whether it is settled
+    ((None, None): arb for the whole batch).
+
+    With ``use_coarse`` (docs/scale.md, "Coarse tier"), :func:`coarse.certify_coarse` runs on
+    every word first and :func:`settle_dominated` settles what its loose ends allow (its upper
+    ends already carry the relative margin 1 + 2^-18); the tiers of :func:`_tiers` then run
+    on the words left as a sub-batch, with the coarse lower ends of every word of the batch
+    as extra thresholds and those of the coarse-settled words in ``lower`` (they enter the
+    record). A coarse-settled word keeps its coarse row in the record: see
+    :func:`settle_dominated` for why its loose ends never become the reported ones."""
+    fc = certify_coarse(cm, hb, ftaus) if use_coarse else None
+    if fc is None:
+        return _tiers(job, cm, hb, ftaus, dtaus, lower, ())
+    B = len(hb.words)
+    by_coarse = settle_dominated(fc, np.zeros(B, dtype=bool), fc.underflowed(), lower)
+    if by_coarse.all():
+        return fc, by_coarse
+    if not by_coarse.any():
+        return _tiers(job, cm, hb, ftaus, dtaus, lower, (fc.err_lo,))
+    idx = np.flatnonzero(~by_coarse)
+    got = np.maximum(np.array(lower, dtype=np.float64), fc.err_lo[by_coarse].max(axis=0))
+    fb, settled = _tiers(job, cm, take_batch(hb, idx), ftaus, dtaus, got.tolist(), (fc.err_lo,))
+    if fb is None or settled is None:  # arb for the words left
+        return fc, by_coarse
+    out = by_coarse.copy()
+    out[idx] = settled
+    return put_rows(fc, idx, fb), out
+
+
+def _tiers(
+    job: LengthJob,
+    cm: CompiledModel,
+    hb: Any,
+    ftaus: list[Any],
+    dtaus: list[Any] | None,
+    lower: list[float],
+    known0: tuple[np.ndarray, ...],
+) -> tuple[FloatBatch | None, np.ndarray | None]:
+    """certify_float on every word of ``hb``, then the centred and double-double tiers on
+    what the tiers before could not settle; ``known0``: lower ends of an earlier tier
+    (thresholds for :func:`settle_dominated`)."""
+    try:
+        fb = certify_float(cm, hb, ftaus)
+    except OverflowError:  # numerators beyond float range: arb for the batch
+        return None, None
+    # an error that underflowed to [0, 2^-500] (softfloat.TINY) says little
+    # (tiny τ): arb gives it a real size at no extra cost
+    under = fb.underflowed()
+    settled = fb.settled & ~under
+    if not settled.all():
+        settled = settle_dominated(fb, settled, under, lower, known0)
+    # the centred float64 tier, then the double-double tier, each for what
+    # the tiers before it could not settle (None: second_tier's default, dd)
+    tiers = [(certify_centred, ftaus)] if job.centred_tier else []
+    tiers += [] if dtaus is None else [(None, dtaus)]
+    known: list[np.ndarray] = list(known0)  # earlier tiers' certified lower ends
+    for tier, ttaus in tiers:
+        if settled.all():
+            break
+        try:
+            fb2 = second_tier(cm, hb, fb, ~settled, ttaus, tier)
+        except OverflowError:  # numbers beyond float range: arb for these
+            fb2 = None
+        if fb2 is not None:
+            known.append(fb.err_lo)  # still certified lower ends (thresholds)
+            fb = fb2
+            under = fb.underflowed()
+            todo = fb.settled & ~under & ~settled
+            settled = settle_dominated(fb, settled | todo, under, lower, tuple(known))
+    return fb, settled
 
 
 def settle_dominated(
@@ -205,6 +272,18 @@ def settle_dominated(
       length's maximum (``LengthRecord.invariant``), so it then fails whatever this word's
       error is; lower ends of unsettled words are not used for this (arb may report a
       narrower-than-1 lower end for them only at its precision cap, but we take no chance).
+
+    Words settled on the coarse tier's loose ends (:func:`_float_chain`) keep their rows in
+    the record, as every word settled here does. Their upper end is never the reported one
+    (above). Their lower end lo_v enters the record's maximum: sound (lo_v ≤ e_v ≤ the
+    length's largest error) and never widening; and it is not the reported lower end
+    whenever the word w of largest error in the shard (e_w ≥ lo_x for the threshold's word
+    x, which is in the shard) is reported with a relative width below 3.8e-6 — a tight
+    float64 enclosure (width < 1e-6·hi) or arb's at the reporting accuracy: the coarse upper
+    ends carry the margin 1 + 2^-18, so lo_v ≤ hi_v/(1 + 2^-18) < thr/(1 + 2^-18) ≤
+    e_w(1 − 3.8e-6) < lo_w. Only beside an enclosure wider than that (arb at its precision
+    cap) can a coarse lower end become the reported one: a sound, narrower lower end. Its
+    use for ε > 1 above needs it in the record, which it is.
 
     Everything is a function of this batch and ``lower``: independent of scheduling.
     """
