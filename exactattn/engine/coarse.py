@@ -275,9 +275,11 @@ def _head(
         v = _to_float(exact.v)
         rv = np.abs(v) * CONV + ETA
         vn_word = _mag(v)
+        sbound = _mag(s)  # ≥ max |ŝ| per word (B, 1)
     else:
-        q, _, rq = hd.q(x, xn, r)
-        k, _, rk = hd.k(x, xn, r)
+        q, qn, rq = hd.q(x, xn, r)
+        k, kn, rk = hd.k(x, xn, r)
+        sbound = qn * kn * float(hd.d)  # ≥ max |ŝ| per word, (1 + γ_d) inside the factor 2 below
         v, vn_word, rv = hd.v(x, xn, r)
         s = q @ np.swapaxes(k, 1, 2)  # (B, i, j)
         # Lemma D, per entry:
@@ -305,9 +307,9 @@ def _head(
     off = _exp_up(y)
     off = np.minimum((off @ np.ones(T)) * SAFE, 1.0)  # ≥ Σ_{j≠t} α_j, which is ≤ 1 (Lemma A)
     # Lemma A needs x̂ = fl(ŝ·c) finite where ŝ is: an overflow to −inf beside a finite ρ would
-    # bound a key's weight by 2^-1022. Where the per-word bound d·max|q̂|·max|k̂|·c of |ŝ·c| may
-    # reach 2^1020, the off-key mass is taken as 1, which is always true.
-    big = ~(qn * kn * (2.0 * hd.d * inv_tau) < 2.0**1020)  # (B, 1); nan too
+    # bound a key's weight by 2^-1022. Where the per-word bound of |ŝ·c| may reach 2^1020, the
+    # off-key mass is taken as 1, which is always true.
+    big = ~(sbound * (2.0 * inv_tau) < 2.0**1020)  # (B, 1); nan too
     if big.any():
         off = np.where(big, 1.0, off)
     mix = np.take_along_axis(v, t[:, :, None], axis=1)  # (B, i, m): v̂_t
