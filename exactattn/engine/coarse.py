@@ -190,8 +190,9 @@ class CoarseWeights:
 
 
 def _in_range(w: tuple[tuple[Fraction, ...], ...]) -> bool:
-    """At most MAX_DIM columns and no nonzero weight below 2^-1022 in magnitude (Lemma L)."""
-    return all(
+    """At most MAX_DIM rows and columns (every inner dimension of a product, the scores' too)
+    and no nonzero weight below 2^-1022 in magnitude (Lemma L)."""
+    return len(w) <= MAX_DIM and all(
         len(row) <= MAX_DIM and all(x == 0 or abs(x) >= MIN_WEIGHT for x in row) for row in w
     )
 
