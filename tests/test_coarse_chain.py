@@ -174,3 +174,31 @@ def test_tier_declines_argmax(n: int) -> None:
     taus = tau_enclosures(Temperatures(m, None).at(n, BASE_PREC))
     hb = run_hard(cm, list(words_of_length(m.alphabet, n))[:8], n)
     assert coarse.certify_coarse(cm, hb, taus) is None
+
+
+@pytest.mark.parametrize("exact_first", [True, False])
+def test_first_layer_paths_meet_arb(monkeypatch, exact_first: bool) -> None:
+    """The first layer from the exact hard scores and values (EXACT_FIRST, the default) and
+    from products with radii: both meet arb on every word of the random benchmark model at
+    n = 5, every read-out decided and equal to arb's; the exact path is not looser."""
+    from tiers_vs_arb import assert_meets_arb
+
+    from exactattn.engine.hard import run_hard
+    from exactattn.engine.softfloat import tau_enclosures
+    from exactattn.engine.temperature import BASE_PREC, Temperatures
+    from exactattn.inputs import words_of_length
+
+    m = random_benchmark_model(0, blocks=4)
+    cm = CompiledModel(m)
+    temps = Temperatures(m, None)
+    taus = tau_enclosures(temps.at(5, BASE_PREC))
+    hb = run_hard(cm, list(words_of_length(m.alphabet, 5)), 5)
+    monkeypatch.setattr(coarse, "EXACT_FIRST", exact_first)
+    fc = coarse.certify_coarse(cm, hb, taus)
+    assert fc is not None and fc.read.all() and np.isfinite(fc.err_hi).all()
+    assert_meets_arb(cm, hb, fc, temps, fc.read)
+    if exact_first:
+        monkeypatch.setattr(coarse, "EXACT_FIRST", False)
+        other = coarse.certify_coarse(cm, hb, taus)
+        assert other is not None
+        assert (fc.err_hi[:, 0] <= other.err_hi[:, 0]).all()

@@ -509,7 +509,7 @@ def _certify(
             # |δ̂ − δ| ≤ R + c per entry, c = CONV·max|ĥ| + 2u·max|δ̂| per word (Lemma H and
             # the difference's rounding); the float sums are within u, the maxima exact
             ad = np.abs(dl)
-            c = (CONV * _mag(hard) + 2 * U * _mag(dl))[:, 0] * SAFE + ETA
+            c = (CONV * _mag(hard)[:, 0] + 2 * U * ad.max(axis=(1, 2))) * SAFE + ETA
             top = (ad + r).max(axis=2)  # (B, T)
             err_row[:, li] = np.argmax(top, axis=1)  # the row of the upper end (witness)
             hi_ = (top.max(axis=1) * (1 + 2.0**-50) + c) * SAFE * MARGIN
