@@ -294,20 +294,23 @@ def test_bundled_models_meet_arb(name: str) -> None:
         assert got[1] > 0, name  # the tier decides read-outs: the comparison can fail
 
 
-def test_random_models_meet_arb() -> None:
-    """The random benchmark model family (seeds 0–5, 1–3 blocks) at n = 4–5: the tier decides
+@pytest.mark.parametrize("exact_first", [True, False])
+def test_random_models_meet_arb(monkeypatch, exact_first: bool) -> None:
+    """The random benchmark model family (seeds 0–11, 1–3 blocks, d 8 or 12) at n = 4–5, the
+    first layer from the exact hard scores (Lemma H) or computed (Lemmas L, D): the tier decides
     read-outs and gives positive lower ends, all meeting arb."""
+    monkeypatch.setattr(co, "EXACT_FIRST", exact_first)
     decided = positive = 0
-    for seed in range(6):
+    for seed in range(12):
         got = _against_arb(
             model_from_dict(_random_dict(seed, blocks=1 + seed % 3, d=8 + 4 * (seed % 2))),
             4 + seed % 2,
-            limit=24,
+            limit=40,
         )
         assert got is not None
         decided += got[1]
         positive += got[2]
-    assert decided > 50 and positive > 50
+    assert decided > 200 and positive > 200
 
 
 @pytest.mark.slow
