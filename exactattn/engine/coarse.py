@@ -272,11 +272,11 @@ def _head(
         # Lemma H: the exact scores and values converted, |ŝ − s| ≤ CONV·|ŝ| + ETA per entry
         s = _to_float(exact.scores)  # (B, i, j)
         sa = np.abs(s)
+        sbound = sa.max(axis=(1, 2))[:, None]  # max |ŝ| per word (B, 1)
         es = sa * CONV + ETA
         v = _to_float(exact.v)
         rv = np.abs(v) * CONV + ETA
         vn_word = _mag(v)
-        sbound = _mag(s)  # ≥ max |ŝ| per word (B, 1)
     else:
         q, qn, rq = hd.q(x, xn, r)
         k, kn, rk = hd.k(x, xn, r)
