@@ -300,7 +300,8 @@ def _head(
     t = np.argmax(xs, axis=2)  # (B, i): the key of the largest computed argument
     xt = np.take_along_axis(xs, t[:, :, None], axis=2)
     rt = np.take_along_axis(rho, t[:, :, None], axis=2)
-    # y ≥ x_j − x_t up to the roundings of these sums (≤ u|y| + u·ρ, inside _exp_up's 0.69)
+    # y ≥ x_j − x_t up to the roundings of these sums: ≤ 3u|y| + 2u·ρ, the second inside ρ's
+    # surplus 1 + 2^-21 (SAFE), the first inside _exp_up's margin ln 2 (proofs/coarse_tier.md, A)
     y = xs - xt
     y += rho
     y += rt
