@@ -59,6 +59,12 @@ def test_rule_on_for_random_models_only() -> None:
     for name in ("dyck1", "dyck2", "ltl_since_until_temperature", "rasp_anbn", "induction_k1"):
         cm = CompiledModel(load_model(ROOT / "models" / f"{name}.json"))
         assert not any(coarse_pays(cm, n) for n in (1, 4, 7)), name
+    # bench_softfloat's 12-layer LTL model, where the tier would settle 0 of 4,096 words
+    from exactattn import model_from_dict
+    from exactattn.constructions.ltl import compile_ltl
+
+    deep = model_from_dict(compile_ltl("Y (a S (b & Y (a U (b S Y a))))", ("a", "b")))
+    assert not any(coarse_pays(CompiledModel(deep), n) for n in (4, 12))
 
 
 def test_switch_and_rule_decide_where_it_runs(monkeypatch) -> None:

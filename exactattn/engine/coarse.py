@@ -23,7 +23,10 @@ Every radius is multiplied by SAFE = 1 + 2^-20. The "Lemma" labels in the commen
 maps, D scores, A attention rows, E the exp bound, H hard values, R ReLU, S sums, W interval
 softmax rows) name these bounds; proofs/coarse_tier.md proves them under the same labels. The
 formulas are those of the prototype ``benchmarks/coarse_probe.py --vector`` (its measurement in
-docs/scale.md), unchanged.
+docs/scale.md) but one: the first layer's heads (whose input, the embeddings, is the same for
+both meanings) take the exact hard scores and values converted by Lemma H instead of Lemmas L
+and D (``EXACT_FIRST``). Lemma W's sums run as batched products per word when many rows are
+diffuse (another summation order, covered by the same bounds).
 
 The tier never claims tightness (``tight`` all False, ``settled`` all False): its ends serve only
 domination. It declines (None) a model without an accept read-out; a word with a non-finite
