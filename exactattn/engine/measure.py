@@ -18,6 +18,7 @@ from flint import arb, arb_mat
 
 from exactattn.core.numbers import frac_str, point_lower, point_upper, to_arb
 from exactattn.engine.hard import HardBatch, argmax_labels, read_output, rows_alike
+from exactattn.engine.ratarray import INT64_SAFE
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model, ValueOutput
 from exactattn.model.reference import Oracle
 from exactattn.results import (
@@ -181,11 +182,10 @@ class LengthAccumulator:
             # y − t = (num·q − p·den)/(den·q), decided on integer numerators for the batch
             t = o.threshold
             vals = out.values
-            num = vals.num if vals.num.dtype == object else vals.num.astype(object)
-            diff = num * t.denominator - t.numerator * vals.den
+            diff = _threshold_diff(vals, t)
             if N:
                 acc_flags = diff > 0
-                self._hard_decisions = [bool(x) for x in acc_flags]
+                self._hard_decisions = acc_flags.tolist()  # Python bools
                 self.accepted += int(acc_flags.sum())
                 for b in np.flatnonzero(diff == 0).tolist():
                     self._tie_at[b] = [0]
@@ -199,20 +199,26 @@ class LengthAccumulator:
                 self._tie_at[b] = [p for p, lab in enumerate(labels[b]) if lab is None]
         else:
             self._hard_decisions = [None] * N
-        expected = (
-            [self.oracle.expected(w) for w in hb.words] if self.oracle is not None else [None] * N
-        )
+        expected = self.oracle.expected_many(hb.words) if self.oracle is not None else [None] * N
         self._expected = expected
         for b in range(N):
             if self._tie_at[b]:
                 self._note_ties(hb, b, expected[b], None)
         if self.oracle is not None:
-            compared = sum(1 for e in expected if e is not None)
+            compared = N - expected.count(None)
             self.ref = replace(self.ref, compared=self.ref.compared + compared)
-            for b, w in enumerate(hb.words):
+            if isinstance(o, AcceptOutput):
+                # _matches_hard of an accept output only compares: visit the mismatches
+                check = [
+                    b
+                    for b, (e, h) in enumerate(zip(expected, self._hard_decisions, strict=True))
+                    if e is not None and not bool(h) == e
+                ]
+            else:
+                check = [b for b, e in enumerate(expected) if e is not None]
+            for b in check:
+                w = hb.words[b]
                 exp = expected[b]
-                if exp is None:
-                    continue
                 if not self._matches_hard(b, exp):
                     self.ref = replace(
                         self.ref,
@@ -703,6 +709,17 @@ def _gap_part(
     flat = int(np.argmin(diff.reshape(-1)))
     b, i, j = np.unravel_index(flat, diff.shape)
     return nontop, ntop, (int(diff[b, i, j]), int(b) * step, int(i) + row0, int(j))
+
+
+def _threshold_diff(vals: Any, t: Fraction) -> np.ndarray:
+    """Per word, the numerator of y − t over den·q (t = p/q): num·q − p·den. In int64 when
+    every value provably fits (the same integers), else in Python ints."""
+    num = vals.num
+    if num.dtype == np.int64:
+        if vals.bound() * t.denominator + abs(t.numerator) * vals.den < INT64_SAFE:
+            return num * np.int64(t.denominator) - np.int64(t.numerator * vals.den)
+    num = num if num.dtype == object else num.astype(object)
+    return num * t.denominator - t.numerator * vals.den
 
 
 def _interval(x: arb) -> Interval:

@@ -167,6 +167,11 @@ def _add(a: np.ndarray, b: np.ndarray, ma: int | None = None, mb: int | None = N
     return _narrow(_widen(a) + _widen(b))
 
 
+REDUCE_BLOCK = 4096
+"""First block of entries :meth:`RatArray.reduced` takes a gcd over before it looks at the
+rest (in blocks growing ×4): the same gcd, found early when it is 1."""
+
+
 class RatArray:
     """``num / den`` with ``num`` an integer ndarray (int64 or object) and ``den > 0``."""
 
@@ -253,7 +258,11 @@ class RatArray:
         b = _scale(part.num, fb, mb)
         if a.dtype != object and b.dtype != object and ma * fa + mb * fb < INT64_SAFE:
             out = a.copy() if a is self.num else a
-            out[..., cols] += b
+            c = np.asarray(cols)
+            if c.size and c.dtype.kind in "iu" and (np.diff(c) == 1).all():
+                out[..., int(c[0]) : int(c[-1]) + 1] += b  # a run of columns: a slice
+            else:
+                out[..., cols] += b
             return RatArray(out, den)
         out = _widen(a).copy()
         out[..., cols] = out[..., cols] + _widen(b)
@@ -282,7 +291,14 @@ class RatArray:
         g = self.den
         flat = self.num.reshape(-1)
         if flat.dtype != object:
-            g = math.gcd(g, int(np.gcd.reduce(flat))) if flat.size else g
+            # block by block, stopping once the gcd with the denominator is 1 (an array
+            # already in lowest terms, the usual case, is settled by its first entries)
+            step = REDUCE_BLOCK
+            for s in range(0, flat.size, step):
+                g = math.gcd(g, int(np.gcd.reduce(flat[s : s + step])))
+                if g == 1:
+                    return self
+                step *= 4
         else:
             for x in flat:
                 g = math.gcd(g, int(x))
