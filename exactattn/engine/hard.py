@@ -349,28 +349,20 @@ def run_head(
     return trace, _contribution(ch, mixed)
 
 
-SUM_OF_OUTER = 8
-"""Up to this query/key width, scores are summed outer products in int64 (numpy's batched
-integer or float matmul of (T, c)·(c, T) blocks costs more per entry)."""
-
-
 def _scores(q: RatArray, k: RatArray) -> RatArray:
-    """The score matrices q·kᵀ per word: (N, T, T). For narrow int64 q, k whose products
-    and sums provably stay below 2**62, Σ_c q[:, :, c] ⊗ k[:, :, c] in int64 — the same
-    integers as the batched product (which is then int64 too)."""
+    """The score matrices q·kᵀ per word: (N, T, T). For int64 q, k whose products and sums
+    provably stay below 2**62, numpy's batched int64 matmul (exact, and for these small
+    (T, c)·(c, T) blocks several times faster than converting to float64 and back, which
+    :func:`~exactattn.engine.ratarray.int_matmul` does for a batched operand): the same
+    integers."""
     c = q.shape[-1]
     if (
-        1 < c <= SUM_OF_OUTER
+        c > 1
         and q.num.dtype == np.int64
         and k.num.dtype == np.int64
         and q.bound() * k.bound() * c < INT64_SAFE
     ):
-        qn = np.moveaxis(q.num, -1, 0)  # (c, N, T)
-        kn = np.moveaxis(k.num, -1, 0)
-        s = qn[0][:, :, None] * kn[0][:, None, :]
-        for i in range(1, c):
-            s += qn[i][:, :, None] * kn[i][:, None, :]
-        return RatArray(s, q.den * k.den)
+        return RatArray(np.matmul(q.num, np.swapaxes(k.num, 1, 2)), q.den * k.den)
     return q.bmm(RatArray(np.swapaxes(k.num, 1, 2), k.den))
 
 
@@ -436,8 +428,13 @@ def _attend(
     top = vis[None] & (s == rowmax)
     support = tie_support(top, rule)
     count = support.sum(axis=2)
-    ones = RatArray(support.astype(np.int64), 1, bound=1 if support.any() else 0)
-    summed = ones.bmm(v)  # (N, R, m) = Σ_{j∈H} v_j
+    if v.num.dtype == np.int64 and v.bound() * max(s.shape[-1], 1) < INT64_SAFE:
+        # int64 matmul of 0/1 rows: exact by the bound, the integers of ``bmm`` without its
+        # round trip through float64
+        summed = RatArray(np.matmul(support.astype(np.int64), v.num), v.den)
+    else:
+        ones = RatArray(support.astype(np.int64), 1, bound=1 if support.any() else 0)
+        summed = ones.bmm(v)  # (N, R, m) = Σ_{j∈H} v_j
     return top, support, count, _divide_rows(summed, count)
 
 
