@@ -145,7 +145,8 @@ class LengthAccumulator:
         # per batch, filled by add_hard, read by add_soft
         self._hard_out: Any = None
         self._hard_decisions: list[Any] = []
-        self._tie_at: list[list[int]] = []  # per word: output positions (indices) with hard ties
+        # per word with hard ties (others absent): output positions (indices) with hard ties
+        self._tie_at: dict[int, list[int]] = {}
         self._rank0 = 0
         self._ranks: list[int] | None = None
 
@@ -176,7 +177,7 @@ class LengthAccumulator:
         out = read_output(m, x_last, self.n)
         self._hard_out = out
         self._hard_decisions = []
-        self._tie_at = [[] for _ in range(N)]
+        self._tie_at = {}
         o = m.output
         if isinstance(o, AcceptOutput):
             # y − t = (num·q − p·den)/(den·q), decided on integer numerators for the batch
@@ -196,14 +197,15 @@ class LengthAccumulator:
             for b, mg in enumerate(margins):
                 if mg is not None:
                     self._margin(mg)
-                self._tie_at[b] = [p for p, lab in enumerate(labels[b]) if lab is None]
+                tied = [p for p, lab in enumerate(labels[b]) if lab is None]
+                if tied:
+                    self._tie_at[b] = tied
         else:
             self._hard_decisions = [None] * N
         expected = self.oracle.expected_many(hb.words) if self.oracle is not None else [None] * N
         self._expected = expected
-        for b in range(N):
-            if self._tie_at[b]:
-                self._note_ties(hb, b, expected[b], None)
+        for b in sorted(self._tie_at):
+            self._note_ties(hb, b, expected[b], None)
         if self.oracle is not None:
             compared = N - expected.count(None)
             self.ref = replace(self.ref, compared=self.ref.compared + compared)
@@ -241,7 +243,7 @@ class LengthAccumulator:
     def _note_ties(self, hb: HardBatch, b: int, exp: Any, soft: SoftVerdict | None) -> None:
         """Count word b's hard ties (hard pass) or fill in the soft behaviour of the first."""
         m = self.model
-        tied = self._tie_at[b]
+        tied = self._tie_at.get(b, [])
         rank = self._rank(b)
         if isinstance(m.output, AcceptOutput):
             positions = [m.position_index(m.accept_slot(self.n))]
@@ -530,8 +532,10 @@ class LengthAccumulator:
             # a decided word that agrees with its hard decision, has no hard tie and agrees
             # with the reference changes nothing in _soft_decision: look only at the others
             acc = fb.accept[idx]
-            hard = np.array([bool(self._hard_decisions[b]) for b in idx.tolist()], dtype=bool)
-            plain = np.array([not self._tie_at[b] for b in idx.tolist()], dtype=bool)
+            hard = np.array(self._hard_decisions, dtype=bool)[idx]
+            plain = np.ones(len(self._hard_decisions), dtype=bool)
+            plain[list(self._tie_at)] = False
+            plain = plain[idx]
             exp = [self._expected[b] for b in idx.tolist()]
             ref_ok = np.array(
                 [e is None or bool(e) == bool(a) for e, a in zip(exp, acc.tolist(), strict=True)]
@@ -552,7 +556,7 @@ class LengthAccumulator:
         rank = self._rank(b)
         hard = self._hard_decisions[b]
         o = self.model.output
-        tied = self._tie_at[b]
+        tied = self._tie_at.get(b, [])
         if tied:
             self._note_ties(hb, b, self._expected[b], verdict)
         if not verdict.decided:
@@ -686,9 +690,9 @@ def _gap_part(
     row i is row0 + i): the largest number of non-top and of top keys, and the smallest gap
     numerator with its first (word, query, key) in row-major order (None: no gap here)."""
     cand = visible[None] & ~top
-    counts = cand.sum(axis=2)
+    counts = np.count_nonzero(cand, axis=2)
     nontop = int(counts.max()) if counts.size else 0
-    tops = top.sum(axis=2)
+    tops = np.count_nonzero(top, axis=2)
     ntop = int(tops.max()) if tops.size else 0
     if not cand.any():
         return nontop, ntop, None
