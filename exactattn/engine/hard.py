@@ -318,7 +318,7 @@ def run_head(
     q = _affine(x, ch.Q, ch.bq, sh)
     k = _affine(x, ch.K, ch.bk, sh)
     v = _affine(x, ch.V, ch.bv, sh)
-    scores = _scores(q, k)
+    scores = _scores(q, k, sh)
     vis = visible_mask(ch.head.mask, T)
     rule = ch.head.hard
     if T > 1 and _same_rows(vis[None]) and _same_rows(q.num):
@@ -349,12 +349,13 @@ def run_head(
     return trace, _contribution(ch, mixed)
 
 
-def _scores(q: RatArray, k: RatArray) -> RatArray:
+def _scores(q: RatArray, k: RatArray, sh: Sharing | None = None) -> RatArray:
     """The score matrices q·kᵀ per word: (N, T, T). For int64 q, k whose products and sums
     provably stay below 2**62, numpy's batched int64 matmul (exact, and for these small
     (T, c)·(c, T) blocks several times faster than converting to float64 and back, which
     :func:`~exactattn.engine.ratarray.int_matmul` does for a batched operand): the same
-    integers."""
+    integers. With ``sh``, the block of query and key rows before ``sh.q0`` is the same for
+    every word of a group and is computed on the group's first word."""
     c = q.shape[-1]
     if (
         c > 1
@@ -362,7 +363,18 @@ def _scores(q: RatArray, k: RatArray) -> RatArray:
         and k.num.dtype == np.int64
         and q.bound() * k.bound() * c < INT64_SAFE
     ):
-        return RatArray(np.matmul(q.num, np.swapaxes(k.num, 1, 2)), q.den * k.den)
+        qn, kt = q.num, np.swapaxes(k.num, 1, 2)
+        N, T = qn.shape[0], qn.shape[1]
+        if sh is None or N % sh.group or not 0 < sh.q0 < T:
+            return RatArray(np.matmul(qn, kt), q.den * k.den)
+        else:
+            G, q0 = sh.group, sh.q0
+            s = np.empty((N, T, T), dtype=np.int64)
+            shared = np.matmul(qn[::G, :q0], kt[::G, :, :q0])  # (N/G, q0, q0)
+            s.reshape(N // G, G, T, T)[:, :, :q0, :q0] = shared[:, None]
+            s[:, :q0, q0:] = np.matmul(qn[:, :q0], kt[:, :, q0:])
+            s[:, q0:, :] = np.matmul(qn[:, q0:], kt)
+            return RatArray(s, q.den * k.den)
     return q.bmm(RatArray(np.swapaxes(k.num, 1, 2), k.den))
 
 
