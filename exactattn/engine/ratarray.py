@@ -76,7 +76,13 @@ def int_matmul(
         if bound < INT64_SAFE and a.shape[-1] == 1:
             return a.astype(np.int64, copy=False) * b.astype(np.int64, copy=False)
         if bound < INT64_SAFE and b.ndim == 2 and inner <= SMALL_INNER:
-            return np.matmul(a.astype(np.int64, copy=False), b.astype(np.int64, copy=False))
+            a64, b64 = a.astype(np.int64, copy=False), b.astype(np.int64, copy=False)
+            if a64.ndim > 2:
+                # one 2-D product over all rows: numpy's stacked int64 matmul of small
+                # blocks costs up to twice as much; the same integers
+                rows = np.ascontiguousarray(a64).reshape(-1, a64.shape[-1])
+                return np.matmul(rows, b64).reshape(a64.shape[:-1] + (b64.shape[-1],))
+            return np.matmul(a64, b64)
         if bound < FLOAT_EXACT:
             r = np.matmul(a.astype(np.float64), b.astype(np.float64))
             return r.astype(np.int64)
@@ -259,8 +265,19 @@ class RatArray:
         if a.dtype != object and b.dtype != object and ma * fa + mb * fb < INT64_SAFE:
             out = a.copy() if a is self.num else a
             c = np.asarray(cols)
-            if c.size and c.dtype.kind in "iu" and (np.diff(c) == 1).all():
-                out[..., int(c[0]) : int(c[-1]) + 1] += b  # a run of columns: a slice
+            if (
+                c.ndim == 1
+                and c.size
+                and c.dtype.kind in "iu"
+                and out.flags.c_contiguous
+                and b.shape == out.shape[:-1] + (c.size,)
+                and len(set(c.tolist())) == c.size  # (a repeated column is added once)
+            ):
+                # column by column over all rows (long strided loops; a block of a few
+                # columns runs numpy's inner loop once per row): the same sums
+                flat, part = out.reshape(-1, out.shape[-1]), b.reshape(-1, b.shape[-1])
+                for j, col in enumerate(c.tolist()):
+                    flat[:, col] += part[:, j]
             else:
                 out[..., cols] += b
             return RatArray(out, den)
