@@ -200,3 +200,25 @@ def test_dyck_oracle_per_prefix_matches_expected() -> None:
     words += list(itertools.product("()[]", repeat=6))  # rank order: shared prefixes
     assert oracle.expected_many(words) == [oracle.expected(w) for w in words]
     assert sum(oracle.expected_many(words)) > 10  # some words are accepted
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    shape=st.tuples(st.integers(0, 5), st.integers(1, 6), st.integers(1, 9)),
+    out=st.integers(1, 5),
+    bits=st.sampled_from([3, 20, 40, 58]),
+    seed=st.integers(0, 2**32 - 1),
+    strided=st.booleans(),
+)
+def test_int_matmul_2d_rows_match_python_ints(shape, out, bits, seed, strided) -> None:
+    """A stacked int64 operand against a 2-D weight (one 2-D product over all rows) gives
+    the integers of the product in Python ints, on contiguous and strided operands."""
+    rng = np.random.default_rng(seed)
+    hi = 2 ** (bits // 2)
+    a = rng.integers(-hi, hi, (shape[0], shape[1] + 1, shape[2]))
+    a = a[:, 1:] if strided else a[:, : shape[1]]
+    w = rng.integers(-hi, hi, (shape[2], out))
+    got = ratarray.int_matmul(a, w)
+    want = np.matmul(a.astype(object), w.astype(object))
+    assert got.shape == want.shape
+    assert [int(x) for x in got.reshape(-1)] == [int(x) for x in want.reshape(-1)]
