@@ -702,7 +702,7 @@ def _gap_part(
         diff = np.where(cand, topmax - s, 2 * big + 1)
     else:
         lo = np.iinfo(np.int64).min
-        topmax = np.max(s, axis=2, keepdims=True, where=top, initial=lo)  # one pass
+        topmax = np.where(top, s, lo).max(axis=2, keepdims=True)
         # differences of int64 scores may overflow int64: use Python ints when large
         if int(np.abs(s).max()) < 2**61:
             diff = np.where(cand, topmax - s, np.iinfo(np.int64).max)

@@ -275,9 +275,9 @@ class RatArray:
             ):
                 # column by column over all rows (long strided loops; a block of a few
                 # columns runs numpy's inner loop once per row): the same sums
-                flat, part = out.reshape(-1, out.shape[-1]), b.reshape(-1, b.shape[-1])
+                flat, add = out.reshape(-1, out.shape[-1]), b.reshape(-1, b.shape[-1])
                 for j, col in enumerate(c.tolist()):
-                    flat[:, col] += part[:, j]
+                    flat[:, col] += add[:, j]
             else:
                 out[..., cols] += b
             return RatArray(out, den)
