@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from exactattn.engine.ratarray import INT64_SAFE, RatArray, join_groups
+from exactattn.engine.ratarray import INT64_SAFE, RatArray, int_matmul, join_groups
 from exactattn.model import AcceptOutput, ArgmaxOutput, AttentionLayer, FFNLayer, Head, Model
 
 
@@ -101,11 +102,24 @@ def prefix_sharing(
         return None
     _, j, G, q0 = best
     keep = n - j
-    for g in range(0, B, G):
-        head = tuple(words[g][:keep])
-        if any(tuple(words[i][:keep]) != head for i in range(g + 1, g + G)):
-            return None
+    if not _groups_aligned(words, G, keep):
+        return None
     return Sharing(G, q0, depth)
+
+
+def _groups_aligned(words: Sequence[Sequence[str]], G: int, keep: int) -> bool:
+    """Whether words g·G … g·G+G−1 have the same first ``keep`` letters, for every group g.
+
+    The slices are taken and compared by ``map`` (no Python frame per word): this runs on
+    every batch of the hard meaning and of the float filter.
+    """
+    cut = operator.itemgetter(slice(0, keep))
+    prefixes = list(map(tuple, map(cut, words)))
+    for g in range(0, len(words), G):
+        head = prefixes[g]
+        if prefixes[g : g + G].count(head) != G:
+            return False
+    return True
 
 
 @dataclass
@@ -136,6 +150,16 @@ class CompiledHead:
 class CompiledFFN:
     hidden: list[tuple[RatArray, RatArray]]
     out: tuple[RatArray, RatArray]
+
+    def __post_init__(self) -> None:
+        # the output coordinates the layer writes (a nonzero weight row or bias): as for a
+        # head's O, adding only those columns gives the numbers of adding the full product
+        w, b = self.out
+        rows = np.flatnonzero((w.num != 0).any(axis=1) | (b.num != 0))
+        self.out_cols: np.ndarray | None = None
+        if len(rows) < w.shape[0]:
+            self.out_cols = rows
+            self.out_used = (RatArray(w.num[rows], w.den), RatArray(b.num[rows], b.den))
 
 
 class CompiledModel:
@@ -253,8 +277,32 @@ class HardBatch:
         return [self.x0] + [lt.x_out for lt in self.layers]
 
 
-def _affine(x: RatArray, w: RatArray, b: RatArray) -> RatArray:
+def _affine(x: RatArray, w: RatArray, b: RatArray, sh: Sharing | None = None) -> RatArray:
+    """x·wᵀ + b. With ``sh`` (a causal layer under :class:`Sharing`), the product of rows
+    before ``sh.q0`` is taken on each group's first word and repeated: the same integers
+    (exact products, int64 both ways), only fewer of them computed."""
+    if sh is not None and _rows_shareable(x, w, sh):
+        G, q0 = sh.group, sh.q0
+        wt, ma, mb = w.num.T, x.bound(), w.bound()
+        first = int_matmul(x.num[::G, :q0], wt, ma, mb)
+        rest = int_matmul(x.num[:, q0:], wt, ma, mb)
+        prod = RatArray(_join(first, rest, G), x.den * w.den)
+        return prod + RatArray(b.num, b.den)
     return x.matmul_t(w) + RatArray(b.num, b.den)
+
+
+def _rows_shareable(x: RatArray, w: RatArray, sh: Sharing) -> bool:
+    """Whether :func:`_affine` may take the product in two row blocks: int64 operands whose
+    products and sums stay below 2**62 (so the whole product, too, is int64 and exact),
+    whole groups, and rows on both sides of ``sh.q0``."""
+    N, T = x.shape[0], x.shape[1]
+    return (
+        x.num.dtype == np.int64
+        and w.num.dtype == np.int64
+        and N % sh.group == 0
+        and 0 < sh.q0 < T
+        and x.bound() * w.bound() * max(w.shape[-1], 1) < INT64_SAFE
+    )
 
 
 def run_head(
@@ -267,10 +315,10 @@ def run_head(
     before ``sh.q0`` are found once per group of words; the trace is the same, bit for bit.
     """
     N, T, _ = x.shape
-    q = _affine(x, ch.Q, ch.bq)
-    k = _affine(x, ch.K, ch.bk)
-    v = _affine(x, ch.V, ch.bv)
-    scores = q.bmm(RatArray(np.swapaxes(k.num, 1, 2), k.den))
+    q = _affine(x, ch.Q, ch.bq, sh)
+    k = _affine(x, ch.K, ch.bk, sh)
+    v = _affine(x, ch.V, ch.bv, sh)
+    scores = _scores(q, k, sh)
     vis = visible_mask(ch.head.mask, T)
     rule = ch.head.hard
     if T > 1 and _same_rows(vis[None]) and _same_rows(q.num):
@@ -299,6 +347,35 @@ def run_head(
         mixed=mixed,
     )
     return trace, _contribution(ch, mixed)
+
+
+def _scores(q: RatArray, k: RatArray, sh: Sharing | None = None) -> RatArray:
+    """The score matrices q·kᵀ per word: (N, T, T). For int64 q, k whose products and sums
+    provably stay below 2**62, numpy's batched int64 matmul (exact, and for these small
+    (T, c)·(c, T) blocks several times faster than converting to float64 and back, which
+    :func:`~exactattn.engine.ratarray.int_matmul` does for a batched operand): the same
+    integers. With ``sh``, the block of query and key rows before ``sh.q0`` is the same for
+    every word of a group and is computed on the group's first word."""
+    c = q.shape[-1]
+    if (
+        c > 1
+        and q.num.dtype == np.int64
+        and k.num.dtype == np.int64
+        and q.bound() * k.bound() * c < INT64_SAFE
+    ):
+        qn, kt = q.num, np.swapaxes(k.num, 1, 2)
+        N, T = qn.shape[0], qn.shape[1]
+        if sh is None or N % sh.group or not 0 < sh.q0 < T:
+            return RatArray(np.matmul(qn, kt), q.den * k.den)
+        else:
+            G, q0 = sh.group, sh.q0
+            s = np.empty((N, T, T), dtype=np.int64)
+            shared = np.matmul(qn[::G, :q0], kt[::G, :, :q0])  # (N/G, q0, q0)
+            s.reshape(N // G, G, T, T)[:, :, :q0, :q0] = shared[:, None]
+            s[:, :q0, q0:] = np.matmul(qn[:, :q0], kt[:, :, q0:])
+            s[:, q0:, :] = np.matmul(qn[:, q0:], kt)
+            return RatArray(s, q.den * k.den)
+    return q.bmm(RatArray(np.swapaxes(k.num, 1, 2), k.den))
 
 
 def _contribution(ch: CompiledHead, mixed: RatArray) -> tuple[np.ndarray | None, RatArray]:
@@ -363,8 +440,13 @@ def _attend(
     top = vis[None] & (s == rowmax)
     support = tie_support(top, rule)
     count = support.sum(axis=2)
-    ones = RatArray(support.astype(np.int64), 1, bound=1 if support.any() else 0)
-    summed = ones.bmm(v)  # (N, R, m) = Σ_{j∈H} v_j
+    if v.num.dtype == np.int64 and v.bound() * max(s.shape[-1], 1) < INT64_SAFE:
+        # int64 matmul of 0/1 rows: exact by the bound, the integers of ``bmm`` without its
+        # round trip through float64
+        summed = RatArray(np.matmul(support.astype(np.int64), v.num), v.den)
+    else:
+        ones = RatArray(support.astype(np.int64), 1, bound=1 if support.any() else 0)
+        summed = ones.bmm(v)  # (N, R, m) = Σ_{j∈H} v_j
     return top, support, count, _divide_rows(summed, count)
 
 
@@ -421,12 +503,17 @@ def run_hard(
         else:
             h = x
             pre = []
+            fsh = sh if sh is not None and li < sh.layers else None
             for w, b in layer.hidden:
-                z = _affine(h, w, b)
+                z = _affine(h, w, b, fsh)
                 pre.append(z)
                 h = z.relu()
-            w, b = layer.out
-            out = (x + _affine(h, w, b)).reduced()
+            if layer.out_cols is None:
+                w, b = layer.out
+                out = (x + _affine(h, w, b, fsh)).reduced()
+            else:
+                w, b = layer.out_used
+                out = x.add_columns(layer.out_cols, _affine(h, w, b, fsh)).reduced()
             layers.append(LayerTrace("ffn", x, out, pre=pre))
         x = out
     return HardBatch(n=n, words=[tuple(w) for w in words], x0=x0, layers=layers, sharing=sh)

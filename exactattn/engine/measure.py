@@ -18,6 +18,7 @@ from flint import arb, arb_mat
 
 from exactattn.core.numbers import frac_str, point_lower, point_upper, to_arb
 from exactattn.engine.hard import HardBatch, argmax_labels, read_output, rows_alike
+from exactattn.engine.ratarray import INT64_SAFE
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model, ValueOutput
 from exactattn.model.reference import Oracle
 from exactattn.results import (
@@ -144,7 +145,8 @@ class LengthAccumulator:
         # per batch, filled by add_hard, read by add_soft
         self._hard_out: Any = None
         self._hard_decisions: list[Any] = []
-        self._tie_at: list[list[int]] = []  # per word: output positions (indices) with hard ties
+        # per word with hard ties (others absent): output positions (indices) with hard ties
+        self._tie_at: dict[int, list[int]] = {}
         self._rank0 = 0
         self._ranks: list[int] | None = None
 
@@ -175,17 +177,16 @@ class LengthAccumulator:
         out = read_output(m, x_last, self.n)
         self._hard_out = out
         self._hard_decisions = []
-        self._tie_at = [[] for _ in range(N)]
+        self._tie_at = {}
         o = m.output
         if isinstance(o, AcceptOutput):
             # y − t = (num·q − p·den)/(den·q), decided on integer numerators for the batch
             t = o.threshold
             vals = out.values
-            num = vals.num if vals.num.dtype == object else vals.num.astype(object)
-            diff = num * t.denominator - t.numerator * vals.den
+            diff = _threshold_diff(vals, t)
             if N:
                 acc_flags = diff > 0
-                self._hard_decisions = [bool(x) for x in acc_flags]
+                self._hard_decisions = acc_flags.tolist()  # Python bools
                 self.accepted += int(acc_flags.sum())
                 for b in np.flatnonzero(diff == 0).tolist():
                     self._tie_at[b] = [0]
@@ -196,23 +197,30 @@ class LengthAccumulator:
             for b, mg in enumerate(margins):
                 if mg is not None:
                     self._margin(mg)
-                self._tie_at[b] = [p for p, lab in enumerate(labels[b]) if lab is None]
+                tied = [p for p, lab in enumerate(labels[b]) if lab is None]
+                if tied:
+                    self._tie_at[b] = tied
         else:
             self._hard_decisions = [None] * N
-        expected = (
-            [self.oracle.expected(w) for w in hb.words] if self.oracle is not None else [None] * N
-        )
+        expected = self.oracle.expected_many(hb.words) if self.oracle is not None else [None] * N
         self._expected = expected
-        for b in range(N):
-            if self._tie_at[b]:
-                self._note_ties(hb, b, expected[b], None)
+        for b in sorted(self._tie_at):
+            self._note_ties(hb, b, expected[b], None)
         if self.oracle is not None:
             compared = sum(1 for e in expected if e is not None)
             self.ref = replace(self.ref, compared=self.ref.compared + compared)
-            for b, w in enumerate(hb.words):
+            if isinstance(o, AcceptOutput):
+                # _matches_hard of an accept output only compares: visit the mismatches
+                check = [
+                    b
+                    for b, (e, h) in enumerate(zip(expected, self._hard_decisions, strict=True))
+                    if e is not None and not bool(h) == e
+                ]
+            else:
+                check = [b for b, e in enumerate(expected) if e is not None]
+            for b in check:
+                w = hb.words[b]
                 exp = expected[b]
-                if exp is None:
-                    continue
                 if not self._matches_hard(b, exp):
                     self.ref = replace(
                         self.ref,
@@ -235,7 +243,7 @@ class LengthAccumulator:
     def _note_ties(self, hb: HardBatch, b: int, exp: Any, soft: SoftVerdict | None) -> None:
         """Count word b's hard ties (hard pass) or fill in the soft behaviour of the first."""
         m = self.model
-        tied = self._tie_at[b]
+        tied = self._tie_at.get(b, [])
         rank = self._rank(b)
         if isinstance(m.output, AcceptOutput):
             positions = [m.position_index(m.accept_slot(self.n))]
@@ -524,8 +532,10 @@ class LengthAccumulator:
             # a decided word that agrees with its hard decision, has no hard tie and agrees
             # with the reference changes nothing in _soft_decision: look only at the others
             acc = fb.accept[idx]
-            hard = np.array([bool(self._hard_decisions[b]) for b in idx.tolist()], dtype=bool)
-            plain = np.array([not self._tie_at[b] for b in idx.tolist()], dtype=bool)
+            hard = np.array(self._hard_decisions, dtype=bool)[idx]
+            plain = np.ones(len(self._hard_decisions), dtype=bool)
+            plain[list(self._tie_at)] = False
+            plain = plain[idx]
             exp = [self._expected[b] for b in idx.tolist()]
             ref_ok = np.array(
                 [e is None or bool(e) == bool(a) for e, a in zip(exp, acc.tolist(), strict=True)]
@@ -546,7 +556,7 @@ class LengthAccumulator:
         rank = self._rank(b)
         hard = self._hard_decisions[b]
         o = self.model.output
-        tied = self._tie_at[b]
+        tied = self._tie_at.get(b, [])
         if tied:
             self._note_ties(hb, b, self._expected[b], verdict)
         if not verdict.decided:
@@ -680,9 +690,9 @@ def _gap_part(
     row i is row0 + i): the largest number of non-top and of top keys, and the smallest gap
     numerator with its first (word, query, key) in row-major order (None: no gap here)."""
     cand = visible[None] & ~top
-    counts = cand.sum(axis=2)
+    counts = np.count_nonzero(cand, axis=2)
     nontop = int(counts.max()) if counts.size else 0
-    tops = top.sum(axis=2)
+    tops = np.count_nonzero(top, axis=2)
     ntop = int(tops.max()) if tops.size else 0
     if not cand.any():
         return nontop, ntop, None
@@ -703,6 +713,17 @@ def _gap_part(
     flat = int(np.argmin(diff.reshape(-1)))
     b, i, j = np.unravel_index(flat, diff.shape)
     return nontop, ntop, (int(diff[b, i, j]), int(b) * step, int(i) + row0, int(j))
+
+
+def _threshold_diff(vals: Any, t: Fraction) -> np.ndarray:
+    """Per word, the numerator of y − t over den·q (t = p/q): num·q − p·den. In int64 when
+    every value provably fits (the same integers), else in Python ints."""
+    num = vals.num
+    if num.dtype == np.int64:
+        if vals.bound() * t.denominator + abs(t.numerator) * vals.den < INT64_SAFE:
+            return num * np.int64(t.denominator) - np.int64(t.numerator * vals.den)
+    num = num if num.dtype == object else num.astype(object)
+    return num * t.denominator - t.numerator * vals.den
 
 
 def _interval(x: arb) -> Interval:

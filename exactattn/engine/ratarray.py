@@ -76,7 +76,13 @@ def int_matmul(
         if bound < INT64_SAFE and a.shape[-1] == 1:
             return a.astype(np.int64, copy=False) * b.astype(np.int64, copy=False)
         if bound < INT64_SAFE and b.ndim == 2 and inner <= SMALL_INNER:
-            return np.matmul(a.astype(np.int64, copy=False), b.astype(np.int64, copy=False))
+            a64, b64 = a.astype(np.int64, copy=False), b.astype(np.int64, copy=False)
+            if a64.ndim > 2:
+                # one 2-D product over all rows: numpy's stacked int64 matmul of small
+                # blocks costs up to twice as much; the same integers
+                rows = np.ascontiguousarray(a64).reshape(-1, a64.shape[-1])
+                return np.matmul(rows, b64).reshape(a64.shape[:-1] + (b64.shape[-1],))
+            return np.matmul(a64, b64)
         if bound < FLOAT_EXACT:
             r = np.matmul(a.astype(np.float64), b.astype(np.float64))
             return r.astype(np.int64)
@@ -167,6 +173,11 @@ def _add(a: np.ndarray, b: np.ndarray, ma: int | None = None, mb: int | None = N
     return _narrow(_widen(a) + _widen(b))
 
 
+REDUCE_BLOCK = 4096
+"""First block of entries :meth:`RatArray.reduced` takes a gcd over before it looks at the
+rest (in blocks growing ×4): the same gcd, found early when it is 1."""
+
+
 class RatArray:
     """``num / den`` with ``num`` an integer ndarray (int64 or object) and ``den > 0``."""
 
@@ -253,7 +264,22 @@ class RatArray:
         b = _scale(part.num, fb, mb)
         if a.dtype != object and b.dtype != object and ma * fa + mb * fb < INT64_SAFE:
             out = a.copy() if a is self.num else a
-            out[..., cols] += b
+            c = np.asarray(cols)
+            if (
+                c.ndim == 1
+                and c.size
+                and c.dtype.kind in "iu"
+                and out.flags.c_contiguous
+                and b.shape == out.shape[:-1] + (c.size,)
+                and len(set(c.tolist())) == c.size  # (a repeated column is added once)
+            ):
+                # column by column over all rows (long strided loops; a block of a few
+                # columns runs numpy's inner loop once per row): the same sums
+                flat, add = out.reshape(-1, out.shape[-1]), b.reshape(-1, b.shape[-1])
+                for j, col in enumerate(c.tolist()):
+                    flat[:, col] += add[:, j]
+            else:
+                out[..., cols] += b
             return RatArray(out, den)
         out = _widen(a).copy()
         out[..., cols] = out[..., cols] + _widen(b)
@@ -282,7 +308,14 @@ class RatArray:
         g = self.den
         flat = self.num.reshape(-1)
         if flat.dtype != object:
-            g = math.gcd(g, int(np.gcd.reduce(flat))) if flat.size else g
+            # block by block, stopping once the gcd with the denominator is 1 (an array
+            # already in lowest terms, the usual case, is settled by its first entries)
+            step = REDUCE_BLOCK
+            for s in range(0, flat.size, step):
+                g = math.gcd(g, int(np.gcd.reduce(flat[s : s + step])))
+                if g == 1:
+                    return self
+                step *= 4
         else:
             for x in flat:
                 g = math.gcd(g, int(x))

@@ -28,6 +28,26 @@ def dyck_accepts(word: Sequence[str], pairs: Sequence[str]) -> bool:
     return not stack
 
 
+def _dyck_stack(
+    word: Sequence[str],
+    opening: dict[str, str],
+    closing: set[str],
+    stack: tuple[str, ...],
+) -> tuple[str, ...] | None:
+    """The closers still expected after reading ``word`` from ``stack`` (None: not a prefix
+    of any well-nested string), as :func:`dyck_accepts` runs it."""
+    st = list(stack)
+    for t in word:
+        if t in opening:
+            st.append(opening[t])
+        elif t in closing:
+            if not st or st.pop() != t:
+                return None
+        else:
+            return None
+    return tuple(st)
+
+
 @lru_cache(maxsize=64)
 def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
@@ -49,6 +69,32 @@ class Oracle:
     def __init__(self, ref: Reference, alphabet: tuple[str, ...]) -> None:
         self.ref = ref
         self.alphabet = alphabet
+
+    def expected_many(self, words: Sequence[Sequence[str]]) -> list[Any]:
+        """:meth:`expected` of every word, in order (the same values).
+
+        A Dyck reference runs its stack once per distinct prefix (all but the last three
+        letters): consecutive words of a batch share it, so most words cost three steps.
+        """
+        r = self.ref
+        if r.kind != "dyck":
+            return [self.expected(tuple(w)) for w in words]
+        assert r.pairs is not None
+        opening = {p[0]: p[1] for p in r.pairs}
+        closing = {p[1] for p in r.pairs}
+        memo: dict[tuple[str, ...], tuple[str, ...] | None] = {}
+        out = []
+        for w in words:
+            cut = max(len(w) - 3, 0)
+            head = tuple(w[:cut])
+            if head in memo:
+                stack = memo[head]
+            else:
+                stack = memo[head] = _dyck_stack(head, opening, closing, ())
+            if stack is not None:
+                stack = _dyck_stack(w[cut:], opening, closing, stack)
+            out.append(stack == ())
+        return out
 
     def expected(self, word: tuple[str, ...]) -> Any:
         r = self.ref
