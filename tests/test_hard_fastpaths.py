@@ -222,3 +222,38 @@ def test_int_matmul_2d_rows_match_python_ints(shape, out, bits, seed, strided) -
     want = np.matmul(a.astype(object), w.astype(object))
     assert got.shape == want.shape
     assert [int(x) for x in got.reshape(-1)] == [int(x) for x in want.reshape(-1)]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_affine_int64_matches_the_plain_product(seed: int) -> None:
+    """The one-pass product over the columns a weight reads, with its bias, scaled to the
+    common denominator (and under a sharing, computed on each group's first word) gives the
+    integers, denominator and dtype of the plain ``matmul_t`` then ``+``."""
+    rng = np.random.default_rng(seed)
+    G, T, d, out = 3, 6, 7, 1 + seed % 4
+    q0 = 1 + seed % (T - 1)
+    xs, _ = _random_qk(rng, 4 * G, T, d, G, q0)
+    x = RatArray(xs.num, 2 + seed)
+    w = rng.integers(-50, 50, (out, d))
+    w[:, rng.random(d) < 0.5] = 0  # columns the weight never reads
+    if seed == 0:
+        w[:] = 0  # no column at all: the bias alone
+    wr = RatArray(w, 3 + 2 * (seed % 3))
+    br = RatArray(rng.integers(-50, 50, out), 4 + seed % 2)
+    plain = x.matmul_t(wr) + br
+    for sh in (None, Sharing(G, q0, 1)):
+        got = hard._affine_int64(x, wr, br, sh)
+        assert got is not None
+        assert got.den == plain.den and got.num.dtype == plain.num.dtype
+        assert np.array_equal(got.num, plain.num)
+
+
+def test_affine_int64_declines_past_the_bound() -> None:
+    """Past 2**62 (product or product plus bias) the fused path is not taken, and the plain
+    path's Python ints are what _affine returns."""
+    x = RatArray(np.full((2, 3, 2), 2**40, dtype=np.int64), 1)
+    w = RatArray(np.full((1, 2), 2**21, dtype=np.int64), 1)
+    b = RatArray(np.zeros(1, dtype=np.int64), 1)
+    assert hard._affine_int64(x, w, b) is None
+    got = hard._affine(x, w, b)
+    assert got.num.dtype == object and int(got.num[0, 0, 0]) == 2**62
