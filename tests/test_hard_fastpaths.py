@@ -257,3 +257,56 @@ def test_affine_int64_declines_past_the_bound() -> None:
     assert hard._affine_int64(x, w, b) is None
     got = hard._affine(x, w, b)
     assert got.num.dtype == object and int(got.num[0, 0, 0]) == 2**62
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_join_matches_concatenate(seed: int) -> None:
+    """_join writes the repeated first rows and the rest straight into one array: the
+    array (values and dtype) of repeating and concatenating."""
+    rng = np.random.default_rng(seed)
+    G, F, R = 2 + seed, 1 + seed % 3, 4 - seed % 3
+    cases = [
+        (rng.integers(-9, 9, (3, F, 2)), rng.integers(-9, 9, (3 * G, R, 2))),
+        (rng.random((3, F, 5)) < 0.5, rng.random((3 * G, R, 5)) < 0.5),
+        (rng.integers(-9, 9, (3, F)), rng.integers(-9, 9, (3 * G, R))),
+        (rng.integers(-9, 9, (3, F, 2)).astype(object), rng.integers(-9, 9, (3 * G, R, 2))),
+    ]
+    for first, rest in cases:
+        want = np.concatenate([np.repeat(first, G, axis=0), rest], axis=1)
+        got = hard._join(first, rest, G)
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("rule", ["average", "leftmost", "rightmost"])
+def test_attend_running_max_matches_masked_max(rule: str) -> None:
+    """_attend's key-by-key running maximum over visible keys gives the argmax sets of the
+    masked reduction, rows with no visible key included (nothing on top)."""
+    rng = np.random.default_rng(7)
+    N, T = 40, 6
+    s = rng.integers(-4, 4, (N, T, T))
+    vis = rng.random((T, T)) < 0.6
+    vis[2] = False  # a row that sees nothing
+    v = RatArray(rng.integers(-9, 9, (N, T, 3)), 5)
+    top, support, count, _ = hard._attend(s, vis, rule, v)
+    rowmax = np.max(s, axis=2, keepdims=True, where=vis[None], initial=np.iinfo(np.int64).min)
+    want = vis[None] & (s == rowmax)
+    assert np.array_equal(top, want) and not top[:, 2].any()
+    assert np.array_equal(support, hard.tie_support(want, rule))
+    assert np.array_equal(count, support.sum(axis=2))
+
+
+def test_embed_matches_the_two_index_gather() -> None:
+    """The flat-table embedding gives the rows of table[letter, slot] for every slot."""
+    model = load_model(ROOT / "models" / "dyck2.json")
+    cm = CompiledModel(model)
+    n = 5
+    words = list(words_of_length(model.alphabet, n))
+    x = cm.embed(words, n)
+    table = cm._table(n)
+    idx = np.array([[cm.token_index[t] for t in w] for w in words])
+    if model.bos is not None:
+        idx = np.concatenate([np.full((len(words), 1), cm.token_index[model.bos]), idx], axis=1)
+    if model.eos is not None:
+        idx = np.concatenate([idx, np.full((len(words), 1), cm.token_index[model.eos])], axis=1)
+    want = table.num[idx, np.arange(idx.shape[1])[None, :]]
+    assert x.den == table.den and x.num.dtype == want.dtype and np.array_equal(x.num, want)

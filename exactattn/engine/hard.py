@@ -223,8 +223,12 @@ class CompiledModel:
             cols.append(np.full((N, 1), self.token_index[m.eos], dtype=np.int64))
         idx = np.concatenate(cols, axis=1) if len(cols) > 1 else letters
         table = self._table(n)
+        V, S, d = table.shape
         T = idx.shape[1]
-        return RatArray(table.num[idx, np.arange(T)[None, :]], table.den)
+        # row (letter, slot) of the flattened (V·S, d) table: one np.take along axis 0, the
+        # array of ``table.num[idx, np.arange(T)]`` (a two-index gather costs ~2× more)
+        flat = np.ascontiguousarray(table.num).reshape(V * S, d)
+        return RatArray(np.take(flat, idx * S + np.arange(T), axis=0), table.den)
 
 
 def _compile_head(h: Head) -> CompiledHead:
@@ -450,8 +454,18 @@ def _repeat_rows(a: np.ndarray | RatArray, T: int) -> Any:
 
 
 def _join(first: np.ndarray, rest: np.ndarray, group: int) -> np.ndarray:
-    """Rows of each group's first word (repeated ``group`` times), then every word's own."""
-    return np.concatenate([np.repeat(first, group, axis=0), rest], axis=1)
+    """Rows of each group's first word (repeated ``group`` times), then every word's own.
+
+    Written straight into the result (no repeated temporary): the array of
+    ``np.concatenate([np.repeat(first, group, axis=0), rest], axis=1)``."""
+    N = rest.shape[0]
+    if first.shape[0] * group != N or first.shape[2:] != rest.shape[2:]:
+        return np.concatenate([np.repeat(first, group, axis=0), rest], axis=1)
+    q0 = first.shape[1]
+    out = np.empty((N, q0 + rest.shape[1]) + rest.shape[2:], dtype=np.result_type(first, rest))
+    out.reshape((N // group, group) + out.shape[1:])[:, :, :q0] = first[:, None]
+    out[:, q0:] = rest
+    return out
 
 
 def tie_support(top: np.ndarray, rule: str) -> np.ndarray:
@@ -483,7 +497,17 @@ def _attend(
         rowmax = masked.max(axis=2, keepdims=True)
     else:
         lowest = np.iinfo(np.int64).min
-        rowmax = np.max(s, axis=2, keepdims=True, where=vis[None], initial=lowest)
+        if s.shape[-1]:
+            # hidden keys at the lowest int64, then a running maximum key by key: the
+            # maxima of ``np.max(s, where=vis, initial=lowest)`` (its masked reduction is
+            # slower for these short rows)
+            masked = np.where(vis[None], s, lowest)
+            rowmax = masked[..., 0].copy()
+            for j in range(1, s.shape[-1]):
+                np.maximum(rowmax, masked[..., j], out=rowmax)
+            rowmax = rowmax[..., None]
+        else:
+            rowmax = np.max(s, axis=2, keepdims=True, where=vis[None], initial=lowest)
     top = vis[None] & (s == rowmax)
     support = tie_support(top, rule)
     count = support.sum(axis=2)
