@@ -100,6 +100,8 @@ class _Lin:
     bmax: float  # max |b|, rounded up
     g: float  # (γ_{d+1} + u)(1 + u): the rounding allowance of the product and the weights
     aw: np.ndarray  # |Ŵ|ᵀ·(1 + 2^-50)·SAFE ≥ |W|ᵀ with the product's rounding (--vector)
+    terms: list[list[tuple[int, float]]]  # per output o: (c, Ŵᵀ_co ≠ 0), c increasing
+    aterms: list[list[tuple[int, float]]]  # ... of aw (the same nonzero pattern)
 
     @staticmethod
     def of(w: tuple[tuple[Fraction, ...], ...], b: tuple[Fraction, ...] | None) -> _Lin:
@@ -110,14 +112,19 @@ class _Lin:
         # (proofs/coarse_tier.md, Lemma L; the factors (1 + U) in float arithmetic are 1.0)
         g = sf.float_up((Fraction(gamma(d + 1)) + Fraction(U)) * (1 + Fraction(U)) * Fraction(SAFE))
         wt = _f(w).T.copy()
-        return _Lin(wt, bb, _norm_inf(w), bmax, g, np.abs(wt) * ((1 + 2.0**-50) * SAFE))
+        aw = np.abs(wt) * ((1 + 2.0**-50) * SAFE)
+        return _Lin(wt, bb, _norm_inf(w), bmax, g, aw, _terms(wt), _terms(aw))
 
     def __call__(self, x: np.ndarray, xn: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, ...]:
         """(ŷ, max |ŷ| per word (B, 1), radius per entry) from x̂ (B, T, d), its per-word
         magnitude (B, 1) and its radii per entry (B, T, d).
 
         Lemma L: |ŷ − y| ≤ R·|W|ᵀ + g·(‖W‖∞·‖x̂‖∞ + max|b|) per entry (with ‖Ŵ‖∞ ≤ (1+u)‖W‖∞
-        absorbed in g's factor (1 + u))."""
+        absorbed in g's factor (1 + u)). Fixed-order products (:meth:`t`) unless BLAS
+        products are switched on (``softfloat.blas_on``)."""
+        if not sf.blas_on():
+            y, m, rad = self.t(_tr(x), xn, _tr(r))
+            return _untr(y), m, _untr(rad)
         # (B products of T rows: one product of B·T rows is faster alone but starts BLAS
         # threads, which cost several times more CPU on a shared machine)
         y = x @ self.w
@@ -129,10 +136,93 @@ class _Lin:
         rad += rnd[:, :, None] + ETA
         return y, self.mag(xn), rad
 
+    def t(self, xt: np.ndarray, xn: np.ndarray, rt: np.ndarray) -> tuple[np.ndarray, ...]:
+        """:meth:`__call__` on feature-major arrays, x̂ and radii (d, T, B) → (m, T, B): the
+        same formulas, the products summed left to right over the nonzero weights
+        (:func:`_prod_t`), bit-identical on every machine."""
+        y = _prod_t(xt, self.terms)
+        if self.b is not None:
+            y += self.b[:, None, None]
+        rnd = self.g * (self.norm * (1 + U) * xn + self.bmax)
+        # |(x̂ − x)Wᵀ| ≤ R·|W|ᵀ (non-negative terms; a zero weight's term is exactly 0)
+        rad = _prod_t(rt, self.aterms)
+        rad += rnd[:, 0] + ETA  # per word: the last axis
+        return y, self.mag(xn), rad
+
     def mag(self, xn: np.ndarray) -> np.ndarray:
         """≥ max |ŷ| per word without a reduction: ‖Ŵ‖∞·max|x̂| + max|b̂|, with the product's
         and the weights' roundings (γ_{d+1}, (1 + u)²) inside the factor 1 + 2^-40."""
         return (self.norm * xn + self.bmax) * (1 + 2.0**-40)
+
+
+def _terms(wt: np.ndarray) -> list[list[tuple[int, float]]]:
+    """Per output column o of Ŵᵀ (d, m), its nonzero entries (c, Ŵᵀ_co), c increasing: the
+    terms of :func:`_prod_t` (a zero weight's product is exactly 0 in the exact map)."""
+    d, m = wt.shape
+    return [[(c, float(wt[c, o])) for c in range(d) if wt[c, o] != 0] for o in range(m)]
+
+
+def _prod_t(xt: np.ndarray, terms: list[list[tuple[int, float]]]) -> np.ndarray:
+    """y[o] = Σ_c w_co·xt[c] for a feature-major xt (d, T, B), added left to right over the
+    nonzero w_co: one elementwise product and one addition per term, each over T·B contiguous
+    entries. No BLAS and no numpy reduction, so the bits do not depend on the machine."""
+    y = np.empty((len(terms),) + xt.shape[1:])
+    tmp = np.empty(xt.shape[1:])
+    for o, col in enumerate(terms):
+        if not col:
+            y[o] = 0.0
+            continue
+        c0, w0 = col[0]
+        np.multiply(xt[c0], w0, out=y[o])
+        for c, w in col[1:]:
+            np.multiply(xt[c], w, out=tmp)
+            y[o] += tmp
+    return y
+
+
+def _tr(x: np.ndarray) -> np.ndarray:
+    """(B, T, d) → feature-major (d, T, B), contiguous (the layout of :func:`_prod_t`)."""
+    return np.ascontiguousarray(x.transpose(2, 1, 0))
+
+
+def _untr(y: np.ndarray) -> np.ndarray:
+    """(m, T, B) → (B, T, m), contiguous (the inverse of :func:`_tr`)."""
+    return np.ascontiguousarray(y.transpose(2, 1, 0))
+
+
+def _scores_t(
+    q: np.ndarray, k: np.ndarray, rq: np.ndarray, rk: np.ndarray, gd: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """ŝ = q̂k̂ᵀ and Lemma D's es = |q̂|·(γ_d|k̂| + R_k)ᵀ + R_q·(|k̂| + R_k)ᵀ, (B, i, j), from
+    feature-major (c, T, B) enclosures: each of the three sums over c left to right, as
+    elementwise products over (i, j, B) arrays with the word axis innermost (long contiguous
+    loops), then the two sums of es added (no BLAS: the same bits on every machine)."""
+    a1 = np.abs(k)
+    a2 = a1 + rk  # |k̂| + R_k
+    a1 *= gd
+    a1 += rk  # fl(γ_d|k̂|) + R_k
+    aq = np.abs(q)
+    shape = (q.shape[1], k.shape[1], q.shape[2])
+    new = np.empty if q.shape[0] else np.zeros  # (every entry written at c = 0)
+    s, e1, e2 = new(shape), new(shape), new(shape)
+    tmp = np.empty(shape)
+    for c in range(q.shape[0]):
+        for acc, x, y in ((s, q, k), (e1, aq, a1), (e2, rq, a2)):
+            if c == 0:
+                np.multiply(x[0][:, None, :], y[0][None, :, :], out=acc)
+            else:
+                np.multiply(x[c][:, None, :], y[c][None, :, :], out=tmp)
+                acc += tmp
+    e1 += e2
+    return np.ascontiguousarray(s.transpose(2, 0, 1)), np.ascontiguousarray(e1.transpose(2, 0, 1))
+
+
+def _sum_keys(a: np.ndarray) -> np.ndarray:
+    """Σ over the last axis of (B, i, T), left to right (fixed order)."""
+    out = a[..., 0].copy()
+    for j in range(1, a.shape[-1]):
+        out += a[..., j]
+    return out
 
 
 @dataclass
@@ -264,12 +354,15 @@ def _head(
     itau_hi: float,
     dc: float,
     exact: HeadTrace | None = None,
+    xrt: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One head's output rows, a bound on their magnitude per word, and their radii.
 
     ``exact``: the head's hard trace, given only where the head's input is the exact hard
     one (the first layer: both meanings start from the same embeddings), so that its scores
-    and values are the hard ones, converted (Lemma H) instead of computed (Lemmas L, D)."""
+    and values are the hard ones, converted (Lemma H) instead of computed (Lemmas L, D).
+    ``xrt``: x̂ and its radii feature-major (:func:`_tr`), given for fixed-order products
+    (the default; None: BLAS products, ``softfloat.blas_on``)."""
     B, T, _ = x.shape
     if exact is not None:
         # Lemma H: the exact scores and values converted, |ŝ − s| ≤ CONV·|ŝ| + ETA per entry
@@ -280,7 +373,16 @@ def _head(
         v = _to_float(exact.v)
         rv = np.abs(v) * CONV + ETA
         vn_word = _mag(v)
-    else:
+    elif xrt is not None:  # fixed order (Lemmas L, D as below)
+        xt, rt = xrt
+        q, qn, rq = hd.q.t(xt, xn, rt)
+        k, kn, rk = hd.k.t(xt, xn, rt)
+        sbound = qn * kn * float(hd.d)  # ≥ max |ŝ| per word, (1 + γ_d) inside the factor 2 below
+        vt, vn_word, rvt = hd.v.t(xt, xn, rt)
+        v, rv = _untr(vt), _untr(rvt)
+        s, es = _scores_t(q, k, rq, rk, gamma(hd.d))
+        sa = np.abs(s)
+    else:  # BLAS products (EXACTATTN_BLAS=1)
         q, qn, rq = hd.q(x, xn, r)
         k, kn, rk = hd.k(x, xn, r)
         sbound = qn * kn * float(hd.d)  # ≥ max |ŝ| per word, (1 + γ_d) inside the factor 2 below
@@ -310,7 +412,8 @@ def _head(
     y += rt
     np.put_along_axis(y, t[:, :, None], -np.inf, axis=2)  # the key t itself is not off-key
     off = _exp_up(y)
-    off = np.minimum((off @ np.ones(T)) * SAFE, 1.0)  # ≥ Σ_{j≠t} α_j, which is ≤ 1 (Lemma A)
+    tot = (off @ np.ones(T)) if sf.blas_on() else _sum_keys(off)  # (fixed order by default)
+    off = np.minimum(tot * SAFE, 1.0)  # ≥ Σ_{j≠t} α_j, which is ≤ 1 (Lemma A)
     # Lemma A needs x̂ = fl(ŝ·c) finite where ŝ is: an overflow to −inf beside a finite ρ would
     # bound a key's weight by 2^-1022. Where the per-word bound of |ŝ·c| may reach 2^1020, the
     # off-key mass is taken as 1, which is always true.
@@ -376,7 +479,33 @@ def _softmax_rows(
     B, T = xs.shape[:2]
     # Σ_j α_j v_j ± (Σ_j (a_r + γ_T|a_m|)|v̂_j| + (|a_m| + a_r)R_v[j]): sums of products in
     # any order (γ_T covers the midpoint's rounding, the radius terms are non-negative)
-    if K >= B * BATCHED_ROWS:  # many rows (layer 0's diffuse attention): batched products per word
+    if not sf.blas_on():  # fixed order: over the keys left to right, the rows innermost
+        gT = gamma(T)
+        am = np.ascontiguousarray(a_m.T)  # (T, K)
+        ar = np.ascontiguousarray(a_r.T)
+        aam = np.abs(am)
+        w1 = gT * aam
+        w1 += ar  # fl(a_r + fl(γ_T|a_m|))
+        w2 = aam + ar  # |a_m| + a_r
+        vt = np.ascontiguousarray(v.transpose(1, 2, 0))[:, :, bi]  # (T, m, K)
+        rvt = np.ascontiguousarray(rv.transpose(1, 2, 0))[:, :, bi]
+        mid_t = am[0] * vt[0]
+        r1 = w1[0] * np.abs(vt[0])
+        r2 = w2[0] * rvt[0]
+        tmp = np.empty_like(mid_t)
+        for j in range(1, T):
+            np.multiply(am[j], vt[j], out=tmp)
+            mid_t += tmp
+            np.abs(vt[j], out=tmp)
+            tmp *= w1[j]
+            r1 += tmp
+            np.multiply(w2[j], rvt[j], out=tmp)
+            r2 += tmp
+        r1 += r2
+        r1 *= SAFE
+        r1 += ETA
+        mid, rad = mid_t.T, r1.T  # (K, m)
+    elif K >= B * BATCHED_ROWS:  # BLAS, many rows (layer 0): batched products per word
         am = np.zeros((B, T, T))
         ar = np.zeros((B, T, T))
         am[bi, ii] = a_m
@@ -469,6 +598,7 @@ def _certify(
     err_lo = np.zeros((B, L))
     err_hi = np.full((B, L), np.inf)
     err_row = np.zeros((B, L), dtype=np.int64)
+    blas = sf.blas_on()  # BLAS products (opt-in) or fixed order (the default)
     with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
         x = _to_float(hb.x0)
         xn = _mag(x)
@@ -481,12 +611,14 @@ def _certify(
                 radd = r.copy()
                 mag = xn.copy()
                 traces = lt.heads if li == 0 and EXACT_FIRST else None  # exact input
+                # feature-major x̂ and radii for the fixed-order products (shared by the heads)
+                xrt = None if traces is not None or blas else (_tr(x), _tr(r))
                 for h, (hd, (lo, hi)) in enumerate(zip(layer, row, strict=True)):
                     c = float(2 / (lo + hi))
                     itau_hi = sf.float_up(1 / lo)
                     dc = sf.float_up(max(abs(Fraction(c) - 1 / lo), abs(Fraction(c) - 1 / hi)))
                     tr = None if traces is None else traces[h]
-                    out, outn, rout = _head(hd, x, xn, r, c, itau_hi, dc, tr)
+                    out, outn, rout = _head(hd, x, xn, r, c, itau_hi, dc, tr, xrt)
                     new += out
                     radd += rout
                     mag += outn
@@ -496,14 +628,19 @@ def _certify(
                 x = new
             else:
                 hidden, outl = layer
-                h, hn, rh = x, xn, r
+                # fixed order: the whole block feature-major (elementwise steps: same bits)
+                h, hn, rh = (x, xn, r) if blas else (_tr(x), xn, _tr(r))
                 for lin in hidden:
-                    h, hn, rh = lin(h, hn, rh)
+                    h, hn, rh = lin(h, hn, rh) if blas else lin.t(h, hn, rh)
                     # certainly ≤ 0 (exact sign of a float sum): 0 exactly
                     rh = np.where(h + rh <= 0, 0.0, rh)
                     np.maximum(h, 0.0, out=h)  # Lemma R: |relu a − relu b| ≤ |a − b|
                     hn = np.maximum(hn, 0.0)  # max|relu(ŷ)| ≤ max|ŷ|
-                o, on, ro = outl(h, hn, rh)
+                if blas:
+                    o, on, ro = outl(h, hn, rh)
+                else:
+                    o, on, ro = outl.t(h, hn, rh)
+                    o, ro = _untr(o), _untr(ro)
                 x = x + o
                 r = (r + ro + U * (1 + U) * _w(xn + on)) * SAFE
             xn = _mag(x)
