@@ -115,16 +115,25 @@ class _Lin:
         aw = np.abs(wt) * ((1 + 2.0**-50) * SAFE)
         return _Lin(wt, bb, _norm_inf(w), bmax, g, aw, _terms(wt), _terms(aw))
 
-    def __call__(self, x: np.ndarray, xn: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, ...]:
+    def __call__(
+        self, x: np.ndarray, xn: np.ndarray, r: np.ndarray, major: bool = False
+    ) -> tuple[np.ndarray, ...]:
         """(ŷ, max |ŷ| per word (B, 1), radius per entry) from x̂ (B, T, d), its per-word
         magnitude (B, 1) and its radii per entry (B, T, d).
 
         Lemma L: |ŷ − y| ≤ R·|W|ᵀ + g·(‖W‖∞·‖x̂‖∞ + max|b|) per entry (with ‖Ŵ‖∞ ≤ (1+u)‖W‖∞
-        absorbed in g's factor (1 + u)). Fixed-order products (:meth:`t`) unless BLAS
-        products are switched on (``softfloat.blas_on``)."""
-        if not sf.blas_on():
-            y, m, rad = self.t(_tr(x), xn, _tr(r))
-            return _untr(y), m, _untr(rad)
+        absorbed in g's factor (1 + u)). Fixed-order products (:func:`_prod`) unless BLAS
+        products are switched on (``softfloat.blas_on``); ``major``: ŷ and radii returned
+        feature-major, (m, B, T) (fixed order only)."""
+        if major or not sf.blas_on():
+            y = _prod(x, self.terms, major)
+            if self.b is not None:
+                y += self.b[:, None, None] if major else self.b
+            rnd = self.g * (self.norm * (1 + U) * xn + self.bmax)
+            # |(x̂ − x)Wᵀ| ≤ R·|W|ᵀ (non-negative terms; a zero weight's term is exactly 0)
+            rad = _prod(r, self.aterms, major)
+            rad += (rnd + ETA)[None] if major else rnd[:, :, None] + ETA
+            return y, self.mag(xn), rad
         # (B products of T rows: one product of B·T rows is faster alone but starts BLAS
         # threads, which cost several times more CPU on a shared machine)
         y = x @ self.w
@@ -134,19 +143,6 @@ class _Lin:
         # |(x̂ − x)Wᵀ| ≤ R·|W|ᵀ (non-negative terms: any summation order)
         rad = r @ self.aw
         rad += rnd[:, :, None] + ETA
-        return y, self.mag(xn), rad
-
-    def t(self, xt: np.ndarray, xn: np.ndarray, rt: np.ndarray) -> tuple[np.ndarray, ...]:
-        """:meth:`__call__` on feature-major arrays, x̂ and radii (d, T, B) → (m, T, B): the
-        same formulas, the products summed left to right over the nonzero weights
-        (:func:`_prod_t`), bit-identical on every machine."""
-        y = _prod_t(xt, self.terms)
-        if self.b is not None:
-            y += self.b[:, None, None]
-        rnd = self.g * (self.norm * (1 + U) * xn + self.bmax)
-        # |(x̂ − x)Wᵀ| ≤ R·|W|ᵀ (non-negative terms; a zero weight's term is exactly 0)
-        rad = _prod_t(rt, self.aterms)
-        rad += rnd[:, 0] + ETA  # per word: the last axis
         return y, self.mag(xn), rad
 
     def mag(self, xn: np.ndarray) -> np.ndarray:
@@ -162,59 +158,52 @@ def _terms(wt: np.ndarray) -> list[list[tuple[int, float]]]:
     return [[(c, float(wt[c, o])) for c in range(d) if wt[c, o] != 0] for o in range(m)]
 
 
-def _prod_t(xt: np.ndarray, terms: list[list[tuple[int, float]]]) -> np.ndarray:
-    """y[o] = Σ_c w_co·xt[c] for a feature-major xt (d, T, B), added left to right over the
-    nonzero w_co: one elementwise product and one addition per term, each over T·B contiguous
-    entries. No BLAS and no numpy reduction, so the bits do not depend on the machine."""
-    y = np.empty((len(terms),) + xt.shape[1:])
-    tmp = np.empty(xt.shape[1:])
+def _prod(x: np.ndarray, terms: list[list[tuple[int, float]]], major: bool) -> np.ndarray:
+    """y[…, o] = Σ_c w_co·x[…, c] for x (B, T, d), added left to right over the nonzero w_co:
+    one elementwise product and one addition per term, each over the B·T entries of a column.
+    No BLAS and no numpy reduction, so the bits do not depend on the machine. ``major``: y as
+    (m, B, T) (contiguous columns) instead of (B, T, m)."""
+    m = len(terms)
+    y = np.empty((m,) + x.shape[:-1]) if major else np.empty(x.shape[:-1] + (m,))
+    tmp = np.empty(x.shape[:-1])
     for o, col in enumerate(terms):
+        yo = y[o] if major else y[..., o]
         if not col:
-            y[o] = 0.0
+            yo[...] = 0.0
             continue
         c0, w0 = col[0]
-        np.multiply(xt[c0], w0, out=y[o])
+        np.multiply(x[..., c0], w0, out=yo)
         for c, w in col[1:]:
-            np.multiply(xt[c], w, out=tmp)
-            y[o] += tmp
+            np.multiply(x[..., c], w, out=tmp)
+            yo += tmp
     return y
-
-
-def _tr(x: np.ndarray) -> np.ndarray:
-    """(B, T, d) → feature-major (d, T, B), contiguous (the layout of :func:`_prod_t`)."""
-    return np.ascontiguousarray(x.transpose(2, 1, 0))
-
-
-def _untr(y: np.ndarray) -> np.ndarray:
-    """(m, T, B) → (B, T, m), contiguous (the inverse of :func:`_tr`)."""
-    return np.ascontiguousarray(y.transpose(2, 1, 0))
 
 
 def _scores_t(
     q: np.ndarray, k: np.ndarray, rq: np.ndarray, rk: np.ndarray, gd: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """ŝ = q̂k̂ᵀ and Lemma D's es = |q̂|·(γ_d|k̂| + R_k)ᵀ + R_q·(|k̂| + R_k)ᵀ, (B, i, j), from
-    feature-major (c, T, B) enclosures: each of the three sums over c left to right, as
-    elementwise products over (i, j, B) arrays with the word axis innermost (long contiguous
-    loops), then the two sums of es added (no BLAS: the same bits on every machine)."""
+    feature-major (c, B, T) enclosures: each of the three sums over c left to right, as
+    elementwise (broadcast) products over (B, i, j), then the two sums of es added (no BLAS:
+    the same bits on every machine)."""
     a1 = np.abs(k)
     a2 = a1 + rk  # |k̂| + R_k
     a1 *= gd
     a1 += rk  # fl(γ_d|k̂|) + R_k
     aq = np.abs(q)
-    shape = (q.shape[1], k.shape[1], q.shape[2])
+    shape = (q.shape[1], q.shape[2], k.shape[2])
     new = np.empty if q.shape[0] else np.zeros  # (every entry written at c = 0)
     s, e1, e2 = new(shape), new(shape), new(shape)
     tmp = np.empty(shape)
     for c in range(q.shape[0]):
         for acc, x, y in ((s, q, k), (e1, aq, a1), (e2, rq, a2)):
             if c == 0:
-                np.multiply(x[0][:, None, :], y[0][None, :, :], out=acc)
+                np.multiply(x[0][:, :, None], y[0][:, None, :], out=acc)
             else:
-                np.multiply(x[c][:, None, :], y[c][None, :, :], out=tmp)
+                np.multiply(x[c][:, :, None], y[c][:, None, :], out=tmp)
                 acc += tmp
     e1 += e2
-    return np.ascontiguousarray(s.transpose(2, 0, 1)), np.ascontiguousarray(e1.transpose(2, 0, 1))
+    return s, e1
 
 
 def _sum_keys(a: np.ndarray) -> np.ndarray:
@@ -354,15 +343,14 @@ def _head(
     itau_hi: float,
     dc: float,
     exact: HeadTrace | None = None,
-    xrt: tuple[np.ndarray, np.ndarray] | None = None,
+    blas: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One head's output rows, a bound on their magnitude per word, and their radii.
 
     ``exact``: the head's hard trace, given only where the head's input is the exact hard
     one (the first layer: both meanings start from the same embeddings), so that its scores
     and values are the hard ones, converted (Lemma H) instead of computed (Lemmas L, D).
-    ``xrt``: x̂ and its radii feature-major (:func:`_tr`), given for fixed-order products
-    (the default; None: BLAS products, ``softfloat.blas_on``)."""
+    ``blas``: BLAS products (``softfloat.blas_on``) instead of fixed-order ones."""
     B, T, _ = x.shape
     if exact is not None:
         # Lemma H: the exact scores and values converted, |ŝ − s| ≤ CONV·|ŝ| + ETA per entry
@@ -373,13 +361,11 @@ def _head(
         v = _to_float(exact.v)
         rv = np.abs(v) * CONV + ETA
         vn_word = _mag(v)
-    elif xrt is not None:  # fixed order (Lemmas L, D as below)
-        xt, rt = xrt
-        q, qn, rq = hd.q.t(xt, xn, rt)
-        k, kn, rk = hd.k.t(xt, xn, rt)
+    elif not blas:  # fixed order (Lemmas L, D as below)
+        q, qn, rq = hd.q(x, xn, r, major=True)
+        k, kn, rk = hd.k(x, xn, r, major=True)
         sbound = qn * kn * float(hd.d)  # ≥ max |ŝ| per word, (1 + γ_d) inside the factor 2 below
-        vt, vn_word, rvt = hd.v.t(xt, xn, rt)
-        v, rv = _untr(vt), _untr(rvt)
+        v, vn_word, rv = hd.v(x, xn, r)
         s, es = _scores_t(q, k, rq, rk, gamma(hd.d))
         sa = np.abs(s)
     else:  # BLAS products (EXACTATTN_BLAS=1)
@@ -611,14 +597,12 @@ def _certify(
                 radd = r.copy()
                 mag = xn.copy()
                 traces = lt.heads if li == 0 and EXACT_FIRST else None  # exact input
-                # feature-major x̂ and radii for the fixed-order products (shared by the heads)
-                xrt = None if traces is not None or blas else (_tr(x), _tr(r))
                 for h, (hd, (lo, hi)) in enumerate(zip(layer, row, strict=True)):
                     c = float(2 / (lo + hi))
                     itau_hi = sf.float_up(1 / lo)
                     dc = sf.float_up(max(abs(Fraction(c) - 1 / lo), abs(Fraction(c) - 1 / hi)))
                     tr = None if traces is None else traces[h]
-                    out, outn, rout = _head(hd, x, xn, r, c, itau_hi, dc, tr, xrt)
+                    out, outn, rout = _head(hd, x, xn, r, c, itau_hi, dc, tr, blas)
                     new += out
                     radd += rout
                     mag += outn
@@ -628,19 +612,14 @@ def _certify(
                 x = new
             else:
                 hidden, outl = layer
-                # fixed order: the whole block feature-major (elementwise steps: same bits)
-                h, hn, rh = (x, xn, r) if blas else (_tr(x), xn, _tr(r))
+                h, hn, rh = x, xn, r
                 for lin in hidden:
-                    h, hn, rh = lin(h, hn, rh) if blas else lin.t(h, hn, rh)
+                    h, hn, rh = lin(h, hn, rh)
                     # certainly ≤ 0 (exact sign of a float sum): 0 exactly
                     rh = np.where(h + rh <= 0, 0.0, rh)
                     np.maximum(h, 0.0, out=h)  # Lemma R: |relu a − relu b| ≤ |a − b|
                     hn = np.maximum(hn, 0.0)  # max|relu(ŷ)| ≤ max|ŷ|
-                if blas:
-                    o, on, ro = outl(h, hn, rh)
-                else:
-                    o, on, ro = outl.t(h, hn, rh)
-                    o, ro = _untr(o), _untr(ro)
+                o, on, ro = outl(h, hn, rh)
                 x = x + o
                 r = (r + ro + U * (1 + U) * _w(xn + on)) * SAFE
             xn = _mag(x)
