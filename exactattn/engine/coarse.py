@@ -115,34 +115,31 @@ class _Lin:
         aw = np.abs(wt) * ((1 + 2.0**-50) * SAFE)
         return _Lin(wt, bb, _norm_inf(w), bmax, g, aw, _terms(wt), _terms(aw))
 
-    def __call__(
-        self, x: np.ndarray, xn: np.ndarray, r: np.ndarray, major: bool = False
-    ) -> tuple[np.ndarray, ...]:
-        """(ŷ, max |ŷ| per word (B, 1), radius per entry) from x̂ (B, T, d), its per-word
-        magnitude (B, 1) and its radii per entry (B, T, d).
+    def __call__(self, x: np.ndarray, xn: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, ...]:
+        """:meth:`fm` on arrays (B, T, d) → (B, T, m) (tests and single maps)."""
+        y, m, rad = self.fm(_fm(x), xn, _fm(r))
+        return _bt(y), m, _bt(rad)
+
+    def fm(self, x: np.ndarray, xn: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(ŷ, max |ŷ| per word (B, 1), radius per entry) from x̂ feature-major (d, B, T), its
+        per-word magnitude (B, 1) and its radii per entry (d, B, T); ŷ and radii (m, B, T).
 
         Lemma L: |ŷ − y| ≤ R·|W|ᵀ + g·(‖W‖∞·‖x̂‖∞ + max|b|) per entry (with ‖Ŵ‖∞ ≤ (1+u)‖W‖∞
         absorbed in g's factor (1 + u)). Fixed-order products (:func:`_prod`) unless BLAS
-        products are switched on (``softfloat.blas_on``); ``major``: ŷ and radii returned
-        feature-major, (m, B, T) (fixed order only)."""
-        if major or not sf.blas_on():
-            y = _prod(x, self.terms, major)
-            if self.b is not None:
-                y += self.b[:, None, None] if major else self.b
-            rnd = self.g * (self.norm * (1 + U) * xn + self.bmax)
-            # |(x̂ − x)Wᵀ| ≤ R·|W|ᵀ (non-negative terms; a zero weight's term is exactly 0)
-            rad = _prod(r, self.aterms, major)
-            rad += (rnd + ETA)[None] if major else rnd[:, :, None] + ETA
-            return y, self.mag(xn), rad
-        # (B products of T rows: one product of B·T rows is faster alone but starts BLAS
-        # threads, which cost several times more CPU on a shared machine)
-        y = x @ self.w
-        if self.b is not None:
-            y += self.b
+        products are switched on (``softfloat.blas_on``)."""
         rnd = self.g * (self.norm * (1 + U) * xn + self.bmax)
-        # |(x̂ − x)Wᵀ| ≤ R·|W|ᵀ (non-negative terms: any summation order)
-        rad = r @ self.aw
-        rad += rnd[:, :, None] + ETA
+        if not sf.blas_on():
+            y = _prod(x, self.terms)
+            if self.b is not None:
+                y += self.b[:, None, None]
+            # |(x̂ − x)Wᵀ| ≤ R·|W|ᵀ (non-negative terms; a zero weight's term is exactly 0)
+            rad = _prod(r, self.aterms)
+        else:  # BLAS: B products of T rows (one of B·T rows starts BLAS threads)
+            y = _fm(_bt(x) @ self.w)
+            if self.b is not None:
+                y += self.b[:, None, None]
+            rad = _fm(_bt(r) @ self.aw)  # non-negative terms: any summation order
+        rad += (rnd + ETA)[None]  # per word: (1, B, 1)
         return y, self.mag(xn), rad
 
     def mag(self, xn: np.ndarray) -> np.ndarray:
@@ -158,25 +155,33 @@ def _terms(wt: np.ndarray) -> list[list[tuple[int, float]]]:
     return [[(c, float(wt[c, o])) for c in range(d) if wt[c, o] != 0] for o in range(m)]
 
 
-def _prod(x: np.ndarray, terms: list[list[tuple[int, float]]], major: bool) -> np.ndarray:
-    """y[…, o] = Σ_c w_co·x[…, c] for x (B, T, d), added left to right over the nonzero w_co:
-    one elementwise product and one addition per term, each over the B·T entries of a column.
-    No BLAS and no numpy reduction, so the bits do not depend on the machine. ``major``: y as
-    (m, B, T) (contiguous columns) instead of (B, T, m)."""
-    m = len(terms)
-    y = np.empty((m,) + x.shape[:-1]) if major else np.empty(x.shape[:-1] + (m,))
-    tmp = np.empty(x.shape[:-1])
+def _prod(x: np.ndarray, terms: list[list[tuple[int, float]]]) -> np.ndarray:
+    """y[o] = Σ_c w_co·x[c] for a feature-major x (d, B, T), added left to right over the
+    nonzero w_co: one elementwise product and one addition per term, each over the B·T
+    contiguous entries of a feature. No BLAS and no numpy reduction, so the bits do not
+    depend on the machine (and faster than BLAS here: no transposes, zeros skipped)."""
+    y = np.empty((len(terms),) + x.shape[1:])
+    tmp = np.empty(x.shape[1:])
     for o, col in enumerate(terms):
-        yo = y[o] if major else y[..., o]
         if not col:
-            yo[...] = 0.0
+            y[o] = 0.0
             continue
         c0, w0 = col[0]
-        np.multiply(x[..., c0], w0, out=yo)
+        np.multiply(x[c0], w0, out=y[o])
         for c, w in col[1:]:
-            np.multiply(x[..., c], w, out=tmp)
-            yo += tmp
+            np.multiply(x[c], w, out=tmp)
+            y[o] += tmp
     return y
+
+
+def _fm(x: np.ndarray) -> np.ndarray:
+    """(B, T, d) → feature-major (d, B, T), contiguous: the tier's layout."""
+    return np.ascontiguousarray(x.transpose(2, 0, 1))
+
+
+def _bt(y: np.ndarray) -> np.ndarray:
+    """Feature-major (m, B, T) → (B, T, m), contiguous (the inverse of :func:`_fm`)."""
+    return np.ascontiguousarray(y.transpose(1, 2, 0))
 
 
 def _scores_t(
@@ -310,23 +315,28 @@ def _exp_up(y: np.ndarray) -> np.ndarray:
 
 
 def _max_keys(a: np.ndarray) -> np.ndarray:
-    """max over axis 1 of (B, T, m), exactly (a loop over T: numpy's reduction over a middle
-    axis of a narrow array is several times slower); nan propagates."""
-    out = a[:, 0].copy()
-    for j in range(1, a.shape[1]):
-        np.maximum(out, a[:, j], out=out)
+    """max over the last axis (the keys) of (m, B, T), exactly (a loop over T: numpy's
+    reduction over a short last axis is several times slower); nan propagates."""
+    out = a[..., 0].copy()
+    for j in range(1, a.shape[-1]):
+        np.maximum(out, a[..., j], out=out)
     return out
 
 
 def _w(a: np.ndarray) -> np.ndarray:
-    """A per-word (B, 1) array shaped to add to radii of (B, T, d)."""
-    return a[:, :, None]
+    """A per-word (B, 1) array shaped to add to feature-major radii (d, B, T)."""
+    return a[None]
+
+
+def _word_max(a: np.ndarray) -> np.ndarray:
+    """max per word, (B,), of a feature-major (d, B, T) array, exactly (nan propagates): over
+    the features, then a loop over T (numpy's max over axes (0, 2) is ~8× slower)."""
+    return _max_keys(a.max(axis=0))
 
 
 def _mag(a: np.ndarray) -> np.ndarray:
-    """max |a| per word, (B, 1) (nan and inf propagate): reductions over a small last axis
-    cost ~6× one over the whole word."""
-    return np.abs(a).max(axis=(1, 2))[:, None]
+    """max |a| per word, (B, 1), of a feature-major (d, B, T) array (nan and inf propagate)."""
+    return _word_max(np.abs(a))[:, None]
 
 
 def _to_float(ra: object) -> np.ndarray:
@@ -343,36 +353,52 @@ def _head(
     itau_hi: float,
     dc: float,
     exact: HeadTrace | None = None,
-    blas: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One head's output rows, a bound on their magnitude per word, and their radii.
+    """:func:`_head_fm` on arrays (B, T, d) → (B, T, m) (tests)."""
+    out, outn, rout = _head_fm(hd, _fm(x), xn, _fm(r), inv_tau, itau_hi, dc, exact)
+    return _bt(out), outn, _bt(rout)
+
+
+def _head_fm(
+    hd: _Head,
+    x: np.ndarray,
+    xn: np.ndarray,
+    r: np.ndarray,
+    inv_tau: float,
+    itau_hi: float,
+    dc: float,
+    exact: HeadTrace | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One head's output rows, a bound on their magnitude per word, and their radii, all
+    feature-major ((d, B, T) in, (m, B, T) out; scores and weights are (B, i, j)).
 
     ``exact``: the head's hard trace, given only where the head's input is the exact hard
     one (the first layer: both meanings start from the same embeddings), so that its scores
     and values are the hard ones, converted (Lemma H) instead of computed (Lemmas L, D).
-    ``blas``: BLAS products (``softfloat.blas_on``) instead of fixed-order ones."""
-    B, T, _ = x.shape
+    Fixed-order products unless ``softfloat.blas_on()``."""
+    blas = sf.blas_on()
+    T = x.shape[2]
     if exact is not None:
         # Lemma H: the exact scores and values converted, |ŝ − s| ≤ CONV·|ŝ| + ETA per entry
         s = _to_float(exact.scores)  # (B, i, j)
         sa = np.abs(s)
         sbound = sa.max(axis=(1, 2))[:, None]  # max |ŝ| per word (B, 1)
         es = sa * CONV + ETA
-        v = _to_float(exact.v)
+        v = _fm(_to_float(exact.v))
         rv = np.abs(v) * CONV + ETA
         vn_word = _mag(v)
     elif not blas:  # fixed order (Lemmas L, D as below)
-        q, qn, rq = hd.q(x, xn, r, major=True)
-        k, kn, rk = hd.k(x, xn, r, major=True)
+        q, qn, rq = hd.q.fm(x, xn, r)
+        k, kn, rk = hd.k.fm(x, xn, r)
         sbound = qn * kn * float(hd.d)  # ≥ max |ŝ| per word, (1 + γ_d) inside the factor 2 below
-        v, vn_word, rv = hd.v(x, xn, r)
+        v, vn_word, rv = hd.v.fm(x, xn, r)
         s, es = _scores_t(q, k, rq, rk, gamma(hd.d))
         sa = np.abs(s)
     else:  # BLAS products (EXACTATTN_BLAS=1)
-        q, qn, rq = hd.q(x, xn, r)
-        k, kn, rk = hd.k(x, xn, r)
+        q, qn, rq = (_bt(a) if a.ndim == 3 else a for a in hd.q.fm(x, xn, r))
+        k, kn, rk = (_bt(a) if a.ndim == 3 else a for a in hd.k.fm(x, xn, r))
         sbound = qn * kn * float(hd.d)  # ≥ max |ŝ| per word, (1 + γ_d) inside the factor 2 below
-        v, vn_word, rv = hd.v(x, xn, r)
+        v, vn_word, rv = hd.v.fm(x, xn, r)
         s = q @ np.swapaxes(k, 1, 2)  # (B, i, j)
         # Lemma D, per entry:
         # |ŝ_ij − s_ij| ≤ Σ_c |q̂_ic|(γ_d|k̂_jc| + R_k,jc) + R_q,ic(|k̂_jc| + R_k,jc)
@@ -406,23 +432,22 @@ def _head(
     big = ~(sbound * (2.0 * inv_tau) < 2.0**1020)  # (B, 1); nan too
     if big.any():
         off = np.where(big, 1.0, off)
-    mix = np.take_along_axis(v, t[:, :, None], axis=1)  # (B, i, m): v̂_t
+    mix = np.take_along_axis(v, t[None], axis=2)  # (m, B, i): v̂_t
     # Lemma A, per column: v̂_t ± (R_v[t] + off-key mass · (value spread + 2 max R_v))
-    spread = (_max_keys(v) + _max_keys(-v)) * SAFE + 2 * _max_keys(rv)  # (B, m)
-    rvt = np.take_along_axis(rv, t[:, :, None], axis=1)
-    rmix = (rvt + off[:, :, None] * spread[:, None, :]) * SAFE
+    spread = (_max_keys(v) + _max_keys(-v)) * SAFE + 2 * _max_keys(rv)  # (m, B)
+    rvt = np.take_along_axis(rv, t[None], axis=2)
+    rmix = (rvt + off[None] * spread[:, :, None]) * SAFE
     diffuse = hd.any_vis[None, :] & ~(off <= DIFFUSE)  # (nan: too)
     if diffuse.any():
         _softmax_rows(hd, np.nonzero(diffuse), xs, t, rho, v, rv, mix, rmix)
     if not hd.any_vis.all():
-        mix = np.where(hd.any_vis[None, :, None], mix, 0.0)  # no visible key: exactly 0
-        rmix = np.where(hd.any_vis[None, :, None], rmix, 0.0)
+        mix = np.where(hd.any_vis, mix, 0.0)  # no visible key: exactly 0
+        rmix = np.where(hd.any_vis, rmix, 0.0)
     if hd.o is None:
         return mix, (_mag(mix) if diffuse.any() else vn_word), rmix
     # every hardmax row is a row of v̂; where softmax rows were kept, measure
     mixn = _mag(mix) if diffuse.any() else vn_word
-    out, outn, rout = hd.o(mix, mixn, rmix)
-    return out, outn, rout
+    return hd.o.fm(mix, mixn, rmix)
 
 
 DIFFUSE = 2.0**-50  # rows whose off-key mass may exceed this get the softmax itself (Lemma W)
@@ -442,7 +467,7 @@ def _softmax_rows(
     """Overwrite the rows ``rows`` = (word, query) of ``mix``/``rmix`` with the softmax
     computed in softfloat's proven midpoint-radius arithmetic (Lemma W): E_j ∋
     e^{x_j − x_t} from z_j = x̂_j − x̂_t ± (2ρ + u|z_j|), E_t = 1 exactly, α = E/ΣE, then
-    Σ_j α_j v_j with v̂_j ± R_v[j]."""
+    Σ_j α_j v_j with v̂_j ± R_v[j]. ``v``, ``rv``, ``mix``, ``rmix`` feature-major (m, B, T)."""
     bi, ii = rows
     vis = hd.vis[ii]  # (K, T)
     K = bi.size
@@ -473,8 +498,8 @@ def _softmax_rows(
         w1 = gT * aam
         w1 += ar  # fl(a_r + fl(γ_T|a_m|))
         w2 = aam + ar  # |a_m| + a_r
-        vt = np.ascontiguousarray(v.transpose(1, 2, 0))[:, :, bi]  # (T, m, K)
-        rvt = np.ascontiguousarray(rv.transpose(1, 2, 0))[:, :, bi]
+        vt = np.ascontiguousarray(v[:, bi].transpose(2, 0, 1))  # (T, m, K)
+        rvt = np.ascontiguousarray(rv[:, bi].transpose(2, 0, 1))
         mid_t = am[0] * vt[0]
         r1 = w1[0] * np.abs(vt[0])
         r2 = w2[0] * rvt[0]
@@ -490,8 +515,9 @@ def _softmax_rows(
         r1 += r2
         r1 *= SAFE
         r1 += ETA
-        mid, rad = mid_t.T, r1.T  # (K, m)
+        mid, rad = mid_t, r1  # (m, K)
     elif K >= B * BATCHED_ROWS:  # BLAS, many rows (layer 0): batched products per word
+        v, rv = _bt(v), _bt(rv)  # (B, T, m)
         am = np.zeros((B, T, T))
         ar = np.zeros((B, T, T))
         am[bi, ii] = a_m
@@ -499,21 +525,23 @@ def _softmax_rows(
         aam = np.abs(am)
         mid = (am @ v)[bi, ii]
         rad = ((ar + gamma(T) * aam) @ np.abs(v) + (aam + ar) @ rv)[bi, ii] * SAFE + ETA
-    else:  # a few rows: products per row
-        vk = v[bi]  # (K, T, m)
-        rk = rv[bi]  # (K, T, m)
+        mid, rad = mid.T, rad.T  # (m, K)
+    else:  # BLAS, a few rows: products per row
+        vk = _bt(v)[bi]  # (K, T, m)
+        rk = _bt(rv)[bi]  # (K, T, m)
         mid = np.einsum("kj,kjm->km", a_m, vk)
         av = np.abs(vk)
         rad = (
             np.einsum("kj,kjm->km", a_r + gamma(T) * np.abs(a_m), av)
             + np.einsum("kj,kjm->km", np.abs(a_m) + a_r, rk)
         ) * SAFE + ETA
+        mid, rad = mid.T, rad.T  # (m, K)
     # keep the softmax where it beats the hardmax row's own bound, per column: either
     # enclosure is sound
-    use = np.isfinite(mid) & np.isfinite(rad) & (rad < rmix[bi, ii])
-    cur_m, cur_r = mix[bi, ii], rmix[bi, ii]
-    mix[bi, ii] = np.where(use, mid, cur_m)
-    rmix[bi, ii] = np.where(use, rad, cur_r)
+    use = np.isfinite(mid) & np.isfinite(rad) & (rad < rmix[:, bi, ii])
+    cur_m, cur_r = mix[:, bi, ii], rmix[:, bi, ii]
+    mix[:, bi, ii] = np.where(use, mid, cur_m)
+    rmix[:, bi, ii] = np.where(use, rad, cur_r)
     del K
 
 
@@ -584,9 +612,9 @@ def _certify(
     err_lo = np.zeros((B, L))
     err_hi = np.full((B, L), np.inf)
     err_row = np.zeros((B, L), dtype=np.int64)
-    blas = sf.blas_on()  # BLAS products (opt-in) or fixed order (the default)
+    # every tensor feature-major (d, B, T): the fixed-order products' columns are contiguous
     with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
-        x = _to_float(hb.x0)
+        x = _fm(_to_float(hb.x0))
         xn = _mag(x)
         r = np.abs(x) * CONV + ETA  # Lemma H, per entry
         for li, (layer, lt) in enumerate(zip(cw.layers, hb.layers, strict=True)):
@@ -602,7 +630,7 @@ def _certify(
                     itau_hi = sf.float_up(1 / lo)
                     dc = sf.float_up(max(abs(Fraction(c) - 1 / lo), abs(Fraction(c) - 1 / hi)))
                     tr = None if traces is None else traces[h]
-                    out, outn, rout = _head(hd, x, xn, r, c, itau_hi, dc, tr, blas)
+                    out, outn, rout = _head_fm(hd, x, xn, r, c, itau_hi, dc, tr)
                     new += out
                     radd += rout
                     mag += outn
@@ -614,35 +642,35 @@ def _certify(
                 hidden, outl = layer
                 h, hn, rh = x, xn, r
                 for lin in hidden:
-                    h, hn, rh = lin(h, hn, rh)
+                    h, hn, rh = lin.fm(h, hn, rh)
                     # certainly ≤ 0 (exact sign of a float sum): 0 exactly
                     rh = np.where(h + rh <= 0, 0.0, rh)
                     np.maximum(h, 0.0, out=h)  # Lemma R: |relu a − relu b| ≤ |a − b|
                     hn = np.maximum(hn, 0.0)  # max|relu(ŷ)| ≤ max|ŷ|
-                o, on, ro = outl(h, hn, rh)
+                o, on, ro = outl.fm(h, hn, rh)
                 x = x + o
                 r = (r + ro + U * (1 + U) * _w(xn + on)) * SAFE
             xn = _mag(x)
             # δ = soft − hard: Lemma H for the hard values, one rounding for the difference
-            hard = _to_float(lt.x_out)
+            hard = _fm(_to_float(lt.x_out))
             dl = x - hard
             # |δ̂ − δ| ≤ R + c per entry, c = CONV·max|ĥ| + 2u·max|δ̂| per word (Lemma H and
             # the difference's rounding); the float sums are within u, the maxima exact
             ad = np.abs(dl)
-            c = (CONV * _mag(hard)[:, 0] + 2 * U * ad.max(axis=(1, 2))) * SAFE + ETA
-            top = (ad + r).max(axis=2)  # (B, T)
+            c = (CONV * _mag(hard)[:, 0] + 2 * U * _word_max(ad)) * SAFE + ETA
+            top = (ad + r).max(axis=0)  # (B, T)
             err_row[:, li] = np.argmax(top, axis=1)  # the row of the upper end (witness)
             hi_ = (top.max(axis=1) * (1 + 2.0**-50) + c) * SAFE * MARGIN
-            m = (ad - r).max(axis=(1, 2)) * (1 - 2.0**-50)  # ≤ the exact max (u per term)
+            m = _word_max(ad - r) * (1 - 2.0**-50)  # ≤ the exact max (u per term)
             lo_ = np.maximum((m - c) * (1 - 2.0**-50), 0.0)
             fin = np.isfinite(hi_) & np.isfinite(lo_) & np.isfinite(xn[:, 0])
             err_hi[:, li] = np.where(fin, hi_, np.inf)
             err_lo[:, li] = np.where(fin, lo_, 0.0)
         # the accept read-out: y = w·x[slot] + b against the threshold
         slot = cm.model.accept_slot(hb.n)
-        xs = x[:, slot : slot + 1, :]
-        y, _, ry = cw.read(xs, xn, r[:, slot : slot + 1])
-        cdiff = y[:, 0, 0] - cw.thr
+        xs = x[:, :, slot : slot + 1]
+        y, _, ry = cw.read.fm(xs, xn, r[:, :, slot : slot + 1])
+        cdiff = y[0, :, 0] - cw.thr
         rad = (ry.reshape(B) + cw.thr_err + U * (1 + U) * np.abs(cdiff)) * SAFE
         yes = cdiff - rad > 0
         no = cdiff + rad < 0
