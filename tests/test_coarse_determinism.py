@@ -16,6 +16,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from tiers_vs_arb import assert_meets_arb
+
+from exactattn import model_from_dict
+from exactattn.engine import coarse as co
+from exactattn.engine import softfloat as sf
+from exactattn.engine.hard import CompiledModel, run_hard
+from exactattn.engine.temperature import BASE_PREC, Temperatures
+from exactattn.inputs import words_of_length
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -107,3 +115,33 @@ def test_coarse_bits_do_not_depend_on_the_blas_kernel(tmp_path: Path) -> None:
     assert sum(length["float_settled"] for length in rec["lengths"]) > 0
     for core in CORETYPES[1:]:
         assert outs[core] == outs[CORETYPES[0]], core
+
+
+@pytest.mark.parametrize("exact_first", [True, False])
+def test_opt_in_blas_products_meet_arb(monkeypatch, exact_first: bool) -> None:
+    """The opt-in BLAS variant (``EXACTATTN_BLAS=1``: numpy ``@``/``einsum``, sound in any
+    order) still encloses arb's errors and decides read-outs as arb does, on random models at
+    n = 4–5, and differs from the default only in last bits (both enclose the same values)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from models import random_model  # lazy: benchmarks/ is not a package
+    finally:
+        sys.path.pop(0)
+
+    monkeypatch.setattr(co, "EXACT_FIRST", exact_first)
+    decided = 0
+    for seed in range(4):
+        m = model_from_dict(random_model(d=8 + 4 * (seed % 2), blocks=1 + seed % 3, seed=seed))
+        n = 4 + seed % 2
+        cm, temps = CompiledModel(m), Temperatures(m, None)
+        taus = sf.tau_enclosures(temps.at(n, BASE_PREC))
+        hb = run_hard(cm, list(words_of_length(m.alphabet, n))[:40], n)
+        with sf.blas_products(True):
+            fb = co.certify_coarse(cm, hb, taus)
+        with sf.blas_products(False):
+            ff = co.certify_coarse(cm, hb, taus)
+        assert fb is not None and ff is not None
+        assert_meets_arb(cm, hb, fb, temps, fb.read)
+        assert (fb.err_lo <= ff.err_hi).all() and (ff.err_lo <= fb.err_hi).all()
+        decided += int(fb.read.sum())
+    assert decided > 50

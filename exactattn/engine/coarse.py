@@ -25,14 +25,21 @@ softmax rows) name these bounds; proofs/coarse_tier.md proves them under the sam
 formulas are those of the prototype ``benchmarks/coarse_probe.py --vector`` (its measurement in
 docs/scale.md) but one: the first layer's heads (whose input, the embeddings, is the same for
 both meanings) take the exact hard scores and values converted by Lemma H instead of Lemmas L
-and D (``EXACT_FIRST``). Lemma W's sums run as batched products per word when many rows are
-diffuse (another summation order, covered by the same bounds).
+and D (``EXACT_FIRST``).
 
 The tier never claims tightness (``tight`` all False, ``settled`` all False): its ends serve only
 domination. It declines (None) a model without an accept read-out; a word with a non-finite
-number gets [0, inf] ends and an undecided read-out. Products are numpy/BLAS matrix products:
-their enclosures hold for any summation order, but their last bits depend on the BLAS kernel
-(docs/scale.md, "Coarse tier", determinism).
+number gets [0, inf] ends and an undecided read-out.
+
+Determinism: which words the tier settles depends on the last bits of its floats, so by default
+every product is a fixed-order sum of elementwise IEEE operations (``_prod``, ``_scores_t``,
+``_sum_keys``, Lemma W's key loop): no BLAS, no ``einsum``, no numpy float reductions (only
+exact ones: max, argmax), so the bits are the same on every machine and BLAS kernel
+(tests/test_coarse_determinism.py). Tensors are feature-major (d, B, T), so that each term is
+one multiply and one add over a contiguous column, and zero weights are skipped (their terms
+are exactly 0). ``EXACTATTN_BLAS=1`` (``softfloat.blas_on``, recorded as ``blas`` in checkpoint
+identities) uses numpy/BLAS matrix products instead: the enclosures hold for any summation
+order, but the last bits then depend on the BLAS kernel (docs/scale.md, "Coarse tier").
 """
 
 from __future__ import annotations
