@@ -203,19 +203,28 @@ def _scores_t(
     a1 *= gd
     a1 += rk  # fl(γ_d|k̂|) + R_k
     aq = np.abs(q)
-    shape = (q.shape[1], q.shape[2], k.shape[2])
+    B, Ti, Tj = q.shape[1], q.shape[2], k.shape[2]
     new = np.empty if q.shape[0] else np.zeros  # (every entry written at c = 0)
-    s, e1, e2 = new(shape), new(shape), new(shape)
-    tmp = np.empty(shape)
-    for c in range(q.shape[0]):
+    s, e1, e2 = new((B, Ti, Tj)), new((B, Ti, Tj)), new((B, Ti, Tj))
+    # in blocks of SCORE_BLOCK words, so that the block's arrays stay in cache (≈ 2× faster;
+    # elementwise: the same bits for any block size)
+    tmp = np.empty((min(B, SCORE_BLOCK), Ti, Tj))
+    for b0 in range(0, B, SCORE_BLOCK):
+        w = slice(b0, b0 + SCORE_BLOCK)
+        t = tmp[: min(B - b0, SCORE_BLOCK)]
         for acc, x, y in ((s, q, k), (e1, aq, a1), (e2, rq, a2)):
-            if c == 0:
-                np.multiply(x[0][:, :, None], y[0][:, None, :], out=acc)
-            else:
-                np.multiply(x[c][:, :, None], y[c][:, None, :], out=tmp)
-                acc += tmp
+            ab = acc[w]
+            for c in range(q.shape[0]):
+                if c == 0:
+                    np.multiply(x[0][w, :, None], y[0][w, None, :], out=ab)
+                else:
+                    np.multiply(x[c][w, :, None], y[c][w, None, :], out=t)
+                    ab += t
     e1 += e2
     return s, e1
+
+
+SCORE_BLOCK = 256  # words per block of _scores_t
 
 
 def _sum_keys(a: np.ndarray) -> np.ndarray:
