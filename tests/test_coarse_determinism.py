@@ -145,3 +145,31 @@ def test_opt_in_blas_products_meet_arb(monkeypatch, exact_first: bool) -> None:
         assert (fb.err_lo <= ff.err_hi).all() and (ff.err_lo <= fb.err_hi).all()
         decided += int(fb.read.sum())
     assert decided > 50
+
+
+@pytest.mark.parametrize("blas", [False, True])
+def test_checkpoint_identity_records_the_products(tmp_path: Path, blas: bool) -> None:
+    """Shards made with the coarse tier carry ``coarse_version: 2`` (fixed-order products
+    unless ``blas``): shards of its first version (BLAS products always, other bits) lack it
+    and are recomputed on resume rather than mixed in."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from models import random_model  # lazy: benchmarks/ is not a package
+    finally:
+        sys.path.pop(0)
+    model = tmp_path / "m.json"
+    model.write_text(json.dumps(random_model(d=16, blocks=4, heads=2, seed=0)))
+    env = _env("Haswell")
+    if blas:
+        env["EXACTATTN_BLAS"] = "1"
+    ck = tmp_path / "ck"
+    args = [sys.executable, "-m", "exactattn", "check", str(model), "--min-n", "5"]
+    args += ["--max-n", "5", "-q", "--checkpoint", str(ck)]
+    proc = subprocess.run(args, capture_output=True, text=True, env=env)
+    assert proc.returncode == 1, proc.stderr
+    shards = sorted(ck.glob("*-n5/s*.json"))
+    assert shards
+    for p in shards:
+        ident = json.loads(p.read_text())["identity"]
+        assert ident["coarse_tier"] is True and ident["blas"] is blas
+        assert ident["coarse_version"] == 2
