@@ -157,7 +157,7 @@ class _Lin:
 
 def _terms(wt: np.ndarray) -> list[list[tuple[int, float]]]:
     """Per output column o of Ŵᵀ (d, m), its nonzero entries (c, Ŵᵀ_co), c increasing: the
-    terms of :func:`_prod_t` (a zero weight's product is exactly 0 in the exact map)."""
+    terms of :func:`_prod` (a zero weight's product is exactly 0 in the exact map)."""
     d, m = wt.shape
     return [[(c, float(wt[c, o])) for c in range(d) if wt[c, o] != 0] for o in range(m)]
 
@@ -449,7 +449,7 @@ def _head_fm(
     y += rt
     np.put_along_axis(y, t[:, :, None], -np.inf, axis=2)  # the key t itself is not off-key
     off = _exp_up(y)
-    tot = (off @ np.ones(T)) if sf.blas_on() else _sum_keys(off)  # (fixed order by default)
+    tot = (off @ np.ones(T)) if blas else _sum_keys(off)  # (fixed order by default)
     off = np.minimum(tot * SAFE, 1.0)  # ≥ Σ_{j≠t} α_j, which is ≤ 1 (Lemma A)
     # Lemma A needs x̂ = fl(ŝ·c) finite where ŝ is: an overflow to −inf beside a finite ρ would
     # bound a key's weight by 2^-1022. Where the per-word bound of |ŝ·c| may reach 2^1020, the
