@@ -25,14 +25,21 @@ softmax rows) name these bounds; proofs/coarse_tier.md proves them under the sam
 formulas are those of the prototype ``benchmarks/coarse_probe.py --vector`` (its measurement in
 docs/scale.md) but one: the first layer's heads (whose input, the embeddings, is the same for
 both meanings) take the exact hard scores and values converted by Lemma H instead of Lemmas L
-and D (``EXACT_FIRST``). Lemma W's sums run as batched products per word when many rows are
-diffuse (another summation order, covered by the same bounds).
+and D (``EXACT_FIRST``).
 
 The tier never claims tightness (``tight`` all False, ``settled`` all False): its ends serve only
 domination. It declines (None) a model without an accept read-out; a word with a non-finite
-number gets [0, inf] ends and an undecided read-out. Products are numpy/BLAS matrix products:
-their enclosures hold for any summation order, but their last bits depend on the BLAS kernel
-(docs/scale.md, "Coarse tier", determinism).
+number gets [0, inf] ends and an undecided read-out.
+
+Determinism: which words the tier settles depends on the last bits of its floats, so by default
+every product is a fixed-order sum of elementwise IEEE operations (``_prod``, ``_scores_t``,
+``_sum_keys``, Lemma W's key loop): no BLAS, no ``einsum``, no numpy float reductions (only
+exact ones: max, argmax), so the bits are the same on every machine and BLAS kernel
+(tests/test_coarse_determinism.py). Tensors are feature-major (d, B, T), so that each term is
+one multiply and one add over a contiguous column, and zero weights are skipped (their terms
+are exactly 0). ``EXACTATTN_BLAS=1`` (``softfloat.blas_on``, recorded as ``blas`` in checkpoint
+identities) uses numpy/BLAS matrix products instead: the enclosures hold for any summation
+order, but the last bits then depend on the BLAS kernel (docs/scale.md, "Coarse tier").
 """
 
 from __future__ import annotations
@@ -100,6 +107,8 @@ class _Lin:
     bmax: float  # max |b|, rounded up
     g: float  # (γ_{d+1} + u)(1 + u): the rounding allowance of the product and the weights
     aw: np.ndarray  # |Ŵ|ᵀ·(1 + 2^-50)·SAFE ≥ |W|ᵀ with the product's rounding (--vector)
+    terms: list[list[tuple[int, float]]]  # per output o: (c, Ŵᵀ_co ≠ 0), c increasing
+    aterms: list[list[tuple[int, float]]]  # ... of aw (the same nonzero pattern)
 
     @staticmethod
     def of(w: tuple[tuple[Fraction, ...], ...], b: tuple[Fraction, ...] | None) -> _Lin:
@@ -110,29 +119,120 @@ class _Lin:
         # (proofs/coarse_tier.md, Lemma L; the factors (1 + U) in float arithmetic are 1.0)
         g = sf.float_up((Fraction(gamma(d + 1)) + Fraction(U)) * (1 + Fraction(U)) * Fraction(SAFE))
         wt = _f(w).T.copy()
-        return _Lin(wt, bb, _norm_inf(w), bmax, g, np.abs(wt) * ((1 + 2.0**-50) * SAFE))
+        aw = np.abs(wt) * ((1 + 2.0**-50) * SAFE)
+        return _Lin(wt, bb, _norm_inf(w), bmax, g, aw, _terms(wt), _terms(aw))
 
     def __call__(self, x: np.ndarray, xn: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, ...]:
-        """(ŷ, max |ŷ| per word (B, 1), radius per entry) from x̂ (B, T, d), its per-word
-        magnitude (B, 1) and its radii per entry (B, T, d).
+        """:meth:`fm` on arrays (B, T, d) → (B, T, m) (tests and single maps)."""
+        y, m, rad = self.fm(_fm(x), xn, _fm(r))
+        return _bt(y), m, _bt(rad)
+
+    def fm(self, x: np.ndarray, xn: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(ŷ, max |ŷ| per word (B, 1), radius per entry) from x̂ feature-major (d, B, T), its
+        per-word magnitude (B, 1) and its radii per entry (d, B, T); ŷ and radii (m, B, T).
 
         Lemma L: |ŷ − y| ≤ R·|W|ᵀ + g·(‖W‖∞·‖x̂‖∞ + max|b|) per entry (with ‖Ŵ‖∞ ≤ (1+u)‖W‖∞
-        absorbed in g's factor (1 + u))."""
-        # (B products of T rows: one product of B·T rows is faster alone but starts BLAS
-        # threads, which cost several times more CPU on a shared machine)
-        y = x @ self.w
-        if self.b is not None:
-            y += self.b
+        absorbed in g's factor (1 + u)). Fixed-order products (:func:`_prod`) unless BLAS
+        products are switched on (``softfloat.blas_on``)."""
         rnd = self.g * (self.norm * (1 + U) * xn + self.bmax)
-        # |(x̂ − x)Wᵀ| ≤ R·|W|ᵀ (non-negative terms: any summation order)
-        rad = r @ self.aw
-        rad += rnd[:, :, None] + ETA
+        if not sf.blas_on():
+            y = _prod(x, self.terms)
+            if self.b is not None:
+                y += self.b[:, None, None]
+            # |(x̂ − x)Wᵀ| ≤ R·|W|ᵀ (non-negative terms; a zero weight's term is exactly 0)
+            rad = _prod(r, self.aterms)
+        else:  # BLAS: B products of T rows (one of B·T rows starts BLAS threads)
+            y = _fm(_bt(x) @ self.w)
+            if self.b is not None:
+                y += self.b[:, None, None]
+            rad = _fm(_bt(r) @ self.aw)  # non-negative terms: any summation order
+        rad += (rnd + ETA)[None]  # per word: (1, B, 1)
         return y, self.mag(xn), rad
 
     def mag(self, xn: np.ndarray) -> np.ndarray:
         """≥ max |ŷ| per word without a reduction: ‖Ŵ‖∞·max|x̂| + max|b̂|, with the product's
         and the weights' roundings (γ_{d+1}, (1 + u)²) inside the factor 1 + 2^-40."""
         return (self.norm * xn + self.bmax) * (1 + 2.0**-40)
+
+
+def _terms(wt: np.ndarray) -> list[list[tuple[int, float]]]:
+    """Per output column o of Ŵᵀ (d, m), its nonzero entries (c, Ŵᵀ_co), c increasing: the
+    terms of :func:`_prod` (a zero weight's product is exactly 0 in the exact map)."""
+    d, m = wt.shape
+    return [[(c, float(wt[c, o])) for c in range(d) if wt[c, o] != 0] for o in range(m)]
+
+
+def _prod(x: np.ndarray, terms: list[list[tuple[int, float]]]) -> np.ndarray:
+    """y[o] = Σ_c w_co·x[c] for a feature-major x (d, B, T), added left to right over the
+    nonzero w_co: one elementwise product and one addition per term, each over the B·T
+    contiguous entries of a feature. No BLAS and no numpy reduction, so the bits do not
+    depend on the machine (and faster than BLAS here: no transposes, zeros skipped)."""
+    y = np.empty((len(terms),) + x.shape[1:])
+    tmp = np.empty(x.shape[1:])
+    for o, col in enumerate(terms):
+        if not col:
+            y[o] = 0.0
+            continue
+        c0, w0 = col[0]
+        np.multiply(x[c0], w0, out=y[o])
+        for c, w in col[1:]:
+            np.multiply(x[c], w, out=tmp)
+            y[o] += tmp
+    return y
+
+
+def _fm(x: np.ndarray) -> np.ndarray:
+    """(B, T, d) → feature-major (d, B, T), contiguous: the tier's layout."""
+    return np.ascontiguousarray(x.transpose(2, 0, 1))
+
+
+def _bt(y: np.ndarray) -> np.ndarray:
+    """Feature-major (m, B, T) → (B, T, m), contiguous (the inverse of :func:`_fm`)."""
+    return np.ascontiguousarray(y.transpose(1, 2, 0))
+
+
+def _scores_t(
+    q: np.ndarray, k: np.ndarray, rq: np.ndarray, rk: np.ndarray, gd: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """ŝ = q̂k̂ᵀ and Lemma D's es = |q̂|·(γ_d|k̂| + R_k)ᵀ + R_q·(|k̂| + R_k)ᵀ, (B, i, j), from
+    feature-major (c, B, T) enclosures: each of the three sums over c left to right, as
+    elementwise (broadcast) products over (B, i, j), then the two sums of es added (no BLAS:
+    the same bits on every machine)."""
+    a1 = np.abs(k)
+    a2 = a1 + rk  # |k̂| + R_k
+    a1 *= gd
+    a1 += rk  # fl(γ_d|k̂|) + R_k
+    aq = np.abs(q)
+    B, Ti, Tj = q.shape[1], q.shape[2], k.shape[2]
+    new = np.empty if q.shape[0] else np.zeros  # (every entry written at c = 0)
+    s, e1, e2 = new((B, Ti, Tj)), new((B, Ti, Tj)), new((B, Ti, Tj))
+    # in blocks of SCORE_BLOCK words, so that the block's arrays stay in cache (≈ 2× faster;
+    # elementwise: the same bits for any block size)
+    tmp = np.empty((min(B, SCORE_BLOCK), Ti, Tj))
+    for b0 in range(0, B, SCORE_BLOCK):
+        w = slice(b0, b0 + SCORE_BLOCK)
+        t = tmp[: min(B - b0, SCORE_BLOCK)]
+        for acc, x, y in ((s, q, k), (e1, aq, a1), (e2, rq, a2)):
+            ab = acc[w]
+            for c in range(q.shape[0]):
+                if c == 0:
+                    np.multiply(x[0][w, :, None], y[0][w, None, :], out=ab)
+                else:
+                    np.multiply(x[c][w, :, None], y[c][w, None, :], out=t)
+                    ab += t
+    e1 += e2
+    return s, e1
+
+
+SCORE_BLOCK = 256  # words per block of _scores_t
+
+
+def _sum_keys(a: np.ndarray) -> np.ndarray:
+    """Σ over the last axis of (B, i, T), left to right (fixed order)."""
+    out = a[..., 0].copy()
+    for j in range(1, a.shape[-1]):
+        out += a[..., j]
+    return out
 
 
 @dataclass
@@ -231,28 +331,42 @@ def _exp_up(y: np.ndarray) -> np.ndarray:
 
 
 def _max_keys(a: np.ndarray) -> np.ndarray:
-    """max over axis 1 of (B, T, m), exactly (a loop over T: numpy's reduction over a middle
-    axis of a narrow array is several times slower); nan propagates."""
-    out = a[:, 0].copy()
-    for j in range(1, a.shape[1]):
-        np.maximum(out, a[:, j], out=out)
+    """max over the last axis (the keys) of (m, B, T), exactly (a loop over T: numpy's
+    reduction over a short last axis is several times slower); nan propagates."""
+    out = a[..., 0].copy()
+    for j in range(1, a.shape[-1]):
+        np.maximum(out, a[..., j], out=out)
     return out
 
 
 def _w(a: np.ndarray) -> np.ndarray:
-    """A per-word (B, 1) array shaped to add to radii of (B, T, d)."""
-    return a[:, :, None]
+    """A per-word (B, 1) array shaped to add to feature-major radii (d, B, T)."""
+    return a[None]
+
+
+def _word_max(a: np.ndarray) -> np.ndarray:
+    """max per word, (B,), of a feature-major (d, B, T) array, exactly (nan propagates): over
+    the features, then a loop over T (numpy's max over axes (0, 2) is ~8× slower)."""
+    return _max_keys(a.max(axis=0))
 
 
 def _mag(a: np.ndarray) -> np.ndarray:
-    """max |a| per word, (B, 1) (nan and inf propagate): reductions over a small last axis
-    cost ~6× one over the whole word."""
-    return np.abs(a).max(axis=(1, 2))[:, None]
+    """max |a| per word, (B, 1), of a feature-major (d, B, T) array (nan and inf propagate)."""
+    return _word_max(np.abs(a))[:, None]
 
 
 def _to_float(ra: object) -> np.ndarray:
     num, den = ra.num, ra.den  # type: ignore[attr-defined]
     return np.asarray(num, dtype=np.float64) / float(den)
+
+
+def _to_float_fm(ra: object) -> np.ndarray:
+    """:func:`_to_float` of a (B, T, d) array, feature-major (d, B, T): the conversion and the
+    transpose in one pass (the same correctly rounded values)."""
+    num, den = ra.num, ra.den  # type: ignore[attr-defined]
+    x = np.array(np.asarray(num).transpose(2, 0, 1), dtype=np.float64, order="C")
+    x /= float(den)
+    return x
 
 
 def _head(
@@ -265,26 +379,51 @@ def _head(
     dc: float,
     exact: HeadTrace | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One head's output rows, a bound on their magnitude per word, and their radii.
+    """:func:`_head_fm` on arrays (B, T, d) → (B, T, m) (tests)."""
+    out, outn, rout = _head_fm(hd, _fm(x), xn, _fm(r), inv_tau, itau_hi, dc, exact)
+    return _bt(out), outn, _bt(rout)
+
+
+def _head_fm(
+    hd: _Head,
+    x: np.ndarray,
+    xn: np.ndarray,
+    r: np.ndarray,
+    inv_tau: float,
+    itau_hi: float,
+    dc: float,
+    exact: HeadTrace | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One head's output rows, a bound on their magnitude per word, and their radii, all
+    feature-major ((d, B, T) in, (m, B, T) out; scores and weights are (B, i, j)).
 
     ``exact``: the head's hard trace, given only where the head's input is the exact hard
     one (the first layer: both meanings start from the same embeddings), so that its scores
-    and values are the hard ones, converted (Lemma H) instead of computed (Lemmas L, D)."""
-    B, T, _ = x.shape
+    and values are the hard ones, converted (Lemma H) instead of computed (Lemmas L, D).
+    Fixed-order products unless ``softfloat.blas_on()``."""
+    blas = sf.blas_on()
+    T = x.shape[2]
     if exact is not None:
         # Lemma H: the exact scores and values converted, |ŝ − s| ≤ CONV·|ŝ| + ETA per entry
         s = _to_float(exact.scores)  # (B, i, j)
         sa = np.abs(s)
         sbound = sa.max(axis=(1, 2))[:, None]  # max |ŝ| per word (B, 1)
         es = sa * CONV + ETA
-        v = _to_float(exact.v)
+        v = _to_float_fm(exact.v)
         rv = np.abs(v) * CONV + ETA
         vn_word = _mag(v)
-    else:
-        q, qn, rq = hd.q(x, xn, r)
-        k, kn, rk = hd.k(x, xn, r)
+    elif not blas:  # fixed order (Lemmas L, D as below)
+        q, qn, rq = hd.q.fm(x, xn, r)
+        k, kn, rk = hd.k.fm(x, xn, r)
         sbound = qn * kn * float(hd.d)  # ≥ max |ŝ| per word, (1 + γ_d) inside the factor 2 below
-        v, vn_word, rv = hd.v(x, xn, r)
+        v, vn_word, rv = hd.v.fm(x, xn, r)
+        s, es = _scores_t(q, k, rq, rk, gamma(hd.d))
+        sa = np.abs(s)
+    else:  # BLAS products (EXACTATTN_BLAS=1)
+        q, qn, rq = (_bt(a) if a.ndim == 3 else a for a in hd.q.fm(x, xn, r))
+        k, kn, rk = (_bt(a) if a.ndim == 3 else a for a in hd.k.fm(x, xn, r))
+        sbound = qn * kn * float(hd.d)  # ≥ max |ŝ| per word, (1 + γ_d) inside the factor 2 below
+        v, vn_word, rv = hd.v.fm(x, xn, r)
         s = q @ np.swapaxes(k, 1, 2)  # (B, i, j)
         # Lemma D, per entry:
         # |ŝ_ij − s_ij| ≤ Σ_c |q̂_ic|(γ_d|k̂_jc| + R_k,jc) + R_q,ic(|k̂_jc| + R_k,jc)
@@ -310,30 +449,30 @@ def _head(
     y += rt
     np.put_along_axis(y, t[:, :, None], -np.inf, axis=2)  # the key t itself is not off-key
     off = _exp_up(y)
-    off = np.minimum((off @ np.ones(T)) * SAFE, 1.0)  # ≥ Σ_{j≠t} α_j, which is ≤ 1 (Lemma A)
+    tot = (off @ np.ones(T)) if blas else _sum_keys(off)  # (fixed order by default)
+    off = np.minimum(tot * SAFE, 1.0)  # ≥ Σ_{j≠t} α_j, which is ≤ 1 (Lemma A)
     # Lemma A needs x̂ = fl(ŝ·c) finite where ŝ is: an overflow to −inf beside a finite ρ would
     # bound a key's weight by 2^-1022. Where the per-word bound of |ŝ·c| may reach 2^1020, the
     # off-key mass is taken as 1, which is always true.
     big = ~(sbound * (2.0 * inv_tau) < 2.0**1020)  # (B, 1); nan too
     if big.any():
         off = np.where(big, 1.0, off)
-    mix = np.take_along_axis(v, t[:, :, None], axis=1)  # (B, i, m): v̂_t
+    mix = np.take_along_axis(v, t[None], axis=2)  # (m, B, i): v̂_t
     # Lemma A, per column: v̂_t ± (R_v[t] + off-key mass · (value spread + 2 max R_v))
-    spread = (_max_keys(v) + _max_keys(-v)) * SAFE + 2 * _max_keys(rv)  # (B, m)
-    rvt = np.take_along_axis(rv, t[:, :, None], axis=1)
-    rmix = (rvt + off[:, :, None] * spread[:, None, :]) * SAFE
+    spread = (_max_keys(v) + _max_keys(-v)) * SAFE + 2 * _max_keys(rv)  # (m, B)
+    rvt = np.take_along_axis(rv, t[None], axis=2)
+    rmix = (rvt + off[None] * spread[:, :, None]) * SAFE
     diffuse = hd.any_vis[None, :] & ~(off <= DIFFUSE)  # (nan: too)
     if diffuse.any():
         _softmax_rows(hd, np.nonzero(diffuse), xs, t, rho, v, rv, mix, rmix)
     if not hd.any_vis.all():
-        mix = np.where(hd.any_vis[None, :, None], mix, 0.0)  # no visible key: exactly 0
-        rmix = np.where(hd.any_vis[None, :, None], rmix, 0.0)
+        mix = np.where(hd.any_vis, mix, 0.0)  # no visible key: exactly 0
+        rmix = np.where(hd.any_vis, rmix, 0.0)
     if hd.o is None:
         return mix, (_mag(mix) if diffuse.any() else vn_word), rmix
     # every hardmax row is a row of v̂; where softmax rows were kept, measure
     mixn = _mag(mix) if diffuse.any() else vn_word
-    out, outn, rout = hd.o(mix, mixn, rmix)
-    return out, outn, rout
+    return hd.o.fm(mix, mixn, rmix)
 
 
 DIFFUSE = 2.0**-50  # rows whose off-key mass may exceed this get the softmax itself (Lemma W)
@@ -353,7 +492,7 @@ def _softmax_rows(
     """Overwrite the rows ``rows`` = (word, query) of ``mix``/``rmix`` with the softmax
     computed in softfloat's proven midpoint-radius arithmetic (Lemma W): E_j ∋
     e^{x_j − x_t} from z_j = x̂_j − x̂_t ± (2ρ + u|z_j|), E_t = 1 exactly, α = E/ΣE, then
-    Σ_j α_j v_j with v̂_j ± R_v[j]."""
+    Σ_j α_j v_j with v̂_j ± R_v[j]. ``v``, ``rv``, ``mix``, ``rmix`` feature-major (m, B, T)."""
     bi, ii = rows
     vis = hd.vis[ii]  # (K, T)
     K = bi.size
@@ -376,7 +515,34 @@ def _softmax_rows(
     B, T = xs.shape[:2]
     # Σ_j α_j v_j ± (Σ_j (a_r + γ_T|a_m|)|v̂_j| + (|a_m| + a_r)R_v[j]): sums of products in
     # any order (γ_T covers the midpoint's rounding, the radius terms are non-negative)
-    if K >= B * BATCHED_ROWS:  # many rows (layer 0's diffuse attention): batched products per word
+    if not sf.blas_on():  # fixed order: over the keys left to right, the rows innermost
+        gT = gamma(T)
+        am = np.ascontiguousarray(a_m.T)  # (T, K)
+        ar = np.ascontiguousarray(a_r.T)
+        aam = np.abs(am)
+        w1 = gT * aam
+        w1 += ar  # fl(a_r + fl(γ_T|a_m|))
+        w2 = aam + ar  # |a_m| + a_r
+        vt = np.ascontiguousarray(v[:, bi].transpose(2, 0, 1))  # (T, m, K)
+        rvt = np.ascontiguousarray(rv[:, bi].transpose(2, 0, 1))
+        mid_t = am[0] * vt[0]
+        r1 = w1[0] * np.abs(vt[0])
+        r2 = w2[0] * rvt[0]
+        tmp = np.empty_like(mid_t)
+        for j in range(1, T):
+            np.multiply(am[j], vt[j], out=tmp)
+            mid_t += tmp
+            np.abs(vt[j], out=tmp)
+            tmp *= w1[j]
+            r1 += tmp
+            np.multiply(w2[j], rvt[j], out=tmp)
+            r2 += tmp
+        r1 += r2
+        r1 *= SAFE
+        r1 += ETA
+        mid, rad = mid_t, r1  # (m, K)
+    elif K >= B * BATCHED_ROWS:  # BLAS, many rows (layer 0): batched products per word
+        v, rv = _bt(v), _bt(rv)  # (B, T, m)
         am = np.zeros((B, T, T))
         ar = np.zeros((B, T, T))
         am[bi, ii] = a_m
@@ -384,21 +550,23 @@ def _softmax_rows(
         aam = np.abs(am)
         mid = (am @ v)[bi, ii]
         rad = ((ar + gamma(T) * aam) @ np.abs(v) + (aam + ar) @ rv)[bi, ii] * SAFE + ETA
-    else:  # a few rows: products per row
-        vk = v[bi]  # (K, T, m)
-        rk = rv[bi]  # (K, T, m)
+        mid, rad = mid.T, rad.T  # (m, K)
+    else:  # BLAS, a few rows: products per row
+        vk = _bt(v)[bi]  # (K, T, m)
+        rk = _bt(rv)[bi]  # (K, T, m)
         mid = np.einsum("kj,kjm->km", a_m, vk)
         av = np.abs(vk)
         rad = (
             np.einsum("kj,kjm->km", a_r + gamma(T) * np.abs(a_m), av)
             + np.einsum("kj,kjm->km", np.abs(a_m) + a_r, rk)
         ) * SAFE + ETA
+        mid, rad = mid.T, rad.T  # (m, K)
     # keep the softmax where it beats the hardmax row's own bound, per column: either
     # enclosure is sound
-    use = np.isfinite(mid) & np.isfinite(rad) & (rad < rmix[bi, ii])
-    cur_m, cur_r = mix[bi, ii], rmix[bi, ii]
-    mix[bi, ii] = np.where(use, mid, cur_m)
-    rmix[bi, ii] = np.where(use, rad, cur_r)
+    use = np.isfinite(mid) & np.isfinite(rad) & (rad < rmix[:, bi, ii])
+    cur_m, cur_r = mix[:, bi, ii], rmix[:, bi, ii]
+    mix[:, bi, ii] = np.where(use, mid, cur_m)
+    rmix[:, bi, ii] = np.where(use, rad, cur_r)
     del K
 
 
@@ -469,8 +637,9 @@ def _certify(
     err_lo = np.zeros((B, L))
     err_hi = np.full((B, L), np.inf)
     err_row = np.zeros((B, L), dtype=np.int64)
+    # every tensor feature-major (d, B, T): the fixed-order products' columns are contiguous
     with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
-        x = _to_float(hb.x0)
+        x = _to_float_fm(hb.x0)
         xn = _mag(x)
         r = np.abs(x) * CONV + ETA  # Lemma H, per entry
         for li, (layer, lt) in enumerate(zip(cw.layers, hb.layers, strict=True)):
@@ -486,7 +655,7 @@ def _certify(
                     itau_hi = sf.float_up(1 / lo)
                     dc = sf.float_up(max(abs(Fraction(c) - 1 / lo), abs(Fraction(c) - 1 / hi)))
                     tr = None if traces is None else traces[h]
-                    out, outn, rout = _head(hd, x, xn, r, c, itau_hi, dc, tr)
+                    out, outn, rout = _head_fm(hd, x, xn, r, c, itau_hi, dc, tr)
                     new += out
                     radd += rout
                     mag += outn
@@ -498,35 +667,35 @@ def _certify(
                 hidden, outl = layer
                 h, hn, rh = x, xn, r
                 for lin in hidden:
-                    h, hn, rh = lin(h, hn, rh)
+                    h, hn, rh = lin.fm(h, hn, rh)
                     # certainly ≤ 0 (exact sign of a float sum): 0 exactly
                     rh = np.where(h + rh <= 0, 0.0, rh)
                     np.maximum(h, 0.0, out=h)  # Lemma R: |relu a − relu b| ≤ |a − b|
                     hn = np.maximum(hn, 0.0)  # max|relu(ŷ)| ≤ max|ŷ|
-                o, on, ro = outl(h, hn, rh)
+                o, on, ro = outl.fm(h, hn, rh)
                 x = x + o
                 r = (r + ro + U * (1 + U) * _w(xn + on)) * SAFE
             xn = _mag(x)
             # δ = soft − hard: Lemma H for the hard values, one rounding for the difference
-            hard = _to_float(lt.x_out)
+            hard = _to_float_fm(lt.x_out)
             dl = x - hard
             # |δ̂ − δ| ≤ R + c per entry, c = CONV·max|ĥ| + 2u·max|δ̂| per word (Lemma H and
             # the difference's rounding); the float sums are within u, the maxima exact
             ad = np.abs(dl)
-            c = (CONV * _mag(hard)[:, 0] + 2 * U * ad.max(axis=(1, 2))) * SAFE + ETA
-            top = (ad + r).max(axis=2)  # (B, T)
+            c = (CONV * _mag(hard)[:, 0] + 2 * U * _word_max(ad)) * SAFE + ETA
+            top = (ad + r).max(axis=0)  # (B, T)
             err_row[:, li] = np.argmax(top, axis=1)  # the row of the upper end (witness)
             hi_ = (top.max(axis=1) * (1 + 2.0**-50) + c) * SAFE * MARGIN
-            m = (ad - r).max(axis=(1, 2)) * (1 - 2.0**-50)  # ≤ the exact max (u per term)
+            m = _word_max(ad - r) * (1 - 2.0**-50)  # ≤ the exact max (u per term)
             lo_ = np.maximum((m - c) * (1 - 2.0**-50), 0.0)
             fin = np.isfinite(hi_) & np.isfinite(lo_) & np.isfinite(xn[:, 0])
             err_hi[:, li] = np.where(fin, hi_, np.inf)
             err_lo[:, li] = np.where(fin, lo_, 0.0)
         # the accept read-out: y = w·x[slot] + b against the threshold
         slot = cm.model.accept_slot(hb.n)
-        xs = x[:, slot : slot + 1, :]
-        y, _, ry = cw.read(xs, xn, r[:, slot : slot + 1])
-        cdiff = y[:, 0, 0] - cw.thr
+        xs = x[:, :, slot : slot + 1]
+        y, _, ry = cw.read.fm(xs, xn, r[:, :, slot : slot + 1])
+        cdiff = y[0, :, 0] - cw.thr
         rad = (ry.reshape(B) + cw.thr_err + U * (1 + U) * np.abs(cdiff)) * SAFE
         yes = cdiff - rad > 0
         no = cdiff + rad < 0

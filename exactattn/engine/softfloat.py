@@ -130,6 +130,12 @@ USE_BLAS = os.environ.get("EXACTATTN_BLAS", "") == "1"  # BLAS score products (d
 _BLAS_ON = contextvars.ContextVar("exactattn_blas", default=USE_BLAS)
 
 
+def blas_on() -> bool:
+    """Whether BLAS products are in force here (``EXACTATTN_BLAS=1`` or :func:`blas_products`):
+    the switch other tiers (engine/coarse.py) read for their own products."""
+    return _BLAS_ON.get()
+
+
 @contextmanager
 def blas_products(on: bool) -> Iterator[None]:
     """Compute score perturbations with BLAS (``on``) or in fixed order, inside the block."""

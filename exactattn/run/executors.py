@@ -154,7 +154,7 @@ class Checkpoint:
 
     def identity(self, job: LengthJob, shard: Shard) -> dict[str, Any]:
         """What a shard file must have been made for (everything its record depends on)."""
-        return {
+        ident = {
             "checkpoint": self.fingerprint_sha256,
             "model_sha256": self.fingerprint.get("model_sha256"),
             "n": shard.n,
@@ -168,6 +168,12 @@ class Checkpoint:
             "blas": job.blas,
             "shard": {"index": shard.index, "start": shard.start, "stop": shard.stop},
         }
+        if job.coarse_tier:
+            # version 2 of the coarse tier: fixed-order products by default (BLAS ones only
+            # with blas); shards of version 1 (BLAS products always, other bits) lack the key
+            # and are recomputed (docs/model-format.md)
+            ident["coarse_version"] = 2
+        return ident
 
     def load(self, job: LengthJob, shard: Shard) -> LengthRecord | None:
         """The shard's verified record; None when absent or rejected (then in ``rejected``)."""
