@@ -259,6 +259,24 @@ def test_affine_int64_declines_past_the_bound() -> None:
     assert got.num.dtype == object and int(got.num[0, 0, 0]) == 2**62
 
 
+@pytest.mark.parametrize("zero", ["x", "b"])
+def test_affine_int64_declines_a_factor_past_int64(zero: str) -> None:
+    """A zero input (or bias) makes the product bounds 0 whatever the denominator factor;
+    the factor itself (here 10**30, from a bias denominator) must still fit int64, else the
+    fused path raised OverflowError (exit 4 on long exact values; found by the CI run)."""
+    big = 10**30
+    xn = np.zeros((2, 3, 2), dtype=np.int64) if zero == "x" else np.ones((2, 3, 2), np.int64)
+    x = RatArray(xn, 1)
+    w = RatArray(np.array([[1, 2]], dtype=np.int64), 1)
+    bn = np.array([1], np.int64) if zero == "x" else np.zeros(1, np.int64)
+    b = RatArray(bn, big) if zero == "x" else RatArray(bn, 1)
+    if zero == "b":
+        w = RatArray(np.array([[1, 2]], dtype=np.int64), big)  # factor of the bias: big
+    assert hard._affine_int64(x, w, b) is None
+    got, plain = hard._affine(x, w, b), x.matmul_t(w) + b
+    assert got.den == plain.den and np.array_equal(got.num, plain.num)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_join_matches_concatenate(seed: int) -> None:
     """_join writes the repeated first rows and the rest straight into one array: the

@@ -320,6 +320,10 @@ def _affine_int64(
     prod_bound = x.bound() * w.bound() * max(wn.shape[-1], 1)
     if prod_bound >= INT64_SAFE or prod_bound * fp + b.bound() * fb >= INT64_SAFE:
         return None
+    # the scaled operands themselves must be int64 too: with x = 0 (or b = 0) the bounds
+    # above pass whatever the factor, and w·f (or b·g) would overflow
+    if w.bound() * fp >= INT64_SAFE or b.bound() * fb >= INT64_SAFE or max(fp, fb) >= INT64_SAFE:
+        return None
     cols = np.flatnonzero((wn != 0).any(axis=0))
     wt = wn[:, cols].T * np.int64(fp)  # (c, out): |x|·|w|·f·c < 2**62 bounds every partial sum
     bias = bn * np.int64(fb)
