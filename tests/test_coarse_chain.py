@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -26,7 +25,7 @@ from exactattn.engine.softfloat import FloatBatch, put_rows
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tiers_vs_arb import random_benchmark_model  # noqa: E402
+from tiers_vs_arb import check_bytes, random_benchmark_model  # noqa: E402
 
 
 def _spy(monkeypatch) -> list[int]:
@@ -118,12 +117,7 @@ def test_jobs_and_resume_byte_identical(tmp_path: Path) -> None:
     env.pop("EXACTATTN_COARSE", None)
 
     def run(name: str, *extra: str) -> bytes:
-        out = tmp_path / name
-        args = [sys.executable, "-m", "exactattn", "check", str(tmp_path / "m.json")]
-        args += ["--min-n", "7", "--max-n", "7", "-q", "--json", str(out), *extra]
-        proc = subprocess.run(args, capture_output=True, text=True, env=env)
-        assert proc.returncode == 1, proc.stderr  # ε ≤ 1 fails: a finding, not a crash
-        return out.read_bytes()
+        return check_bytes(tmp_path / "m.json", 7, tmp_path / name, env, *extra)
 
     one = run("one.json", "--jobs", "1")
     assert run("two.json", "--jobs", "2") == one

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +20,8 @@ from exactattn.run.shard import settle_dominated
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tiers_vs_arb import check_bytes  # noqa: E402
 
 
 def _benchmark_model() -> dict:
@@ -132,12 +133,7 @@ def test_jobs_and_resume_byte_identical(tmp_path: Path) -> None:
     env = {**os.environ, "EXACTATTN_SHARD_INPUTS": "64"}
 
     def run(name: str, *extra: str) -> bytes:
-        out = tmp_path / name
-        args = [sys.executable, "-m", "exactattn", "check", str(tmp_path / "m.json")]
-        args += ["--min-n", "8", "--max-n", "8", "-q", "--json", str(out), *extra]
-        proc = subprocess.run(args, capture_output=True, text=True, env=env)
-        assert proc.returncode == 1, proc.stderr  # ε ≤ 1 fails: a finding, not a crash
-        return out.read_bytes()
+        return check_bytes(tmp_path / "m.json", 8, tmp_path / name, env, *extra)
 
     one = run("one.json", "--jobs", "1")
     assert run("two.json", "--jobs", "2") == one

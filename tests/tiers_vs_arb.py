@@ -4,6 +4,7 @@ enclosures against the arb path, word by word and layer by layer."""
 from __future__ import annotations
 
 import math
+import subprocess
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -57,3 +58,14 @@ def assert_meets_arb(
             assert Fraction(lo) <= a_hi and a_lo <= Fraction(hi), (word, li, lo, hi)
         if decided is not None and decided[b] and fb.accept is not None and sr.verdict.decided:
             assert bool(fb.accept[b]) == bool(sr.verdict.value), word
+
+
+def check_bytes(model: Path, n: int, out: Path, env: dict[str, str], *extra: str) -> bytes:
+    """The result JSON of ``exactattn check model --min-n n --max-n n`` in a subprocess
+    (the determinism tests compare these bytes across --jobs and resumes); the check must
+    exit 1 (ε ≤ 1 fails on the random models: a finding, not a crash)."""
+    args = [sys.executable, "-m", "exactattn", "check", str(model)]
+    args += ["--min-n", str(n), "--max-n", str(n), "-q", "--json", str(out), *extra]
+    proc = subprocess.run(args, capture_output=True, text=True, env=env)
+    assert proc.returncode == 1, proc.stderr
+    return out.read_bytes()
