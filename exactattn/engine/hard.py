@@ -187,6 +187,14 @@ class CompiledModel:
                 )
         toks = list(model.alphabet) + [t for t in (model.bos, model.eos) if t is not None]
         self.token_index = {t: i for i, t in enumerate(toks)}
+        # one-character letters (ord < 256): a batch's letters are read by one string join
+        # and a table lookup instead of one dict lookup per letter (embed)
+        self._char_index: np.ndarray | None = None
+        if all(len(t) == 1 and ord(t) < 256 for t in model.alphabet):
+            table = np.full(256, -1, dtype=np.int64)
+            for t in model.alphabet:
+                table[ord(t)] = self.token_index[t]
+            self._char_index = table
         self.token_table = RatArray.from_fractions([model.token_embedding[t] for t in toks])
         self._positions: dict[int, RatArray] = {}
         self._tables: dict[int, RatArray] = {}
@@ -207,15 +215,27 @@ class CompiledModel:
             )
         return self._tables[n]
 
-    def embed(self, words: Sequence[Sequence[str]], n: int) -> RatArray:
-        """x^(0) for a batch of words of length n: (N, T, d)."""
+    def letters(self, words: Sequence[Sequence[str]], n: int) -> np.ndarray:
+        """The batch as (N, n) int64 letter indices (a letter's index is its position in
+        the alphabet: the token table lists the alphabet first)."""
+        letters = self._letters_by_char(words, n)
+        if letters is None:
+            letters = np.fromiter(
+                map(self.token_index.__getitem__, itertools.chain.from_iterable(words)),
+                dtype=np.int64,
+                count=len(words) * n,
+            ).reshape(len(words), n)
+        return letters
+
+    def embed(
+        self, words: Sequence[Sequence[str]], n: int, letters: np.ndarray | None = None
+    ) -> RatArray:
+        """x^(0) for a batch of words of length n: (N, T, d). ``letters``: the batch's
+        :meth:`letters`, when the caller has them."""
         m = self.model
         N = len(words)
-        letters = np.fromiter(
-            map(self.token_index.__getitem__, itertools.chain.from_iterable(words)),
-            dtype=np.int64,
-            count=N * n,
-        ).reshape(N, n)
+        if letters is None:
+            letters = self.letters(words, n)
         cols = [letters]
         if m.bos is not None:
             cols.insert(0, np.full((N, 1), self.token_index[m.bos], dtype=np.int64))
@@ -228,7 +248,39 @@ class CompiledModel:
         # row (letter, slot) of the flattened (V·S, d) table: one np.take along axis 0, the
         # array of ``table.num[idx, np.arange(T)]`` (a two-index gather costs ~2× more)
         flat = np.ascontiguousarray(table.num).reshape(V * S, d)
-        return RatArray(np.take(flat, idx * S + np.arange(T), axis=0), table.den)
+        rows = idx * S + np.arange(T)
+        x = np.take(flat, rows, axis=0)
+        if flat.dtype != np.int64:
+            return RatArray(x, table.den)
+        # each column's max |x| over the table rows the batch uses (a pass over N·T row
+        # numbers, not N·T·d entries): the bounds add_columns carries from layer to layer
+        used = np.zeros(V * S, dtype=bool)
+        used[rows.reshape(-1)] = True
+        cols = np.abs(flat[used]).max(axis=0) if used.any() else np.zeros(d, dtype=np.int64)
+        return RatArray(x, table.den, cols=cols)
+
+    def _letters_by_char(self, words: Sequence[Sequence[str]], n: int) -> np.ndarray | None:
+        """The (N, n) letter indices when every letter is one character: the batch joined
+        into one string, its bytes looked up in a 256-entry table. None (the per-letter
+        path, which names a bad letter) unless every word has exactly n letters and every
+        character is a letter of the alphabet — then the string is the words' letters,
+        one character each, in order."""
+        table = self._char_index
+        N = len(words)
+        if table is None or N == 0 or n == 0:
+            return None
+        if min(map(len, words)) != n or max(map(len, words)) != n:
+            return None
+        try:
+            text = "".join(itertools.chain.from_iterable(words)).encode("latin-1")
+        except (TypeError, UnicodeEncodeError):
+            return None
+        if len(text) != N * n:
+            return None
+        idx = table[np.frombuffer(text, dtype=np.uint8)]
+        if (idx < 0).any():
+            return None
+        return idx.reshape(N, n)
 
 
 def _compile_head(h: Head) -> CompiledHead:
@@ -257,6 +309,9 @@ class HeadTrace:
     support: np.ndarray  # (N, T, T) bool: where the hard weights are nonzero
     count: np.ndarray  # (N, T) int: |support| (0 when V(i) is empty)
     mixed: RatArray  # (N, T, m): Σ_j α_ij v_j
+    # (N, T): the largest visible score of each query row, as _attend found it (int64
+    # scores: the lowest int64 where nothing is visible); None where not kept (slices)
+    rowmax: np.ndarray | None = None
 
 
 @dataclass
@@ -275,6 +330,7 @@ class HardBatch:
     x0: RatArray
     layers: list[LayerTrace]
     sharing: Sharing | None = None  # how the causal rows were computed (None: every row)
+    letters: np.ndarray | None = None  # (N, n) letter indices (CompiledModel.letters)
 
     @property
     def activations(self) -> list[RatArray]:
@@ -378,11 +434,11 @@ def run_head(
     rule = ch.head.hard
     if T > 1 and _same_rows(vis[None]) and _same_rows(q.num):
         # a constant query over the same keys: every row attends alike, find it once
-        top, support, count, mixed = (
+        top, support, count, mixed, rowmax = (
             _repeat_rows(a, T) for a in _attend(scores.num[:, :1], vis[:1], rule, v)
         )
     elif sh is None:
-        top, support, count, mixed = _attend(scores.num, vis, rule, v)
+        top, support, count, mixed, rowmax = _attend(scores.num, vis, rule, v)
     else:
         G, q0 = sh.group, sh.q0
         firsts = slice(0, N, G)
@@ -390,6 +446,7 @@ def run_head(
         r = _attend(scores.num[:, q0:], vis[q0:], rule, v)
         top, support, count = (_join(a, b, G) for a, b in zip(f[:3], r[:3], strict=True))
         mixed = join_groups(f[3], r[3], G)
+        rowmax = _join(f[4], r[4], G)
     trace = HeadTrace(
         q=q,
         k=k,
@@ -400,6 +457,7 @@ def run_head(
         support=support,
         count=count,
         mixed=mixed,
+        rowmax=rowmax,
     )
     return trace, _contribution(ch, mixed)
 
@@ -490,11 +548,21 @@ def tie_support(top: np.ndarray, rule: str) -> np.ndarray:
     return support
 
 
+def row_counts(a: np.ndarray) -> np.ndarray:
+    """``a.sum(axis=-1)`` of a boolean (N, R, T) array, as int64: summed in uint8 by einsum
+    when T < 256 (no overflow: at most T ones), about 3× cheaper than numpy's boolean sum
+    (or ``count_nonzero``) along a short last axis."""
+    if a.ndim == 3 and a.shape[-1] < 256:
+        return np.einsum("ijk->ij", a.view(np.uint8)).astype(np.int64)
+    return a.sum(axis=-1, dtype=np.int64)
+
+
 def _attend(
     s: np.ndarray, vis: np.ndarray, rule: str, v: RatArray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, RatArray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, RatArray, np.ndarray]:
     """Hard attention of query rows with scores ``s`` (N, R, T) and visibility ``vis``
-    (R, T): the argmax sets, the supports, their sizes and the averaged values (N, R, m)."""
+    (R, T): the argmax sets, the supports, their sizes, the averaged values (N, R, m) and
+    the largest visible score of each row (N, R)."""
     if s.dtype == object:
         floor = -(max(abs(int(s.max())), abs(int(s.min()))) + 1) if s.size else -1
         masked = np.where(vis[None], s, floor)
@@ -514,7 +582,7 @@ def _attend(
             rowmax = np.max(s, axis=2, keepdims=True, where=vis[None], initial=lowest)
     top = vis[None] & (s == rowmax)
     support = tie_support(top, rule)
-    count = support.sum(axis=2)
+    count = row_counts(support)
     if v.num.dtype == np.int64 and v.bound() * max(s.shape[-1], 1) < INT64_SAFE:
         # int64 matmul of 0/1 rows: exact by the bound, the integers of ``bmm`` without its
         # round trip through float64
@@ -522,7 +590,7 @@ def _attend(
     else:
         ones = RatArray(support.astype(np.int64), 1, bound=1 if support.any() else 0)
         summed = ones.bmm(v)  # (N, R, m) = Σ_{j∈H} v_j
-    return top, support, count, _divide_rows(summed, count)
+    return top, support, count, _divide_rows(summed, count), rowmax[..., 0]
 
 
 def _divide_rows(summed: RatArray, count: np.ndarray) -> RatArray:
@@ -559,7 +627,8 @@ def run_hard(
 
     ``share``: use :func:`prefix_sharing` when the batch allows it (same results).
     """
-    x = cm.embed(words, n).reduced()
+    letters = cm.letters(words, n)
+    x = cm.embed(words, n, letters).reduced()
     x0 = x
     sh = prefix_sharing(cm.model, words, n, len(words)) if share else None
     layers: list[LayerTrace] = []
@@ -591,7 +660,9 @@ def run_hard(
                 out = x.add_columns(layer.out_cols, _affine(h, w, b, fsh)).reduced()
             layers.append(LayerTrace("ffn", x, out, pre=pre))
         x = out
-    return HardBatch(n=n, words=[tuple(w) for w in words], x0=x0, layers=layers, sharing=sh)
+    return HardBatch(
+        n=n, words=[tuple(w) for w in words], x0=x0, layers=layers, sharing=sh, letters=letters
+    )
 
 
 # ---------------------------------------------------------------------------

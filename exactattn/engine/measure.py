@@ -17,7 +17,7 @@ import numpy as np
 from flint import arb, arb_mat
 
 from exactattn.core.numbers import frac_str, point_lower, point_upper, to_arb
-from exactattn.engine.hard import HardBatch, argmax_labels, read_output, rows_alike
+from exactattn.engine.hard import HardBatch, argmax_labels, read_output, row_counts, rows_alike
 from exactattn.engine.ratarray import INT64_SAFE
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model, ValueOutput
 from exactattn.model.reference import Oracle
@@ -202,7 +202,11 @@ class LengthAccumulator:
                     self._tie_at[b] = tied
         else:
             self._hard_decisions = [None] * N
-        expected = self.oracle.expected_many(hb.words) if self.oracle is not None else [None] * N
+        expected = (
+            self.oracle.expected_many(hb.words, hb.letters)
+            if self.oracle is not None
+            else [None] * N
+        )
         self._expected = expected
         for b in sorted(self._tie_at):
             self._note_ties(hb, b, expected[b], None)
@@ -285,19 +289,38 @@ class LengthAccumulator:
         if s.size == 0:
             return
         sh = hb.sharing
+        rm = tr.rowmax
         if sh is not None and li < sh.layers:
             # rows before q0 are the same for every word of a group: look at each group's
             # first word there (the first of the group in rank order, as the argmin wants)
             G, q0 = sh.group, sh.q0
             firsts = slice(0, s.shape[0], G)
             parts = [
-                _gap_part(s[firsts, :q0], tr.top[firsts, :q0], tr.visible[:q0], G, 0),
-                _gap_part(s[:, q0:], tr.top[:, q0:], tr.visible[q0:], 1, q0),
+                _gap_part(
+                    s[firsts, :q0],
+                    tr.top[firsts, :q0],
+                    tr.visible[:q0],
+                    G,
+                    0,
+                    None if rm is None else rm[firsts, :q0],
+                ),
+                _gap_part(
+                    s[:, q0:],
+                    tr.top[:, q0:],
+                    tr.visible[q0:],
+                    1,
+                    q0,
+                    None if rm is None else rm[:, q0:],
+                ),
             ]
         elif rows_alike(tr):  # every row has row 0's scores: row 0 says it all
-            parts = [_gap_part(s[:, :1], tr.top[:, :1], tr.visible[:1], 1, 0)]
+            parts = [
+                _gap_part(
+                    s[:, :1], tr.top[:, :1], tr.visible[:1], 1, 0, None if rm is None else rm[:, :1]
+                )
+            ]
         else:
-            parts = [_gap_part(s, tr.top, tr.visible, 1, 0)]
+            parts = [_gap_part(s, tr.top, tr.visible, 1, 0, rm)]
         best = None
         for nontop, tops, found in parts:
             rec.max_nontop = max(rec.max_nontop, nontop)
@@ -684,18 +707,33 @@ class LengthAccumulator:
 
 
 def _gap_part(
-    s: np.ndarray, top: np.ndarray, visible: np.ndarray, step: int, row0: int
+    s: np.ndarray,
+    top: np.ndarray,
+    visible: np.ndarray,
+    step: int,
+    row0: int,
+    rowmax: np.ndarray | None = None,
 ) -> tuple[int, int, tuple[int, int, int, int] | None]:
     """Score gaps of a block of query rows (word b of the block is word b·step of the batch,
     row i is row0 + i): the largest number of non-top and of top keys, and the smallest gap
-    numerator with its first (word, query, key) in row-major order (None: no gap here)."""
-    cand = visible[None] & ~top
-    counts = np.count_nonzero(cand, axis=2)
-    nontop = int(counts.max()) if counts.size else 0
-    tops = np.count_nonzero(top, axis=2)
+    numerator with its first (word, query, key) in row-major order (None: no gap here).
+
+    ``rowmax``: each row's largest visible score (the trace's, from the hard meaning), which
+    lets int64 scores take the row-wise route of :func:`_gap_rows`."""
+    tops = row_counts(top)
+    # top ⊆ visible (the argmax set within V(i)): the non-top visible keys of a row are its
+    # visible keys minus its top keys
+    cand_counts = visible.sum(axis=1, dtype=np.int64)[None, :] - tops
+    nontop = int(cand_counts.max()) if cand_counts.size else 0
     ntop = int(tops.max()) if tops.size else 0
-    if not cand.any():
+    if nontop <= 0:
         return nontop, ntop, None
+    cand = np.greater(visible[None], top)  # visible & ~top, one pass
+    if s.dtype != object and rowmax is not None:
+        found = _gap_rows(s, cand, cand_counts > 0, rowmax)
+        if found is not None:
+            num, b, i, j = found
+            return nontop, ntop, (num, b * step, i + row0, j)
     if s.dtype == object:
         big = max(abs(int(s.max())), abs(int(s.min()))) * 2 + 1
         topmax = np.where(top, s, -big).max(axis=2, keepdims=True)
@@ -713,6 +751,33 @@ def _gap_part(
     flat = int(np.argmin(diff.reshape(-1)))
     b, i, j = np.unravel_index(flat, diff.shape)
     return nontop, ntop, (int(diff[b, i, j]), int(b) * step, int(i) + row0, int(j))
+
+
+def _gap_rows(
+    s: np.ndarray, cand: np.ndarray, has: np.ndarray, rowmax: np.ndarray
+) -> tuple[int, int, int, int] | None:
+    """The smallest gap rowmax − s over the keys ``cand`` (visible, not top) of int64 scores
+    and its first (word, query, key) in row-major order, row by row: a row's smallest gap is
+    its top score minus its largest non-top score, the first row attaining the minimum is the
+    argmin's row, and its first key with that score the argmin's key — the element-wise
+    argmin's answer without the (N, R, T) difference array. None when a difference might
+    not fit int64 (then the element-wise route, with Python ints if needed)."""
+    lo = np.iinfo(np.int64).min
+    sc = np.where(cand, s, lo)
+    second = sc[..., 0].copy()
+    for j in range(1, sc.shape[-1]):
+        np.maximum(second, sc[..., j], out=second)
+    top_h, second_h = rowmax[has], second[has]
+    if not top_h.size:
+        return None
+    if max(int(np.abs(top_h).max()), int(np.abs(second_h).max())) >= 2**61:
+        return None
+    gap = np.where(has, rowmax - np.where(has, second, 0), np.iinfo(np.int64).max)
+    flat = int(np.argmin(gap.reshape(-1)))
+    b, i = np.unravel_index(flat, gap.shape)
+    b, i = int(b), int(i)
+    j = int(np.flatnonzero(sc[b, i] == second[b, i])[0])
+    return int(gap[b, i]), b, i, j
 
 
 def _threshold_diff(vals: Any, t: Fraction) -> np.ndarray:

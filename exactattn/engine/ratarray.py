@@ -181,14 +181,26 @@ rest (in blocks growing ×4): the same gcd, found early when it is 1."""
 class RatArray:
     """``num / den`` with ``num`` an integer ndarray (int64 or object) and ``den > 0``."""
 
-    __slots__ = ("num", "den", "_bound")
+    __slots__ = ("num", "den", "_bound", "_cols")
 
-    def __init__(self, num: np.ndarray, den: int = 1, bound: int | None = None) -> None:
-        """``bound``: max |num| when the caller knows it (never a guess: it must hold)."""
+    def __init__(
+        self,
+        num: np.ndarray,
+        den: int = 1,
+        bound: int | None = None,
+        cols: np.ndarray | None = None,
+    ) -> None:
+        """``bound``: max |num| when the caller knows it (never a guess: it must hold).
+        ``cols``: int64 (last-axis length,), max |num| of each last-axis column, when the
+        caller knows them exactly (then ``bound`` is their maximum): what lets
+        :meth:`add_columns` find the result's bound from the columns it writes alone."""
         assert den > 0
         self.num = num
         self.den = int(den)
         self._bound: int | None = bound
+        self._cols = cols
+        if cols is not None and bound is None:
+            self._bound = int(cols.max()) if cols.size else 0
 
     def bound(self) -> int:
         """max |num|, computed once (RatArrays are never changed in place)."""
@@ -276,14 +288,39 @@ class RatArray:
                 # column by column over all rows (long strided loops; a block of a few
                 # columns runs numpy's inner loop once per row): the same sums
                 flat, add = out.reshape(-1, out.shape[-1]), b.reshape(-1, b.shape[-1])
+                known = self._cols is not None
+                new = (
+                    (self._cols * np.int64(fa) if fa != 1 else self._cols.copy()) if known else None
+                )
                 for j, col in enumerate(c.tolist()):
-                    flat[:, col] += add[:, j]
+                    if new is None:
+                        flat[:, col] += add[:, j]
+                        continue
+                    # the column's sum in a contiguous temporary, whose max |·| (the
+                    # column's new bound) is then read from cache, not the strided array
+                    tmp = flat[:, col] + add[:, j]
+                    flat[:, col] = tmp
+                    new[col] = max(abs(int(tmp.max())), abs(int(tmp.min()))) if tmp.size else 0
+                return RatArray(out, den, cols=new)
             else:
                 out[..., cols] += b
-            return RatArray(out, den)
+            return RatArray(out, den, cols=self._written_cols(out, c, fa))
         out = _widen(a).copy()
         out[..., cols] = out[..., cols] + _widen(b)
         return RatArray(_narrow(out), den)
+
+    def _written_cols(self, out: np.ndarray, cols: np.ndarray, fa: int) -> np.ndarray | None:
+        """The column bounds of ``out`` = self·fa with columns ``cols`` rewritten: known
+        ones scaled by fa (exact: max |x·fa| = fa·max |x|), the rewritten ones measured —
+        a pass over 1–3 columns instead of the whole array. None when self's are unknown."""
+        if self._cols is None or out.dtype == object or out.ndim < 1:
+            return None
+        new = self._cols * np.int64(fa) if fa != 1 else self._cols.copy()
+        flat = out.reshape(-1, out.shape[-1])
+        for col in np.unique(cols).tolist():
+            part = flat[:, col]
+            new[col] = max(abs(int(part.max())), abs(int(part.min()))) if part.size else 0
+        return new
 
     def relu(self) -> RatArray:
         return RatArray(
@@ -325,7 +362,12 @@ class RatArray:
             return self
         small = self.num.dtype != object and g <= np.iinfo(np.int64).max
         num = self.num // g if small else _narrow(self.num.astype(object) // g)
-        return RatArray(_narrow(num), self.den // g)
+        # g divides every numerator: max |x/g| = max |x|/g, column by column too
+        num = _narrow(num)
+        if self._cols is not None and num.dtype == np.int64:
+            return RatArray(num, self.den // g, cols=self._cols // np.int64(g))
+        bound = None if self._bound is None else self._bound // g
+        return RatArray(num, self.den // g, bound=bound)
 
 
 def _nested(num: np.ndarray, den: int) -> Any:

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
 from exactattn.logic.ltl import accepts, parse_ltl
 from exactattn.model import Reference
 from exactattn.rasp.interpret import expected_output, oracle_from_text
@@ -48,6 +50,43 @@ def _dyck_stack(
     return tuple(st)
 
 
+def _dyck_many(letters: np.ndarray, alphabet: Sequence[str], pairs: Sequence[str]) -> list[bool]:
+    """:func:`dyck_accepts` of every row of ``letters`` ((N, n) positions in ``alphabet``),
+    one letter position at a time over all rows: the same rules (an opener pushes the
+    closer its pair names, the last pair of an opener winning as in the dict; a closer
+    must match the top; any other letter rejects; accept on an empty stack)."""
+    opening = {p[0]: p[1] for p in pairs}
+    closing = {p[1] for p in pairs}
+    ids: dict[str, int] = {}
+    kind = np.full(len(alphabet), 2, dtype=np.int8)  # 0 open, 1 close, 2 reject
+    push = np.zeros(len(alphabet), dtype=np.int64)
+    want = np.zeros(len(alphabet), dtype=np.int64)
+    for a, t in enumerate(alphabet):
+        if t in opening:
+            kind[a] = 0
+            push[a] = ids.setdefault(opening[t], len(ids) + 1)
+        elif t in closing:
+            kind[a] = 1
+            want[a] = ids.setdefault(t, len(ids) + 1)
+    N, n = letters.shape
+    rows = np.arange(N)
+    stack = np.zeros((N, n + 1), dtype=np.int64)
+    depth = np.zeros(N, dtype=np.int64)
+    ok = np.ones(N, dtype=bool)
+    for p in range(n):
+        lt = letters[:, p]
+        kd = kind[lt]
+        op = kd == 0
+        cl = kd == 1
+        top = stack[rows, np.maximum(depth - 1, 0)]
+        good = cl & (depth > 0) & (top == want[lt])
+        ok &= op | good
+        stack[rows, depth] = np.where(op, push[lt], stack[rows, depth])
+        depth += op
+        depth -= good
+    return (ok & (depth == 0)).tolist()
+
+
 @lru_cache(maxsize=64)
 def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
@@ -70,16 +109,27 @@ class Oracle:
         self.ref = ref
         self.alphabet = alphabet
 
-    def expected_many(self, words: Sequence[Sequence[str]]) -> list[Any]:
+    def expected_many(
+        self, words: Sequence[Sequence[str]], letters: np.ndarray | None = None
+    ) -> list[Any]:
         """:meth:`expected` of every word, in order (the same values).
 
         A Dyck reference runs its stack once per distinct prefix (all but the last three
         letters): consecutive words of a batch share it, so most words cost three steps.
+        ``letters``: the words as an (N, n) int array of positions in the alphabet (the hard
+        meaning has it); then a Dyck reference runs one stack per word as numpy columns.
         """
         r = self.ref
         if r.kind != "dyck":
             return [self.expected(tuple(w)) for w in words]
         assert r.pairs is not None
+        if (
+            letters is not None
+            and letters.ndim == 2
+            and letters.shape[0] == len(words)
+            and letters.dtype.kind in "iu"
+        ):
+            return _dyck_many(letters, self.alphabet, r.pairs)
         opening = {p[0]: p[1] for p in r.pairs}
         closing = {p[1] for p in r.pairs}
         memo: dict[tuple[str, ...], tuple[str, ...] | None] = {}
