@@ -269,10 +269,10 @@ class CompiledModel:
         N = len(words)
         if table is None or N == 0 or n == 0:
             return None
-        if min(map(len, words)) != n or max(map(len, words)) != n:
+        if set(map(len, words)) != {n}:
             return None
         try:
-            text = "".join(itertools.chain.from_iterable(words)).encode("latin-1")
+            text = "".join(map("".join, words)).encode("latin-1")
         except (TypeError, UnicodeEncodeError):
             return None
         if len(text) != N * n:
