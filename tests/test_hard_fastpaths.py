@@ -305,12 +305,13 @@ def test_attend_running_max_matches_masked_max(rule: str) -> None:
     vis = rng.random((T, T)) < 0.6
     vis[2] = False  # a row that sees nothing
     v = RatArray(rng.integers(-9, 9, (N, T, 3)), 5)
-    top, support, count, _ = hard._attend(s, vis, rule, v)
+    top, support, count, _, got_max = hard._attend(s, vis, rule, v)
     rowmax = np.max(s, axis=2, keepdims=True, where=vis[None], initial=np.iinfo(np.int64).min)
+    assert got_max.dtype == np.int64 and np.array_equal(got_max, rowmax[..., 0])
     want = vis[None] & (s == rowmax)
     assert np.array_equal(top, want) and not top[:, 2].any()
     assert np.array_equal(support, hard.tie_support(want, rule))
-    assert np.array_equal(count, support.sum(axis=2))
+    assert count.dtype == np.int64 and np.array_equal(count, support.sum(axis=2))
 
 
 def test_embed_matches_the_two_index_gather() -> None:

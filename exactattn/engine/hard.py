@@ -195,6 +195,7 @@ class CompiledModel:
             for t in model.alphabet:
                 table[ord(t)] = self.token_index[t]
             self._char_index = table
+        self._letter_set = frozenset(model.alphabet)
         self.token_table = RatArray.from_fractions([model.token_embedding[t] for t in toks])
         self._positions: dict[int, RatArray] = {}
         self._tables: dict[int, RatArray] = {}
@@ -262,14 +263,14 @@ class CompiledModel:
     def _letters_by_char(self, words: Sequence[Sequence[str]], n: int) -> np.ndarray | None:
         """The (N, n) letter indices when every letter is one character: the batch joined
         into one string, its bytes looked up in a 256-entry table. None (the per-letter
-        path, which names a bad letter) unless every word has exactly n letters and every
-        character is a letter of the alphabet — then the string is the words' letters,
-        one character each, in order."""
+        path, which names a bad letter) unless every word has exactly n letters, each a
+        letter of the alphabet — then the string is the words' letters, one character
+        each, in order."""
         table = self._char_index
         N = len(words)
         if table is None or N == 0 or n == 0:
             return None
-        if set(map(len, words)) != {n}:
+        if set(map(len, words)) != {n} or not set().union(*words) <= self._letter_set:
             return None
         try:
             text = "".join(map("".join, words)).encode("latin-1")
