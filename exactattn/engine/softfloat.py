@@ -1093,13 +1093,31 @@ def _head(
         # Columns without δv: exact hard differences, rad = |vd|·c_v, so the radius of every
         # product is |vd_j|·Q_j with Q shared by all of them; all such columns at once
         # (a last axis, elementwise: the bits of column by column)
+        # Laid out [column, key, query, word] as in _head_free (the words innermost: numpy's
+        # inner loops run over the batch, not over a query row's few entries), the numbers
+        # of _dot_weight and _dot_exact, elementwise and summed over the keys in the same
+        # order: the same bits.
         vn = tr.v.num if len(ex) == nv else tr.v.num[..., ex]  # (B, j, E)
-        vref = vn[np.arange(B)[:, None], jref]  # (B, i, E)
-        dn = vn[:, :, None, :] - vref[:, None, :, :]  # (B, j, i, E)
-        Qv = _dot_weight(da, vden)
-        tm, tr_ = _dot_exact(da[0][..., None], _rat_mid(dn, vden), Qv[..., None])
+        E = len(ex)
+        vk = np.ascontiguousarray(vn.transpose(2, 1, 0))  # (E, j, B)
+        vref = np.take(vk.reshape(E, T * B), jref.T * B + np.arange(B), axis=1)  # (E, i, B)
+        dn = vk[:, :, None, :] - vref[:, None, :, :]  # (E, j, i, B)
+        xm = _rat_mid(dn, vden)
+        DA = np.empty((2, T, R, B))
+        DA[0] = da[0].transpose(1, 2, 0)
+        DA[1] = da[1].transpose(1, 2, 0)
+        c_v = CONV + 2.0 * TINY * vden
+        q = np.abs(DA[0]) * (c_v + (T + 2) * SUM_U)  # _dot_weight
+        q += DA[1] * (1 + c_v)
+        P = np.empty((2,) + xm.shape)  # _dot_exact: products and their radii, then key sums
+        np.multiply(DA[0], xm, out=P[0])
+        np.abs(xm, out=P[1])
+        P[1] *= q
+        tm, tr_ = _seq_sum(P, 2)  # (E, i, B) each
+        tr_ *= 1 + (T + 4) * SUM_U
+        tr_ = guard(tm, floor_rad(tr_))
         for e, c in enumerate(ex):
-            exact[c] = (tm[..., e], tr_[..., e])
+            exact[c] = (tm[e].T, tr_[e].T)  # (B, i) views
     supT = inv = None  # the hard weights' pieces, the same for every value column
     for c in range(nv):
         acc: MR | None = None
