@@ -2236,6 +2236,9 @@ def _certify_chunk(
                     contrib = _head_any(tr, ch.head.hard, delta, it, fw.layers[li][hi_])
                     total = add_cols(total, contrib)
                 delta = total
+            elif sh is not None and li < sh.layers:
+                assert lt.pre is not None
+                delta = _shared_ffn(lt.pre, delta, fw.layers[li], sh, B, T)
             else:
                 assert lt.pre is not None
                 hidden, out_rows, ints = fw.layers[li]
@@ -2669,6 +2672,43 @@ def _shared_layer(
         top = add_cols(top, _head_any(tr_first, ch.head.hard, d_first, it, hw, 0))
         rest = add_cols(rest, _head_any(_query_rows(tr, q0, T), ch.head.hard, delta, it, hw, q0))
     return _assemble(top, rest, sh, B, T)
+
+
+def _shared_ffn(pre: list[RatArray], delta: Cols, fl: Any, sh: Sharing, B: int, T: int) -> Cols:
+    """A feed-forward layer under :class:`Sharing`: rows before q0 on each group's first
+    word only, the other rows on every word, all as one (1, rows) batch, then assembled.
+
+    The same bits as the whole (B, T) batch: every entry is computed from its own row
+    elementwise, and the batch-level pruning of :func:`ffn_linear` (which coefficients and
+    residuals it keeps) asks only whether something is nonzero for *some* entry; the
+    compact rows hold every row of the whole batch — rows before q0 are the same in every
+    word of a group (the δ coming in is assembled from the firsts' rows, as
+    :func:`_shared_layer` reads it; the exact pre-activations are the same numbers)."""
+    if not delta:
+        return {}  # what ffn_linear and ffn_generic give
+    q0, G = sh.q0, sh.group
+    firsts = slice(0, B, G)
+    F = len(range(0, B, G))
+
+    def pack(x: np.ndarray) -> np.ndarray:  # (B, T, …) -> (1, F·q0 + B·(T − q0), …)
+        tail = x.shape[2:]
+        a = x[firsts, :q0].reshape((F * q0,) + tail)
+        return np.concatenate([a, x[:, q0:].reshape((B * (T - q0),) + tail)])[None]
+
+    dc = {c: (pack(m), pack(r)) for c, (m, r) in delta.items()}
+    pc = rat_pre([RatArray(pack(z.num), z.den) for z in pre])
+    hidden, out_rows, ints = fl
+    if ints.ok:
+        out = ffn_linear(pc, dc, ints, (1, F * q0 + B * (T - q0)))
+    else:
+        out = ffn_generic(pc, dc, hidden, out_rows)
+    k = F * q0
+    top = {c: (m[0, :k].reshape(F, q0), r[0, :k].reshape(F, q0)) for c, (m, r) in out.items()}
+    rest = {
+        c: (m[0, k:].reshape(B, T - q0), r[0, k:].reshape(B, T - q0)) for c, (m, r) in out.items()
+    }
+    got = _assemble(top, rest, sh, B, T)
+    return {c: got[c] for c in out}  # in ffn_linear's order
 
 
 def _label_decisions(
