@@ -2223,12 +2223,10 @@ def _certify_chunk(
                 row = taus[li]
                 assert row is not None
                 if sh is not None and li < sh.layers:
-                    delta = _shared_layer(lt.heads, layer, row, delta, fw.layers[li], sh, B, T)
-                    pending.append((li, delta))
-                    size += len(delta) * B * T
-                    if size > ERR_DEFER:
-                        _errors_into(pending, err, B, T, d)
-                        pending, size = [], 0
+                    delta, parts = _shared_layer(
+                        lt.heads, layer, row, delta, fw.layers[li], sh, B, T
+                    )
+                    size = _shared_errors(li, delta, parts, sh, pending, size, err, B, T, d)
                     continue
                 total = delta
                 for hi_, (ch, tr) in enumerate(zip(layer, lt.heads, strict=True)):
@@ -2238,7 +2236,9 @@ def _certify_chunk(
                 delta = total
             elif sh is not None and li < sh.layers:
                 assert lt.pre is not None
-                delta = _shared_ffn(lt.pre, delta, fw.layers[li], sh, B, T)
+                delta, parts = _shared_ffn(lt.pre, delta, fw.layers[li], sh, B, T)
+                size = _shared_errors(li, delta, parts, sh, pending, size, err, B, T, d)
+                continue
             else:
                 assert lt.pre is not None
                 hidden, out_rows, ints = fw.layers[li]
@@ -2658,8 +2658,9 @@ def _shared_layer(
     sh: Sharing,
     B: int,
     T: int,
-) -> Cols:
-    """One attention layer under :class:`Sharing`: the same sums as the plain loop."""
+) -> tuple[Cols, tuple[Cols, Cols]]:
+    """One attention layer under :class:`Sharing`: the same sums as the plain loop; the δ of
+    every row and its compact parts (the firsts' rows before q0, every word's from q0)."""
     q0, G = sh.q0, sh.group
     firsts = slice(0, B, G)
     d_first = {c: (m[firsts], r[firsts]) for c, (m, r) in delta.items()}
@@ -2671,10 +2672,71 @@ def _shared_layer(
         tr_first = _query_rows(_slice_trace(tr, firsts), 0, q0)
         top = add_cols(top, _head_any(tr_first, ch.head.hard, d_first, it, hw, 0))
         rest = add_cols(rest, _head_any(_query_rows(tr, q0, T), ch.head.hard, delta, it, hw, q0))
-    return _assemble(top, rest, sh, B, T)
+    return _assemble(top, rest, sh, B, T), (top, rest)
 
 
-def _shared_ffn(pre: list[RatArray], delta: Cols, fl: Any, sh: Sharing, B: int, T: int) -> Cols:
+def _shared_errors(
+    li: int,
+    delta: Cols,
+    parts: tuple[Cols, Cols],
+    sh: Sharing,
+    pending: list[tuple[int, Cols]],
+    size: int,
+    err: tuple[np.ndarray, np.ndarray, np.ndarray],
+    B: int,
+    T: int,
+    d: int,
+) -> int:
+    """The error bounds of a layer run under :class:`Sharing` (δ = ``_assemble(*parts)``):
+    a large one at once on its compact rows (:func:`_errors_compact`), a small one waits in
+    ``pending`` to share a pass (:func:`_errors_into`); the same numbers either way.
+    Returns the new pending size."""
+    if not delta:
+        return size
+    if len(delta) * B * T > ERR_DEFER:
+        err[0][:, li], err[1][:, li], err[2][:, li] = _errors_compact(*parts, sh, B, T)
+        return size
+    pending.append((li, delta))
+    size += len(delta) * B * T
+    if size > ERR_DEFER:
+        _errors_into(pending, err, B, T, d)
+        pending.clear()
+        size = 0
+    return size
+
+
+def _errors_compact(
+    top: Cols, rest: Cols, sh: Sharing, B: int, T: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_layer_errors` of ``_assemble(top, rest)`` from the compact rows: abs_bounds
+    is elementwise and the maxima exact (it gives no nan), so the rows before q0 are
+    bounded once per group and repeated; every word's bounds, its largest upper bound per
+    row, and so its first row of the largest, are those of the assembled δ."""
+    q0, G = sh.q0, sh.group
+    F = len(range(0, B, G))
+    cols = sorted(set(top) | set(rest))
+
+    def bounds(part: Cols, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        z = np.zeros(shape)  # a column absent from a part is 0 there (as _assemble fills)
+        m = _stack([part[c][0] if c in part else z for c in cols])
+        r = _stack([part[c][1] if c in part else z for c in cols])
+        return abs_bounds((m, r))  # (C, rows, slots)
+
+    al_t, au_t = bounds(top, (F, q0))
+    al_r, au_r = bounds(rest, (B, T - q0))
+    up = np.empty((B, T))
+    up[:, :q0] = np.repeat(au_t.max(axis=0), G, axis=0)
+    up[:, q0:] = au_r.max(axis=0)
+    lo = np.maximum(
+        np.repeat(al_t.max(axis=(0, 2), initial=0.0), G), al_r.max(axis=(0, 2), initial=0.0)
+    )
+    lo = np.maximum(np.zeros(B), lo)
+    return lo, up.max(axis=1), np.argmax(up, axis=1).astype(np.int64)
+
+
+def _shared_ffn(
+    pre: list[RatArray], delta: Cols, fl: Any, sh: Sharing, B: int, T: int
+) -> tuple[Cols, tuple[Cols, Cols]]:
     """A feed-forward layer under :class:`Sharing`: rows before q0 on each group's first
     word only, the other rows on every word, all as one (1, rows) batch, then assembled.
 
@@ -2685,7 +2747,7 @@ def _shared_ffn(pre: list[RatArray], delta: Cols, fl: Any, sh: Sharing, B: int, 
     word of a group (the δ coming in is assembled from the firsts' rows, as
     :func:`_shared_layer` reads it; the exact pre-activations are the same numbers)."""
     if not delta:
-        return {}  # what ffn_linear and ffn_generic give
+        return {}, ({}, {})  # what ffn_linear and ffn_generic give
     q0, G = sh.q0, sh.group
     firsts = slice(0, B, G)
     F = len(range(0, B, G))
@@ -2708,7 +2770,7 @@ def _shared_ffn(pre: list[RatArray], delta: Cols, fl: Any, sh: Sharing, B: int, 
         c: (m[0, k:].reshape(B, T - q0), r[0, k:].reshape(B, T - q0)) for c, (m, r) in out.items()
     }
     got = _assemble(top, rest, sh, B, T)
-    return {c: got[c] for c in out}  # in ffn_linear's order
+    return {c: got[c] for c in out}, (top, rest)  # in ffn_linear's order
 
 
 def _label_decisions(
