@@ -202,7 +202,7 @@ def _float_chain(
     by_coarse = settle_dominated(fc, np.zeros(B, dtype=bool), fc.underflowed(), lower)
     if by_coarse.all():
         return fc, by_coarse
-    first = certify_centred if job.centred_tier else certify_float
+    first = job.centred_tier  # the centred tier first (the rule above)
     if not by_coarse.any():
         return _tiers(job, cm, hb, ftaus, dtaus, lower, (fc.err_lo,), first)
     idx = np.flatnonzero(~by_coarse)
@@ -225,14 +225,14 @@ def _tiers(
     dtaus: list[Any] | None,
     lower: list[float],
     known0: tuple[np.ndarray, ...],
-    first: Callable[..., FloatBatch] = certify_float,
+    centred_first: bool = False,
 ) -> tuple[FloatBatch | None, np.ndarray | None]:
-    """``first`` (certify_float, or the centred tier: the same contract) on every word of
-    ``hb``, then the centred tier (unless it ran first) and the double-double tier on what
-    the tiers before could not settle; ``known0``: lower ends of an earlier tier
+    """certify_float (``centred_first``: the centred tier instead, the same contract) on every
+    word of ``hb``, then the centred tier (unless it ran first) and the double-double tier on
+    what the tiers before could not settle; ``known0``: lower ends of an earlier tier
     (thresholds for :func:`settle_dominated`)."""
     try:
-        fb = first(cm, hb, ftaus)
+        fb = (certify_centred if centred_first else certify_float)(cm, hb, ftaus)
     except OverflowError:  # numerators beyond float range: arb for the batch
         return None, None
     # an error that underflowed to [0, 2^-500] (softfloat.TINY) says little
@@ -243,7 +243,7 @@ def _tiers(
         settled = settle_dominated(fb, settled, under, lower, known0)
     # the centred float64 tier, then the double-double tier, each for what
     # the tiers before it could not settle (None: second_tier's default, dd)
-    tiers = [(certify_centred, ftaus)] if job.centred_tier and first is not certify_centred else []
+    tiers = [(certify_centred, ftaus)] if job.centred_tier and not centred_first else []
     tiers += [] if dtaus is None else [(None, dtaus)]
     known: list[np.ndarray] = list(known0)  # earlier tiers' certified lower ends
     for tier, ttaus in tiers:
