@@ -8,9 +8,10 @@ repeated until 4,096 inputs were timed), in one process:
 * certified: exactattn.engine.hard.run_hard (and the exact read-out, which the check's
   LengthAccumulator.add_hard reads and certify_float then reuses) + the coarse tier
   (exactattn.engine.coarse, where its rule turns it on: all inputs, then settle_dominated) +
-  exactattn.engine.softfloat.certify_float on the inputs it leaves (all inputs without it),
-  in batches of the check's size, then the centred float64 tier and the double-double
-  tier (second_tier) on what the tiers before them left, as run/shard.py chains them (the
+  exactattn.engine.softfloat.certify_float on the inputs it leaves (all inputs without it;
+  where the coarse tier ran, the centred tier instead), in batches of the check's size, then
+  the centred float64 tier and the double-double tier (second_tier) on what the tiers before
+  them left, as run/shard.py chains them (the
   fractions the check settles without arb are printed per tier — tight words and loose ones
   below a reported lower end; the rest goes to arb);
 * arb: the existing per-word path (certify.certify_word) on a sample, scaled to all inputs.
@@ -119,19 +120,28 @@ def bench(name: str, model, n: int, batch: int, sample: int, min_inputs: int = 0
                 continue
             if okc.any():
                 hb = take_batch(hb, np.flatnonzero(~okc))
+        # after the coarse tier the centred tier comes first, certify_float not at all
+        # (run/shard.py, _float_chain): its time and share count as the centred tier's
+        centred_first = coarse_on and USE_CENTRED
+        first = certify_centred if centred_first else certify_float
         t1 = time.process_time()
         for _ in range(reps):
-            fb = certify_float(cm, hb, taus)
+            fb = first(cm, hb, taus)
         t2 = time.process_time()
-        flt += (t2 - t1) / reps
         # what the check settles: tight words, and loose ones below a reported lower end
         under = fb.underflowed()
         ok = settle_dominated(fb, fb.settled & ~under, under, lower, tuple(known))
-        settled += int(ok.sum())
-        # the centred tier, then the double-double tier, each on what the tiers before it left
-        # (as in run/shard.py); each tier's time and share is timed on its own
+        if centred_first:
+            spent["c"] += (t2 - t1) / reps
+            won["c"] += int(ok.sum())
+        else:
+            flt += (t2 - t1) / reps
+            settled += int(ok.sum())
+        # the centred tier (unless it came first), then the double-double tier, each on what
+        # the tiers before it left (as in run/shard.py); each tier's time and share is timed
+        # on its own
         for on, tier_taus, tier, which in (
-            (USE_CENTRED, taus, certify_centred, "c"),
+            (USE_CENTRED and not centred_first, taus, certify_centred, "c"),
             (USE_DD, dtaus, None, "dd"),
         ):
             if not on or ok.all():
@@ -238,7 +248,8 @@ def main() -> None:
         "rule turns it on; f64 tier: certify_float (certified δ, all layers, read-out) on the "
         "inputs the coarse tier left; "
         "c tier: the centred float64 tier (second_tier with certify_centred) on the words "
-        "float64 left; dd tier: the double-double tier on the words both left; "
+        "float64 left (where the coarse tier ran: on the words it left, no f64 tier); "
+        "dd tier: the double-double tier on the words both left; "
         "by coarse / by f64 / by c / by dd: share of inputs settled without arb by each tier; "
         "arb left: the rest; "
         "arb (est.): per-word certify_word on a sample, scaled to all inputs; left (est.): "

@@ -6,11 +6,12 @@ it first where its rule turns it on (run/shard.py). The per-row variants measure
 ("How it got there" in docs/scale.md) are in this file's history (git log).
 
 A run prints the float64 baseline and the coarse pass (alternated, best of ``--reps``), the
-share it settles (``settle_dominated`` as in the check), certify_float and the centred tier on
-the rest, and today's chain without it (certify_float on all words, centred on what it leaves),
-all CPU seconds in one process; and it compares the coarse enclosures and read-outs with
-certify_float's. ``--arb-check``: enclosures and decided read-outs against arb on random and
-bundled models (tests/tiers_vs_arb.py's ``assert_meets_arb``).
+share it settles (``settle_dominated`` as in the check), the centred tier on the rest (as
+run/shard.py runs it) and, for the A/B, the chain before it (certify_float, then the centred
+tier on what that leaves), and the chain without the coarse tier (certify_float on all words,
+centred on what it leaves), all CPU seconds in one process; and it compares the coarse
+enclosures and read-outs with certify_float's. ``--arb-check``: enclosures and decided
+read-outs against arb on random and bundled models (tests/tiers_vs_arb.py's ``assert_meets_arb``).
 
     python benchmarks/coarse_probe.py [--reps 9] [--model random|random3|ltl|models/dyck2.json]
         [--n 12]
@@ -144,8 +145,8 @@ def main() -> None:
     L = len(m.layers)
     lower = np.zeros(L)
     total = settled = bad = 0
-    t_all = t_rest = t_c = t_c0 = 0.0
-    by_f64 = by_c = 0
+    t_all = t_rest = t_f = t_c = t_c0 = 0.0
+    by_f64 = by_c = by_cen = 0
     fin_layer = np.zeros(L)
     for hb in hbs:
         B = len(hb.words)
@@ -167,11 +168,19 @@ def main() -> None:
         idx = np.flatnonzero(~ok)
         if idx.size:
             hr = take_batch(hb, idx)
-            t_rest += best(lambda hr=hr: certify_float(cm, hr, taus))
-            # the chain on the rest, as run/shard.py runs it, the coarse lower ends as thresholds
+            got = list(lower) if not ok.any() else np.maximum(lower, cr.err_lo[ok].max(axis=0))
+            # the chain on the rest, as run/shard.py runs it: the centred tier first, the
+            # coarse lower ends as thresholds
+            t_rest += best(lambda hr=hr: certify_centred(cm, hr, taus))
+            fz = certify_centred(cm, hr, taus)
+            under = fz.underflowed()
+            okz = settle_dominated(fz, fz.settled & ~under, under, list(got), (cr.err_lo,))
+            by_cen += int(okz.sum())
+            # the chain before (certify_float, then the centred tier on what it leaves)
+            t_f += best(lambda hr=hr: certify_float(cm, hr, taus))
             fr = certify_float(cm, hr, taus)
             under = fr.underflowed()
-            ok2 = settle_dominated(fr, fr.settled & ~under, under, list(lower), (cr.err_lo,))
+            ok2 = settle_dominated(fr, fr.settled & ~under, under, list(got), (cr.err_lo,))
             by_f64 += int(ok2.sum())
             if not ok2.all():
                 t_c += best(
@@ -182,7 +191,7 @@ def main() -> None:
                 fc = second_tier(cm, hr, fr, ~ok2, taus, certify_centred)
                 under = fc.underflowed()
                 todo = fc.settled & ~under & ~ok2
-                ok3 = settle_dominated(fc, ok2 | todo, under, list(lower), (cr.err_lo, fr.err_lo))
+                ok3 = settle_dominated(fc, ok2 | todo, under, list(got), (cr.err_lo, fr.err_lo))
                 by_c += int(ok3.sum()) - int(ok2.sum())
         # today's chain without the coarse pass, for the A/B: certify_float on all, centred
         under = ff.underflowed()
@@ -199,22 +208,29 @@ def main() -> None:
         f"float64 baseline {t_base:.3f} s; coarse pass {t_coarse:.3f} s ({t_coarse / t_base:.2f}x)"
     )
     print(
-        f"certify_float on all words {t_all:.3f} s ({t_all / t_base:.2f}x); on the words the "
-        f"coarse pass leaves {t_rest:.3f} s"
+        f"certify_float on all words {t_all:.3f} s ({t_all / t_base:.2f}x); the centred tier "
+        f"on the words the coarse pass leaves {t_rest:.3f} s"
     )
     print(f"settled by the coarse pass: {settled} of {total} ({settled / total:.2%})")
     print(
         "words with a finite coarse upper end, per layer:",
         " ".join(f"{f / total:.0%}" for f in fin_layer),
     )
+    left = total - settled
     print(
-        f"of the rest: certify_float settles {by_f64}, the centred tier {by_c} more "
-        f"({t_c:.3f} s); left to double-double/arb: {total - settled - by_f64 - by_c}"
+        f"of the rest ({left}): the centred tier settles {by_cen}; left to double-double/arb: "
+        f"{left - by_cen}"
     )
     print(
-        f"projected coarse + certify_float + centred on the rest: "
-        f"{(t_coarse + t_rest + t_c) / t_base:.2f}x float64; today's chain (certify_float on "
-        f"all, centred on what it leaves: {t_c0:.3f} s): {(t_all + t_c0) / t_base:.2f}x"
+        f"(before: certify_float settled {by_f64} ({t_f:.3f} s), the centred tier {by_c} more "
+        f"({t_c:.3f} s); left: {left - by_f64 - by_c})"
+    )
+    print(
+        f"chain (coarse + centred on the rest, run/shard.py): "
+        f"{(t_coarse + t_rest) / t_base:.2f}x float64; before (coarse + certify_float + "
+        f"centred): {(t_coarse + t_f + t_c) / t_base:.2f}x; without the coarse tier "
+        f"(certify_float on all, centred on what it leaves: {t_c0:.3f} s): "
+        f"{(t_all + t_c0) / t_base:.2f}x"
     )
     print(f"enclosures not meeting certify_float's / read-outs disagreeing: {bad}")
 

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from exactattn import load_model, model_from_dict, run_check
 from exactattn.bounds.closedforms import closed_forms, evaluate_form, fit_sequence
+from exactattn.results.resultfile import closed_form_problem
 from exactattn.results.sequences import values_of_rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -199,6 +200,24 @@ def test_powers_and_hypergeometric() -> None:
     assert all(evaluate_form(rec["form"], n) == math.comb(2 * n, n) for n in range(1, 15))
     rec = fit_sequence({n: Fraction(3, 4**n) for n in range(2, 6)})
     assert same(rec["expression"], "3/4**n")
+
+
+def test_a_form_report_would_refuse_is_not_written() -> None:
+    """y(n) = K^(n-1)/n! with K = 7^300 fits y(n+1) = K/(n+1)·y(n): a 254-digit coefficient,
+    past the reader's 200 characters for a hypergeometric coefficient. The fitter used to write
+    it and ``report`` then refused the result (exit 2); now it says why there is no form."""
+    big = 7**300
+    rec = fit_sequence({n: Fraction(big ** (n - 1), math.factorial(n)) for n in range(1, 8)})
+    assert rec["expression"] is None and rec["lengths"] == list(range(1, 8))
+    assert rec["reason"].startswith("a closed form fits, but its coefficients are longer")
+    assert closed_form_problem(rec) is None
+    # the same shape with a short coefficient is still found, and the reader takes it
+    rec = fit_sequence({n: Fraction(7 ** (n - 1), math.factorial(n)) for n in range(1, 8)})
+    assert rec["form"]["kind"] == "hypergeometric" and closed_form_problem(rec) is None
+    assert all(
+        evaluate_form(rec["form"], n) == Fraction(7 ** (n - 1), math.factorial(n))
+        for n in range(1, 12)
+    )
 
 
 rationals = st.fractions(min_value=-5, max_value=5, max_denominator=6)

@@ -82,6 +82,36 @@ def test_switch_and_rule_decide_where_it_runs(monkeypatch) -> None:
     assert calls == []
 
 
+def test_words_left_go_to_the_centred_tier_first(monkeypatch) -> None:
+    """After the coarse tier the words it leaves go to the centred tier, never to
+    certify_float (run/shard.py, _float_chain's rule), and it settles every one of them on
+    the random model at n = 7 (10 left); with the centred tier off (EXACTATTN_CENTRED=0),
+    certify_float takes them as before."""
+    from exactattn.engine import centred
+
+    seen: dict[str, list[int]] = {"float": [], "centred": []}
+
+    def spy(name, real):  # type: ignore[no-untyped-def]
+        def f(cm, hb, taus):  # type: ignore[no-untyped-def]
+            seen[name].append(len(hb.words))
+            return real(cm, hb, taus)
+
+        return f
+
+    monkeypatch.setattr(shard, "certify_float", spy("float", shard.certify_float))
+    monkeypatch.setattr(shard, "certify_centred", spy("centred", shard.certify_centred))
+    calls = _spy(monkeypatch)
+    model = random_benchmark_model(0, blocks=4)
+    got = run_check(model, max_n=7, min_n=7).to_json()
+    assert sum(calls) < 128 and seen["float"] == []
+    assert seen["centred"] == [128 - sum(calls)]
+    assert got["lengths"][0]["float_settled"] == 128  # none left to arb
+    seen["centred"].clear()
+    monkeypatch.setattr(centred, "USE_CENTRED", False)
+    run_check(model, max_n=7, min_n=7)
+    assert seen["float"] == [128 - sum(calls[:1])] and seen["centred"] == []
+
+
 def test_chain_agrees_with_arb_only(monkeypatch) -> None:
     """With the tier settling most words (n = 5–7): every exact field, count, decision and
     verdict is the arb-only path's, the enclosures overlap, every reported error keeps the

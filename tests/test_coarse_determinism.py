@@ -149,9 +149,10 @@ def test_opt_in_blas_products_meet_arb(monkeypatch, exact_first: bool) -> None:
 
 @pytest.mark.parametrize("blas", [False, True])
 def test_checkpoint_identity_records_the_products(tmp_path: Path, blas: bool) -> None:
-    """Shards made with the coarse tier carry ``coarse_version: 2`` (fixed-order products
-    unless ``blas``): shards of its first version (BLAS products always, other bits) lack it
-    and are recomputed on resume rather than mixed in."""
+    """Shards made with the coarse tier carry ``coarse_version: 3`` (fixed-order products
+    unless ``blas``, the words it leaves to the centred tier first): shards of its first
+    version (BLAS products always, other bits, no key) and of version 2 (certify_float
+    first) are recomputed on resume rather than mixed in."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         from models import random_model  # lazy: benchmarks/ is not a package
@@ -172,4 +173,4 @@ def test_checkpoint_identity_records_the_products(tmp_path: Path, blas: bool) ->
     for p in shards:
         ident = json.loads(p.read_text())["identity"]
         assert ident["coarse_tier"] is True and ident["blas"] is blas
-        assert ident["coarse_version"] == 2
+        assert ident["coarse_version"] == 3

@@ -53,6 +53,7 @@ from exactattn.results.closedforms import (
     Form,
     fraction_text,
 )
+from exactattn.results.resultfile import closed_form_problem
 from exactattn.results.sequences import (
     ACCEPTED,
     EXACT_QUANTITIES,
@@ -80,6 +81,12 @@ BASES = tuple(Fraction(k) for k in (2, 3, 4, 5, 6, 8)) + tuple(
 )
 
 NONE_FITS = "no closed form of this kind fits"
+#: The reason when a form verified but is too long for a result file: ``report`` would refuse
+#: it (docs/limits.md), so it is not written.
+TOO_LONG = (
+    "a closed form fits, but its coefficients are longer than a result file allows "
+    "(docs/limits.md); not written"
+)
 KINDS_TRIED = [
     f"rational functions of n with numerator and denominator degrees summing to ≤ {MAX_PARAMS - 1}",
     "r(n)·k^n, r rational, k read from the data or in {2, 3, 4, 5, 6, 8} and reciprocals",
@@ -284,14 +291,23 @@ def fit_record(values: dict[int, Fraction | None]) -> FitRecord:
         )
     # ns is sorted and distinct; no list of the range (a result file may say n = 10^100)
     consecutive = ns[-1] - ns[0] + 1 == len(ns)
+    too_long = False
+
+    def readable(record: FitRecord) -> bool:
+        nonlocal too_long
+        ok = closed_form_problem(record.to_json()) is None
+        too_long = too_long or not ok
+        return ok
+
     got = _search(points, 1, MAX_SKIP)
     if got is not None:
         form, fit, held, skip = got
         record = _found(form, fit, held, points[skip:], undefined)
         if record is not None:
             if skip:
-                return replace(record, valid_from=points[skip][0], exceptions=ns[:skip])
-            return record
+                record = replace(record, valid_from=points[skip][0], exceptions=ns[:skip])
+            if readable(record):
+                return record
     if consecutive:  # one form for even n and one for odd n (e.g. Dyck counts: 0 at odd n)
         halves = [[pt for pt in points if pt[0] % 2 == r] for r in (0, 1)]
         found = [_search(h, 2, 0) for h in halves]
@@ -305,10 +321,14 @@ def fit_record(values: dict[int, Fraction | None]) -> FitRecord:
                 points,
                 undefined,
             )
-            if record is not None:
+            if record is not None and readable(record):
                 return record
     return FitRecord(
-        None, reason=NONE_FITS, kinds_tried=tuple(KINDS_TRIED), lengths=ns, undefined_at=undefined
+        None,
+        reason=TOO_LONG if too_long else NONE_FITS,
+        kinds_tried=tuple(KINDS_TRIED),
+        lengths=ns,
+        undefined_at=undefined,
     )
 
 

@@ -361,16 +361,24 @@ def floor_rad(r: np.ndarray) -> np.ndarray:
     return np.maximum(r, np.minimum(r * 2.0**600, TINY))
 
 
-def outer_sum(pairs: list[tuple[MR, MR]]) -> MR:
-    """Σ_t x_t[b, i]·y_t[b, j] as a key-major (B, j, i) array (the score perturbations δs).
+def outer_sum(pairs: list[tuple[MR, MR]], kqw: bool = False) -> MR:
+    """Σ_t x_t[b, i]·y_t[b, j] as a key-major (B, j, i) array (the score perturbations δs);
+    with ``kqw`` laid out [key, query, word] (j, i, B) instead (the same numbers).
 
     Fixed-order elementwise sums by default (bit-identical on every machine); with
     ``EXACTATTN_BLAS=1`` one BLAS product per word with Rump's a priori bound (sound for any
     summation order, but its last bits depend on the BLAS kernel: docs/scale.md)."""
-    return _outer_sum_blas(pairs) if _BLAS_ON.get() else _outer_sum_fixed(pairs)
+    if _BLAS_ON.get():
+        m, r = _outer_sum_blas(pairs)
+        if kqw:
+            return np.ascontiguousarray(m.transpose(1, 2, 0)), np.ascontiguousarray(
+                r.transpose(1, 2, 0)
+            )
+        return m, r
+    return _outer_sum_fixed(pairs, kqw)
 
 
-def _outer_sum_fixed(pairs: list[tuple[MR, MR]]) -> MR:
+def _outer_sum_fixed(pairs: list[tuple[MR, MR]], kqw: bool = False) -> MR:
     """Σ_t x_t[b, i]·y_t[b, j] as a key-major (B, j, i) array, fixed order, one radius bound.
 
     Rounding: each product and the running sum lose ≤ n·u·Σ|x_m y_m| (n terms), covered
@@ -407,6 +415,8 @@ def _outer_sum_fixed(pairs: list[tuple[MR, MR]]) -> MR:
     assert m is not None and r is not None
     r *= 1 + (4 * n + 4) * SUM_U
     r = guard(m, floor_rad(r))
+    if kqw:
+        return m, r
     return np.ascontiguousarray(m.transpose(2, 0, 1)), np.ascontiguousarray(r.transpose(2, 0, 1))
 
 
@@ -967,9 +977,10 @@ def float_weights(cm: CompiledModel) -> FloatWeights:
 # ---------------------------------------------------------------------------------------
 
 
-def _columns(ra: RatArray) -> list[MR]:
-    m, r = from_rat(ra.num, ra.den)
-    return [(m[..., c], r[..., c]) for c in range(m.shape[-1])]
+def _columns(ra: RatArray, want: Any) -> dict[int, MR]:
+    """Columns ``want`` of an exact array as enclosures (elementwise: the bits of converting
+    the whole array, without converting the columns nobody reads)."""
+    return {c: from_rat(ra.num[..., c], ra.den) for c in want}
 
 
 def _rows(delta: Cols, a: int, b: int) -> Cols:
@@ -992,7 +1003,7 @@ def _head(
     """
     B, R, T = tr.top.shape  # R query rows (q0..q0+R−1), T keys
     dq = lin(_rows(delta, q0, q0 + R), hw["Q"])
-    vis_same, visT, visf = _visibility(tr.visible)
+    vis_same = _visibility(tr.visible)[0]
     if (
         R > 1
         and not dq
@@ -1010,19 +1021,24 @@ def _head(
     ds: MR | None = None
     if dq or dk:
         # δs_ij = Σ_a dq_ia (k_ja + dk_ja) + q_ia dk_ja, as fused outer products
-        qc = _columns(tr.q)
-        kc = _columns(tr.k)
+        qc = _columns(tr.q, dk)  # q_a is read where dk_a ≠ 0, k_a where dq_a ≠ 0
+        kc = _columns(tr.k, dq)
         pairs: list[tuple[MR, MR]] = []
-        for a in range(len(qc)):
+        for a in range(tr.q.num.shape[-1]):
             if a in dq:
                 pairs.append((dq[a], add(kc[a], dk[a]) if a in dk else kc[a]))
             if a in dk:
                 pairs.append((qc[a], dk[a]))
-        ds = outer_sum(pairs)
+        ds = outer_sum(pairs, kqw=True)  # (j, i, B)
+    # The δ formulas run laid out [key, query, word] (j, i, B), as _head_free: a sum over the
+    # keys adds contiguous blocks and a per-query factor broadcasts over the leading axis,
+    # so numpy's inner loops run over the batch, not over a query row's few entries
+    # (elementwise operations and key sums in the same order: the same bits).
     top_q = tr.top  # (B, i, j)
-    top = np.ascontiguousarray(top_q.transpose(0, 2, 1))  # (B, j, i)
-    rest = visT & ~top
-    has_rest = bool(rest.any())
+    topk = np.ascontiguousarray(top_q.transpose(2, 1, 0))  # (j, i, B)
+    visb, visfk = _visibility_keys(tr.visible, B)
+    restk = visb & ~topk
+    has_rest = bool(restk.any())
     nA_i = top_q.sum(axis=2)
     if ds is None and not dv and not has_rest and (rule == "average" or nA_i.max(initial=0) <= 1):
         return {}  # every visible key ties at the top and nothing moved: exactly hard
@@ -1030,12 +1046,14 @@ def _head(
     if ds is not None:
         # large perturbations (|δs/τ| ≥ 1 somewhere in the row, as in soft.py): the δ
         # formulas overflow or cancel; softmax − hard is computed directly for those rows
-        a = (np.abs(ds[0]) + ds[1]) * visf
-        amax = a.max(axis=1)  # exact in any order (nan propagates, as np.maximum does)
-        big = amax * inv_tau[0] >= 1.0
-        big |= ~np.isfinite(amax)
-        if not big.any():
-            big = None
+        a = np.abs(ds[0])
+        a += ds[1]
+        a *= visfk
+        amax = a.max(axis=0)  # (i, B), exact in any order (nan propagates, as np.maximum)
+        bigk = amax * inv_tau[0] >= 1.0
+        bigk |= ~np.isfinite(amax)
+        if bigk.any():
+            big = np.ascontiguousarray(bigk.T)  # (B, i)
     s = tr.scores.num  # (B, i, j)
     # Python-integer (or near-int64-limit) scores: gaps from exact limbs (_score_limbs)
     wide = s.dtype == object or bool(s.size and int(np.abs(s).max()) >= 2**61)
@@ -1046,32 +1064,39 @@ def _head(
     # maximum of the visible scores, so it is read there
     first = np.argmax(top_q, axis=2)
     sden = tr.scores.den
+    dak: MR | None = None  # δα laid out (j, i, B)
+    dab: MR | None = None  # δα laid out (B, j, i)
     if big is None:
-        da = _delta_alpha(
-            top_q, top, rest, has_rest, s, wide, limbs, sden, tr.support, visf, ds,
+        dak = _delta_alpha(
+            topk, restk, has_rest, s, wide, limbs, sden, tr.support, visfk, ds,
             first, nA_i, inv_tau, rule,
         )  # fmt: skip
+        da = dak
     else:
         # _direct_rows overwrites every entry of the big rows: the δ formulas run on the
-        # other rows only, gathered into one (1, keys, rows) batch (every entry is computed
+        # other rows only, gathered into one (keys, rows, 1) batch (every entry is computed
         # by the same operations, elementwise or along its own row: the same bits)
         assert ds is not None
-        da = (np.zeros((B, T, R)), np.zeros((B, T, R)))
+        ds = (  # (B, j, i), as the big rows' tiers read it
+            np.ascontiguousarray(ds[0].transpose(2, 0, 1)),
+            np.ascontiguousarray(ds[1].transpose(2, 0, 1)),
+        )
+        da = dab = (np.zeros((B, T, R)), np.zeros((B, T, R)))
         if not big.all():
             bs, is_ = np.nonzero(~big)
-            tq = top_q[bs, is_][None]  # (1, K, T)
-            tk = np.ascontiguousarray(tq.transpose(0, 2, 1))  # (1, T, K)
-            vT = np.ascontiguousarray(tr.visible[is_].T)[None]
+            tq = top_q[bs, is_]  # (K, T)
+            tk = np.ascontiguousarray(tq.T)[:, :, None]  # (T, K, 1)
+            vT = np.ascontiguousarray(tr.visible[is_].T)[:, :, None]
             rest_c = vT & ~tk
-            ds_c = (ds[0][bs, :, is_].T[None], ds[1][bs, :, is_].T[None])
+            ds_c = (ds[0][bs, :, is_].T[:, :, None], ds[1][bs, :, is_].T[:, :, None])
             limbs_c = None if limbs is None else ([c[bs, is_][None] for c in limbs[0]], limbs[1])
             dm, dr = _delta_alpha(
-                tq, tk, rest_c, bool(rest_c.any()), s[bs, is_][None], wide, limbs_c, sden,
+                tk, rest_c, bool(rest_c.any()), s[bs, is_][None], wide, limbs_c, sden,
                 tr.support[bs, is_][None], vT.astype(np.float64), ds_c,
                 first[bs, is_][None], nA_i[bs, is_][None], inv_tau, rule,
             )  # fmt: skip
-            da[0][bs, :, is_] = dm[0].T
-            da[1][bs, :, is_] = dr[0].T
+            dab[0][bs, :, is_] = dm[:, :, 0].T
+            dab[1][bs, :, is_] = dr[:, :, 0].T
         hook = _BIG_ROWS.get()  # the centred tier's rows (engine/centred.py), if set
         if hook is not None:
             hook(tr, ds, inv_tau, big, da)
@@ -1093,13 +1118,35 @@ def _head(
         # Columns without δv: exact hard differences, rad = |vd|·c_v, so the radius of every
         # product is |vd_j|·Q_j with Q shared by all of them; all such columns at once
         # (a last axis, elementwise: the bits of column by column)
+        # Laid out [column, key, query, word] as in _head_free (the words innermost: numpy's
+        # inner loops run over the batch, not over a query row's few entries), the numbers
+        # of _dot_weight and _dot_exact, elementwise and summed over the keys in the same
+        # order: the same bits.
         vn = tr.v.num if len(ex) == nv else tr.v.num[..., ex]  # (B, j, E)
-        vref = vn[np.arange(B)[:, None], jref]  # (B, i, E)
-        dn = vn[:, :, None, :] - vref[:, None, :, :]  # (B, j, i, E)
-        Qv = _dot_weight(da, vden)
-        tm, tr_ = _dot_exact(da[0][..., None], _rat_mid(dn, vden), Qv[..., None])
+        E = len(ex)
+        vk = np.ascontiguousarray(vn.transpose(2, 1, 0))  # (E, j, B)
+        vref = np.take(vk.reshape(E, T * B), jref.T * B + np.arange(B), axis=1)  # (E, i, B)
+        dn = vk[:, :, None, :] - vref[:, None, :, :]  # (E, j, i, B)
+        xm = _rat_mid(dn, vden)
+        if dak is None:
+            assert dab is not None
+            DA = np.empty((2, T, R, B))
+            DA[0] = dab[0].transpose(1, 2, 0)
+            DA[1] = dab[1].transpose(1, 2, 0)
+        else:
+            DA = dak
+        c_v = CONV + 2.0 * TINY * vden
+        q = np.abs(DA[0]) * (c_v + (T + 2) * SUM_U)  # _dot_weight
+        q += DA[1] * (1 + c_v)
+        P = np.empty((2,) + xm.shape)  # _dot_exact: products and their radii, then key sums
+        np.multiply(DA[0], xm, out=P[0])
+        np.abs(xm, out=P[1])
+        P[1] *= q
+        tm, tr_ = _seq_sum(P, 2)  # (E, i, B) each
+        tr_ *= 1 + (T + 4) * SUM_U
+        tr_ = guard(tm, floor_rad(tr_))
         for e, c in enumerate(ex):
-            exact[c] = (tm[..., e], tr_[..., e])
+            exact[c] = (tm[e].T, tr_[e].T)  # (B, i) views
     supT = inv = None  # the hard weights' pieces, the same for every value column
     for c in range(nv):
         acc: MR | None = None
@@ -1119,7 +1166,13 @@ def _head(
                 vd = from_rat(vn1[:, :, None] - vref1[:, None, :], vden)  # (B, j, i)
                 if c in dv:
                     vd = add(vd, (dv[c][0][:, :, None], dv[c][1][:, :, None]))
-                t = _dot_keys(da, vd)
+                if dab is None:  # _dot_keys reads δα as (B, j, i)
+                    assert dak is not None
+                    dab = (
+                        np.ascontiguousarray(dak[0].transpose(2, 0, 1)),
+                        np.ascontiguousarray(dak[1].transpose(2, 0, 1)),
+                    )
+                t = _dot_keys(dab, vd)
             acc = t if acc is None else add(acc, t)
         if acc is not None:
             out[c] = acc
@@ -1129,7 +1182,6 @@ def _head(
 
 
 def _delta_alpha(
-    top_q: np.ndarray,
     top: np.ndarray,
     rest: np.ndarray,
     has_rest: bool,
@@ -1145,16 +1197,18 @@ def _delta_alpha(
     inv_tau: MR,
     rule: str,
 ) -> MR:
-    """δα of a head by the δ formulas (key-major (B, j, i)), for :func:`_head`: top_q (B, i,
-    j) and top/rest (B, j, i) the hard top and other visible keys, s the hard score
-    numerators over ``sden`` (``wide``: Python integers or near the int64 limit; ``limbs``:
-    the same exactly, :func:`_score_limbs`), support (B, i, j), ds the score perturbations
-    (None: none), first the first top key of every query, nA_i its number of top keys."""
-    B, T, R = top.shape
+    """δα of a head by the δ formulas, laid out [key, query, word] (T, R, B), for
+    :func:`_head`: top/rest (T, R, B) the hard top and other visible keys, s the hard score
+    numerators (B, R, T) over ``sden`` (``wide``: Python integers or near the int64 limit;
+    ``limbs``: the same exactly, :func:`_score_limbs`), support (B, R, T), visf the
+    visibility as floats (broadcasting to (T, R, B)), ds the score perturbations (T, R, B)
+    (None: none), first (B, R) the first top key of every query, nA_i its number of top
+    keys."""
+    T, R, B = top.shape
     # u = expm1(δs/τ) on the top keys, w = exp((δs − g)/τ) on the other visible keys
     # (g = max s − s ≥ 0, exact), computed only where needed, into one array
-    shape = (B, T, R)
-    UW = np.zeros((3, B * T * R))  # u/w: midpoints, radii, |midpoints| (for the key sums)
+    shape = (T, R, B)
+    UW = np.zeros((3, T * R * B))  # u/w: midpoints, radii, |midpoints| (for the key sums)
     uw_m, uw_r = UW[0], UW[1]
     if ds is not None:
         it = np.flatnonzero(top)
@@ -1165,7 +1219,7 @@ def _delta_alpha(
         ir = np.flatnonzero(rest)
         gf: np.ndarray | None = None  # the gaps' numerators as floats, from limbs
         if wide:
-            bb, jj, qq = np.unravel_index(ir, (B, T, R))
+            jj, qq, bb = np.unravel_index(ir, shape)
             if limbs is not None:
                 # exact int64 limbs of smax − s, converted as Python's float(int) would
                 cs, lb = limbs
@@ -1180,8 +1234,10 @@ def _delta_alpha(
                 smax = np.take_along_axis(so, first[:, :, None], axis=2)[:, :, 0]
                 gnum = smax[bb, qq] - so[bb, qq, jj]
         else:
-            smax = s[np.arange(B)[:, None], np.arange(R)[None, :], first]  # (B, i)
-            gnum = (smax[:, None, :] - s.transpose(0, 2, 1)).reshape(-1)[ir]
+            sk = np.ascontiguousarray(s.transpose(2, 1, 0))  # (j, i, B)
+            at = _flat_grid(R, B)[0]
+            smax = np.take(sk, first.T * (R * B) + at)  # (i, B): the row maxima
+            gnum = (smax - sk).reshape(-1)[ir]  # max s − s (sk may be a view of s)
         if ds is None and sden < 2**400 and inv_tau[0] > 0:  # 1/τ may underflow to 0
             wm, wr = _gap_weights(gnum, sden, inv_tau)
         else:
@@ -1196,28 +1252,35 @@ def _delta_alpha(
     np.abs(UW[0], out=UW[2])
     X = UW.reshape((3,) + shape)
     uw_m, uw_r = X[0], X[1]
-    UR = _sum_keys_x(X)  # U + R, (B, i)
-    nA = nA_i.astype(np.float64)  # exact small integers
+    # U + R, (R, B): _sum_keys_x over the leading key axis (the same sums in the same order)
+    if X[0].size <= STACK_MAX:  # small: one pass over the three stacked arrays
+        sm, sr, sa = _seq_sum(X, 1)
+    else:  # large: three passes over contiguous slices cost less than strided ones
+        sm, sr, sa = _seq_sum(X[0], 0), _seq_sum(X[1], 0), _seq_sum(X[2], 0)
+    kk = (T + 2) * SUM_U
+    UR = (sm, guard(sm, sr * (1 + kk) + sa * kk))
+    nA = nA_i.T.astype(np.float64)  # (R, B) exact small integers
     safe = np.maximum(nA, 1.0)  # nA where nA > 0, else 1
     # a query that sees nothing has δα = 0; Z = 1 there keeps the arithmetic finite
     Z = add((safe, 0.0), UR)  # type: ignore[arg-type]
     iz = _recip(Z)  # _head runs under the chunk's errstate
-    topf = top.astype(np.float64)
     if rule == "average":
+        topf = top.astype(np.float64)
         mm = UR[0] / safe
         mean = (mm, UR[1] / safe * (1 + WIDEN) + np.abs(mm) * WIDEN + np.minimum(UR[1], TINY))
-        numer = sub((uw_m, uw_r), (mean[0][:, None, :] * topf, mean[1][:, None, :] * topf))
+        numer = sub((uw_m, uw_r), (mean[0] * topf, mean[1] * topf))
     else:
-        sup = support.transpose(0, 2, 1)
+        sup = support.transpose(2, 1, 0)
         # kstar: u − (nA − 1) − U − R; other tops: 1 + u
         base = sub((nA - 1.0, np.zeros_like(nA)), (-UR[0], UR[1]))  # nA − 1 + U + R
-        kst = sub((uw_m, uw_r), (base[0][:, None, :], base[1][:, None, :]))
+        kst = sub((uw_m, uw_r), base)
         one_u = (uw_m + 1.0, uw_r * (1 + WIDEN) + np.abs(uw_m + 1.0) * WIDEN)
         numer = (np.where(sup, kst[0], one_u[0]), np.where(sup, kst[1], one_u[1]))
         numer = (np.where(top, numer[0], uw_m), np.where(top, numer[1], uw_r))
-    da = _scale_rows(numer, iz)
-    da = (da[0] * visf, da[1] * visf)
-    return da
+    dm, dr = _scale_rows(numer, iz)
+    dm *= visf
+    dr *= visf
+    return dm, dr
 
 
 _GAPW: dict[tuple[Any, ...], MR] = {}
@@ -1306,8 +1369,8 @@ def _recip(z: MR) -> MR:
 
 
 def _scale_rows(a: MR, s: MR) -> MR:
-    """a[b, j, i]·s[b, i] (s a per-query factor)."""
-    sm, sr = s[0][:, None, :], s[1][:, None, :]
+    """a[j, i, b]·s[i, b] (s a per-query factor, broadcasting over the keys)."""
+    sm, sr = s
     m = a[0] * sm
     am = np.abs(a[0])
     r = am * sr
@@ -2160,12 +2223,10 @@ def _certify_chunk(
                 row = taus[li]
                 assert row is not None
                 if sh is not None and li < sh.layers:
-                    delta = _shared_layer(lt.heads, layer, row, delta, fw.layers[li], sh, B, T)
-                    pending.append((li, delta))
-                    size += len(delta) * B * T
-                    if size > ERR_DEFER:
-                        _errors_into(pending, err, B, T, d)
-                        pending, size = [], 0
+                    delta, parts = _shared_layer(
+                        lt.heads, layer, row, delta, fw.layers[li], sh, B, T
+                    )
+                    size = _shared_errors(li, delta, parts, sh, pending, size, err, B, T, d)
                     continue
                 total = delta
                 for hi_, (ch, tr) in enumerate(zip(layer, lt.heads, strict=True)):
@@ -2173,6 +2234,11 @@ def _certify_chunk(
                     contrib = _head_any(tr, ch.head.hard, delta, it, fw.layers[li][hi_])
                     total = add_cols(total, contrib)
                 delta = total
+            elif sh is not None and li < sh.layers:
+                assert lt.pre is not None
+                delta, parts = _shared_ffn(lt.pre, delta, fw.layers[li], sh, B, T)
+                size = _shared_errors(li, delta, parts, sh, pending, size, err, B, T, d)
+                continue
             else:
                 assert lt.pre is not None
                 hidden, out_rows, ints = fw.layers[li]
@@ -2592,8 +2658,9 @@ def _shared_layer(
     sh: Sharing,
     B: int,
     T: int,
-) -> Cols:
-    """One attention layer under :class:`Sharing`: the same sums as the plain loop."""
+) -> tuple[Cols, tuple[Cols, Cols]]:
+    """One attention layer under :class:`Sharing`: the same sums as the plain loop; the δ of
+    every row and its compact parts (the firsts' rows before q0, every word's from q0)."""
     q0, G = sh.q0, sh.group
     firsts = slice(0, B, G)
     d_first = {c: (m[firsts], r[firsts]) for c, (m, r) in delta.items()}
@@ -2605,7 +2672,105 @@ def _shared_layer(
         tr_first = _query_rows(_slice_trace(tr, firsts), 0, q0)
         top = add_cols(top, _head_any(tr_first, ch.head.hard, d_first, it, hw, 0))
         rest = add_cols(rest, _head_any(_query_rows(tr, q0, T), ch.head.hard, delta, it, hw, q0))
-    return _assemble(top, rest, sh, B, T)
+    return _assemble(top, rest, sh, B, T), (top, rest)
+
+
+def _shared_errors(
+    li: int,
+    delta: Cols,
+    parts: tuple[Cols, Cols],
+    sh: Sharing,
+    pending: list[tuple[int, Cols]],
+    size: int,
+    err: tuple[np.ndarray, np.ndarray, np.ndarray],
+    B: int,
+    T: int,
+    d: int,
+) -> int:
+    """The error bounds of a layer run under :class:`Sharing` (δ = ``_assemble(*parts)``):
+    a large one at once on its compact rows (:func:`_errors_compact`), a small one waits in
+    ``pending`` to share a pass (:func:`_errors_into`); the same numbers either way.
+    Returns the new pending size."""
+    if not delta:
+        return size
+    if len(delta) * B * T > ERR_DEFER:
+        err[0][:, li], err[1][:, li], err[2][:, li] = _errors_compact(*parts, sh, B, T)
+        return size
+    pending.append((li, delta))
+    size += len(delta) * B * T
+    if size > ERR_DEFER:
+        _errors_into(pending, err, B, T, d)
+        pending.clear()
+        size = 0
+    return size
+
+
+def _errors_compact(
+    top: Cols, rest: Cols, sh: Sharing, B: int, T: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_layer_errors` of ``_assemble(top, rest)`` from the compact rows: abs_bounds
+    is elementwise and the maxima exact (it gives no nan), so the rows before q0 are
+    bounded once per group and repeated; every word's bounds, its largest upper bound per
+    row, and so its first row of the largest, are those of the assembled δ."""
+    q0, G = sh.q0, sh.group
+    F = len(range(0, B, G))
+    cols = sorted(set(top) | set(rest))
+
+    def bounds(part: Cols, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        z = np.zeros(shape)  # a column absent from a part is 0 there (as _assemble fills)
+        m = _stack([part[c][0] if c in part else z for c in cols])
+        r = _stack([part[c][1] if c in part else z for c in cols])
+        return abs_bounds((m, r))  # (C, rows, slots)
+
+    al_t, au_t = bounds(top, (F, q0))
+    al_r, au_r = bounds(rest, (B, T - q0))
+    up = np.empty((B, T))
+    up[:, :q0] = np.repeat(au_t.max(axis=0), G, axis=0)
+    up[:, q0:] = au_r.max(axis=0)
+    lo = np.maximum(
+        np.repeat(al_t.max(axis=(0, 2), initial=0.0), G), al_r.max(axis=(0, 2), initial=0.0)
+    )
+    lo = np.maximum(np.zeros(B), lo)
+    return lo, up.max(axis=1), np.argmax(up, axis=1).astype(np.int64)
+
+
+def _shared_ffn(
+    pre: list[RatArray], delta: Cols, fl: Any, sh: Sharing, B: int, T: int
+) -> tuple[Cols, tuple[Cols, Cols]]:
+    """A feed-forward layer under :class:`Sharing`: rows before q0 on each group's first
+    word only, the other rows on every word, all as one (1, rows) batch, then assembled.
+
+    The same bits as the whole (B, T) batch: every entry is computed from its own row
+    elementwise, and the batch-level pruning of :func:`ffn_linear` (which coefficients and
+    residuals it keeps) asks only whether something is nonzero for *some* entry; the
+    compact rows hold every row of the whole batch — rows before q0 are the same in every
+    word of a group (the δ coming in is assembled from the firsts' rows, as
+    :func:`_shared_layer` reads it; the exact pre-activations are the same numbers)."""
+    if not delta:
+        return {}, ({}, {})  # what ffn_linear and ffn_generic give
+    q0, G = sh.q0, sh.group
+    firsts = slice(0, B, G)
+    F = len(range(0, B, G))
+
+    def pack(x: np.ndarray) -> np.ndarray:  # (B, T, …) -> (1, F·q0 + B·(T − q0), …)
+        tail = x.shape[2:]
+        a = x[firsts, :q0].reshape((F * q0,) + tail)
+        return np.concatenate([a, x[:, q0:].reshape((B * (T - q0),) + tail)])[None]
+
+    dc = {c: (pack(m), pack(r)) for c, (m, r) in delta.items()}
+    pc = rat_pre([RatArray(pack(z.num), z.den) for z in pre])
+    hidden, out_rows, ints = fl
+    if ints.ok:
+        out = ffn_linear(pc, dc, ints, (1, F * q0 + B * (T - q0)))
+    else:
+        out = ffn_generic(pc, dc, hidden, out_rows)
+    k = F * q0
+    top = {c: (m[0, :k].reshape(F, q0), r[0, :k].reshape(F, q0)) for c, (m, r) in out.items()}
+    rest = {
+        c: (m[0, k:].reshape(B, T - q0), r[0, k:].reshape(B, T - q0)) for c, (m, r) in out.items()
+    }
+    got = _assemble(top, rest, sh, B, T)
+    return {c: got[c] for c in out}, (top, rest)  # in ffn_linear's order
 
 
 def _label_decisions(

@@ -369,6 +369,18 @@ def _form_digits(f: dict[str, Any], n: int) -> int:
     return poly + len(f.get("base") or "") * n
 
 
+def closed_form_problem(record: dict[str, Any]) -> str | None:
+    """Why :func:`validate_result` would refuse this one closed-form record, else None.
+
+    The fitter asks before it keeps a form, so ``check`` never writes a form that ``report``
+    then refuses (a hypergeometric form with a 254-digit coefficient did)."""
+    try:
+        _closed_forms({"record": record})
+    except ModelError as e:
+        return e.message
+    return None
+
+
 def _closed_forms(x: Any) -> None:
     """Keys are any short strings (the writers escape them); records are checked field by field."""
     cf = _obj(x, "closed_forms")

@@ -171,8 +171,9 @@ class Checkpoint:
         if job.coarse_tier:
             # version 2 of the coarse tier: fixed-order products by default (BLAS ones only
             # with blas); shards of version 1 (BLAS products always, other bits) lack the key
-            # and are recomputed (docs/model-format.md)
-            ident["coarse_version"] = 2
+            # and are recomputed (docs/model-format.md); version 3: the words it leaves go to
+            # the centred tier first (other bits), so shards of version 2 are recomputed
+            ident["coarse_version"] = 3
         return ident
 
     def load(self, job: LengthJob, shard: Shard) -> LengthRecord | None:

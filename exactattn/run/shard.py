@@ -185,7 +185,16 @@ def _float_chain(
     on the words left as a sub-batch, with the coarse lower ends of every word of the batch
     as extra thresholds and those of the coarse-settled words in ``lower`` (they enter the
     record). A coarse-settled word keeps its coarse row in the record: see
-    :func:`settle_dominated` for why its loose ends never become the reported ones."""
+    :func:`settle_dominated` for why its loose ends never become the reported ones.
+
+    After the coarse tier, the words left skip ``certify_float`` and go to the centred tier
+    first (when it is on): the coarse tier runs only where the hard scores are not float64
+    numbers (:func:`coarse.coarse_pays`), the badly conditioned case where the words it
+    leaves are those of large perturbations, which the centred tier settles and
+    ``certify_float`` mostly does not (random benchmark model, n = 6–12: the centred tier
+    alone settles every word left, ``certify_float`` 1–21 of 2–35 per batch), while each
+    call costs ≈ 12 ms of fixed per-layer work on a handful of words (docs/scale.md,
+    "Coarse tier: built"). The rule is a function of the job, the model and n only."""
     fc = certify_coarse(cm, hb, ftaus) if use_coarse else None
     if fc is None:
         return _tiers(job, cm, hb, ftaus, dtaus, lower, ())
@@ -193,11 +202,14 @@ def _float_chain(
     by_coarse = settle_dominated(fc, np.zeros(B, dtype=bool), fc.underflowed(), lower)
     if by_coarse.all():
         return fc, by_coarse
+    first = job.centred_tier  # the centred tier first (the rule above)
     if not by_coarse.any():
-        return _tiers(job, cm, hb, ftaus, dtaus, lower, (fc.err_lo,))
+        return _tiers(job, cm, hb, ftaus, dtaus, lower, (fc.err_lo,), first)
     idx = np.flatnonzero(~by_coarse)
     got = np.maximum(np.array(lower, dtype=np.float64), fc.err_lo[by_coarse].max(axis=0))
-    fb, settled = _tiers(job, cm, take_batch(hb, idx), ftaus, dtaus, got.tolist(), (fc.err_lo,))
+    fb, settled = _tiers(
+        job, cm, take_batch(hb, idx), ftaus, dtaus, got.tolist(), (fc.err_lo,), first
+    )
     if fb is None or settled is None:  # arb for the words left
         return fc, by_coarse
     out = by_coarse.copy()
@@ -213,12 +225,14 @@ def _tiers(
     dtaus: list[Any] | None,
     lower: list[float],
     known0: tuple[np.ndarray, ...],
+    centred_first: bool = False,
 ) -> tuple[FloatBatch | None, np.ndarray | None]:
-    """certify_float on every word of ``hb``, then the centred and double-double tiers on
+    """certify_float (``centred_first``: the centred tier instead, the same contract) on every
+    word of ``hb``, then the centred tier (unless it ran first) and the double-double tier on
     what the tiers before could not settle; ``known0``: lower ends of an earlier tier
     (thresholds for :func:`settle_dominated`)."""
     try:
-        fb = certify_float(cm, hb, ftaus)
+        fb = (certify_centred if centred_first else certify_float)(cm, hb, ftaus)
     except OverflowError:  # numerators beyond float range: arb for the batch
         return None, None
     # an error that underflowed to [0, 2^-500] (softfloat.TINY) says little
@@ -229,7 +243,7 @@ def _tiers(
         settled = settle_dominated(fb, settled, under, lower, known0)
     # the centred float64 tier, then the double-double tier, each for what
     # the tiers before it could not settle (None: second_tier's default, dd)
-    tiers = [(certify_centred, ftaus)] if job.centred_tier else []
+    tiers = [(certify_centred, ftaus)] if job.centred_tier and not centred_first else []
     tiers += [] if dtaus is None else [(None, dtaus)]
     known: list[np.ndarray] = list(known0)  # earlier tiers' certified lower ends
     for tier, ttaus in tiers:
