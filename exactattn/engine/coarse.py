@@ -317,7 +317,7 @@ _E_LO = L2E_LO * _P52  # exact scaling
 
 
 def _exp_up(y: np.ndarray) -> np.ndarray:
-    """min(1, a float ≥ e^{y'}) for every y' ≤ y + 0.69 (Lemma E), at least 2^-1022: with
+    """min(1, a float ≥ e^Y) for every Y ≤ y + ln 2 − u|y| − 2^-44 (Lemma E), at least 2^-1022: with
     w = y·log2(e) + 1 (y < 0: y·L2E_LO ≥ y/ln 2; y ≥ 0 gives ≥ 1, capped to 1), the float whose
     bits are ⌊(w + 1023)·2^52⌋ is 2^⌊w⌋(1 + frac w)(1 − ≤2^-42) ≥ 2^w/1.01 ≥ 2^(w − 1)·1.98 ≥ e^y
     (Schraudolph's construction; 1 + f ≥ 2^f on [0, 1]; the 2^-42 is the rounding of the sum
