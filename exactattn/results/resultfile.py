@@ -370,15 +370,32 @@ def _form_digits(f: dict[str, Any], n: int) -> int:
 
 
 def closed_form_problem(record: dict[str, Any]) -> str | None:
-    """Why :func:`validate_result` would refuse this one closed-form record, else None.
+    """Why :func:`validate_result` would refuse the *form* of this closed-form record (its
+    expression, coefficients and evaluation work), else None.
 
     The fitter asks before it keeps a form, so ``check`` never writes a form that ``report``
-    then refuses (a hypergeometric form with a 254-digit coefficient did)."""
+    then refuses (a hypergeometric form with a 254-digit coefficient did). The lengths
+    themselves are not asked about: they are the data's, the same in a record without a form."""
     try:
-        _closed_forms({"record": record})
+        _opt(record.get("expression"), "expression", _str, MAX_EXPRESSION_TEXT)
+        form = record.get("form")
+        if form is not None:
+            _form(form, "form")
+            _form_work(form, [*record.get("fitted_on", ()), *record.get("verified_on", ())], "form")
     except ModelError as e:
         return e.message
     return None
+
+
+def _form_work(form: dict[str, Any], ns: list[int], path: str) -> None:
+    """Evaluating a (validated) form at the lengths it names stays within MAX_FORM_WORK."""
+    work = sum(_form_digits(form, n) for n in ns)
+    if work > MAX_FORM_WORK:
+        _fail(
+            path,
+            f"evaluating the form at its {len(ns):,} lengths builds about {work:,} "
+            f"digits (limit {MAX_FORM_WORK:,})",
+        )
 
 
 def _closed_forms(x: Any) -> None:
@@ -425,10 +442,4 @@ def _closed_forms(x: Any) -> None:
             _opt(rec.get(k), f"{p}.{k}", _lengths, limit)
         if form is not None:
             ns = [*(rec.get("fitted_on") or []), *(rec.get("verified_on") or [])]
-            work = sum(_form_digits(form, n) for n in ns)
-            if work > MAX_FORM_WORK:
-                _fail(
-                    f"{p}.form",
-                    f"evaluating the form at its {len(ns):,} lengths builds about {work:,} "
-                    f"digits (limit {MAX_FORM_WORK:,})",
-                )
+            _form_work(form, ns, f"{p}.form")
