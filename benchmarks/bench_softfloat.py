@@ -17,10 +17,11 @@ repeated until 4,096 inputs were timed), in one process:
 * arb: the existing per-word path (certify.certify_word) on a sample, scaled to all inputs.
 
 Times are CPU seconds (``time.process_time``), so the ratios stay meaningful on a shared
-machine.
+machine; each time is the median of ``--reps`` runs (3 by default: on an idle machine single
+runs of the small models moved by up to 1.6×, e.g. a tracr program at 2.5×, 4.2× and 2.6×).
 
     python benchmarks/bench_softfloat.py [--n 8] [--random-n 12] [--sample 200] [--batch 2048]
-        [--only dyck2,random,random3,ltl,tracr]
+        [--only dyck2,random,random3,ltl,tracr] [--reps 3]
 
 "by coarse" is the share of inputs the coarse tier settles (engine/coarse.py; "—": its rule keeps
 it off; EXACTATTN_COARSE=0 turns it off), "by f64" the share the float64 filter settles of the
@@ -36,6 +37,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -75,7 +77,17 @@ TRACR_LIB = sorted(p.stem for p in TRACR.glob("lib_*.json"))
 DEEP_LTL = "Y (a S (b & Y (a U (b S Y a))))"  # 6 attention + 6 feed-forward layers
 
 
-def bench(name: str, model, n: int, batch: int, sample: int, min_inputs: int = 0) -> dict:
+def median_row(runs: list[dict]) -> dict:
+    """One row from repeated runs: every time the median over the runs (the shares and
+    counts do not depend on the run: the tiers are deterministic)."""
+    out = dict(runs[0])
+    for key in ("base", "hard", "flt", "co", "ct", "dd", "arb"):
+        out[key] = statistics.median(r[key] for r in runs)
+    out["reps"] = len(runs)
+    return out
+
+
+def bench_once(name: str, model, n: int, batch: int, sample: int, min_inputs: int = 0) -> dict:
     cm = CompiledModel(model)
     total = len(model.alphabet) ** n
     reps = max(1, -(-min_inputs // total))  # tiny programs: repeat so the times mean something
@@ -198,9 +210,14 @@ def main() -> None:
     ap.add_argument(
         "--only", default="dyck2,random,random3,ltl,tracr", help="comma-separated groups"
     )
+    ap.add_argument("--reps", type=int, default=3, help="runs per model; each time is the median")
     args = ap.parse_args()
     only = set(args.only.split(","))
     rows = []
+
+    def bench(*a, **k) -> dict:  # noqa: ANN002, ANN003  (bench_once's arguments)
+        return median_row([bench_once(*a, **k) for _ in range(max(1, args.reps))])
+
     if "dyck2" in only:
         dyck = load_model(ROOT / "models" / "dyck2.json")
         rows.append(bench("dyck2", dyck, args.n, args.batch, args.sample))
@@ -255,7 +272,8 @@ def main() -> None:
         "arb (est.): per-word certify_word on a sample, scaled to all inputs; left (est.): "
         "scaled to the words left; cert: all four float tiers; µs/in: hard + cert. per input.\n"
         "All times are CPU seconds of this process (time.process_time: the machine is shared, "
-        "so wall time would measure the other tenants; numpy/BLAS threads are included)."
+        "so wall time would measure the other tenants; numpy/BLAS threads are included), each "
+        f"the median of {max(1, args.reps)} runs."
     )
 
 

@@ -198,10 +198,11 @@ def test_readme_stored_dyck2_runs() -> None:
     assert all(r["float_settled"] == r["inputs"] for r in d12["lengths"])
     timing = (ROOT / "reports" / "scale" / "dyck2-max-n-12.time").read_text("utf-8")
     wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\d+):(\d+)", timing)
-    assert wall is not None and (wall[1], wall[2].split(".")[0]) == ("5", "53")
+    assert wall is not None and int(wall[1]) * 60 + int(wall[2].split(".")[0]) <= 360  # the goal
+    shown = f"{wall[1]} min {int(wall[2].split('.')[0])} s"
     cpu = sum(float(x) for x in re.findall(r"(?:User|System) time \(seconds\): ([0-9.]+)", timing))
     flat = _flat(README)
     assert "every input n ≤ 12 at the model's τ, certified, clean" in flat
-    assert f"**5 min 53 s** ({round(cpu)} s of CPU" in flat
+    assert f"**{shown}** ({round(cpu)} s of CPU" in flat
     assert "this repository backs no verdict at n = 11, 12" not in flat
     assert "every one certified, exit 0: clean) **12.3 minutes**" not in flat
