@@ -990,6 +990,24 @@ def _rows(delta: Cols, a: int, b: int) -> Cols:
     return {c: (m[:, a:b], r[:, a:b]) for c, (m, r) in delta.items()}
 
 
+def _exact_col_sums(
+    DA: np.ndarray, xm: np.ndarray, c_v: float, T: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Σ_j δα_j·(v_j − v_ref) over the keys for exact value columns, with radii: δα as
+    (mid, rad) ``DA`` (2, j, i, B), the value differences' rounded quotients ``xm`` (E, j, i, B)
+    within ``c_v`` relative (_dot_weight's bound, then _dot_exact's products and key sums).
+    Both the plain and the shared head use it; returns (E, i, B) midpoints and radii."""
+    q = np.abs(DA[0]) * (c_v + (T + 2) * SUM_U)  # _dot_weight
+    q += DA[1] * (1 + c_v)
+    P = np.empty((2,) + xm.shape)  # _dot_exact: products and their radii, then key sums
+    np.multiply(DA[0], xm, out=P[0])
+    np.abs(xm, out=P[1])
+    P[1] *= q
+    tm, tr_ = _seq_sum(P, 2)  # (E, i, B) each
+    tr_ *= 1 + (T + 4) * SUM_U
+    return tm, guard(tm, floor_rad(tr_))
+
+
 def _head(
     tr: HeadTrace, rule: str, delta: Cols, inv_tau: MR, hw: dict[str, Any], q0: int = 0
 ) -> Cols:
@@ -1135,16 +1153,7 @@ def _head(
             DA[1] = dab[1].transpose(1, 2, 0)
         else:
             DA = dak
-        c_v = CONV + 2.0 * TINY * vden
-        q = np.abs(DA[0]) * (c_v + (T + 2) * SUM_U)  # _dot_weight
-        q += DA[1] * (1 + c_v)
-        P = np.empty((2,) + xm.shape)  # _dot_exact: products and their radii, then key sums
-        np.multiply(DA[0], xm, out=P[0])
-        np.abs(xm, out=P[1])
-        P[1] *= q
-        tm, tr_ = _seq_sum(P, 2)  # (E, i, B) each
-        tr_ *= 1 + (T + 4) * SUM_U
-        tr_ = guard(tm, floor_rad(tr_))
+        tm, tr_ = _exact_col_sums(DA, xm, CONV + 2.0 * TINY * vden, T)
         for e, c in enumerate(ex):
             exact[c] = (tm[e].T, tr_[e].T)  # (B, i) views
     supT = inv = None  # the hard weights' pieces, the same for every value column
@@ -2611,17 +2620,7 @@ def _head_free(tr: HeadTrace, rule: str, inv_tau: MR, hw: dict[str, Any]) -> Col
     vref = np.take(vk.reshape(E, T * B), first * B + at_b, axis=1)  # (E, i, B)
     dn = vk[:, :, None, :] - vref[:, None, :, :]  # (E, j, i, B)
     xm = _rat_mid(dn, vden)
-    c_v = CONV + 2.0 * TINY * vden
-    rho = (T + 2) * SUM_U
-    q = np.abs(DA[0]) * (c_v + rho)  # _dot_weight
-    q += DA[1] * (1 + c_v)
-    P = np.empty((2,) + xm.shape)  # _dot_exact: products and their radii, then key sums
-    np.multiply(DA[0], xm, out=P[0])
-    np.abs(xm, out=P[1])
-    P[1] *= q
-    tm, tr_ = _seq_sum(P, 2)  # (E, i, B) each
-    tr_ *= 1 + (T + 4) * SUM_U
-    tr_ = guard(tm, floor_rad(tr_))
+    tm, tr_ = _exact_col_sums(DA, xm, CONV + 2.0 * TINY * vden, T)
     out: Cols = {c: (tm[c].T, tr_[c].T) for c in range(E)}  # (B, i) views
     if hw["O"] is None:
         return out
