@@ -1,0 +1,692 @@
+"""Theorem S (``proofs/07-sharp-chain.md``): the per-coordinate certificate chain.
+
+Where :func:`exactattn.bounds.attention_layer_bound` (Theorem 3(b)) carries one ‖·‖∞ error and
+one activation bound X through every layer, this chain carries, for every coordinate c, an
+error bound e_c and the interval (or finite set) of its hard values, and uses for every head
+only the coordinates its scores and values actually read:
+
+* scores (S1): a query-side error multiplies the *width* of the key-side form over the keys,
+  a key-side error the largest |query-side form| (query-only terms cancel in softmax);
+* tail (S2): the head's own score profile (the k-th key below the top is ≥ a + b·⌊(k−1)/r⌋
+  below it: a geometric series, no factor m when b > 0);
+* weights (S3/S4): either Theorems 1–2 (‖p̃ − h‖₁ ≤ 2tanh(σ/2τ) + 2R/(1+R)), or, when the
+  hard values are equal on the argmax set (a unique top, or a value that is a function of
+  the score), the soft mass off the argmax set, ≤ e^{2σ/τ}R/(1 + e^{2σ/τ}R): no tanh
+  saturation while 2σ stays below the gap;
+* FFN layers (S5): affine error forms through the ReLUs, split over the finite hard values
+  of the inputs, so that a rounding layer (Theorem 6) restores exact Booleans;
+* read-out (S6): the read-out weights times the per-coordinate errors.
+
+Every number is an exact rational or an ``arb`` ball whose upper end is kept (outward); no
+float. The plan (:class:`ChainPlan`) holds what does not depend on n and is built once per
+model; :func:`sharp_chain` evaluates one length in a few hundred ball operations.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from flint import arb
+
+from exactattn.core.numbers import point_upper, to_arb
+from exactattn.model import AcceptOutput, ArgmaxOutput, AttentionLayer, Model
+
+__all__ = [
+    "ChainPlan",
+    "ChainResult",
+    "CoordRange",
+    "FFNPlan",
+    "HeadDiagnostic",
+    "HeadPlan",
+    "Profile",
+    "ffn_bound",
+    "head_bound",
+    "hull",
+    "profile_tail",
+    "sharp_chain",
+]
+
+ZERO = Fraction(0)
+MAX_CONFIGS = 1024  # FFN case split (S5): at most this many joint hard-value assignments
+MAX_SET = 8  # a finite hard-value set with more elements is used as its interval
+SAT = 10**6  # an exponent above this is "saturated" (the bound is the trivial one)
+
+Sparse = tuple[tuple[int, Fraction], ...]
+
+
+def _up(x: arb) -> arb:
+    """The certified upper end of a ball as an exact point (+inf when not finite)."""
+    if not x.is_finite():
+        return arb.pos_inf()
+    return point_upper(x)
+
+
+def _sparse(row: Sequence[Fraction]) -> Sparse:
+    return tuple((c, Fraction(v)) for c, v in enumerate(row) if v)
+
+
+# --------------------------------------------------------------------------- data at one n
+
+
+@dataclass(frozen=True)
+class CoordRange:
+    """Hard values of one coordinate at a layer boundary: every value lies in [lo, hi], and
+    in ``values`` when that finite set is known (a proved claim, e.g. a Boolean {0, 1})."""
+
+    lo: Fraction
+    hi: Fraction
+    values: tuple[Fraction, ...] | None = None
+
+    @property
+    def width(self) -> Fraction:
+        return self.hi - self.lo
+
+    @staticmethod
+    def symmetric(x: Fraction) -> CoordRange:
+        return CoordRange(-abs(x), abs(x))
+
+    def join(self, other: CoordRange) -> CoordRange:
+        """A range holding the values of both (their hull; the union of two finite sets)."""
+        vals = None
+        if self.values is not None and other.values is not None:
+            vals = tuple(sorted(set(self.values) | set(other.values)))
+        return CoordRange(min(self.lo, other.lo), max(self.hi, other.hi), vals)
+
+    def meet(self, other: CoordRange) -> CoordRange:
+        """Both ranges hold: their intersection (the finite set kept when either has one)."""
+        lo, hi = max(self.lo, other.lo), min(self.hi, other.hi)
+        vals = self.values if self.values is not None else other.values
+        if vals is not None:
+            vals = tuple(v for v in vals if lo <= v <= hi)
+        if lo > hi:  # contradictory claims: keep the first (a false claim is check's finding)
+            return self
+        return CoordRange(lo, hi, vals)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A head's score profile at one n (proofs/07-sharp-chain.md, S2): at every query, the
+    k-th visible key below the top (sorted by score, the argmax set excluded) is at least
+    ``gap + step·⌊(k−1)/per_rank⌋`` below the top score; ``unique``: the argmax set is one key."""
+
+    gap: Fraction
+    step: Fraction = ZERO
+    per_rank: int = 1
+    unique: bool = False
+
+
+def profile_tail(p: Profile, m: int, tau: arb) -> arb:
+    """S2: an upper bound on R = Σ_{j ∉ A} e^{(s_j − M)/τ} for a query with at most m lower
+    keys: r·e^{−a/τ}/(1 − e^{−b/τ}) when b > 0, and m·e^{−a/τ} always (the smaller one)."""
+    if m <= 0:
+        return arb(0)
+    first = (-to_arb(p.gap) / tau).exp()
+    best = m * first
+    if p.step > 0:
+        q = (-to_arb(p.step) / tau).exp()
+        den = 1 - q
+        if den > 0:
+            geo = p.per_rank * first / den
+            if geo < best:
+                best = geo
+    return _up(best)
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True)
+class HeadPlan:
+    """One head's n-independent structure.
+
+    ``brow[c]``: row c of B = QᵀK (sparse); ``bcol[c2]``: column c2 of B; ``w``: Kᵀb_q
+    (sparse); ``grows``: the nonzero rows of G = O·V (output coordinate, sparse row);
+    ``flat``: B = 0 and Kᵀb_q = 0, so every visible key has the same score in both meanings;
+    ``query``/``key``: the coordinates the score reads on each side.
+    """
+
+    layer: int
+    head: int
+    rule: str
+    brow: dict[int, Sparse]
+    bcol: dict[int, Sparse]
+    w: dict[int, Fraction]
+    grows: tuple[tuple[int, Sparse], ...]
+    flat: bool
+    query: tuple[int, ...]
+    key: tuple[int, ...]
+
+    @staticmethod
+    def of(layer: int, head: int, h) -> HeadPlan:  # type: ignore[no-untyped-def]
+        d = len(h.query[0])
+        Q, K, V = h.query, h.key, h.value
+        k = len(Q)
+        brow: dict[int, Sparse] = {}
+        bcol: dict[int, list[tuple[int, Fraction]]] = {}
+        for c in range(d):
+            qc = [Q[a][c] for a in range(k)]
+            if not any(qc):
+                continue
+            row = []
+            for c2 in range(d):
+                v = sum((qc[a] * K[a][c2] for a in range(k)), ZERO)
+                if v:
+                    row.append((c2, v))
+                    bcol.setdefault(c2, []).append((c, v))
+            if row:
+                brow[c] = tuple(row)
+        w = {}
+        for c2 in range(d):
+            v = sum((K[a][c2] * h.query_bias[a] for a in range(k)), ZERO)
+            if v:
+                w[c2] = v
+        if h.output is None:
+            G = [list(r) for r in V]
+        else:
+            O = h.output
+            G = [
+                [sum((O[r][a] * V[a][c] for a in range(len(V))), ZERO) for c in range(d)]
+                for r in range(len(O))
+            ]
+        grows = tuple((r, _sparse(G[r])) for r in range(len(G)) if any(G[r]))
+        flat = not brow and not w
+        return HeadPlan(
+            layer,
+            head,
+            h.hard,
+            brow,
+            {c: tuple(v) for c, v in bcol.items()},
+            w,
+            grows,
+            flat,
+            tuple(sorted(brow)),
+            tuple(sorted(set(bcol) | set(w))),
+        )
+
+
+@dataclass(frozen=True)
+class FFNPlan:
+    """One FFN layer's n-independent structure: sparse rows per level, the output rows, the
+    sign pairs (a unit and its exact negation) of each level and, for levels ≥ 2, the units
+    whose pre-activation is a nonnegative combination of ReLU outputs plus a nonnegative bias
+    (linear in both meanings)."""
+
+    levels: tuple[tuple[tuple[Sparse, Fraction], ...], ...]
+    out: tuple[tuple[int, Sparse, Fraction], ...]  # (coordinate, sparse row over units, bias)
+    pairs: tuple[dict[int, int], ...]  # per level: unit -> its negation (both directions)
+    nonneg: tuple[frozenset[int], ...]  # per level: units always in the linear regime
+    reads: frozenset[int]  # input coordinates level 1 reads
+
+    @staticmethod
+    def of(layer) -> FFNPlan:  # type: ignore[no-untyped-def]
+        levels = []
+        pairs = []
+        nonneg = []
+        for k, (W, b) in enumerate(layer.hidden):
+            units = tuple((_sparse(row), Fraction(bb)) for row, bb in zip(W, b, strict=True))
+            levels.append(units)
+            key = {}
+            pm: dict[int, int] = {}
+            for u, (row, bb) in enumerate(units):
+                key.setdefault((row, bb), u)
+            for u, (row, bb) in enumerate(units):
+                neg = (tuple((c, -v) for c, v in row), -bb)
+                v = key.get(neg)
+                if row and v is not None and v != u and u not in pm and v not in pm:
+                    pm[u], pm[v] = v, u
+            pairs.append(pm)
+            nn = set()
+            if k > 0:
+                for u, (row, bb) in enumerate(units):
+                    if bb >= 0 and all(v >= 0 for _, v in row):
+                        nn.add(u)
+            nonneg.append(frozenset(nn))
+        Wo, bo = layer.output
+        out = tuple(
+            (r, _sparse(row), Fraction(bb))
+            for r, (row, bb) in enumerate(zip(Wo, bo, strict=True))
+            if any(row)
+        )
+        reads = frozenset(c for row, _ in levels[0] for c, _ in row)
+        return FFNPlan(tuple(levels), out, tuple(pairs), tuple(nonneg), reads)
+
+
+@dataclass(frozen=True)
+class ChainPlan:
+    """Everything of the chain that does not depend on n, built once per model."""
+
+    d: int
+    layers: tuple[tuple[HeadPlan, ...] | FFNPlan, ...]
+    readout: tuple[Sparse, ...]  # accept: one row; argmax: the label-difference rows; value
+    readout_kind: str
+
+    @staticmethod
+    def of(model: Model) -> ChainPlan:
+        layers: list[tuple[HeadPlan, ...] | FFNPlan] = []
+        for li, layer in enumerate(model.layers):
+            if isinstance(layer, AttentionLayer):
+                layers.append(tuple(HeadPlan.of(li, hi, h) for hi, h in enumerate(layer.heads)))
+            else:
+                layers.append(FFNPlan.of(layer))
+        o = model.output
+        if isinstance(o, AcceptOutput):
+            rows: tuple[Sparse, ...] = (_sparse(o.weight),)
+            kind = "accept"
+        elif isinstance(o, ArgmaxOutput):
+            W = o.weight
+            rows = tuple(
+                _sparse([a - b for a, b in zip(W[i], W[j], strict=True)])
+                for i in range(len(W))
+                for j in range(i + 1, len(W))
+            )
+            kind = "argmax"
+        else:
+            rows = tuple(_sparse(r) for r in o.weight)
+            kind = "value"
+        return ChainPlan(model.d, tuple(layers), rows, kind)
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class HeadDiagnostic:
+    """What one head did at this n (for "which term dominates")."""
+
+    layer: int
+    head: int
+    sigma: arb  # S1: every score moved by ≤ σ from a query constant
+    tail: arb | None  # S2: R at σ = 0 (None: flat head)
+    gap: Fraction | None  # the profile's first gap a (None: flat)
+    tau: arb
+    option: str  # "flat", "mass" (S3) or "tanh" (Theorems 1–2)
+    offtop: arb | None  # the weight term's factor (soft mass off the top, or t/2)
+
+
+@dataclass(frozen=True)
+class ChainResult:
+    """The chain at one n: per-boundary per-coordinate error bounds (exact points; index 0 is
+    the embedding), the read-out bound C·ε (largest over the read-out rows), the same chain
+    with the score perturbation's effect on the weights removed (``tail_only``), and the
+    per-head diagnostics."""
+
+    errors: tuple[tuple[arb, ...], ...]
+    readout: arb
+    tail_only: arb
+    heads: tuple[HeadDiagnostic, ...] = field(default_factory=tuple)
+
+    def layer_max(self, boundary: int) -> arb:
+        best = arb(0)
+        for e in self.errors[boundary]:
+            best = best.max(e)
+        return best
+
+
+# --------------------------------------------------------------------------- S1–S4: heads
+
+
+def _interval_of(row: Sparse, ranges: Sequence[CoordRange], pad: Sequence[arb] | None) -> tuple:
+    """[lo, hi] of Σ_c row_c·x_c over the hard ranges, widened by pad_c on each side (arb)."""
+    lo = arb(0)
+    hi = arb(0)
+    for c, v in row:
+        r = ranges[c]
+        a, b = to_arb(r.lo), to_arb(r.hi)
+        if pad is not None and pad[c] > 0:
+            a, b = a - pad[c], b + pad[c]
+        va = to_arb(v)
+        if v > 0:
+            lo, hi = lo + va * a, hi + va * b
+        else:
+            lo, hi = lo + va * b, hi + va * a
+    return lo, hi
+
+
+def _sigma(h: HeadPlan, ranges: Sequence[CoordRange], e: Sequence[arb]) -> arb:
+    """S1: |s̃_ij − s_ij − C_i| ≤ σ for every visible key j (C_i independent of j)."""
+    s = arb(0)
+    for c in h.query:  # query-side: e_{i,c}·((B x_j)_c − midpoint): half the width
+        if e[c] > 0:
+            width = sum((abs(v) * ranges[c2].width for c2, v in h.brow[c]), ZERO)
+            if width:
+                s += e[c] * to_arb(width) / 2
+    for c2 in h.key:  # key-side: (Bᵀx̃_i + w)_{c2}·e_{j,c2}
+        if e[c2] > 0:
+            lo, hi = _interval_of(h.bcol.get(c2, ()), ranges, e)
+            wv = to_arb(h.w.get(c2, ZERO))
+            lo, hi = lo + wv, hi + wv
+            s += abs(lo).max(abs(hi)) * e[c2]
+    return _up(s)
+
+
+def _top_constant(h: HeadPlan, ranges: Sequence[CoordRange], prof: Profile | None) -> bool:
+    """The hard output equals the value at any top key: a unique top (claimed), or the score
+    reads on the query side only coordinates whose hard value is one constant and every row
+    of G is a multiple of the resulting key form (the value is a function of the score)."""
+    if prof is not None and prof.unique:
+        return True
+    if any(ranges[c].lo != ranges[c].hi for c in h.query):
+        return False
+    # u = Bᵀx_i + w, the same vector at every query
+    u: dict[int, Fraction] = dict(h.w)
+    for c in h.query:
+        x = ranges[c].lo
+        for c2, v in h.brow[c]:
+            u[c2] = u.get(c2, ZERO) + v * x
+    u = {c: v for c, v in u.items() if v}
+    if not u:
+        return False
+    c0, u0 = next(iter(u.items()))
+    for _, row in h.grows:
+        g = dict(row)
+        lam = g.get(c0, ZERO) / u0
+        if set(g) - set(u) or any(g.get(c, ZERO) != lam * v for c, v in u.items()):
+            return False
+    return True
+
+
+def _head(
+    h: HeadPlan,
+    ranges: Sequence[CoordRange],
+    e: Sequence[arb],
+    prof: Profile | None,
+    m: int,
+    tau: arb,
+    unique: bool,
+) -> tuple[dict[int, arb], dict[int, arb], HeadDiagnostic]:
+    """One head's output error per written coordinate (and its σ = 0 variant)."""
+    passes = {}
+    widths = {}
+    for r, row in h.grows:
+        p = arb(0)
+        for c, v in row:
+            if e[c] > 0:
+                p += abs(to_arb(v)) * e[c]
+        passes[r] = p
+        widths[r] = to_arb(sum((abs(v) * ranges[c].width for c, v in row), ZERO))
+    if h.flat or prof is None:
+        out = {r: _up(passes[r]) for r in passes}
+        diag = HeadDiagnostic(h.layer, h.head, arb(0), None, None, tau, "flat", None)
+        return out, dict(out), diag
+    if unique and not prof.unique:
+        prof = Profile(prof.gap, prof.step, prof.per_rank, True)
+    sigma = _sigma(h, ranges, e)
+    R0 = profile_tail(prof, m, tau)
+    base0 = _up(R0 / (1 + R0))  # S3 at σ = 0: ½‖p − h‖₁ (Theorem 1)
+    # Theorems 1–2: ½‖p̃ − h‖₁ ≤ min(1, tanh(σ/2τ) + R/(1+R))
+    half_t = _up((sigma / (2 * tau)).tanh() + base0).min(arb(1))
+    factor, option = half_t, "tanh"
+    if _top_constant(h, ranges, prof):
+        x = 2 * sigma / tau
+        if x < SAT:
+            Rs = x.exp() * R0
+            mass = _up(Rs / (1 + Rs)).min(arb(1))
+            if mass < factor:
+                factor, option = mass, "mass"
+    out = {}
+    base = {}
+    for r in passes:
+        out[r] = _up(passes[r] + factor * widths[r])
+        base[r] = _up(passes[r] + base0 * widths[r])
+    diag = HeadDiagnostic(h.layer, h.head, sigma, R0, prof.gap, tau, option, factor)
+    return out, base, diag
+
+
+# --------------------------------------------------------------------------- S5: FFN
+
+Form = dict[object, Fraction]  # symbol -> coefficient; symbols: ("x", c) or ("u", id)
+
+
+def _bound(form: Form, bounds: dict[object, arb]) -> arb:
+    s = arb(0)
+    for k, v in form.items():
+        if v:
+            s += abs(to_arb(v)) * bounds[k]
+    return s
+
+
+def _add(acc: Form, form: Form, k: Fraction) -> None:
+    if not k:
+        return
+    for s, v in form.items():
+        acc[s] = acc.get(s, ZERO) + k * v
+
+
+def _relu_iv(lo: Fraction, hi: Fraction) -> tuple[Fraction, Fraction]:
+    return max(lo, ZERO), max(hi, ZERO)
+
+
+def _ffn_config(
+    f: FFNPlan,
+    ranges: Sequence[CoordRange],
+    e: Sequence[arb],
+    assign: dict[int, Fraction],
+) -> dict[int, arb]:
+    """S5 for one joint assignment of the split coordinates: the output error per written
+    coordinate (residual included)."""
+    bounds: dict[object, arb] = {}
+    forms: list[Form] = []
+    ivs: list[tuple[Fraction, Fraction]] = []
+    fresh = itertools.count()
+    prev_forms: list[Form] | None = None
+    prev_ivs: list[tuple[Fraction, Fraction]] | None = None
+    for k, units in enumerate(f.levels):
+        pre_forms: list[Form] = []
+        pre_ivs: list[tuple[Fraction, Fraction]] = []
+        for row, b in units:
+            form: Form = {}
+            lo = hi = b
+            if k == 0:
+                for c, v in row:
+                    if e[c] > 0:
+                        sym = ("x", c)
+                        bounds[sym] = e[c]
+                        form[sym] = form.get(sym, ZERO) + v
+                    if c in assign:
+                        lo += v * assign[c]
+                        hi += v * assign[c]
+                    else:
+                        rc = ranges[c]
+                        a, bb = (v * rc.lo, v * rc.hi) if v > 0 else (v * rc.hi, v * rc.lo)
+                        lo += a
+                        hi += bb
+            else:
+                assert prev_forms is not None and prev_ivs is not None
+                for u, v in row:
+                    _add(form, prev_forms[u], v)
+                    a, bb = prev_ivs[u]
+                    a, bb = (v * a, v * bb) if v > 0 else (v * bb, v * a)
+                    lo += a
+                    hi += bb
+            pre_forms.append({s: v for s, v in form.items() if v})
+            pre_ivs.append((lo, hi))
+        outs: list[Form] = []
+        pm = f.pairs[k]
+        shared: dict[int, object] = {}
+        for u, (form, (lo, hi)) in enumerate(zip(pre_forms, pre_ivs, strict=True)):
+            if not form:
+                outs.append({})
+                continue
+            E = _bound(form, bounds)
+            if u in f.nonneg[k] or (to_arb(lo) - E) >= 0:
+                outs.append(dict(form))  # linear in both meanings
+                continue
+            if (to_arb(hi) + E) <= 0:
+                outs.append({})  # zero in both meanings
+                continue
+            # uncertain: ReLU(z + δ) − ReLU(z) = θδ, θ ∈ [0, 1]: ½δ + ξ with |ξ| ≤ ½|δ|;
+            # a sign pair (z, −z) shares ξ since ReLU(z) − ReLU(−z) = z in both meanings
+            partner = pm.get(u)
+            if partner is not None and partner in shared:
+                sym = shared[partner]
+            else:
+                sym = ("u", next(fresh))
+                bounds[sym] = _up(E / 2)
+                if partner is not None:
+                    shared[u] = sym
+            o: Form = {s: v / 2 for s, v in form.items()}
+            o[sym] = o.get(sym, ZERO) + 1
+            outs.append(o)
+        forms = outs
+        ivs = [_relu_iv(lo, hi) for lo, hi in pre_ivs]
+        prev_forms, prev_ivs = forms, ivs
+    res: dict[int, arb] = {}
+    for r, row, _ in f.out:
+        form: Form = {}
+        if e[r] > 0:
+            bounds[("x", r)] = e[r]
+            form[("x", r)] = Fraction(1)
+        for u, v in row:
+            _add(form, forms[u], v)
+        res[r] = _up(_bound(form, bounds))
+    return res
+
+
+def _ffn(f: FFNPlan, classes: Sequence[Sequence[CoordRange]], e: Sequence[arb]) -> list[arb]:
+    """S5 over every position class (the FFN acts position-wise): the largest bound."""
+    best: dict[int, arb] = {}
+    for ranges in classes:
+        for r, v in _ffn_class(f, ranges, e).items():
+            best[r] = v if r not in best else best[r].max(v)
+    new = list(e)
+    for r, v in best.items():
+        new[r] = v
+    return new
+
+
+def _ffn_class(f: FFNPlan, ranges: Sequence[CoordRange], e: Sequence[arb]) -> dict[int, arb]:
+    """S5: per-coordinate errors after an FFN layer (max over the case split) for positions
+    whose hard values lie in ``ranges``."""
+    noisy = [c for c in f.reads if e[c] > 0]
+    if not noisy:
+        return {}  # no input error reaches the FFN: it adds no error
+    # split coordinates: finite sets read by a level-1 unit that also reads a noisy input
+    cand: list[int] = []
+    for row, _ in f.levels[0]:
+        cs = [c for c, _ in row]
+        if any(e[c] > 0 for c in cs):
+            for c in cs:
+                vals = ranges[c].values
+                if vals is not None and 1 < len(vals) <= MAX_SET and c not in cand:
+                    cand.append(c)
+    cand.sort(key=lambda c: (not e[c] > 0, c))  # noisy ones first
+    split: list[int] = []
+    total = 1
+    for c in cand:
+        k = len(ranges[c].values or ())
+        if total * k <= MAX_CONFIGS:
+            split.append(c)
+            total *= k
+    best: dict[int, arb] = {}
+    for combo in itertools.product(*(ranges[c].values or () for c in split)):
+        res = _ffn_config(f, ranges, e, dict(zip(split, combo, strict=True)))
+        for r, v in res.items():
+            best[r] = v if r not in best else best[r].max(v)
+    return best
+
+
+# --------------------------------------------------------------------------- the chain
+
+
+def sharp_chain(
+    plan: ChainPlan,
+    ranges: Sequence[Sequence[Sequence[CoordRange]]],
+    profiles: dict[tuple[int, int], Profile | None],
+    m: int,
+    taus: Sequence[Sequence[arb] | None],
+    unique: dict[tuple[int, int], bool] | None = None,
+    diagnose: bool = True,
+) -> ChainResult:
+    """Theorem S at one length.
+
+    ``ranges[ℓ]``: the hard ranges at boundary ℓ (0 = embedding, ℓ = the output of layer
+    ℓ − 1) as position classes: ``ranges[ℓ][k][c]`` holds coordinate c at every position of
+    class k (e.g. BOS and the rest); the classes together cover every position;
+    ``profiles[(layer, head)]``: the head's profile (None only for a flat head; the caller
+    passes the global γ as a profile with step 0 for a head without its own); ``m``: at
+    most this many visible keys below the top (T − 1);
+    ``taus[ℓ][h]``: each head's τ (certified > 0); ``unique``: heads whose argmax set is a
+    singleton by another claim (H3 for leftmost/rightmost heads).
+    """
+    uq = unique or {}
+    d = plan.d
+    e: list[arb] = [arb(0)] * d
+    base: list[arb] = [arb(0)] * d  # the same chain with σ = 0 in every weight term
+    errors = [tuple(e)]
+    diags: list[HeadDiagnostic] = []
+    for li, layer in enumerate(plan.layers):
+        classes = ranges[li]
+        if isinstance(layer, FFNPlan):
+            e = _ffn(layer, classes, e)
+            if diagnose:
+                base = _ffn(layer, classes, base)
+        else:
+            row = taus[li]
+            assert row is not None
+            rg = hull(classes)
+            new = list(e)
+            newb = list(base)
+            for h in layer:
+                key = (h.layer, h.head)
+                if not h.flat and profiles.get(key) is None:
+                    raise ValueError(f"head {key}: no profile and scores not constant")
+                out, _, diag = _head(
+                    h, rg, e, profiles.get(key), m, row[h.head], uq.get(key, False)
+                )
+                for r, v in out.items():
+                    new[r] = _up(new[r] + v)
+                if diagnose:  # the tail-only chain: the weight terms at σ = 0
+                    _, ob, _ = _head(
+                        h, rg, base, profiles.get(key), m, row[h.head], uq.get(key, False)
+                    )
+                    for r, v in ob.items():
+                        newb[r] = _up(newb[r] + v)
+                diags.append(diag)
+            e = new
+            base = newb
+        errors.append(tuple(e))
+    return ChainResult(
+        tuple(errors), _readout(plan, e), _readout(plan, base) if diagnose else arb(0), tuple(diags)
+    )
+
+
+def hull(classes: Sequence[Sequence[CoordRange]]) -> list[CoordRange]:
+    """One range per coordinate holding it at every position (the hull of the classes)."""
+    out = list(classes[0])
+    for cl in classes[1:]:
+        out = [a.join(b) for a, b in zip(out, cl, strict=True)]
+    return out
+
+
+def head_bound(
+    h: HeadPlan,
+    ranges: Sequence[CoordRange],
+    e: Sequence[arb],
+    prof: Profile | None,
+    m: int,
+    tau: arb,
+    unique: bool = False,
+) -> tuple[dict[int, arb], HeadDiagnostic]:
+    """S4 for one head: the bound on |ỹ_r − y_r| per written coordinate r (hull ranges)."""
+    out, _, diag = _head(h, ranges, e, prof, m, tau, unique)
+    return out, diag
+
+
+def ffn_bound(f: FFNPlan, classes: Sequence[Sequence[CoordRange]], e: Sequence[arb]) -> list[arb]:
+    """S5 for one FFN layer: the per-coordinate error bounds after it (residual included)."""
+    return _ffn(f, classes, e)
+
+
+def _readout(plan: ChainPlan, e: Sequence[arb]) -> arb:
+    """S6: the largest read-out row's Σ_c |w_c|·e_c (C·ε, per coordinate)."""
+    best = arb(0)
+    for row in plan.readout:
+        s = arb(0)
+        for c, v in row:
+            if e[c] > 0:
+                s += abs(to_arb(v)) * e[c]
+        best = best.max(_up(s))
+    return best
