@@ -28,6 +28,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 
 from flint import arb
 
@@ -444,7 +445,7 @@ def _bound(form: Form, bounds: dict[object, arb]) -> arb:
     s = arb(0)
     for k, v in form.items():
         if v:
-            s += abs(to_arb(v)) * bounds[k]
+            s += _qa(v) * bounds[k]
     return s
 
 
@@ -459,24 +460,50 @@ def _relu_iv(lo: Fraction, hi: Fraction) -> tuple[Fraction, Fraction]:
     return max(lo, ZERO), max(hi, ZERO)
 
 
+@lru_cache(maxsize=4096)
+def _qa(v: Fraction) -> arb:
+    """|v| as a ball (memoized: the same few weights recur at every n)."""
+    return to_arb(abs(v))
+
+
+def _live(f: FFNPlan, e: Sequence[arb]) -> tuple[list[set[int]], list[set[int]]]:
+    """Per level, the units whose error form may be nonzero (``live``) and the units whose
+    hard intervals are needed (the live ones and every unit a needed unit reads)."""
+    live: list[set[int]] = []
+    for k, units in enumerate(f.levels):
+        if k == 0:
+            live.append({u for u, (row, _) in enumerate(units) if any(e[c] > 0 for c, _ in row)})
+        else:
+            prev = live[-1]
+            live.append({u for u, (row, _) in enumerate(units) if any(v in prev for v, _ in row)})
+    need = [set(x) for x in live]
+    for k in range(len(f.levels) - 1, 0, -1):
+        for u in need[k]:
+            need[k - 1].update(v for v, _ in f.levels[k][u][0])
+    return live, need
+
+
 def _ffn_config(
     f: FFNPlan,
     ranges: Sequence[CoordRange],
     e: Sequence[arb],
     assign: dict[int, Fraction],
+    live: list[set[int]],
+    need: list[set[int]],
 ) -> dict[int, arb]:
     """S5 for one joint assignment of the split coordinates: the output error per written
-    coordinate (residual included)."""
+    coordinate (residual included), following only the units ``live`` and ``need`` name."""
     bounds: dict[object, arb] = {}
-    forms: list[Form] = []
-    ivs: list[tuple[Fraction, Fraction]] = []
     fresh = itertools.count()
-    prev_forms: list[Form] | None = None
-    prev_ivs: list[tuple[Fraction, Fraction]] | None = None
+    prev_forms: dict[int, Form] = {}
+    prev_ivs: dict[int, tuple[Fraction, Fraction]] = {}
     for k, units in enumerate(f.levels):
-        pre_forms: list[Form] = []
-        pre_ivs: list[tuple[Fraction, Fraction]] = []
-        for row, b in units:
+        forms: dict[int, Form] = {}
+        ivs: dict[int, tuple[Fraction, Fraction]] = {}
+        pm = f.pairs[k]
+        shared: dict[int, object] = {}
+        for u in sorted(need[k]):
+            row, b = units[u]
             form: Form = {}
             lo = hi = b
             if k == 0:
@@ -485,38 +512,34 @@ def _ffn_config(
                         sym = ("x", c)
                         bounds[sym] = e[c]
                         form[sym] = form.get(sym, ZERO) + v
-                    if c in assign:
-                        lo += v * assign[c]
-                        hi += v * assign[c]
+                    x = assign.get(c)
+                    if x is not None:
+                        lo += v * x
+                        hi += v * x
                     else:
                         rc = ranges[c]
                         a, bb = (v * rc.lo, v * rc.hi) if v > 0 else (v * rc.hi, v * rc.lo)
                         lo += a
                         hi += bb
             else:
-                assert prev_forms is not None and prev_ivs is not None
-                for u, v in row:
-                    _add(form, prev_forms[u], v)
-                    a, bb = prev_ivs[u]
+                for w, v in row:
+                    pf = prev_forms.get(w)
+                    if pf:
+                        _add(form, pf, v)
+                    a, bb = prev_ivs[w]
                     a, bb = (v * a, v * bb) if v > 0 else (v * bb, v * a)
                     lo += a
                     hi += bb
-            pre_forms.append({s: v for s, v in form.items() if v})
-            pre_ivs.append((lo, hi))
-        outs: list[Form] = []
-        pm = f.pairs[k]
-        shared: dict[int, object] = {}
-        for u, (form, (lo, hi)) in enumerate(zip(pre_forms, pre_ivs, strict=True)):
+            ivs[u] = (max(lo, ZERO), max(hi, ZERO))
+            form = {sy: v for sy, v in form.items() if v}
             if not form:
-                outs.append({})
                 continue
             E = _bound(form, bounds)
             if u in f.nonneg[k] or (to_arb(lo) - E) >= 0:
-                outs.append(dict(form))  # linear in both meanings
+                forms[u] = form  # linear in both meanings
                 continue
             if (to_arb(hi) + E) <= 0:
-                outs.append({})  # zero in both meanings
-                continue
+                continue  # zero in both meanings
             # uncertain: ReLU(z + δ) − ReLU(z) = θδ, θ ∈ [0, 1]: ½δ + ξ with |ξ| ≤ ½|δ|;
             # a sign pair (z, −z) shares ξ since ReLU(z) − ReLU(−z) = z in both meanings
             partner = pm.get(u)
@@ -527,21 +550,24 @@ def _ffn_config(
                 bounds[sym] = _up(E / 2)
                 if partner is not None:
                     shared[u] = sym
-            o: Form = {s: v / 2 for s, v in form.items()}
+            o: Form = {sy: v / 2 for sy, v in form.items()}
             o[sym] = o.get(sym, ZERO) + 1
-            outs.append(o)
-        forms = outs
-        ivs = [_relu_iv(lo, hi) for lo, hi in pre_ivs]
+            forms[u] = o
         prev_forms, prev_ivs = forms, ivs
     res: dict[int, arb] = {}
+    top = live[-1]
     for r, row, _ in f.out:
-        form: Form = {}
+        form = {}
         if e[r] > 0:
             bounds[("x", r)] = e[r]
             form[("x", r)] = Fraction(1)
         for u, v in row:
-            _add(form, forms[u], v)
-        res[r] = _up(_bound(form, bounds))
+            if u in top:
+                pf = prev_forms.get(u)
+                if pf:
+                    _add(form, pf, v)
+        if form:
+            res[r] = _up(_bound(form, bounds))
     return res
 
 
@@ -557,32 +583,83 @@ def _ffn(f: FFNPlan, classes: Sequence[Sequence[CoordRange]], e: Sequence[arb]) 
     return new
 
 
+def _components(f: FFNPlan, noisy: set[int]) -> list[set[int]]:
+    """The input coordinates with an error, grouped so that no unit's error form mixes two
+    groups: level-1 units sharing an erroneous input, and every unit of a later level with
+    all the erroneous units it reads, are in one group (union-find)."""
+    parent: dict[object, object] = {}
+
+    def find(x: object) -> object:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]  # type: ignore[index]
+            x = parent[x]
+        return x
+
+    def union(a: object, b: object) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[ra] = rb
+
+    live: set[tuple[int, int]] = set()
+    for u, (row, _) in enumerate(f.levels[0]):
+        cs = [c for c, _ in row if c in noisy]
+        for c in cs:
+            union(("u", 0, u), ("x", c))
+        if cs:
+            live.add((0, u))
+    for k in range(1, len(f.levels)):
+        for u, (row, _) in enumerate(f.levels[k]):
+            reads = [v for v, _ in row if (k - 1, v) in live]
+            for v in reads:
+                union(("u", k, u), ("u", k - 1, v))
+            if reads:
+                live.add((k, u))
+    groups: dict[object, set[int]] = {}
+    for c in noisy:
+        groups.setdefault(find(("x", c)), set()).add(c)
+    return list(groups.values())
+
+
 def _ffn_class(f: FFNPlan, ranges: Sequence[CoordRange], e: Sequence[arb]) -> dict[int, arb]:
-    """S5: per-coordinate errors after an FFN layer (max over the case split) for positions
-    whose hard values lie in ``ranges``."""
-    noisy = [c for c in f.reads if e[c] > 0]
+    """S5: per-coordinate errors after an FFN layer for positions whose hard values lie in
+    ``ranges``: for each group of erroneous inputs (:func:`_components`) the largest bound over
+    its case split, summed over the groups (their error forms share no symbol)."""
+    noisy = {c for c in f.reads if e[c] > 0}
     if not noisy:
         return {}  # no input error reaches the FFN: it adds no error
-    # split coordinates: finite sets read by a level-1 unit that also reads a noisy input
-    cand: list[int] = []
-    for row, _ in f.levels[0]:
-        cs = [c for c, _ in row]
-        if any(e[c] > 0 for c in cs):
-            for c in cs:
-                vals = ranges[c].values
-                if vals is not None and 1 < len(vals) <= MAX_SET and c not in cand:
-                    cand.append(c)
-    cand.sort(key=lambda c: (not e[c] > 0, c))  # noisy ones first
+    total: dict[int, arb] = {}
+    for group in _components(f, noisy):
+        eg = [e[c] if c in group else arb(0) for c in range(len(e))]
+        for r, v in _ffn_group(f, ranges, eg).items():
+            total[r] = v if r not in total else _up(total[r] + v)
+    for r, _, _ in f.out:  # a written coordinate no unit reads keeps its own error too
+        if e[r] > 0 and r not in noisy:
+            total[r] = _up(total.get(r, arb(0)) + e[r])
+    return total
+
+
+def _ffn_group(f: FFNPlan, ranges: Sequence[CoordRange], e: Sequence[arb]) -> dict[int, arb]:
+    """S5 for the inputs with e_c > 0 (one group): the largest bound over the case split."""
+    live, need = _live(f, e)
+    # split coordinates: finite sets read by a needed level-1 unit (erroneous ones first,
+    # then those of live units, then the rest), as many as MAX_CONFIGS allows
+    cand: dict[int, tuple[bool, bool]] = {}
+    for u in need[0]:
+        for c, _ in f.levels[0][u][0]:
+            vals = ranges[c].values
+            if vals is not None and 1 < len(vals) <= MAX_SET:
+                key = (not e[c] > 0, u not in live[0])
+                cand[c] = min(cand.get(c, key), key)
     split: list[int] = []
     total = 1
-    for c in cand:
+    for c in sorted(cand, key=lambda c: (cand[c], c)):
         k = len(ranges[c].values or ())
         if total * k <= MAX_CONFIGS:
             split.append(c)
             total *= k
     best: dict[int, arb] = {}
     for combo in itertools.product(*(ranges[c].values or () for c in split)):
-        res = _ffn_config(f, ranges, e, dict(zip(split, combo, strict=True)))
+        res = _ffn_config(f, ranges, e, dict(zip(split, combo, strict=True)), live, need)
         for r, v in res.items():
             best[r] = v if r not in best else best[r].max(v)
     return best
