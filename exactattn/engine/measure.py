@@ -17,6 +17,7 @@ import numpy as np
 from flint import arb, arb_mat
 
 from exactattn.core.numbers import frac_str, point_lower, point_upper, to_arb
+from exactattn.engine.chainmeasure import ChainCollector
 from exactattn.engine.hard import HardBatch, argmax_labels, read_output, row_counts, rows_alike
 from exactattn.engine.ratarray import INT64_SAFE
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model, ValueOutput
@@ -149,6 +150,8 @@ class LengthAccumulator:
         self._tie_at: dict[int, list[int]] = {}
         self._rank0 = 0
         self._ranks: list[int] | None = None
+        chain = ChainCollector(model)  # the claims of Theorem S, when the model makes them
+        self.chain = chain if chain.active else None
 
     # -- hard ----------------------------------------------------------------------
     def add_hard(self, hb: HardBatch, first_rank: int | None = None) -> None:
@@ -162,6 +165,8 @@ class LengthAccumulator:
             self._rank0 = first_rank
         self.inputs += N
         self.x_max = max(self.x_max, hb.x0.max_abs())
+        if self.chain is not None:
+            self.chain.add(hb)
         for li, lt in enumerate(hb.layers):
             self.activation_max[li] = max(self.activation_max[li], lt.x_out.max_abs())
             if lt.heads is None:
@@ -703,6 +708,7 @@ class LengthAccumulator:
             hard_ties=self.ties if has_ties else None,
             precision_bits=self.max_prec if soft else None,
             float_settled=self.float_settled if soft else None,
+            chain=self.chain.stats if self.chain is not None else None,
         )
 
 
