@@ -51,9 +51,10 @@ __all__ = [
 ]
 
 ZERO = Fraction(0)
-MAX_CONFIGS = 1024  # FFN case split (S5): at most this many joint hard-value assignments
+MAX_CONFIGS = 256  # FFN case split (S5): at most this many joint hard-value assignments
 MAX_SET = 8  # a finite hard-value set with more elements is used as its interval
 SAT = 10**6  # an exponent above this is "saturated" (the bound is the trivial one)
+MEMO_SIZE = 4096  # S5 answers kept per FFN layer
 
 Sparse = tuple[tuple[int, Fraction], ...]
 
@@ -72,14 +73,30 @@ def _sparse(row: Sequence[Fraction]) -> Sparse:
 # --------------------------------------------------------------------------- data at one n
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CoordRange:
     """Hard values of one coordinate at a layer boundary: every value lies in [lo, hi], and
-    in ``values`` when that finite set is known (a proved claim, e.g. a Boolean {0, 1})."""
+    in ``values`` when that finite set is known (a proved claim, e.g. a Boolean {0, 1}).
+    Equality and hash use the exact values (the hash is computed once: ranges are memo keys
+    of the chain at every n)."""
 
     lo: Fraction
     hi: Fraction
     values: tuple[Fraction, ...] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_key", (self.lo, self.hi, self.values))
+        object.__setattr__(self, "_hash", hash(self._key))  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined,no-any-return]
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, CoordRange):
+            return NotImplemented
+        return self._hash == other._hash and self._key == other._key  # type: ignore[attr-defined]
 
     @property
     def width(self) -> Fraction:
@@ -159,6 +176,8 @@ class HeadPlan:
     flat: bool
     query: tuple[int, ...]
     key: tuple[int, ...]
+    # widths W^G_r and W_c for ranges seen before (the same ranges recur at every n)
+    memo: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @staticmethod
     def of(layer: int, head: int, h) -> HeadPlan:  # type: ignore[no-untyped-def]
@@ -220,6 +239,10 @@ class FFNPlan:
     pairs: tuple[dict[int, int], ...]  # per level: unit -> its negation (both directions)
     nonneg: tuple[frozenset[int], ...]  # per level: units always in the linear regime
     reads: frozenset[int]  # input coordinates level 1 reads
+    written: tuple[int, ...] = ()  # output coordinates (rows of W_out that are not zero)
+    # S5's answer for inputs seen before (the same errors and ranges recur at every n on a
+    # model whose errors do not depend on n): key -> per written coordinate
+    memo: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @staticmethod
     def of(layer) -> FFNPlan:  # type: ignore[no-untyped-def]
@@ -252,7 +275,8 @@ class FFNPlan:
             if any(row)
         )
         reads = frozenset(c for row, _ in levels[0] for c, _ in row)
-        return FFNPlan(tuple(levels), out, tuple(pairs), tuple(nonneg), reads)
+        written = tuple(r for r, _, _ in out)
+        return FFNPlan(tuple(levels), out, tuple(pairs), tuple(nonneg), reads, written)
 
 
 @dataclass(frozen=True)
@@ -346,6 +370,19 @@ def _interval_of(row: Sparse, ranges: Sequence[CoordRange], pad: Sequence[arb] |
     return lo, hi
 
 
+def _widths(h: HeadPlan, ranges: Sequence[CoordRange]) -> dict[int, arb]:
+    """W^G_r for every written coordinate r (memoized on the ranges the values read)."""
+    key = ("G", tuple(ranges[c] for _, row in h.grows for c, _ in row))
+    got = h.memo.get(key)
+    if got is None:
+        got = {
+            r: to_arb(sum((abs(v) * ranges[c].width for c, v in row), ZERO)) for r, row in h.grows
+        }
+        if len(h.memo) < MEMO_SIZE:
+            h.memo[key] = got
+    return got
+
+
 def _sigma(h: HeadPlan, ranges: Sequence[CoordRange], e: Sequence[arb]) -> arb:
     """S1: |s̃_ij − s_ij − C_i| ≤ σ for every visible key j (C_i independent of j)."""
     s = arb(0)
@@ -400,14 +437,13 @@ def _head(
 ) -> tuple[dict[int, arb], dict[int, arb], HeadDiagnostic]:
     """One head's output error per written coordinate (and its σ = 0 variant)."""
     passes = {}
-    widths = {}
+    widths = _widths(h, ranges)
     for r, row in h.grows:
         p = arb(0)
         for c, v in row:
             if e[c] > 0:
-                p += abs(to_arb(v)) * e[c]
+                p += _qa(v) * e[c]
         passes[r] = p
-        widths[r] = to_arb(sum((abs(v) * ranges[c].width for c, v in row), ZERO))
     if h.flat or prof is None:
         out = {r: _up(passes[r]) for r in passes}
         diag = HeadDiagnostic(h.layer, h.head, arb(0), None, None, tau, "flat", None)
@@ -483,6 +519,21 @@ def _live(f: FFNPlan, e: Sequence[arb]) -> tuple[list[set[int]], list[set[int]]]
     return live, need
 
 
+Lin = dict[int, Fraction]  # a linear form Σ_c a_c e_c in the input error bounds (a_c ≥ 0)
+
+
+def _lin_eval(lin: Lin, e: Sequence[arb]) -> arb:
+    s = arb(0)
+    for c, a in lin.items():
+        s += _qa(a) * e[c]  # a ≥ 0
+    return s
+
+
+def _lin_add(acc: Lin, lin: Lin, k: Fraction) -> None:
+    for c, a in lin.items():
+        acc[c] = acc.get(c, ZERO) + k * a
+
+
 def _ffn_config(
     f: FFNPlan,
     ranges: Sequence[CoordRange],
@@ -492,9 +543,61 @@ def _ffn_config(
     need: list[set[int]],
 ) -> dict[int, arb]:
     """S5 for one joint assignment of the split coordinates: the output error per written
-    coordinate (residual included), following only the units ``live`` and ``need`` name."""
-    bounds: dict[object, arb] = {}
+    coordinate (residual included), following only the units ``live`` and ``need`` name.
+
+    Every bound is a linear form in the input errors e_c, fixed once the regime of each unit
+    is decided (lin / off / ½φ + ξ); the decisions depend on e only through comparisons of
+    such forms with the hard intervals. So the forms are derived once per sequence of
+    decisions and kept in a trie (``f.memo``): at a later n the walk only evaluates the
+    stored forms at the new e, and the symbolic work runs again only for a new decision."""
+    reads = sorted({c for u in need[0] for c, _ in f.levels[0][u][0]})
+    key = (
+        "cfg",
+        tuple(c for c in reads if e[c] > 0),
+        tuple(sorted(assign.items())),
+        tuple(ranges[c] for c in reads if c not in assign),
+        tuple(r for r in f.written if e[r] > 0),
+    )
+    root = f.memo.get(key)
+    if root is None:
+        root = {}
+        if len(f.memo) < MEMO_SIZE:
+            f.memo[key] = root
+    node = root
+    while node:
+        if "leaf" in node:
+            return {r: _up(_lin_eval(lin, e)) for r, lin in node["leaf"].items()}
+        lo, hi, lin = node["test"]
+        nxt = node["kids"].get(_decide(lo, hi, _lin_eval(lin, e)))
+        if nxt is None:
+            break
+        node = nxt
+    return _ffn_symbolic(f, ranges, e, assign, need, live[-1], root)
+
+
+def _decide(lo: Fraction, hi: Fraction, E: arb) -> str:
+    """S5 step 2 for a unit with an error form: linear, off, or uncertain."""
+    if (to_arb(lo) - E) >= 0:
+        return "lin"
+    if (to_arb(hi) + E) <= 0:
+        return "off"
+    return "unc"
+
+
+def _ffn_symbolic(
+    f: FFNPlan,
+    ranges: Sequence[CoordRange],
+    e: Sequence[arb],
+    assign: dict[int, Fraction],
+    need: list[set[int]],
+    top: set[int],
+    root: dict,
+) -> dict[int, arb]:
+    """The affine forms of S5 for one configuration, the bound of every symbol a linear
+    form in e; records each decision (and the final forms) in the trie at ``root``."""
+    bounds: dict[object, Lin] = {}
     fresh = itertools.count()
+    node = root
     prev_forms: dict[int, Form] = {}
     prev_ivs: dict[int, tuple[Fraction, Fraction]] = {}
     for k, units in enumerate(f.levels):
@@ -510,7 +613,7 @@ def _ffn_config(
                 for c, v in row:
                     if e[c] > 0:
                         sym = ("x", c)
-                        bounds[sym] = e[c]
+                        bounds[sym] = {c: Fraction(1)}
                         form[sym] = form.get(sym, ZERO) + v
                     x = assign.get(c)
                     if x is not None:
@@ -534,12 +637,22 @@ def _ffn_config(
             form = {sy: v for sy, v in form.items() if v}
             if not form:
                 continue
-            E = _bound(form, bounds)
-            if u in f.nonneg[k] or (to_arb(lo) - E) >= 0:
-                forms[u] = form  # linear in both meanings
+            if u in f.nonneg[k]:
+                forms[u] = form  # linear in both meanings (nonnegative inputs and bias)
                 continue
-            if (to_arb(hi) + E) <= 0:
-                continue  # zero in both meanings
+            lin: Lin = {}
+            for sy, v in form.items():
+                _lin_add(lin, bounds[sy], abs(v))
+            d = _decide(lo, hi, _lin_eval(lin, e))
+            if "test" not in node:
+                node["test"] = (lo, hi, lin)
+                node["kids"] = {}
+            node = node["kids"].setdefault(d, {})
+            if d == "lin":
+                forms[u] = form
+                continue
+            if d == "off":
+                continue
             # uncertain: ReLU(z + δ) − ReLU(z) = θδ, θ ∈ [0, 1]: ½δ + ξ with |ξ| ≤ ½|δ|;
             # a sign pair (z, −z) shares ξ since ReLU(z) − ReLU(−z) = z in both meanings
             partner = pm.get(u)
@@ -547,40 +660,60 @@ def _ffn_config(
                 sym = shared[partner]
             else:
                 sym = ("u", next(fresh))
-                bounds[sym] = _up(E / 2)
+                bounds[sym] = {c: a / 2 for c, a in lin.items()}
                 if partner is not None:
                     shared[u] = sym
             o: Form = {sy: v / 2 for sy, v in form.items()}
             o[sym] = o.get(sym, ZERO) + 1
             forms[u] = o
         prev_forms, prev_ivs = forms, ivs
-    res: dict[int, arb] = {}
-    top = live[-1]
+    leaf: dict[int, Lin] = {}
     for r, row, _ in f.out:
         form = {}
         if e[r] > 0:
-            bounds[("x", r)] = e[r]
             form[("x", r)] = Fraction(1)
+            bounds[("x", r)] = {r: Fraction(1)}
         for u, v in row:
             if u in top:
                 pf = prev_forms.get(u)
                 if pf:
                     _add(form, pf, v)
+        lin = {}
+        for sy, v in form.items():
+            if v:
+                _lin_add(lin, bounds[sy], abs(v))
         if form:
-            res[r] = _up(_bound(form, bounds))
-    return res
+            leaf[r] = lin
+    node["leaf"] = leaf
+    return {r: _up(_lin_eval(lin, e)) for r, lin in leaf.items()}
 
 
 def _ffn(f: FFNPlan, classes: Sequence[Sequence[CoordRange]], e: Sequence[arb]) -> list[arb]:
     """S5 over every position class (the FFN acts position-wise): the largest bound."""
-    best: dict[int, arb] = {}
-    for ranges in classes:
-        for r, v in _ffn_class(f, ranges, e).items():
-            best[r] = v if r not in best else best[r].max(v)
+    key = (
+        tuple(tuple(ranges[c] for c in sorted(f.reads)) for ranges in classes),
+        tuple(_ekey(e[c]) for c in sorted(f.reads)),
+        tuple(_ekey(e[r]) for r in f.written),
+    )
+    best = f.memo.get(key)
+    if best is None:
+        best = {}
+        for ranges in classes:
+            for r, v in _ffn_class(f, ranges, e).items():
+                best[r] = v if r not in best else best[r].max(v)
+        if len(f.memo) < MEMO_SIZE:
+            f.memo[key] = best
     new = list(e)
     for r, v in best.items():
         new[r] = v
     return new
+
+
+def _ekey(x: arb) -> tuple[int, int, int, int]:
+    """An exact point (or ball) as a hashable key: its midpoint and radius, exactly."""
+    m, ex = x.mid().man_exp()
+    r, rx = x.rad().man_exp()
+    return int(m), int(ex), int(r), int(rx)
 
 
 def _components(f: FFNPlan, noisy: set[int]) -> list[set[int]]:
@@ -641,15 +774,14 @@ def _ffn_class(f: FFNPlan, ranges: Sequence[CoordRange], e: Sequence[arb]) -> di
 def _ffn_group(f: FFNPlan, ranges: Sequence[CoordRange], e: Sequence[arb]) -> dict[int, arb]:
     """S5 for the inputs with e_c > 0 (one group): the largest bound over the case split."""
     live, need = _live(f, e)
-    # split coordinates: finite sets read by a needed level-1 unit (erroneous ones first,
-    # then those of live units, then the rest), as many as MAX_CONFIGS allows
-    cand: dict[int, tuple[bool, bool]] = {}
-    for u in need[0]:
+    # split coordinates: finite sets read by a live level-1 unit (a unit with an erroneous
+    # input), the erroneous ones first, as many as MAX_CONFIGS allows
+    cand: dict[int, bool] = {}
+    for u in live[0]:
         for c, _ in f.levels[0][u][0]:
             vals = ranges[c].values
             if vals is not None and 1 < len(vals) <= MAX_SET:
-                key = (not e[c] > 0, u not in live[0])
-                cand[c] = min(cand.get(c, key), key)
+                cand[c] = not e[c] > 0
     split: list[int] = []
     total = 1
     for c in sorted(cand, key=lambda c: (cand[c], c)):
@@ -694,6 +826,7 @@ def sharp_chain(
     base: list[arb] = [arb(0)] * d  # the same chain with σ = 0 in every weight term
     errors = [tuple(e)]
     diags: list[HeadDiagnostic] = []
+    hulls: dict[int, list[CoordRange]] = {}  # by the identity of a boundary's classes (alive)
     for li, layer in enumerate(plan.layers):
         classes = ranges[li]
         if isinstance(layer, FFNPlan):
@@ -703,7 +836,9 @@ def sharp_chain(
         else:
             row = taus[li]
             assert row is not None
-            rg = hull(classes)
+            rg = hulls.get(id(classes))
+            if rg is None:
+                rg = hulls[id(classes)] = hull(classes)
             new = list(e)
             newb = list(base)
             for h in layer:

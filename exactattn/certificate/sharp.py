@@ -52,7 +52,7 @@ class SharpPlan:
     bos: dict[int, RangeClaim]  # coordinate -> its claimed range at the BOS position
     profiles: dict[tuple[int, int], tuple[int, Any]]  # (layer, head) -> (index, ProfileClaim)
     unique: frozenset[tuple[int, int]]  # leftmost/rightmost heads (unique_top claimed)
-    _const_cache: dict[tuple[str, int], tuple[Fraction, Fraction]]
+    _const_cache: dict[tuple[str, int], CoordRange]
 
     @staticmethod
     def of(model: Model) -> SharpPlan:
@@ -85,14 +85,18 @@ class SharpPlan:
     def _range(self, r: RangeClaim, n: int, block: str) -> CoordRange:
         key = (block, r.coordinate)
         got = self._const_cache.get(key)
-        if got is None:
-            path = f"claims.coordinate_ranges.{block}.{r.key}"
-            lo = expr_ends(r.lo, n, f"{path}.min")[0]
-            hi = expr_ends(r.hi, n, f"{path}.max")[1]
-            if _const(r.lo) and _const(r.hi):
-                self._const_cache[key] = (lo, hi)
-        else:
-            lo, hi = got
+        if got is not None:
+            return got
+        path = f"claims.coordinate_ranges.{block}.{r.key}"
+        lo = expr_ends(r.lo, n, f"{path}.min")[0]
+        hi = expr_ends(r.hi, n, f"{path}.max")[1]
+        out = self._make(r, lo, hi)
+        if _const(r.lo) and _const(r.hi):
+            self._const_cache[key] = out
+        return out
+
+    @staticmethod
+    def _make(r: RangeClaim, lo: Fraction, hi: Fraction) -> CoordRange:
         vals = None
         if r.integer:
             a, b = math.ceil(lo), math.floor(hi)

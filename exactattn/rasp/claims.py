@@ -26,7 +26,15 @@ from typing import Any
 from exactattn.model.claimed import UNIQUE_TOP
 from exactattn.model.expr import parse_expression
 
-__all__ = ["EMBED_BOUNDS", "PROOF", "activation_bound", "claims_for", "x_max_bound"]
+__all__ = [
+    "EMBED_BOUNDS",
+    "PROFILES",
+    "PROOF",
+    "activation_bound",
+    "chain_claims",
+    "claims_for",
+    "x_max_bound",
+]
 
 Range = tuple[tuple[int, int], tuple[int, int]]  # ((l0, l1), (h0, h1)): l0·n + l1 ≤ v ≤ h0·n + h1
 
@@ -131,3 +139,75 @@ def claims_for(
         }
     out["from_n"] = 1
     return out
+
+
+# --------------------------------------------------------------------------- Theorem S
+
+#: the score profile (gap, step, keys per rank) of each compiled primitive (Proposition R(f),
+#: from Lemmas R1–R3 of proofs/rasp-gaps.md); count-mean heads have no lower score
+PROFILES: dict[str, tuple[str, str, int]] = {
+    "select": ("1/(n+1)", "1/(n+1)", 1),
+    "count-lookup": ("1/(n+1)", "2/(n+1)", 2),
+    "square-lookup": ("1", "2", 2),
+}
+
+
+def _lin(a: int, b: int) -> str:
+    """a·n + b as an expression text."""
+    if not a:
+        return str(b)
+    t = "n" if a == 1 else "-n" if a == -1 else f"{a}*n"
+    return t if not b else f"{t} + {b}" if b > 0 else f"{t} - {-b}"
+
+
+def chain_claims(
+    coords: list[str],
+    ranges: dict[str, Range],
+    types: dict[str, str],
+    squares: set[str],
+    embedded: set[str],
+    heads: list[tuple[int, int, str]],
+) -> dict[str, Any]:
+    """The claims of Theorem S (proofs/07-sharp-chain.md) for a compiled model (Proposition
+    R(f) of proofs/claims.md): each coordinate's interval from the compiler's range analysis
+    (an integer for Booleans and integers, [0, n²] for a square), widened to 0 for every
+    coordinate a layer writes (its slot holds 0 before), ``one`` = 1; and each head's profile
+    (``heads``: (layer, head, primitive))."""
+    out: dict[str, Any] = {}
+    for c in coords:
+        if c == "one":
+            out[c] = {"min": "1", "max": "1", "integer": True}
+            continue
+        if c in squares:
+            lo, hi = "0", "n^2"
+        else:
+            (l0, l1), (h0, h1) = ranges[c]
+            lo, hi = _lin(l0, l1), _lin(h0, h1)
+            if c not in embedded:
+                lo, hi = f"min({lo}, 0)", f"max({hi}, 0)"
+        entry: dict[str, Any] = {"min": lo, "max": hi}
+        if types.get(c) in ("bool", "int"):
+            entry["integer"] = True
+        out[c] = entry
+    profiles = [
+        {
+            "layer": li,
+            "head": hi,
+            "gap": PROFILES[kind][0],
+            "step": PROFILES[kind][1],
+            "per_rank": PROFILES[kind][2],
+            "unique": True,
+        }
+        for li, hi, kind in heads
+        if kind in PROFILES
+    ]
+    return {
+        "coordinate_ranges": {
+            "ranges": out,
+            "justification": _statement("f", "the compiler's coordinate ranges"),
+        },
+        "head_profiles": {
+            "heads": profiles,
+            "justification": _statement("f", "score profiles of Lemmas R1–R3, rasp-gaps.md"),
+        },
+    }

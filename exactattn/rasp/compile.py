@@ -43,7 +43,7 @@ from exactattn.rasp.ast import (
     TokenTest,
 )
 from exactattn.rasp.check import _int_literal, check_program, infer, refs
-from exactattn.rasp.claims import activation_bound, claims_for
+from exactattn.rasp.claims import activation_bound, chain_claims, claims_for
 from exactattn.rasp.gap import PRIMITIVE_BOUND, min_bound
 from exactattn.rasp.interpret import _ev
 from exactattn.rasp.unparse import unparse
@@ -826,6 +826,17 @@ class _Compiler:
             ),
         )
         if claims is not None:
+            embedded = set(self.embed_token) | set(self.embed_pos)
+            claims.update(
+                chain_claims(
+                    list(b.coords),
+                    self.crange,
+                    self.ctype,
+                    self.squares,
+                    embedded,
+                    [(h.layer, h.head, h.primitive) for h in infos],
+                )
+            )
             model["claims"] = claims
         return Compiled(model, infos, bound)
 
