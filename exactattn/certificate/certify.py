@@ -26,7 +26,9 @@ from typing import Any, Literal, overload
 from flint import arb, ctx
 
 from exactattn import bounds as B
+from exactattn.bounds.chain import ChainResult, HeadDiagnostic
 from exactattn.bounds.compare import layer_constants, readout_constant
+from exactattn.certificate.sharp import SharpPlan
 from exactattn.core.errors import ModelError, UsageError
 from exactattn.core.numbers import arb_endpoints, arb_upper_str, to_arb
 from exactattn.engine.temperature import Temperatures
@@ -41,6 +43,9 @@ from exactattn.model.claimed import (
 )
 from exactattn.model.expr import Expr
 from exactattn.results.certificate import (
+    BY_3B,
+    BY_4II,
+    BY_SHARP,
     CERT_FORMAT,
     Certificate,
     CertificateRange,
@@ -53,6 +58,8 @@ from exactattn.results.certificate import (
     LengthVerdict,
     PaperChain,
     ProofStep,
+    SharpChain,
+    SharpHead,
     TauGrid,
 )
 from exactattn.results.settings import TauChoice
@@ -108,6 +115,7 @@ class Prepared:
     K: Fraction
     C: Fraction
     claims: Any
+    sharp: SharpPlan  # Theorem S's plan (exactattn/certificate/sharp.py)
 
     @staticmethod
     def of(model: Model) -> Prepared:
@@ -116,7 +124,7 @@ class Prepared:
         cs = layer_constants(model)
         # a model without layers (a compiled program of token tests only) has K = 1, unused
         K = max((B.paper_K(c) for c in cs), default=Fraction(1))
-        return Prepared(model, cs, K, readout_constant(model), cl)
+        return Prepared(model, cs, K, readout_constant(model), cl, SharpPlan.of(model))
 
 
 def _lower(c: Claim, n: int) -> Fraction:
@@ -279,26 +287,52 @@ def certify_length(
         feeding_ok = all(bool(e <= 1) for e in chain[:-1])
         # Corollary 5: decisions preserved iff C·ε_L < μ
         out = model.output
+        moved = to_arb(prep.C) * best
         if isinstance(out, ValueOutput):
-            moved = to_arb(prep.C) * best
-            decided = bool(moved <= to_arb(out.tolerance))
-            reason = (
-                "every output entry moves by at most the tolerance"
-                if decided
-                else f"‖W‖∞·ε_L ≤ {_u(moved)} is not below the tolerance "
-                f"{q_text(out.tolerance, False)}"
-            )
+            limit = to_arb(out.tolerance)
+            decided = bool(moved <= limit)
+            what = f"‖W‖∞·ε_L ≤ {_u(moved)}"
+            target = f"the tolerance {q_text(out.tolerance, False)}"
         else:
             assert mu is not None
+            limit = to_arb(mu)
             decided = B.decision_certified(best, prep.C, mu)
-            moved = to_arb(prep.C) * best
+            what = f"C·ε_L ≤ {_u(moved)}"
+            target = f"the claimed margin {q_text(mu, False)}"
+        by = (BY_4II if b_final is not None and b_final < final else BY_3B) if decided else None
+        # Theorem S, the per-coordinate chain (proofs/07-sharp-chain.md): run when the
+        # one-number chain does not certify, and always for a full certificate
+        sharp = None
+        sharp_ok = False
+        if not brief or not decided:
+            sharp = prep.sharp.at(n, gamma, x_in, taus, diagnose=not brief)
+            r = sharp.readout
+            sharp_ok = bool(r <= limit) if isinstance(out, ValueOutput) else bool(r < limit)
+            if sharp_ok and not decided:
+                by = BY_SHARP
+        if decided:
             reason = (
-                f"C·ε_L ≤ {_u(moved)} < μ ≥ {q_text(mu, False)}: every decision is preserved"
-                if decided
-                else f"C·ε_L ≤ {_u(moved)} is not certified below the claimed margin "
-                f"{q_text(mu, False)}"
+                "every output entry moves by at most the tolerance"
+                if isinstance(out, ValueOutput)
+                else f"{what} < μ ≥ {q_text(mu, False)}: every decision is preserved"
             )
-        verdict = LengthVerdict(n, decided, reason)
+        elif sharp_ok:
+            assert sharp is not None
+            reason = (
+                f"per coordinate (Theorem S) the read-out moves by ≤ {_u(sharp.readout)}, "
+                f"below {target}: every decision is preserved"
+                if not isinstance(out, ValueOutput)
+                else f"per coordinate (Theorem S) every output entry moves by ≤ "
+                f"{_u(sharp.readout)}, at most the tolerance"
+            )
+        else:
+            assert sharp is not None
+            reason = (
+                f"{what} is not certified below {target}, nor the per-coordinate chain's "
+                f"read-out bound {_u(sharp.readout)} (Theorem S)"
+                + (f"; {_dominant(sharp, limit)}" if not brief else "")
+            )
+        verdict = LengthVerdict(n, decided or sharp_ok, reason, by)
         if brief:
             return verdict
         assert tau_thm is not None
@@ -320,7 +354,59 @@ def certify_length(
             best,
             tau_thm,
             t_lo,
+            _sharp_record(sharp, limit) if sharp is not None else None,
         )
+
+
+def _worst_head(res: ChainResult) -> HeadDiagnostic | None:
+    """Where propagation breaks the chain: the first head (in layer order) whose scores may
+    move by half its gap or more (2σ ≥ a: S3(b) gives nothing there), else the head whose
+    weight term grew most over its value at σ = 0 (the tail alone)."""
+    for h in res.heads:
+        if h.gap is not None and 2 * h.sigma >= to_arb(h.gap):
+            return h
+    worst, ratio = None, arb(1)
+    for h in res.heads:
+        if h.tail is None or h.offtop is None:
+            continue
+        base = h.tail / (1 + h.tail)
+        if not base > 0:
+            continue
+        r = h.offtop / base
+        if r > ratio:
+            worst, ratio = h, r
+    return worst
+
+
+def _dominant(res: ChainResult, limit: arb) -> str:
+    """Which term of Theorem S keeps the read-out bound above the margin (or dominates it)."""
+    if res.tail_only >= limit or (res.readout > 0 and 2 * res.tail_only >= res.readout):
+        return (
+            f"the tails dominate: with exact scores the read-out bound is already "
+            f"{_u(res.tail_only)}"
+        )
+    h = _worst_head(res)
+    if h is None:
+        return f"propagation dominates (the tails alone give {_u(res.tail_only)})"
+    return (
+        f"propagation dominates (the tails alone give {_u(res.tail_only)}): at layer "
+        f"{h.layer}, head {h.head} the scores move by σ ≤ {_u(h.sigma)}, 2σ/τ ≤ "
+        f"{_u(2 * h.sigma / h.tau)} against a gap a/τ = {_u(to_arb(h.gap) / h.tau)}"
+    )
+
+
+def _sharp_record(res: ChainResult, limit: arb) -> SharpChain:
+    dom = "tail" if res.tail_only >= limit or 2 * res.tail_only >= res.readout else "propagation"
+    return SharpChain(
+        res.readout,
+        res.tail_only,
+        dom,
+        tuple(res.layer_max(k) for k in range(1, len(res.errors))),
+        tuple(
+            SharpHead(h.layer, h.head, h.option, h.sigma, h.tail, h.gap, h.tau, h.offtop)
+            for h in res.heads
+        ),
+    )
 
 
 GRID_STEPS = 8  # τ = 2^(k/8), as in check --find-tau
