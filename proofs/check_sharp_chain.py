@@ -52,7 +52,10 @@ def b_matrix(hd: dict) -> tuple[list[list[Fraction]], list[Fraction]]:
     """B = QᵀK and w = Kᵀb_q."""
     Q, K = hd["Q"], hd["K"]
     d = len(Q[0])
-    B = [[sum((Q[a][c] * K[a][c2] for a in range(len(Q))), F(0)) for c2 in range(d)] for c in range(d)]
+    B = [
+        [sum((Q[a][c] * K[a][c2] for a in range(len(Q))), F(0)) for c2 in range(d)]
+        for c in range(d)
+    ]
     w = [sum((K[a][c2] * hd["bq"][a] for a in range(len(K))), F(0)) for c2 in range(d)]
     return B, w
 
@@ -60,7 +63,10 @@ def b_matrix(hd: dict) -> tuple[list[list[Fraction]], list[Fraction]]:
 def g_matrix(hd: dict) -> list[list[Fraction]]:
     V, O = hd["V"], hd["O"]
     d = len(V[0])
-    return [[sum((O[r][a] * V[a][c] for a in range(len(V))), F(0)) for c in range(d)] for r in range(len(O))]
+    return [
+        [sum((O[r][a] * V[a][c] for a in range(len(V))), F(0)) for c in range(d)]
+        for r in range(len(O))
+    ]
 
 
 def sigma_s(hd: dict, lo: list, hi: list, e: list) -> Fraction:
@@ -126,7 +132,9 @@ def head_bound_s(hd, lo, hi, e, prof, m, tau, top_constant) -> list[mp.mpf]:  # 
 
 def head_errors(hd: dict, X: list, D: list, tau: mp.mpf) -> list[mp.mpf]:
     """max over queries of |soft − hard| per output coordinate (X exact, X̃ = X + D)."""
-    Xt = [[mpq(a) + mp.mpf(b) for a, b in zip(x, dd, strict=True)] for x, dd in zip(X, D, strict=True)]
+    Xt = [
+        [mpq(a) + mp.mpf(b) for a, b in zip(x, dd, strict=True)] for x, dd in zip(X, D, strict=True)
+    ]
     best = None
     for i in range(len(X)):
         h = head_out(hd, X, i, None)
@@ -145,10 +153,16 @@ def profile_of(hd: dict, X: list) -> tuple[Fraction, Fraction, int, bool] | None
         vis = [j for j in range(len(X)) if MASKS[hd["mask"]](i, j)]
         if not vis:
             continue
-        q = [sum((a * b for a, b in zip(row, X[i], strict=True)), F(0)) + bb for row, bb in zip(hd["Q"], hd["bq"], strict=True)]
+        q = [
+            sum((a * b for a, b in zip(row, X[i], strict=True)), F(0)) + bb
+            for row, bb in zip(hd["Q"], hd["bq"], strict=True)
+        ]
         s = []
         for j in vis:
-            k = [sum((a * b for a, b in zip(row, X[j], strict=True)), F(0)) + bb for row, bb in zip(hd["K"], hd["bk"], strict=True)]
+            k = [
+                sum((a * b for a, b in zip(row, X[j], strict=True)), F(0)) + bb
+                for row, bb in zip(hd["K"], hd["bk"], strict=True)
+            ]
             s.append(sum((a * b for a, b in zip(q, k, strict=True)), F(0)))
         top = max(s)
         single = single and s.count(top) == 1
@@ -174,7 +188,12 @@ def profile_of(hd: dict, X: list) -> tuple[Fraction, Fraction, int, bool] | None
 def code_head(hd, lo, hi, e, prof, m, tau) -> list[mp.mpf]:  # noqa: ANN001
     """exactattn/bounds/chain.py's S4 for the same head, per output coordinate (0: unwritten)."""
     ns = SimpleNamespace(
-        query=hd["Q"], key=hd["K"], value=hd["V"], output=hd["O"], query_bias=hd["bq"], hard="average"
+        query=hd["Q"],
+        key=hd["K"],
+        value=hd["V"],
+        output=hd["O"],
+        query_bias=hd["bq"],
+        hard="average",
     )
     plan = C.HeadPlan.of(0, 0, ns)
     ranges = [C.CoordRange(a, b) for a, b in zip(lo, hi, strict=True)]
@@ -282,7 +301,11 @@ def q_head(g: Fraction, L: int) -> tuple[dict, list]:
 
 
 # W1: S3(b) attained: the top's key coordinate down by e, every other key up by e
-for g, L, e, tau in [(F(1), 3, F(1, 10), mp.mpf("0.2")), (F(2), 5, F(1, 20), mp.mpf(1)), (F(1, 2), 1, F(1, 8), mp.mpf("0.1"))]:
+for g, L, e, tau in [
+    (F(1), 3, F(1, 10), mp.mpf("0.2")),
+    (F(2), 5, F(1, 20), mp.mpf(1)),
+    (F(1, 2), 1, F(1, 8), mp.mpf("0.1")),
+]:
     hd, X = q_head(g, L)
     lo, hi = [F(1), F(0), F(0)], [F(1), F(1), F(1)]
     ev = [F(0), e, F(0)]
@@ -359,7 +382,9 @@ for sig, tau in [(F(1, 1000), mp.mpf(1))]:
     err = head_errors(hd, X, D, tau)[2]
     far = (F(100), F(0), 1, False)
     cb = code_head(hd, lo, hi, ev, far, 1, tau)[2]
-    check(err <= cb + TOL, f"code W3b: a tie with different values is not top-constant ({cb} < {err})")
+    check(
+        err <= cb + TOL, f"code W3b: a tie with different values is not top-constant ({cb} < {err})"
+    )
 ok("W3b: T2 needs the value to be a function of the score")
 
 # W10: per_rank r = 2 with equality, many keys: R → 2e^{−a/τ}/(1 − q)
@@ -374,13 +399,25 @@ for a, b, L, tau in [(F(1), F(1, 2), 40, mp.mpf(1)), (F(1, 2), F(1, 4), 60, mp.m
     err = head_errors(hd, X, D, tau)[2]
     prof = (a, b, 2, True)
     bnd = head_bound_s(hd, lo, hi, ev, prof, L, tau, True)[2]
-    check(err <= bnd + TOL and err / bnd > mp.mpf("0.99"), f"W10 r = 2 nearly attained: {err / bnd}")
+    check(
+        err <= bnd + TOL and err / bnd > mp.mpf("0.99"), f"W10 r = 2 nearly attained: {err / bnd}"
+    )
     cb = code_head(hd, lo, hi, ev, prof, L, tau)[2]
     check(err <= cb + TOL, f"code W10: tail with per_rank 2 too small ({cb} < {err})")
 ok("W10: the profile tail r·e^{−a/τ}/(1 − e^{−b/τ}) is attained in the limit (r = 2)")
 
 # W13: value error π_r through a flat head (all values up by e)
-hd = {"Q": [[F(0), F(0)]], "K": [[F(0), F(0)]], "bq": [F(0)], "bk": [F(0)], "V": [[F(2), F(-1)]], "bv": [F(0)], "O": [[F(1)], [F(0)]], "mask": "leq", "rule": "average"}
+hd = {
+    "Q": [[F(0), F(0)]],
+    "K": [[F(0), F(0)]],
+    "bq": [F(0)],
+    "bk": [F(0)],
+    "V": [[F(2), F(-1)]],
+    "bv": [F(0)],
+    "O": [[F(1)], [F(0)]],
+    "mask": "leq",
+    "rule": "average",
+}
 X = [[F(0), F(1)], [F(1), F(0)], [F(1, 2), F(1, 2)]]
 e = [F(1, 10), F(1, 5)]
 D = [[mpq(e[0]), -mpq(e[1])] for _ in X]
@@ -451,7 +488,13 @@ def random_head(rng: random.Random) -> tuple[dict, list, list, list]:
     d = rng.randint(2, 4)
     T = rng.randint(2, 5)
     k = rng.randint(1, 2)
-    rm = lambda r, c: [[rng.choice(SMALLQ) if rng.random() < 0.6 else F(0) for _ in range(c)] for _ in range(r)]  # noqa: E731
+
+    def rm(r: int, c: int, dens: float = 0.6) -> list:
+        return [
+            [rng.choice(SMALLQ) if rng.random() < dens else F(0) for _ in range(c)]
+            for _ in range(r)
+        ]
+
     e_out = rng.randint(1, d)
     hd = {
         "Q": rm(k, d),
@@ -472,7 +515,12 @@ def random_head(rng: random.Random) -> tuple[dict, list, list, list]:
         hi.append(a + w)
     X = []
     for _ in range(T):
-        X.append([rng.choice([lo[c], hi[c], lo[c] + (hi[c] - lo[c]) / 2, lo[c] + (hi[c] - lo[c]) / 3]) for c in range(d)])
+        X.append(
+            [
+                rng.choice([lo[c], hi[c], lo[c] + (hi[c] - lo[c]) / 2, lo[c] + (hi[c] - lo[c]) / 3])
+                for c in range(d)
+            ]
+        )
     return hd, X, lo, hi
 
 
@@ -482,10 +530,16 @@ def top_constant(hd: dict, X: list) -> bool:
         vis = [j for j in range(len(X)) if MASKS[hd["mask"]](i, j)]
         if not vis:
             continue
-        q = [sum((a * b for a, b in zip(row, X[i], strict=True)), F(0)) + bb for row, bb in zip(hd["Q"], hd["bq"], strict=True)]
+        q = [
+            sum((a * b for a, b in zip(row, X[i], strict=True)), F(0)) + bb
+            for row, bb in zip(hd["Q"], hd["bq"], strict=True)
+        ]
         sc = {}
         for j in vis:
-            kk = [sum((a * b for a, b in zip(row, X[j], strict=True)), F(0)) + bb for row, bb in zip(hd["K"], hd["bk"], strict=True)]
+            kk = [
+                sum((a * b for a, b in zip(row, X[j], strict=True)), F(0)) + bb
+                for row, bb in zip(hd["K"], hd["bk"], strict=True)
+            ]
             sc[j] = sum((a * b for a, b in zip(q, kk, strict=True)), F(0))
         top = max(sc.values())
         vals = {tuple(mv(hd["V"], X[j])) for j in vis if sc[j] == top}
@@ -518,8 +572,14 @@ for trial in range(N_SEARCH):
     def ratio(sg: list) -> tuple[mp.mpf, mp.mpf]:
         D = [[sg[p][c] * mpq(e[c]) for c in range(d)] for p in range(len(X))]
         errs = head_errors(hd, X, D, tau)
-        rs = max((er / b if b > 0 else (mp.inf if er > TOL else 0)) for er, b in zip(errs, bnd, strict=True))
-        rc = max((er / b if b > 0 else (mp.inf if er > TOL else 0)) for er, b in zip(errs, cbn, strict=True))
+        rs = max(
+            (er / b if b > 0 else (mp.inf if er > TOL else 0))
+            for er, b in zip(errs, bnd, strict=True)
+        )
+        rc = max(
+            (er / b if b > 0 else (mp.inf if er > TOL else 0))
+            for er, b in zip(errs, cbn, strict=True)
+        )
         return rs, rc
 
     best = ratio(signs)
@@ -536,15 +596,27 @@ for trial in range(N_SEARCH):
     worst_c = max(worst_c, best[1])
     check(best[0] <= 1 + TOL, f"S4 search trial {trial}: error/bound {best[0]}")
     check(best[1] <= 1 + TOL, f"code S4 search trial {trial}: error/bound {best[1]}")
-ok(f"S4 adversarial search, {N_SEARCH} random heads: max error/bound {mp.nstr(worst_s, 4)} (theorem), {mp.nstr(worst_c, 4)} (code)")
+ok(
+    f"S4 adversarial search, {N_SEARCH} random heads: max error/bound "
+    f"{mp.nstr(worst_s, 4)} (theorem), {mp.nstr(worst_c, 4)} (code)"
+)
 
 
 def random_ffn_case(rng: random.Random) -> tuple:
     d = rng.randint(1, 3)
     widths = [d] + [rng.randint(1, 4) for _ in range(rng.randint(1, 3))]
-    rm = lambda r, c: [[rng.choice(SMALLQ) if rng.random() < 0.7 else F(0) for _ in range(c)] for _ in range(r)]  # noqa: E731
+
+    def rm(r: int, c: int, dens: float = 0.7) -> list:
+        return [
+            [rng.choice(SMALLQ) if rng.random() < dens else F(0) for _ in range(c)]
+            for _ in range(r)
+        ]
+
     Ws = [rm(widths[k + 1], widths[k]) for k in range(len(widths) - 1)]
-    bs = [[rng.choice(SMALLQ + [F(-1, 2), F(-3, 2)]) for _ in range(widths[k + 1])] for k in range(len(widths) - 1)]
+    bs = [
+        [rng.choice(SMALLQ + [F(-1, 2), F(-3, 2)]) for _ in range(widths[k + 1])]
+        for k in range(len(widths) - 1)
+    ]
     if rng.random() < 0.5 and len(Ws[0]) >= 2:  # a sign pair in level 1
         Ws[0][1] = [-v for v in Ws[0][0]]
         bs[0][1] = -bs[0][0]
@@ -562,13 +634,24 @@ for trial in range(N_SEARCH):
     e = [rng.choice([F(0), F(1, 20), F(1, 5), F(1)]) for _ in range(d)]
     bound = code_ffn(Ws, bs, Wo, bo, [list(zip(lo, hi, vals, strict=True))], e)
     for _ in range(25):
-        x = [rng.choice([lo[c], hi[c]]) if boolean[c] else rng.choice([lo[c], hi[c], (lo[c] + hi[c]) / 2]) for c in range(d)]
+        x = [
+            rng.choice([lo[c], hi[c]])
+            if boolean[c]
+            else rng.choice([lo[c], hi[c], (lo[c] + hi[c]) / 2])
+            for c in range(d)
+        ]
         dx = [rng.choice([-1, 1, 0, F(1, 2)]) * e[c] for c in range(d)]
         t = ffn_true(Ws, bs, Wo, bo, x, dx)
         for r in range(d):
             if bound[r] > 0:
                 worst = max(worst, t[r] / bound[r])
-            check(t[r] <= bound[r] + TOL, f"code S5 search trial {trial}: coordinate {r} error {t[r]} > bound {bound[r]}")
-ok(f"S5 adversarial search, {N_SEARCH} random FFNs × 25 points: max error/bound {mp.nstr(worst, 4)}")
+            check(
+                t[r] <= bound[r] + TOL,
+                f"code S5 search trial {trial}: coordinate {r} error {t[r]} > bound {bound[r]}",
+            )
+ok(
+    f"S5 adversarial search, {N_SEARCH} random FFNs × 25 points: "
+    f"max error/bound {mp.nstr(worst, 4)}"
+)
 
 finish("check_sharp_chain")

@@ -232,7 +232,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "SC9",
         CHAIN,
-        "        if set(g) - set(u) or any(g.get(c, ZERO) != lam * v for c, v in u.items()):\n            return False\n",
+        "        if set(g) - set(u) or any(g.get(c, ZERO) != lam * v for c, v in u.items()):\n"
+        "            return False\n",
         "",
         "T2: top-constant without the value being a function of the score",
         tests=CHAIN_TESTS,
