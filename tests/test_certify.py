@@ -56,7 +56,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 def test_cli_as_a_subprocess() -> None:
     """The command as users run it (module entry point, exit code, stdout)."""
     p = subprocess.run(
-        [sys.executable, "-m", "exactattn", "certify", "models/dyck1.json", "--n", "7"],
+        [sys.executable, "-m", "exactattn", "certify", "models/dyck1.json", "--n", "3"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -212,9 +212,16 @@ def test_dyck2_at_65536_theorem_tau_is_certified_with_the_chain() -> None:
 
 
 def test_dyck2_own_tau_is_the_honest_answer() -> None:
+    """At its own τ Dyck-2 is certified by the per-coordinate chain (Theorem S, issue 35)
+    from n = 4 on, and not at n = 3, where the output says why (the dominant term)."""
     p = cli("certify", "models/dyck2.json", "--n", "65536")
+    assert p.returncode == 0, p.stdout
+    assert "per coordinate (Theorem S) the read-out moves by" in p.stdout
+    p = cli("certify", "models/dyck2.json", "--n", "3")
     assert p.returncode == 1
     assert "NOT certified" in p.stdout and "not certified below the claimed margin 1/2" in p.stdout
+    assert "nor the per-coordinate chain's read-out bound" in p.stdout
+    assert "propagation dominates" in p.stdout
 
 
 def test_certificate_values_dyck2() -> None:
@@ -281,6 +288,9 @@ def _agrees(path: Path, max_n: int, theorem: bool) -> None:
             err = layer.error
             assert err is not None and err.lower is not None
             assert arb_endpoints(err.lower)[0] <= bound, (path.stem, n, li, err.lower, bound)
+            # Theorem S's largest per-coordinate bound after the layer (proofs/07) too
+            sharp = Fraction(c["sharp_chain"]["layers"][li])
+            assert arb_endpoints(err.lower)[0] <= sharp, (path.stem, n, li, err.lower, sharp)
             # the same Theorem 3(b) chain fed the measured x_in, gaps and counts (check
             # --bounds) can only be smaller: the claims bound what check measures
             written = rec.bounds.layers[li].bound
@@ -470,8 +480,10 @@ def test_tau_grid_above_tau_thm() -> None:
         assert certify_length(prep, 65536, brief=True, tau_ball=t).certified
     t = (arb(fail) / 8 * arb(2).log()).exp()
     assert not certify_length(prep, 65536, brief=True, tau_ball=t).certified
-    # at n = 65536 the chain reaches 8.43e-8, between τ_thm = 2.35e-8 and the own τ = 2.75e-7
-    assert Fraction(g["last_certified"]["tau"]["upper"]) < Fraction(275, 10**9)
+    # at n = 65536 the one-number chain reaches 8.43e-8, between τ_thm = 2.35e-8 and the own
+    # τ = 2.75e-7; Theorem S reaches 4.01e-7, past the own τ (and fails at 4.37e-7)
+    assert Fraction(275, 10**9) < Fraction(g["last_certified"]["tau"]["upper"])
+    assert Fraction(g["last_certified"]["tau"]["upper"]) < Fraction(41, 10**8)
 
 
 def test_certificate_report_escapes_user_strings(tmp_path: Path) -> None:
