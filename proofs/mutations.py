@@ -200,8 +200,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "SC5",
         CHAIN,
-        "if u in f.nonneg[k] or (to_arb(lo) - E) >= 0:",
-        "if u in f.nonneg[k] or to_arb(lo) >= 0:",
+        "if (to_arb(lo) - E) >= 0:",
+        "if to_arb(lo) >= 0:",
         "S5: a unit is 'linear' when its hard value alone is ≥ 0",
         tests=CHAIN_TESTS,
     ),
