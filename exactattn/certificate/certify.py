@@ -411,6 +411,7 @@ def _sharp_record(res: ChainResult, limit: arb) -> SharpChain:
 
 GRID_STEPS = 8  # τ = 2^(k/8), as in check --find-tau
 GRID_MAX_STEPS = 400  # 2^50 above τ_thm at most
+GRID_TOP_K = 16 * GRID_STEPS  # τ = 2^16, the top of check --find-tau's grid
 
 
 def grid_tau(prep: Prepared, n: int, tau_thm_low: Fraction) -> TauGrid:
@@ -418,7 +419,9 @@ def grid_tau(prep: Prepared, n: int, tau_thm_low: Fraction) -> TauGrid:
     certifies length n at each grid τ: the last such τ and the first that fails.
 
     Nothing between grid points is certified (the chain is not proved monotone in τ); below
-    τ_thm(n) Theorem 5 certifies every τ. Capped at τ = 1 and at GRID_MAX_STEPS steps.
+    τ_thm(n) Theorem 5 certifies every τ. Capped at τ = 2^16 (the top of ``check
+    --find-tau``'s grid; Theorems 3(b) and S hold at every τ, only Theorem 4(ii) needs τ ≤ 1)
+    and at GRID_MAX_STEPS steps.
     """
 
     with ctx.workprec(PREC):
@@ -429,7 +432,7 @@ def grid_tau(prep: Prepared, n: int, tau_thm_low: Fraction) -> TauGrid:
         fail: tuple[int, str] | None = None
         for _ in range(GRID_MAX_STEPS):
             k += 1
-            if k > 0:
+            if k > GRID_TOP_K:
                 break
             t = (arb(k) / GRID_STEPS * arb(2).log()).exp()
             if not t > lo:
