@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from flint import arb, ctx
 
@@ -45,12 +45,14 @@ from exactattn.model.expr import Expr
 from exactattn.results.certificate import (
     BY_3B,
     BY_4II,
+    BY_ENUMERATION,
     BY_SHARP,
     CERT_FORMAT,
     Certificate,
     CertificateRange,
     ClaimsAtN,
     Constants,
+    EnumeratedLengths,
     EpsLe1,
     GridPoint,
     LayerBound,
@@ -63,6 +65,9 @@ from exactattn.results.certificate import (
     TauGrid,
 )
 from exactattn.results.settings import TauChoice
+
+if TYPE_CHECKING:  # the type only (enumerated.py reads result files; certify never needs it)
+    from exactattn.certificate.enumerated import Enumeration
 
 __all__ = ["CERT_FORMAT", "Prepared", "certificate", "certify_length", "certify_range"]
 PREC = 128  # bits of the balls; every reported bound is an outward-rounded upper end
@@ -153,6 +158,7 @@ def certify_length(
     tau: TauChoice | str | None = None,
     brief: Literal[False] = False,
     tau_ball: arb | None = None,
+    enumeration: Enumeration | None = None,
 ) -> LengthCertificate: ...
 
 
@@ -163,6 +169,7 @@ def certify_length(
     tau: TauChoice | str | None,
     brief: Literal[True],
     tau_ball: arb | None = None,
+    enumeration: Enumeration | None = None,
 ) -> LengthVerdict: ...
 
 
@@ -174,6 +181,7 @@ def certify_length(
     *,
     brief: Literal[True],
     tau_ball: arb | None = None,
+    enumeration: Enumeration | None = None,
 ) -> LengthVerdict: ...
 
 
@@ -183,6 +191,7 @@ def certify_length(
     tau: TauChoice | str | None = None,
     brief: bool = False,
     tau_ball: arb | None = None,
+    enumeration: Enumeration | None = None,
 ) -> LengthCertificate | LengthVerdict:
     """The certificate for every input of length n (a ``LengthCertificate`` record).
 
@@ -190,6 +199,9 @@ def certify_length(
     temperatures), "theorem" (the lower end of τ_thm(n)) or an expression in n;
     ``tau_ball`` (internal): one ball for every head, overriding ``tau``.
     ``brief``: only what ``--range`` and the τ grid need (a ``LengthVerdict``).
+    ``enumeration``: a stored exhaustive check of this model at this τ
+    (:mod:`exactattn.certificate.enumerated`): a length it covers that no chain certifies is
+    "certified by enumeration", said apart from the chains (never at a grid τ).
     """
 
     choice = TauChoice.of(tau)
@@ -333,6 +345,19 @@ def certify_length(
                 + (f"; {_dominant(sharp, limit)}" if not brief else "")
             )
         verdict = LengthVerdict(n, decided or sharp_ok, reason, by)
+        if (
+            not verdict.certified
+            and tau_ball is None
+            and enumeration is not None
+            and n in enumeration.lengths
+        ):
+            verdict = LengthVerdict(
+                n,
+                True,
+                f"certified by enumeration ({enumeration.file}): every input of length {n} "
+                f"was checked at this τ with every decision equal; the chains alone: {reason}",
+                f"{BY_ENUMERATION} ({enumeration.file})",
+            )
         if brief:
             return verdict
         assert tau_thm is not None
@@ -525,10 +550,11 @@ def certificate(
     tau: TauChoice | str | None = None,
     checked_to: int | None = None,
     model_path: str | None = None,
+    enumeration: Enumeration | None = None,
 ) -> Certificate:
     """The whole ``exactattn-certificate/1`` record for one length."""
     prep = Prepared.of(model)
-    body = certify_length(prep, n, TauChoice.of(tau))
+    body = certify_length(prep, n, TauChoice.of(tau), enumeration=enumeration)
     assert isinstance(body, LengthCertificate)
     cl = prep.claims
     return Certificate(
@@ -548,19 +574,24 @@ def range_certificate(
     hi: int,
     tau: TauChoice | str | None = None,
     checked_to: int | None = None,
+    enumeration: Enumeration | None = None,
 ) -> CertificateRange:
-    """Every n in [lo, hi], each evaluated (no monotonicity is assumed): the first failure."""
+    """Every n in [lo, hi], each evaluated (no monotonicity is assumed): the first failure,
+    and which lengths were certified by enumeration rather than by a chain."""
     prep = Prepared.of(model)
     choice = TauChoice.of(tau)  # parsed once, not per length
     first_fail = None
     count = 0
+    by_enum: list[int] = []
     for n in range(lo, hi + 1):
-        r = certify_length(prep, n, choice, brief=True)
+        r = certify_length(prep, n, choice, brief=True, enumeration=enumeration)
         assert isinstance(r, LengthVerdict)
         count += 1
         if not r.certified:
             first_fail = r
             break
+        if r.certified_by is not None and r.certified_by.startswith(BY_ENUMERATION):
+            by_enum.append(n)
     return CertificateRange(
         model.name,
         lo,
@@ -571,6 +602,11 @@ def range_certificate(
         prep.claims.to_json(),
         tuple(prep.claims.conditional),
         proof_chain(prep, checked_to),
+        enumerated=EnumeratedLengths(
+            None if enumeration is None else enumeration.file,
+            tuple(by_enum),
+            None if enumeration is None else enumeration.not_used,
+        ),
     )
 
 
@@ -580,7 +616,8 @@ def certify_range(
     hi: int,
     tau: TauChoice | str | None = None,
     checked_to: int | None = None,
+    enumeration: Enumeration | None = None,
 ) -> dict[str, Any]:
     """:func:`range_certificate` as its JSON document (report/claims.py stores it; the lead
     drops this once that module takes the record)."""
-    return range_certificate(model, lo, hi, tau, checked_to).to_json()
+    return range_certificate(model, lo, hi, tau, checked_to, enumeration).to_json()

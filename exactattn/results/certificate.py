@@ -527,6 +527,25 @@ class RangeRun:
 
 
 @dataclass(frozen=True)
+class EnumeratedLengths:
+    """Which lengths of a range a stored exhaustive check certified (not a chain): the file,
+    the lengths, and why the file certified nothing when it did not (issue 35)."""
+
+    file: str | None
+    lengths: tuple[int, ...] = ()
+    not_used: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "lengths": list(self.lengths), "not_used": self.not_used}
+
+    @staticmethod
+    def from_json(d: dict[str, Any] | None) -> EnumeratedLengths | None:
+        if d is None:
+            return None
+        return EnumeratedLengths(d["file"], tuple(d["lengths"]), d["not_used"])
+
+
+@dataclass(frozen=True)
 class CertificateRange:
     """Every n of a range evaluated (no monotonicity assumed) up to the first failure."""
 
@@ -540,6 +559,7 @@ class CertificateRange:
     conditional_on: tuple[str, ...]
     proof_chain: tuple[ProofStep, ...]
     run: RangeRun | None = None
+    enumerated: EnumeratedLengths | None = None
 
     @property
     def certified_through(self) -> int:
@@ -559,6 +579,9 @@ class CertificateRange:
             "claims": self.claims,
             "conditional_on": list(self.conditional_on),
             "proof_chain": [s.to_json() for s in self.proof_chain],
+            "certified_by_enumeration": None
+            if self.enumerated is None
+            else self.enumerated.to_json(),
         }
         if self.run is not None:
             d["seconds"] = self.run.seconds
@@ -584,6 +607,7 @@ class CertificateRange:
             tuple(d["conditional_on"]),
             tuple(ProofStep.from_json(s) for s in d["proof_chain"]),
             run,
+            EnumeratedLengths.from_json(d.get("certified_by_enumeration")),
         )
 
 
