@@ -31,9 +31,10 @@ from exactattn.core.errors import UsageError
 from exactattn.core.jsonio import read_json
 from exactattn.model import Model
 from exactattn.model.provenance import model_sha256
+from exactattn.results import RESULT_FORMAT
 from exactattn.results.claims import result_model, result_model_sha256
 from exactattn.results.settings import TauChoice
-from exactattn.results.views import ResultView
+from exactattn.results.views import ResultView, format_of
 
 __all__ = ["Enumeration", "read_enumeration"]
 
@@ -60,7 +61,7 @@ def read_enumeration(path: str | Path, model: Model, tau: TauChoice, shown: str)
         data: Any = read_json(str(path))
     except (OSError, ValueError) as exc:
         raise UsageError(f"--enumerated: cannot read {shown} ({exc})") from None
-    if not isinstance(data, dict) or data.get("format") != "exactattn-result/1":
+    if not isinstance(data, dict) or format_of(data) != RESULT_FORMAT:
         raise UsageError(f"--enumerated: {shown} is not an exactattn-result/1 file")
     if result_model(data) != model.name:
         raise UsageError(f"--enumerated: {shown} is a result for another model")

@@ -41,7 +41,10 @@ from exactattn.results.claims import (
     ClaimsEntry,
     ClaimViolation,
     head_witness,
+    layer_witness,
     length_entries,
+    profile_witness,
+    range_witness,
     witness_input,
 )
 
@@ -157,7 +160,7 @@ def verify_claims(model: Model, rec: LengthRecord) -> ClaimsEntry:
     if cl.activation_upper is not None:  # every layer's output and the embedding
         acts = [rec.x_max, *(layer.activation_max for layer in rec.layers)]
         worst = max(range(len(acts)), key=lambda k: acts[k])
-        record(cl.activation_upper, acts[worst], False, {"after_layer": worst - 1})
+        record(cl.activation_upper, acts[worst], False, layer_witness(worst - 1))
     if cl.unique_top is not None:
         items[UNIQUE_TOP], bad = _unique_top(model, rec)
         if bad is not None:
@@ -355,13 +358,7 @@ def _range_witness(model: Model, n: int, r: RangeClaim, blk: str, cls: str) -> A
                         continue
                     v = Fraction(int(col[w, p]), act.den)
                     if v < a or v > b or (r.integer and v.denominator != 1):
-                        return {
-                            "input": list(chunk[w]),
-                            "coordinate": r.key,
-                            "after_layer": li - 1,
-                            "position": p,
-                            "value": frac_str(v),
-                        }
+                        return range_witness(list(chunk[w]), r.key, li - 1, p, frac_str(v))
     return None
 
 
@@ -387,14 +384,9 @@ def _profile_witness(
                 )
                 for j, dk in enumerate(drops):
                     if dk < gap + step * (j // h.per_rank):
-                        return {
-                            "input": list(chunk[w]),
-                            "query": i,
-                            "k": j + 1,
-                            "drop": frac_str(dk),
-                        }
+                        return profile_witness(list(chunk[w]), i, j + 1, frac_str(dk))
                 if h.unique and tops > 1:
-                    return {"input": list(chunk[w]), "query": i, "top_keys": tops}
+                    return profile_witness(list(chunk[w]), i, None, str(tops))
     return None
 
 
