@@ -259,6 +259,21 @@ def certify_length(
         else:
             taus = _taus(model, choice.expr, n)
             tau_text = choice.record_text() or model.temperature.text
+        out = model.output
+        if isinstance(out, ValueOutput):
+            limit = to_arb(out.tolerance)
+            target = f"the tolerance {q_text(out.tolerance, False)}"
+        else:
+            assert mu is not None
+            limit = to_arb(mu)
+            target = f"the claimed margin {q_text(mu, False)}"
+        sharp = None
+        if brief and not choice.is_theorem:
+            # a range or a grid τ: Theorem S first (away from τ_thm the one-number chain does
+            # not certify, and it costs a third of Theorem S)
+            sharp = prep.sharp.at(n, gamma, x_in, taus, diagnose=False)
+            if _sharp_certifies(sharp, out, limit):
+                return LengthVerdict(n, True, _sharp_reason(sharp, out, target), BY_SHARP)
         # Theorem 3(b) per layer, Theorem 4(iii): ε_ℓ ≤ E_ℓ for every input of length n
         eps: arb = arb(0)
         chain = []
@@ -298,28 +313,22 @@ def certify_length(
         best = final if b_final is None or not b_final < final else b_final
         feeding_ok = all(bool(e <= 1) for e in chain[:-1])
         # Corollary 5: decisions preserved iff C·ε_L < μ
-        out = model.output
         moved = to_arb(prep.C) * best
         if isinstance(out, ValueOutput):
-            limit = to_arb(out.tolerance)
             decided = bool(moved <= limit)
             what = f"‖W‖∞·ε_L ≤ {_u(moved)}"
-            target = f"the tolerance {q_text(out.tolerance, False)}"
         else:
             assert mu is not None
-            limit = to_arb(mu)
             decided = B.decision_certified(best, prep.C, mu)
             what = f"C·ε_L ≤ {_u(moved)}"
-            target = f"the claimed margin {q_text(mu, False)}"
         by = (BY_4II if b_final is not None and b_final < final else BY_3B) if decided else None
         # Theorem S, the per-coordinate chain (proofs/07-sharp-chain.md): run when the
         # one-number chain does not certify, and always for a full certificate
-        sharp = None
         sharp_ok = False
-        if not brief or not decided:
+        if not brief or (not decided and sharp is None):
             sharp = prep.sharp.at(n, gamma, x_in, taus, diagnose=not brief)
-            r = sharp.readout
-            sharp_ok = bool(r <= limit) if isinstance(out, ValueOutput) else bool(r < limit)
+        if sharp is not None:
+            sharp_ok = _sharp_certifies(sharp, out, limit)
             if sharp_ok and not decided:
                 by = BY_SHARP
         if decided:
@@ -330,13 +339,7 @@ def certify_length(
             )
         elif sharp_ok:
             assert sharp is not None
-            reason = (
-                f"per coordinate (Theorem S) the read-out moves by ≤ {_u(sharp.readout)}, "
-                f"below {target}: every decision is preserved"
-                if not isinstance(out, ValueOutput)
-                else f"per coordinate (Theorem S) every output entry moves by ≤ "
-                f"{_u(sharp.readout)}, at most the tolerance"
-            )
+            reason = _sharp_reason(sharp, out, target)
         else:
             assert sharp is not None
             reason = (
@@ -381,6 +384,24 @@ def certify_length(
             t_lo,
             _sharp_record(sharp, limit) if sharp is not None else None,
         )
+
+
+def _sharp_certifies(res: ChainResult, out: Any, limit: arb) -> bool:
+    """Corollary 5 with Theorem S's read-out bound (S6)."""
+    r = res.readout
+    return bool(r <= limit) if isinstance(out, ValueOutput) else bool(r < limit)
+
+
+def _sharp_reason(res: ChainResult, out: Any, target: str) -> str:
+    if isinstance(out, ValueOutput):
+        return (
+            f"per coordinate (Theorem S) every output entry moves by ≤ {_u(res.readout)}, "
+            "at most the tolerance"
+        )
+    return (
+        f"per coordinate (Theorem S) the read-out moves by ≤ {_u(res.readout)}, "
+        f"below {target}: every decision is preserved"
+    )
 
 
 def _worst_head(res: ChainResult) -> HeadDiagnostic | None:
