@@ -19,7 +19,7 @@ from exactattn.engine.ratarray import RatArray
 
 @dataclass
 class FloatBatch:
-    """Certified float results for every word of a batch (see :func:`certify_float`)."""
+    """Certified float results for every word of a batch (see ``float64.certify_float``)."""
 
     settled: np.ndarray  # (B,) bool: decided, and every layer's error enclosure tight
     err_lo: np.ndarray  # (B, L) float64
@@ -128,7 +128,8 @@ def put_rows(fb: FloatBatch, idx: np.ndarray, part: FloatBatch) -> FloatBatch:
 
 
 def concat(parts: list[FloatBatch]) -> FloatBatch:
-    """The batch of consecutive chunks (both tiers chunk large batches the same way)."""
+    """The batch of consecutive chunks (the float64 and double-double tiers chunk large
+    batches the same way)."""
 
     def cat(name: str) -> np.ndarray | None:
         xs = [getattr(p, name) for p in parts]

@@ -114,7 +114,8 @@ def finish(
     err_hi: np.ndarray,
     err_row: np.ndarray,
 ) -> FloatBatch:
-    """Decisions from the per-layer error enclosures and the last layer's δ (both tiers)."""
+    """Decisions from the per-layer error enclosures and the last layer's δ (the float64,
+    centred and double-double tiers)."""
     B, L = err_lo.shape
     decided = np.full(B, fw.ok)
     tight = _tight(err_lo, err_hi)  # elementwise: every layer at once
