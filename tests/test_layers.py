@@ -7,13 +7,14 @@ in one branch. It walks the imports Python actually runs: ``import a.b.c`` and
 importing module is not already inside them, and ``from a.b import c`` reads the package
 ``a.b`` itself (its ``__init__``), as well as the module ``a.b.c`` when there is one. So a cycle
 that hides behind a package's ``__init__`` (``report`` → ``report.latex`` → … → ``report``
-through ``from exactattn.report import fmt``) is a cycle here (issue 37). Three rules
-(issue 21):
+through ``from exactattn.report import fmt``) is a cycle here (issue 37). The rules (issue 21;
+the last, issue 37):
 
 * no import cycle between modules (``KNOWN_CYCLES``: the one named exception, with its issue);
 * a module imports only from its own stage folder or a lower one (``LAYERS``);
 * an import inside a function carries a ``# lazy: <why>`` comment (same line or the line above):
-  allowed only where it breaks a real cost, e.g. an optional or heavy dependency.
+  allowed only where it breaks a real cost, e.g. an optional or heavy dependency;
+* no module is longer than ``MAX_LINES``.
 """
 
 from __future__ import annotations
@@ -297,3 +298,17 @@ def test_cli_start_imports_nothing_heavy() -> None:
     code = f"import sys, exactattn.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+MAX_LINES = 1200  # issue 37: engine/softfloat.py had grown to 3,020 lines, one room for everything
+
+
+def test_no_module_over_max_lines() -> None:
+    """No module of exactattn/ is longer than MAX_LINES: a module that grows past it holds more
+    than one thing, and splitting it keeps every room findable."""
+    long = {
+        m: n
+        for m, p in modules().items()
+        if (n := len(p.read_text("utf-8").splitlines())) > MAX_LINES
+    }
+    assert not long, f"modules over {MAX_LINES} lines (split them): {long}"
