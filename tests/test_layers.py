@@ -83,7 +83,9 @@ def packages_above(name: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def runs(mod: str, target: str, names: list[str] | None, mods: dict[str, Path]) -> list[tuple]:
+def runs(
+    mod: str, target: str, names: list[str] | None, mods: dict[str, Path]
+) -> list[tuple[str, bool]]:
     """What importing ``target`` from ``mod`` runs: (module, implicit) pairs.
 
     ``names``: the names of ``from target import …`` (None for ``import target``). The packages
