@@ -5,7 +5,7 @@ bundled models) no bit of a float enclosure either.
 Rows before the varying suffix of a group of words are computed once per group when the
 model's first layers only look left. The hard traces must be identical to computing every
 row of every word; on random models (hypothesis) the float enclosures may differ in their
-last bits where batch-level pruning differs (softfloat.py, "Determinism"), so there they
+last bits where batch-level pruning differs (cascade/float64.py, "Determinism"), so there they
 must agree on every decision and overlap.
 """
 
@@ -42,7 +42,7 @@ def _fields(fb: fbm.FloatBatch) -> list[np.ndarray]:
 
 def _same_bits(model, n: int, limit: int = 4096, strict: bool = True) -> Sharing | None:
     """Float results with and without prefix sharing: bit for bit (``strict``), or — where
-    batch-level pruning may differ between the shared and the full batch (softfloat.py,
+    batch-level pruning may differ between the shared and the full batch (cascade/float64.py,
     "Determinism") — the same decisions and overlapping (both sound) error enclosures."""
     cm = CompiledModel(model)
     words = list(itertools.islice(words_of_length(model.alphabet, n), limit))

@@ -10,10 +10,11 @@ reach: undecided ReLUs, residuals through two hidden layers, zero coefficients).
 The default suite runs a sample of the random cases; every case runs under ``-m slow``.
 The samples (``FFN_DEFAULT``, ``LIN_DEFAULT``, ``LABEL_DEFAULT``) are the first seeds plus
 the few seeds that, together, execute every line-to-line transition (arc) of
-engine/softfloat.py that all seeds of the test execute (measured with a sys.settrace
-tracer, 462 arcs for the feed-forward cases, 137 for ``lin``, 37 for the read-out): the
-empty δ, one and two hidden layers, undecided ReLUs and residuals, the memoised plans
-(first layer, "h", "o", "out"), Python-integer scores (seed % 3 == 0) and ±inf/nan entries.
+engine/softfloat.py (now engine/cascade/ffn.py, weights.py, readout.py) that all seeds
+execute (measured with a sys.settrace tracer, 462 arcs for the feed-forward cases, 137 for
+``lin``, 37 for the read-out): the empty δ, one and two hidden layers, undecided ReLUs and
+residuals, the memoised plans (first layer, "h", "o", "out"), Python-integer scores
+(seed % 3 == 0) and ±inf/nan entries.
 test_fused_ffn_memo_covers_later_layers and test_fused_ffn_reaches_residuals still run all
 300 random layers by default.
 """

@@ -1,7 +1,7 @@
 """The float filter's work on the compact rows of a :class:`~exactattn.engine.hard.Sharing`
 (each group's first word before q0, every word from q0) gives the numbers of the whole
-assembled batch bit for bit: the error bounds (``softfloat._errors_compact`` against
-``_layer_errors``) and the feed-forward layers (``_shared_ffn`` against ``ffn_linear`` on
+assembled batch bit for bit: the error bounds (``float64._errors_compact`` against
+``readout.layer_errors``) and the feed-forward layers (``_shared_ffn`` against ``ffn_linear`` on
 the assembled δ), including non-finite entries and δ columns nonzero only in some rows.
 """
 
