@@ -25,7 +25,7 @@ from typing import Any, Literal, overload
 
 from flint import arb, ctx
 
-from exactattn import bounds as B
+import exactattn.bounds as B
 from exactattn.bounds.compare import layer_constants, readout_constant
 from exactattn.core.errors import ModelError, UsageError
 from exactattn.core.numbers import arb_endpoints, arb_upper_str, to_arb
