@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from flint import arb, ctx
 
-from exactattn import bounds as B
+import exactattn.bounds as B
 from exactattn.bounds.chain import ChainResult, HeadDiagnostic
 from exactattn.bounds.compare import layer_constants, readout_constant
 from exactattn.certificate.sharp import SharpPlan
