@@ -611,6 +611,42 @@ class CertificateRange:
         )
 
 
+@dataclass(frozen=True)
+class GridSummary:
+    """One length of the claims ledger's comparison (issue 35): at the model's own τ the
+    verdict (and who certified it), the own τ, and the τ grid (the last certified grid τ is
+    τ_cert(n))."""
+
+    n: int
+    own: LengthVerdict
+    own_tau: Up
+    grid: TauGrid | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "own": self.own.to_json(),
+            "own_tau": _up(self.own_tau),
+            "tau_grid": None if self.grid is None else self.grid.to_json(),
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> GridSummary:
+        return GridSummary(
+            d["n"],
+            LengthVerdict.from_json(d["own"]),
+            d["own_tau"],
+            TauGrid.from_json(d["tau_grid"]),
+        )
+
+    def cert_text(self) -> str | None:
+        """τ_cert(n) as written (the last certified grid τ's upper end), None without one."""
+        g = self.grid
+        if g is None or g.last_certified is None:
+            return None
+        return ball_upper(g.last_certified.tau)
+
+
 def certificate_from_json(d: Any) -> Certificate | CertificateRange:
     """A certificate file's record; a ``UsageError``-worthy ``ValueError`` when incomplete."""
     if not isinstance(d, dict) or d.get("format") != CERT_FORMAT:
