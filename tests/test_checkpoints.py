@@ -19,6 +19,7 @@ import pytest
 from exactattn.core.errors import UsageError
 from exactattn.core.jsonio import dumps
 from exactattn.model import load_model
+from exactattn.model.provenance import model_sha256
 from exactattn.run.check import run_check
 from exactattn.run.executors import Checkpoint, InProcess, fingerprint
 
@@ -36,7 +37,7 @@ def _run(ck_dir: Path | None, notices: list[str] | None = None) -> str:
     model = load_model(MODEL)
     ck = None
     if ck_dir is not None:
-        fp = fingerprint(MODEL.read_text(encoding="utf-8"), SETTINGS)
+        fp = fingerprint(model_sha256(model), SETTINGS)
         ck = Checkpoint(ck_dir, fp, notice=(notices.append if notices is not None else None))
     try:
         return dumps(run_check(model, max_n=4, executor=InProcess(ck)).to_json())
@@ -127,7 +128,7 @@ def test_every_shard_file_verifies_and_names_its_identity(
     assert data["format"] == "exactattn-shard/1"
     ident = data["identity"]
     assert ident["n"] == 4 and ident["shard"] == {"index": 3, "start": 48, "stop": 64}
-    assert ident["model_sha256"] == hashlib.sha256(MODEL.read_bytes()).hexdigest()
+    assert ident["model_sha256"] == model_sha256(load_model(MODEL))  # the content digest
     assert ident["max_prec"] > 0 and ident["float_filter"] is True and ident["tau"] is None
     text = json.dumps(
         [ident, data["record"]], sort_keys=True, separators=(",", ":"), ensure_ascii=True
