@@ -120,10 +120,9 @@ def rederive(model: Model) -> Rederivation:
         return Rederivation(
             digest, bb.builder, False, f"{what} refuses the recorded arguments: {clip(why, 160)}"
         )
-    mine, theirs = meaning(model.source), meaning(rebuilt)
-    if canonical_text(mine) == canonical_text(theirs):
+    if model_sha256(rebuilt) == digest:  # equal canonical texts (SHA-256: no collision known)
         return Rederivation(digest, bb.builder, True, None)
-    where = first_difference(mine, theirs) or "(canonical form)"
+    where = first_difference(meaning(model.source), meaning(rebuilt)) or "(canonical form)"
     old = ""
     if bb.version != __version__:
         old = f" (built by exactattn {clip(bb.version, 40)}, this is {__version__})"
