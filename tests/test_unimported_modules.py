@@ -215,7 +215,7 @@ def test_certificate_renderings_escape_the_model_name() -> None:
     md = certificate_markdown(cu)
     keys = "gamma\\_lower, x\\_max\\_upper, margin\\_lower"
     assert f"**Conditional** on the claims {keys}: none is proved for this file (" in md
-    assert "claims.margin\\_lower.justification (the file has \"user\"" in md
+    assert 'claims.margin\\_lower.justification (the file has "user"' in md
 
 
 def test_escapes() -> None:
