@@ -52,7 +52,7 @@ OTHER_SHAPE_KEYS: dict[tuple[str, str], str] = {
     ("core/numbers.py", "num"): "a named group of the rational-number regex (m['num'])",
     ("core/numbers.py", "den"): "a named group of the rational-number regex (m['den'])",
     ("bounds/closedforms.py", "n"): "sympy's local_dict (the symbol n) re-parsing our own text",
-    ("engine/softfloat.py", "K"): "a compiled head's weight matrices by name, in memory",
+    ("engine/cascade/attention.py", "K"): "a compiled head's weight matrices by name, in memory",
     ("engine/longsoft.py", "K"): "a compiled head's weight matrices by name, in memory",
     ("constructions/dyck.py", "step"): "a hidden unit's name in a construction",
     ("importers/tracr.py", "positions"): "the importer's notes on tracr's outputs",

@@ -25,7 +25,7 @@ from typing import Any, Literal, overload
 
 from flint import arb, ctx
 
-from exactattn import bounds as B
+import exactattn.bounds as B
 from exactattn.bounds.compare import layer_constants, readout_constant
 from exactattn.certificate.rederive import Rederivation, conditional_keys, rederive
 from exactattn.core.errors import ModelError, UsageError
