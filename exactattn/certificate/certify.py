@@ -21,13 +21,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import Any, Literal, overload
 
 from flint import arb, ctx
 
 import exactattn.bounds as B
 from exactattn.bounds.chain import ChainResult, HeadDiagnostic
 from exactattn.bounds.compare import layer_constants, readout_constant
+from exactattn.certificate.enumerated import Enumeration
+from exactattn.certificate.rederive import Rederivation, conditional_keys, rederive
 from exactattn.certificate.sharp import SharpPlan
 from exactattn.core.errors import ModelError, UsageError
 from exactattn.core.numbers import arb_endpoints, arb_upper_str, to_arb
@@ -35,6 +37,8 @@ from exactattn.engine.temperature import Temperatures
 from exactattn.model import AttentionLayer, Model, ValueOutput
 from exactattn.model.claimed import (
     CLAIM_MEANING,
+    COORD_RANGES,
+    HEAD_PROFILES,
     UNIQUE_TOP,
     Claim,
     claim_exact,
@@ -60,14 +64,12 @@ from exactattn.results.certificate import (
     LengthVerdict,
     PaperChain,
     ProofStep,
+    Provenance,
     SharpChain,
     SharpHead,
     TauGrid,
 )
 from exactattn.results.settings import TauChoice
-
-if TYPE_CHECKING:  # the type only (enumerated.py reads result files; certify never needs it)
-    from exactattn.certificate.enumerated import Enumeration
 
 __all__ = ["CERT_FORMAT", "Prepared", "certificate", "certify_length", "certify_range"]
 PREC = 128  # bits of the balls; every reported bound is an outward-rounded upper end
@@ -77,6 +79,7 @@ PROOF_FILES = {
     "thm3b": "proofs/03-layer-perturbation.md",
     "thm4": "proofs/04-multilayer.md",
     "thm5": "proofs/05-temperature.md",
+    "thmS": "proofs/07-sharp-chain.md",
 }
 
 
@@ -113,13 +116,15 @@ def refuse_unless_h3(model: Model) -> None:
 
 @dataclass(frozen=True)
 class Prepared:
-    """What does not depend on n: constants, read-out constant, H3 checked, claims present."""
+    """What does not depend on n: constants, read-out constant, H3 checked, claims present,
+    and whether the model is what its builder produces (``rederived``: rederive.py)."""
 
     model: Model
     consts: list[B.LayerConstants]
     K: Fraction
     C: Fraction
     claims: Any
+    rederived: Rederivation
     sharp: SharpPlan  # Theorem S's plan (exactattn/certificate/sharp.py)
 
     @staticmethod
@@ -129,7 +134,18 @@ class Prepared:
         cs = layer_constants(model)
         # a model without layers (a compiled program of token tests only) has K = 1, unused
         K = max((B.paper_K(c) for c in cs), default=Fraction(1))
-        return Prepared(model, cs, K, readout_constant(model), cl, SharpPlan.of(model))
+        return Prepared(
+            model, cs, K, readout_constant(model), cl, rederive(model), SharpPlan.of(model)
+        )
+
+    @property
+    def conditional_on(self) -> tuple[str, ...]:
+        return conditional_keys(self.claims, self.rederived)
+
+    @property
+    def provenance(self) -> Provenance:
+        r = self.rederived
+        return Provenance(r.model_sha256, r.builder, r.rederived, r.reason)
 
 
 def _lower(c: Claim, n: int) -> Fraction:
@@ -217,18 +233,25 @@ def certify_length(
                 f"the claimed lower bound on γ({n}) is {q_text(gamma, False)}, not > 0",
                 "a gap bound must be positive where a certificate is asked for",
             )
-        x0 = max(_upper(cl.x_max_upper, n), Fraction(0))
+        x0 = _upper(cl.x_max_upper, n)
+        act = _upper(cl.activation_upper, n) if cl.activation_upper is not None else None
+        for key, bound in (("x_max_upper", x0), ("activation_upper", act)):
+            if bound is not None and bound < 0:  # |entries| ≤ a negative number: false
+                raise ModelError(
+                    f"claims.{key}.expr",
+                    f"the claimed upper bound at n = {n} is {q_text(bound, False)}, below 0",
+                    "a bound on absolute values must be >= 0 where a certificate is asked for",
+                )
         mu = _lower(cl.margin_lower, n) if cl.margin_lower is not None else None
         T = model.length(n)
         m = T - 1
         # Lemma G: a bound on the hard input of every layer (or the claimed activation bound,
         # when it is smaller)
-        act = _upper(cl.activation_upper, n) if cl.activation_upper is not None else None
         x_in = [x0]
         for c in prep.consts:
             a, cc = c.growth
             g = a * x_in[-1] + cc
-            x_in.append(g if act is None else min(g, max(act, Fraction(0))))
+            x_in.append(g if act is None else min(g, act))
         att = [li for li, layer in enumerate(model.layers) if isinstance(layer, AttentionLayer)]
         X = max([x_in[li] for li in att] + [Fraction(1)])
         L = len(model.layers)
@@ -500,22 +523,24 @@ def grid_tau(prep: Prepared, n: int, tau_thm_low: Fraction) -> TauGrid:
         )
 
 
+def _proved_in(prep: Prepared, j: Any) -> str:
+    """Where a claim is proved: its proofs/ citation only when the model is re-derived."""
+    if j.user:
+        return "asserted by the user (unproved)"
+    if prep.rederived.rederived:
+        return f"{j.file}, {j.statement}"
+    return f"cites {j.file}, {j.statement}; not proved for this file (the model is not re-derived)"
+
+
 def proof_chain(prep: Prepared, checked_to: int | None) -> tuple[ProofStep, ...]:
     """The steps of the argument, each with where it is proved."""
     cl = prep.claims
     steps = []
     for c in cl.items():
-        j = c.justification
         text = f"{CLAIM_MEANING[c.key]}: {c.expr.text} for n ≥ {cl.from_n}"
         if checked_to is not None:
             text += f"; also checked by enumeration for n ≤ {checked_to}"
-        steps.append(
-            ProofStep(
-                f"claim {c.key}",
-                text,
-                "asserted by the user (unproved)" if j.user else f"{j.file}, {j.statement}",
-            )
-        )
+        steps.append(ProofStep(f"claim {c.key}", text, _proved_in(prep, c.justification)))
     if cl.unique_top is not None:
         text = f"{CLAIM_MEANING[UNIQUE_TOP]}, for n ≥ {cl.from_n}"
         if checked_to is not None:
@@ -524,12 +549,26 @@ def proof_chain(prep: Prepared, checked_to: int | None) -> tuple[ProofStep, ...]
             ProofStep(
                 f"claim {UNIQUE_TOP}",
                 text + "; such a head equals average-hard attention",
-                "asserted by the user (unproved)"
-                if cl.unique_top.user
-                else f"{cl.unique_top.file}, {cl.unique_top.statement}",
+                _proved_in(prep, cl.unique_top),
             )
         )
+    for key, obj, what in (
+        (COORD_RANGES, cl.coordinate_ranges, lambda o: f"{len(o.ranges)} coordinates"),
+        (HEAD_PROFILES, cl.head_profiles, lambda o: f"{len(o.heads)} heads"),
+    ):
+        if obj is not None:
+            text = f"{CLAIM_MEANING[key]} ({what(obj)}), for n ≥ {cl.from_n}"
+            if checked_to is not None:
+                text += f"; also checked by enumeration for n ≤ {checked_to}"
+            steps.append(ProofStep(f"claim {key}", text, _proved_in(prep, obj.justification)))
     steps += [
+        ProofStep(
+            "Theorem S",
+            "per coordinate: score perturbation σ per head, profile tail, soft mass off the top "
+            "(or Theorems 1–2), affine forms through FFNs split over finite hard values, "
+            "read-out Σ|w_c|e_c < μ(n) ⇒ every soft decision equals the hard one",
+            PROOF_FILES["thmS"],
+        ),
         ProofStep(
             "Lemma G",
             "hard input of layer ℓ ≤ α_ℓ·(bound of layer ℓ−1) + c_ℓ, from x_max"
@@ -582,10 +621,11 @@ def certificate(
         model.name,
         model_path,
         cl.to_json(),
-        tuple(cl.conditional),
+        prep.conditional_on,
         checked_to,
         proof_chain(prep, checked_to),
         body,
+        provenance=prep.provenance,
     )
 
 
@@ -621,8 +661,9 @@ def range_certificate(
         count,
         first_fail,
         prep.claims.to_json(),
-        tuple(prep.claims.conditional),
+        prep.conditional_on,
         proof_chain(prep, checked_to),
+        provenance=prep.provenance,
         enumerated=EnumeratedLengths(
             None if enumeration is None else enumeration.file,
             tuple(by_enum),
