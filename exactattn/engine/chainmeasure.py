@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from exactattn.engine.hard import HardBatch, HeadTrace
+from exactattn.engine.hard import HardBatch, HeadTrace, Sharing, rows_alike
 from exactattn.model import AttentionLayer, Model
 from exactattn.results.chainstats import ChainStats, CoordStats
 
@@ -38,34 +38,59 @@ def written_columns(model: Model) -> list[set[int]]:
     return out
 
 
-def head_drops(tr: HeadTrace) -> list[Fraction]:
+def head_drops(tr: HeadTrace, sh: Sharing | None = None, shared: bool = False) -> list[Fraction]:
     """d_k = the smallest k-th drop (top score minus the k-th visible key below it) over the
-    queries of the batch, k = 1, 2, … as far as some query has k lower keys."""
-    s = tr.scores.num
+    queries of the batch, k = 1, 2, … as far as some query has k lower keys.
+
+    Rows that repeat are looked at once (the minimum is the same): every row when all rows
+    are alike (a constant query), and the shared rows before ``sh.q0`` on each group's first
+    word when the head was computed under ``sh`` (``shared``)."""
+    s, top, vis = tr.scores.num, tr.top, tr.visible
     if s.size == 0:
         return []
-    lower = tr.visible[None] & ~tr.top  # (N, T, T): visible, not at the maximum
-    if s.dtype == object or int(np.abs(s).max()) >= 2**61:
+    if rows_alike(tr):
+        s, top, vis = s[:, :1], top[:, :1], vis[:1]
+    elif shared and sh is not None and s.shape[0] % sh.group == 0 and 0 < sh.q0 < s.shape[1]:
+        G, q0 = sh.group, sh.q0
+        a = _drops(s[::G, :q0], top[::G, :q0], vis[:q0], tr.scores.den)
+        b = _drops(s[:, q0:], top[:, q0:], vis[q0:], tr.scores.den)
+        n = max(len(a), len(b))
+        return [
+            min(
+                x
+                for x in (a[k] if k < len(a) else None, b[k] if k < len(b) else None)
+                if x is not None
+            )
+            for k in range(n)
+        ]
+    return _drops(s, top, vis, tr.scores.den)
+
+
+def _drops(s, top, vis, den: int) -> list[Fraction]:  # type: ignore[no-untyped-def]
+    if s.size == 0:
+        return []
+    lower = vis[None] & ~top  # (N, R, T): visible, not at the maximum
+    if s.dtype == object or int(np.abs(s).max()) >= 2**61:  # big integers: row by row
         out: list[int] = []
         for b in range(s.shape[0]):
             for i in range(s.shape[1]):
                 row = [int(x) for x, ok in zip(s[b, i], lower[b, i], strict=True) if ok]
                 if not row:
                     continue
-                top = max(int(x) for x, t in zip(s[b, i], tr.top[b, i], strict=True) if t)
-                for k, v in enumerate(sorted(top - x for x in row)):
+                top_ = max(int(x) for x, t in zip(s[b, i], top[b, i], strict=True) if t)
+                for k, v in enumerate(sorted(top_ - x for x in row)):
                     if k < len(out):
                         out[k] = min(out[k], v)
                     else:
                         out.append(v)
-        return [Fraction(v, tr.scores.den) for v in out]
+        return [Fraction(v, den) for v in out]
     big = np.iinfo(np.int64).max
     lo = np.iinfo(np.int64).min
-    top = np.where(tr.top, s, lo).max(axis=2, keepdims=True)
-    drops = np.where(lower, top - s, big)
+    tmax = np.where(top, s, lo).max(axis=2, keepdims=True)
+    drops = np.where(lower, tmax - s, big)
     drops.sort(axis=2)
     m = drops.min(axis=(0, 1))
-    return [Fraction(int(v), tr.scores.den) for v in m if v != big]
+    return [Fraction(int(v), den) for v in m if v != big]
 
 
 class ChainCollector:
@@ -84,8 +109,36 @@ class ChainCollector:
         prof = cl.head_profiles if cl is not None else None
         self.heads = sorted({(h.layer, h.head) for h in prof.heads} if prof is not None else set())
         claimed = set(self.coords)
+        self.integer = (
+            {r.coordinate for r in (*rng.ranges, *rng.bos) if r.integer}
+            if rng is not None
+            else set()
+        )
         self.cols = [sorted(claimed & w) for w in written_columns(model)]
         self.stats: ChainStats | None = None
+
+    def _embedding(self, n: int) -> dict[tuple[int, str], CoordStats]:
+        """x^(0) of every input of length n, per claimed coordinate and class: each slot holds
+        BOS, EOS or any alphabet token (every input is enumerated) plus its position vector."""
+        m = self.model
+        pos = m.position_vectors(n)
+        first = m.first_input_position()
+        out: dict[tuple[int, str], CoordStats] = {}
+        for p, vec in enumerate(pos):
+            if m.bos is not None and p == 0:
+                toks = [m.bos]
+            elif m.eos is not None and p == len(pos) - 1:
+                toks = [m.eos]
+            else:
+                toks = list(m.alphabet) if first <= p < first + n else []
+            cls = "bos" if m.bos is not None and p == 0 else "rest"
+            for t in toks:
+                row = m.token_embedding[t]
+                for c in self.coords:
+                    v = row[c] + vec[c]
+                    st = CoordStats(v, v, v.denominator == 1)
+                    out[(c, cls)] = st if (c, cls) not in out else out[(c, cls)].merge(st)
+        return out
 
     @property
     def active(self) -> bool:
@@ -104,10 +157,13 @@ class ChainCollector:
                 if part.size == 0:
                     continue
                 lo, hi = part.min(axis=(0, 1)), part.max(axis=(0, 1))
-                if arr.den == 1:
-                    ints = [True] * len(cols)
-                else:
-                    ints = [bool(x) for x in (part % arr.den == 0).all(axis=(0, 1))]
+                ints = [True] * len(cols)
+                if arr.den != 1:  # integrality only where a claim says "integer"
+                    for j, c in enumerate(cols):
+                        if c in self.integer:
+                            ints[j] = bool((part[:, :, j] % arr.den == 0).all())
+                        else:
+                            ints[j] = False
                 for j, c in enumerate(cols):
                     st = CoordStats(
                         Fraction(int(lo[j]), arr.den), Fraction(int(hi[j]), arr.den), ints[j]
@@ -115,13 +171,17 @@ class ChainCollector:
                     key = (c, cls)
                     coords[key] = st if key not in coords else coords[key].merge(st)
 
-        note(hb.x0, self.coords)
+        if self.stats is None:  # the embedding: once per length, from its (token, slot) pairs
+            for key, st in self._embedding(hb.n).items():
+                coords[key] = st
         for li, lt in enumerate(hb.layers):
             note(lt.x_out, self.cols[li])
         drops = []
+        sh = hb.sharing
         for li, hi in self.heads:
             lt = hb.layers[li]
             if lt.heads is not None:
-                drops.append((li, hi, tuple(head_drops(lt.heads[hi]))))
+                shared = sh is not None and li < sh.layers
+                drops.append((li, hi, tuple(head_drops(lt.heads[hi], sh, shared))))
         st = ChainStats(tuple((c, k, s) for (c, k), s in sorted(coords.items())), tuple(drops))
         self.stats = st if self.stats is None else self.stats.merge(st)
