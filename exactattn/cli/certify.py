@@ -323,18 +323,18 @@ def certify_cmd(
             f"{model.name}, τ = {r.tau}: certified for every n = {lo}..{hi} "
             f"({r.evaluated} lengths evaluated, {seconds} s)"
         )
-    e = r.enumerated
-    if e is not None and e.lengths:
-        console.print(
-            f"  certified by enumeration ({e.file}) for n = {_runs(list(e.lengths))}; "
-            "every other length by a chain"
-        )
     else:
         console.print(
             f"{model.name}, τ = {r.tau}: first length not certified: n = {f.n} "
             f"({f.reason}); certified for n = {lo}..{f.n - 1}"
             if f.n > lo
             else f"{model.name}, τ = {r.tau}: not certified already at n = {lo} ({f.reason})"
+        )
+    e = r.enumerated
+    if e is not None and e.lengths:
+        console.print(
+            f"  certified by enumeration ({e.file}) for n = {_runs(list(e.lengths))}; "
+            "every other length by a chain"
         )
     if ev.not_used:
         console.print(f"note: {ev.not_used}")
