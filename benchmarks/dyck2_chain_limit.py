@@ -11,7 +11,7 @@ bound per coordinate must allow this state, so it cannot certify n at τ.
     python benchmarks/dyck2_chain_limit.py N K [--per-input]
 
 ``--per-input`` allows at each position only that input's own error there (what a chain
-cannot know without enumeration): then the search finds no flip at n = 3..5. Soft layers are
+cannot know without enumeration): then the search finds no flip at n = 3, 4. Soft layers are
 evaluated with mpmath at 50 digits (the flips found are far from the threshold).
 """
 
