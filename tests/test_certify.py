@@ -382,12 +382,17 @@ def test_checked_result_file_says_up_to_which_n(tmp_path: Path) -> None:
 
 def test_range_json_and_first_failure(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    p = cli("certify", "models/dyck1.json", "--range", "1..50", "--json", str(out))
-    assert p.returncode == 1
+    # own τ without a usable enumeration (a hard-only run certifies nothing): n = 1 fails
+    hard = "reports/claims/dyck1.hard.json"
+    args = ("--range", "1..50", "--enumerated", hard, "--json", str(out))
+    p = cli("certify", "models/dyck1.json", *args)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "not certified already at n = 1" in p.stdout
     data = json.loads(out.read_text())
     assert data["format"] == "exactattn-certificate/1"
     assert data["first_failure"]["n"] == 1 and data["certified_through"] == 0
     assert data["evaluated"] == 1
+    assert data["certified_by_enumeration"]["lengths"] == []
 
 
 def test_bundled_models_know_their_enumerated_lengths() -> None:
