@@ -31,7 +31,13 @@ from exactattn.constructions.dyck import build_dyck
 from exactattn.core.numbers import decimal_down, decimal_up, parse_decimal, short_decimal
 from exactattn.model import load_model, model_from_dict
 from exactattn.results.bounds import GridTau, TauStarRecord
-from exactattn.results.certificate import CertificateRange, GridSummary, up_text
+from exactattn.results.certificate import (
+    CertificateRange,
+    GridSummary,
+    ledger_certify_json,
+    ledger_grid,
+    up_text,
+)
 from exactattn.results.sequences import TAU_THM, closed_form_records
 from exactattn.results.settings import TauChoice
 from exactattn.results.views import ABSENT, LengthView, ResultView
@@ -181,11 +187,11 @@ def rerun_certify(root: Path = ROOT, only: list[str] | None = None, log: Any = N
             if soft.exists()
             else None
         )
-        data = {
-            "own": certify_range(model, 1, CERTIFY_TO, enumeration=enum),
-            "theorem": certify_range(model, 1, CERTIFY_TO, "theorem"),
-            "grid": [s.to_json() for s in grid_summaries(model, enum)],
-        }
+        data = ledger_certify_json(
+            certify_range(model, 1, CERTIFY_TO, enumeration=enum),
+            certify_range(model, 1, CERTIFY_TO, "theorem"),
+            grid_summaries(model, enum),
+        )
         path = data_path(root, stem, "certify")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", "utf-8")
@@ -237,7 +243,7 @@ def certify_text(data: dict[str, Any] | None) -> str:
 def grid_cells(data: dict[str, Any] | None, soft: ResultView | None) -> list[str]:
     """Per n = 1..GRID_TO: ``τ_cert / own τ ✓ / τ*_dec`` for the ledger's comparison."""
     rows: dict[int, GridSummary] = {}
-    for d in (data or {}).get("grid", []) if isinstance(data, dict) else []:
+    for d in ledger_grid(data):
         try:
             g = GridSummary.from_json(d)
         except (KeyError, TypeError, ValueError, AttributeError):

@@ -705,3 +705,14 @@ def certificate_from_json(d: Any) -> Certificate | CertificateRange:
 def steps(items: Sequence[tuple[str, str, str]]) -> tuple[ProofStep, ...]:
     """Proof steps from (step, statement, proved_in) triples."""
     return tuple(ProofStep(*t) for t in items)
+
+
+def ledger_certify_json(own: Any, theorem: Any, grid: list[GridSummary]) -> dict[str, Any]:
+    """reports/claims/<stem>.certify.json: the claims ledger's ranges at the own τ and at
+    τ_thm(n), and the per-n comparison (issue 35)."""
+    return {"own": own, "theorem": theorem, "grid": [g.to_json() for g in grid]}
+
+
+def ledger_grid(data: Any) -> list[Any]:
+    """The per-n comparison entries of a stored ledger certify file ([] when absent)."""
+    return data.get("grid", []) if isinstance(data, dict) else []
