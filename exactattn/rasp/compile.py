@@ -903,7 +903,11 @@ class _Compiler:
     def emit(self, y: Aff, out_type: str) -> Compiled:
         prog = self.prog
         desc = f"compiled from the RASP program {prog.name!r} (exactattn build rasp)"
-        b = Builder(f"rasp_{prog.name}", list(prog.alphabet), bos=self.bos_token, description=desc)
+        name = f"rasp_{prog.name}"
+        if self.bounded:
+            desc = desc[:-1] + " --embedding bounded: every integer k held as k/(n+1))"
+            name += "_bounded"
+        b = Builder(name, list(prog.alphabet), bos=self.bos_token, description=desc)
         for name, toks in self.embed_token.items():
             b.indicator(name, toks)
         for name, expr in self.embed_pos.items():
