@@ -406,6 +406,8 @@ def test_build_rasp_embedding_bounded_writes_the_bundled_model(tmp_path):
     )
     assert "count-lookup, gap ≥ 1/(n + 1)^3" in proc.stderr
     assert "compare, gap ≥ 1/(n + 1)" in proc.stderr
+    # the accept line's `depth == 0` is two compare heads, named by that line
+    assert proc.stderr.count("line 20 (output), compare, gap ≥ 1/(n + 1)") == 2
     assert "gap bound γ(n) ≥ 1/(n + 1)^3" in proc.stderr
     # the default is today's compilation, byte for byte
     out2 = tmp_path / "U.json"

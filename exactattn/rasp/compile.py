@@ -489,7 +489,7 @@ class _Compiler:
 
     def _where(self) -> tuple[int, str]:
         d = self.cur
-        return (d.loc.line, d.name) if d is not None else (0, "")
+        return (d.loc.line, d.name) if d is not None else (self.prog.output.loc.line, "output")
 
     # -- prefix sums ---------------------------------------------------------------------
     def count(self, b: str) -> Aff:
