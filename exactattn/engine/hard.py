@@ -356,6 +356,12 @@ def _affine(x: RatArray, w: RatArray, b: RatArray, sh: Sharing | None = None) ->
     return x.matmul_t(w) + RatArray(b.num, b.den)
 
 
+def head_keys(ch: CompiledHead, x: RatArray) -> RatArray:
+    """A head's exact keys x·Kᵀ + b_K on the layer input ``x`` (N, T, d): what the hard filter
+    compares to confirm a tie exactly (engine/hardfilter.py, Lemma HT)."""
+    return _affine(x, ch.K, ch.bk)
+
+
 def _affine_int64(
     x: RatArray, w: RatArray, b: RatArray, sh: Sharing | None = None
 ) -> RatArray | None:
@@ -623,18 +629,24 @@ def _divide_rows(summed: RatArray, count: np.ndarray) -> RatArray:
 
 
 def run_hard(
-    cm: CompiledModel, words: Sequence[Sequence[str]], n: int, share: bool = True
+    cm: CompiledModel,
+    words: Sequence[Sequence[str]],
+    n: int,
+    share: bool = True,
+    upto: int | None = None,
 ) -> HardBatch:
     """The hard meaning of every word in the batch (all of length n).
 
     ``share``: use :func:`prefix_sharing` when the batch allows it (same results).
+    ``upto``: only the first ``upto`` layers (the exact prefix under the hard filter,
+    engine/hardfilter.py); the trace of each is the same as in the whole run.
     """
     letters = cm.letters(words, n)
     x = cm.embed(words, n, letters).reduced()
     x0 = x
     sh = prefix_sharing(cm.model, words, n, len(words)) if share else None
     layers: list[LayerTrace] = []
-    for li, layer in enumerate(cm.layers):
+    for li, layer in enumerate(cm.layers if upto is None else cm.layers[:upto]):
         if isinstance(layer, list):
             traces = []
             out = x
