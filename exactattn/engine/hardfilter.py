@@ -373,9 +373,13 @@ def run_filter(cm: CompiledModel, words: Sequence[Sequence[str]], n: int, start:
     first: list[FirstHead] = []
     with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
         # Lemma HE: x̂ = fl(fl(N)/fl(D)), |x̂ − x| ≤ CONV·|x̂| + ETA
-        x = _to_float_fm(x_in)
+        try:
+            x = _to_float_fm(x_in)
+        except OverflowError:  # exact numbers beyond float range: every word exactly
+            x = np.zeros((x_in.shape[2], B, T))
+            bad[:] = True
         mag = _word_max(_row_max_abs(x))
-        rad = mag * CONV + ETA
+        rad = conversion_radius(x_in, mag)
         for li in range(start, len(fw.layers)):
             layer = fw.layers[li]
             if isinstance(layer, list):
@@ -444,6 +448,15 @@ def run_filter(cm: CompiledModel, words: Sequence[Sequence[str]], n: int, start:
         margin_hi=margin_hi,
         first=first,
     )
+
+
+def conversion_radius(ra: RatArray, mag: np.ndarray) -> np.ndarray:
+    """Lemma HE's radius per word of fl(fl(N)/fl(D)) for an exact array (max |x̂| = ``mag``):
+    CONV·max|x̂| + ETA; ETA alone for integers below 2^53 over a power of two, which convert
+    exactly but for underflow."""
+    if ra.den & (ra.den - 1) == 0 and ra.bound() < 2**53:
+        return np.full(mag.shape, ETA)
+    return mag * CONV + ETA
 
 
 def _to_float_fm(ra: RatArray) -> np.ndarray:
@@ -515,11 +528,13 @@ def _head(
     lo_d = diff * (1 - REL) - thr[:, None] * (1 + REL)  # the gap, where the top is unique
     hi_d = diff * (1 + REL) + thr[:, None] * (1 + REL)
     mix = np.take_along_axis(v, t[None], axis=2)  # Lemma HM: a unique top's value row
-    rmix = rv
+    rmix, mmix = rv, mv
     if exact is not None and not uniq.all():
         # Lemma HT: where every key not certainly below the top has the top's exact key row,
         # all of them tie exactly (equal keys, equal scores), and nothing else reaches them
-        rmix = _confirm_ties(hd, exact, S, best, thr, t, v, mv, rv, uniq, top_n, mix, lo_d, hi_d)
+        rmix, mmix = _confirm_ties(
+            hd, exact, S, best, thr, t, v, mv, rv, uniq, top_n, mix, lo_d, hi_d
+        )
     dec = uniq.all(axis=1) & fine
     gaps = many[None, :] & (top_n < hd.nvis[None, :])  # rows with keys outside the top
     lo_g = np.where(gaps, lo_d - np.abs(lo_d) * REL, np.inf)
@@ -533,8 +548,8 @@ def _head(
     if not (hd.nvis > 0).all():
         mix[:, :, hd.nvis == 0] = 0.0  # no visible key: exactly 0
     if hd.o is None:
-        return mix, mv, rmix, dec, facts, fh
-    out, mout, rout = hd.o(mix, mv, rmix)
+        return mix, mmix, rmix, dec, facts, fh
+    out, mout, rout = hd.o(mix, mmix, rmix)
     return out, mout, rout, dec, facts, fh
 
 
@@ -563,11 +578,12 @@ def _confirm_ties(
     mix: np.ndarray,
     lo_d: np.ndarray,
     hi_d: np.ndarray,
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows whose top is not certainly unique, settled where the exact keys confirm a tie
     (Lemma HT): ``uniq`` becomes True there, ``top_n`` the tie's size, ``mix`` its hard mix,
     ``lo_d``/``hi_d`` its gap (the tie against the keys outside it). Returns the mix's
-    radius per word (Lemma HM: an average of k values adds γ_T·M_v + u·M_v)."""
+    radius and magnitude bound per word (Lemma HM: an average of k values adds γ_T·M_v +
+    u·M_v to the radius, and may exceed M_v by its roundings, within MAG)."""
     ch, x_in = exact
     T = S.shape[0]
     bi, ii = np.nonzero(~uniq)
@@ -581,7 +597,7 @@ def _confirm_ties(
     same = (keys[kw] == kt[:, None, :]).all(axis=2)  # (R, T)
     ok = (~near | same).all(axis=1)
     if not ok.any():
-        return rv
+        return rv, mv
     bi, ii, near = bi[ok], ii[ok], near[ok]
     uniq[bi, ii] = True
     cnt = near.sum(axis=1)
@@ -599,16 +615,18 @@ def _confirm_ties(
             tot += np.where(near[:, j], vals[:, :, j], 0.0)
         mix[:, bi, ii] = tot / cnt
         rmix = rv.copy()
+        mmix = mv.copy()
         tied = np.unique(bi)
         rmix[tied] = (rv[tied] + (hd.gT + U) * mv[tied]) * SAFE + ETA
-        return rmix
+        mmix[tied] = mv[tied] * MAG
+        return rmix, mmix
     pick = (
         np.argmax(near, axis=1)
         if hd.rule == "leftmost"
         else T - 1 - np.argmax(near[:, ::-1], axis=1)
     )
     mix[:, bi, ii] = v[:, bi, pick]  # one of the tied value rows, exactly (Lemma HM)
-    return rv
+    return rv, mv
 
 
 __all__ = [
