@@ -65,6 +65,7 @@ OTHER_SHAPE_KEYS: dict[tuple[str, str], str] = {
     ("run/executors.py", "tau"): _CHECKPOINT,
     ("run/executors.py", "index"): _CHECKPOINT,
     ("run/executors.py", "start"): _CHECKPOINT,
+    ("run/executors.py", "model_sha256"): _CHECKPOINT,
     ("export/torch.py", "dtype"): _EXPORT,
     ("export/torch.py", "index"): _EXPORT,
     ("export/torch.py", "taus"): _EXPORT,

@@ -304,11 +304,13 @@ def _stderr_line(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def fingerprint(model_text: str, settings: dict[str, Any]) -> dict[str, Any]:
-    """What a checkpoint must match: the model file, the check's settings, our version."""
+def fingerprint(model_sha256: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """What a checkpoint must match: the model's content digest (the one identity of a model,
+    exactattn.model.provenance.model_sha256, as in result files), the check's settings, our
+    version."""
 
     return {
-        "model_sha256": hashlib.sha256(model_text.encode("utf-8")).hexdigest(),
+        "model_sha256": model_sha256,
         "settings": settings,
         "shard_inputs": shard_inputs(),
         "exactattn": __version__,
