@@ -716,7 +716,7 @@ def pdflatex_problems(workdir: Path, tex: Path) -> list[str]:
 
 
 _MD_TAGS = {"h1", "h2", "h3", "p", "ul", "li", "strong", "em", "code", "table", "thead", "tbody"}
-_MD_TAGS |= {"tr", "th", "td", "img", "br"}
+_MD_TAGS |= {"tr", "th", "td", "img", "br", "ol"}  # ol: a certificate's proof chain
 
 
 def stub_figures() -> Any:

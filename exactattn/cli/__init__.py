@@ -37,6 +37,7 @@ from exactattn.cli.common import (  # noqa: F401  (re-exported: tests and extra 
     _snapshot,
     err_console,
     ignore_late_ctrl_c,
+    refuse_overwrite,
 )
 from exactattn.cli.export import export_group
 from exactattn.cli.extra import precision_cmd, search_cmd
@@ -54,7 +55,7 @@ from exactattn.core.guard import (
     internal_error,
     interrupted,
 )
-from exactattn.core.jsonio import read_json, write_json_atomic, write_text_atomic
+from exactattn.core.jsonio import is_special, read_json, write_json_atomic, write_text_atomic
 from exactattn.core.limits import cap_message, clip
 from exactattn.core.numbers import MAX_INT_DIGITS, parse_decimal, short_decimal, short_sci_huge
 from exactattn.engine.temperature import BASE_PREC, Temperatures
@@ -62,7 +63,7 @@ from exactattn.importers.tracr import import_tracr as _imp
 from exactattn.inputs import count_inputs, count_text
 from exactattn.inputs.work import job_too_large
 from exactattn.model import load_model
-from exactattn.report import write_report
+from exactattn.report import report_files, write_report
 from exactattn.report.certificate import write_certificate_report
 from exactattn.report.claims import main as claims_main
 from exactattn.report.data import non_monotone_lines
@@ -231,6 +232,10 @@ def check(
 ) -> None:
     """Enumerate every input up to --max-n and compare the hard and soft meanings."""
 
+    reports = (
+        report_files(Path(report)) if report and Path(report).suffix in (".md", ".tex") else []
+    )
+    refuse_overwrite([("MODEL", model_path)], [("--json", json_out), *_named("--report", reports)])
     model = load_model(model_path)
     lo = model.min_length if min_n is None else min_n
     if max_n < lo:
@@ -293,10 +298,12 @@ def check(
 
     hold = FinishHold()  # Ctrl-C once every length is checked: the complete result wins
 
-    def save(result: Any) -> None:
+    special = json_out is not None and is_special(json_out)
 
-        if not json_out:
-            return
+    def save(result: Any, final: bool = False) -> None:
+
+        if not json_out or (special and not final):
+            return  # a device or FIFO (--json /dev/stdout) gets one document: the last
         with hold.saving():  # a Ctrl-C waits for the file (and its imports), or is held
             write_json_atomic(Path(json_out), result.to_json())
 
@@ -349,7 +356,7 @@ def check(
                         ckpt.close()  # the directory's lock: free for the next run (also on errors)
             finally:
                 executor.close()
-            save(result)
+            save(result, final=True)
             data = result.to_json()
             if not quiet:
                 print_table(data, all_layers=all_layers)
@@ -775,6 +782,8 @@ def build_models(directory: str, verify: bool) -> None:
 def build_reports(models_dir: str, out_dir: str, verify: bool, only: tuple[str, ...]) -> None:
     """Rerun the checks behind reports/ and rewrite (or verify) the reports."""
 
+    if not verify:  # the reports' JSON files are named like the models
+        refuse_overwrite([("--models", models_dir)], [("--out", out_dir)])
     stale = regenerate(Path(models_dir), Path(out_dir), verify=verify, only=list(only) or None)
     if stale:
         err_console.print(
@@ -796,6 +805,11 @@ def build_claims(rerun: bool, verify: bool) -> None:
         sys.exit(code)
 
 
+def _named(option: str, paths: list[Any]) -> list[tuple[str, Any]]:
+    """``(option, path)`` for each file an option writes (a report: its figures too)."""
+    return [(option, p) for p in paths]
+
+
 def _split(s: str) -> list[str]:
     return [t.strip() for t in s.split(",") if t.strip()]
 
@@ -814,6 +828,7 @@ def import_() -> None:
 def import_tracr(params: str, meta: str, out: str | None) -> None:
     """A tracr-compiled program (PARAMS.npz, META.json) as an exactattn model."""
 
+    refuse_overwrite([("PARAMS", params), ("META", meta)], [("-o", out)])
     _emit(_imp(Path(params), Path(meta)), out)
 
 
@@ -832,6 +847,8 @@ def import_tracr(params: str, meta: str, out: str | None) -> None:
 def report(result_path: str, fmt: str | None, out: str) -> None:
     """Write a Markdown or LaTeX report of a result file."""
 
+    outs = report_files(Path(out), fmt) if Path(out).suffix in (".md", ".tex") or fmt else [out]
+    refuse_overwrite([("RESULT", result_path)], _named("-o", outs))
     try:
         data = read_json(result_path)
     except UnicodeDecodeError:

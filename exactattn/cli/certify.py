@@ -20,7 +20,7 @@ import click
 
 from exactattn.certificate.certify import _need_claims, certificate, range_certificate
 from exactattn.certificate.verify import _claim_text
-from exactattn.cli.common import Console, FinishHold
+from exactattn.cli.common import Console, FinishHold, refuse_overwrite
 from exactattn.core.errors import UsageError
 from exactattn.core.jsonio import read_json, write_json_atomic
 from exactattn.model import load_model
@@ -195,12 +195,15 @@ def certify_cmd(
         raise UsageError("give exactly one of --n N and --range A..B")
     if n is not None and not 1 <= n <= MAX_N:
         raise UsageError(f"--n: expected 1 <= N <= {MAX_N}, got {n}")
+    refuse_overwrite([("MODEL", model_path), ("--checked", checked)], [("--json", json_out)])
     model = load_model(model_path)
 
     _need_claims(model)
     choice = TauChoice.parse(tau)  # --tau, parsed once: a bad expression is exit 2 here
     hold = FinishHold.for_command()  # a Ctrl-C before the answer: exit 130, no file
     source = Path(checked) if checked else known_result(model_path, model)
+    if checked is None and source is not None:  # the bundled check it reads
+        refuse_overwrite([("the stored check", source)], [("--json", json_out)])
     k = checked_to(source, model) if source is not None else None
     if n is not None:
         where = _rel(source) if source is not None and k is not None else None

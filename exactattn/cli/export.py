@@ -11,7 +11,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from exactattn.cli.common import Console
+from exactattn.cli.common import Console, refuse_overwrite
 from exactattn.core.jsonio import write_json_atomic
 from exactattn.engine.temperature import parse_tau
 from exactattn.export import require
@@ -106,6 +106,7 @@ def export_torch_cmd(
     """MODEL at one length n as a PyTorch module file (config + state dict; load it with
     exactattn.export.torch.load). Lists every weight that rounds in the dtype."""
 
+    refuse_overwrite([("MODEL", model_path)], [("-o", out), ("--json", json_out)])
     require("torch", "exactattn export torch")
     from exactattn.export.torch import export_torch, save  # lazy: torch, an optional extra
 
@@ -165,10 +166,11 @@ def export_tl_cmd(
     # lazy: torch and transformer_lens, optional extras
     from exactattn.export.transformer_lens import describe, export_transformer_lens, save
 
+    path = Path(out) if out else Path(Path(model_path).stem + ".transformer-lens.pt")
+    refuse_overwrite([("MODEL", model_path)], [("-o", path)])
     model = load_model(model_path)
     length = _n_for(model, n)
     doc = export_transformer_lens(model, length, dtype, mask_hooks)
-    path = Path(out) if out else Path(Path(model_path).stem + ".transformer-lens.pt")
     save(doc, path)
     err_console.print(
         f"wrote {path} ({model.name}, n = {length}, {dtype})", highlight=False, markup=False

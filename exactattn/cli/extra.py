@@ -19,9 +19,16 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from exactattn.cli.common import Console, FinishHold, _exact_cell, _restore, _snapshot
+from exactattn.cli.common import (
+    Console,
+    FinishHold,
+    _exact_cell,
+    _restore,
+    _snapshot,
+    refuse_overwrite,
+)
 from exactattn.core.errors import ExactAttnError
-from exactattn.core.jsonio import write_json_atomic
+from exactattn.core.jsonio import is_special, write_json_atomic
 from exactattn.core.numbers import parse_decimal, short_decimal, short_sci_huge
 from exactattn.inputs import words_of_length
 from exactattn.inputs.families import families_for
@@ -279,6 +286,7 @@ def precision_cmd(
     # lazy: the precision sweep (dtype engines) only for this command (start-up time)
     from exactattn.run.precision import backend_version, sweep_family, sweep_words
 
+    refuse_overwrite([("MODEL", model_path), ("--inputs", inputs_file)], [("--json", json_out)])
     model = load_model(model_path)
     dts = list(dtypes) or ["float16", "bfloat16", "float32", "float64"]
     tl = _taus(taus)
@@ -304,10 +312,13 @@ def precision_cmd(
         done = True
         hold.start()
 
-    def save(runs: list[Any]) -> None:
+    special = json_out is not None and is_special(json_out)
+
+    def save(runs: list[Any], final: bool = False) -> None:
         with hold.saving():  # a Ctrl-C waits for the file, or is held
             saved[:] = [PrecisionResult(model.name, settings, runs_of(runs), not done)]
-            if json_out:
+            # a device or FIFO (--json /dev/stdout) gets one document: the complete one
+            if json_out and (final or not special):
                 write_json_atomic(Path(json_out), saved[0].to_json())
 
     log = (lambda s: err_console.print(s, highlight=False)) if verbose else None
@@ -374,7 +385,7 @@ def precision_cmd(
                 on_complete=complete,
             )
         complete()
-        save(runs)
+        save(runs, final=True)
     except (ExactAttnError, click.UsageError, OSError):
         _restore(json_out, before)
         raise
@@ -425,6 +436,7 @@ def search_cmd(
     # lazy: the search only for this command (start-up time)
     from exactattn.run.search import run_search
 
+    refuse_overwrite([("MODEL", model_path)], [("--json", json_out)])
     model = load_model(model_path)
     if beam < 1:
         raise click.UsageError("--beam must be at least 1 (the number of inputs kept per step)")

@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from exactattn.core.errors import UsageError
+from exactattn.core.jsonio import write_with
 from exactattn.engine.dtypes import DtypeModel, _frac_vec, dtype_of, rat_to_dtype
 from exactattn.engine.hard import CompiledModel
 from exactattn.engine.ratarray import RatArray
@@ -619,9 +620,9 @@ def save(exp: Export, path: Path) -> None:
     """``{"config", "state_dict", "rounding"}`` via torch.save (loadable with weights_only)."""
     mod = exp.module
     doc = {"config": mod.config, "state_dict": mod.state_dict(), "rounding": exp.rounding}
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(doc, tmp)
-    tmp.replace(path)
+    # a unique temporary file beside it, then a rename (a fixed OUT.pt.tmp was shared by two
+    # exports and followed a planted symlink; issue 40)
+    write_with(path, lambda tmp: torch.save(doc, tmp))
 
 
 def load(path: str | Path) -> ExportedModel:

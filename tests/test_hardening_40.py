@@ -1,0 +1,461 @@
+"""Issue 40's hostile pass, one regression per finding (each failed on main 16ffea5).
+
+1. ``report`` on a certificate file validated nothing: ``<img onerror>`` reached the Markdown,
+   ``\\input{/etc/passwd}`` the LaTeX, and a wrong field type was exit 4.
+2. An output path naming an input (also via a symlink, a hard link or another spelling)
+   overwrote the input.
+3. ``--json`` on a special file (``/dev/null`` as root, a FIFO) replaced it by a regular file.
+4. A checkpoint's ``lock`` or shard folder that is a symlink was written through; ``export``
+   wrote a fixed ``OUT.pt.tmp``.
+6. RASP: long operator chains crashed the checker (RecursionError, exit 4); compiler-made
+   layer names passed the loader's 256-character limit; the model size was not bounded.
+7. Guards: ``eval`` of a long input, ``export --n 1e9``, ``precision --inputs``, ``certify
+   --range`` work, a report on a full disk.
+8. Minor: float16 overflow in ``export``, ``search --tau 0``, malformed messages.
+
+Every case runs the CLI in-process (tests/fuzzing.py) and asserts the exit code, the one-line
+message naming the path, and the files left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import fuzzing as F
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = ROOT / "tests" / "data" / "mean_a_position.json"
+DYCK1 = ROOT / "models" / "dyck1.json"
+
+
+def run(tmp_path: Path, args: list[str], timeout: float = 120) -> F.Outcome:
+    return F.run_case("model", [str(a) for a in args], tmp_path, timeout=timeout)
+
+
+def one_line_exit_2(o: F.Outcome, needle: str) -> None:
+    assert o.code == 2, (o.code, o.stderr)
+    assert F.problems(o) == [], F.problems(o)
+    assert len(o.stderr.strip().splitlines()) == 1, o.stderr
+    assert needle in o.stderr, o.stderr
+
+
+# ---------------------------------------------------------------------------- 1. certificates
+
+
+@pytest.fixture(scope="module")
+def certificates() -> dict[str, Any]:
+    """A one-length and a range certificate of dyck1 (τ theorem: certified)."""
+    from dataclasses import replace
+
+    from exactattn.certificate.certify import certificate, range_certificate
+    from exactattn.model import load_model
+    from exactattn.results.certificate import RangeRun
+
+    model = load_model(DYCK1)
+    one = certificate(model, 6, "theorem", checked_to=14, model_path="models/dyck1.json")
+    rng = replace(range_certificate(model, 2, 4, "theorem"), run=RangeRun(0.1, None, None))
+    return {"one": one.to_json(), "range": rng.to_json()}
+
+
+def _report(tmp_path: Path, doc: Any, suffix: str) -> F.Outcome:
+    (tmp_path / "r.json").write_text(json.dumps(doc), encoding="utf-8")
+    return run(tmp_path, ["report", tmp_path / "r.json", "-o", tmp_path / f"out.{suffix}"])
+
+
+def _set(doc: dict[str, Any], path: tuple, value: Any) -> dict[str, Any]:
+    doc = json.loads(json.dumps(doc))
+    x = doc
+    for p in path[:-1]:
+        x = x[p]
+    x[path[-1]] = value
+    return doc
+
+
+HOSTILE = ["<img src=x onerror=alert(1)>", "\\input{/etc/passwd}", "a|b\n# h", "x" * 3000]
+
+#: (which certificate, JSON path) of every string a reader may have edited
+STRING_FIELDS = [
+    ("one", ("model",)),
+    ("one", ("reason",)),
+    ("one", ("tau",)),
+    ("one", ("layers", 0, "kind")),
+    ("one", ("proof_chain", 0, "step")),
+    ("one", ("proof_chain", 1, "statement")),
+    ("one", ("proof_chain", 2, "proved_in")),
+    ("one", ("conditional_on",)),
+    ("range", ("model",)),
+    ("range", ("tau",)),
+    ("range", ("proof_chain", 0, "statement")),
+]
+
+
+@pytest.mark.parametrize("which, path", STRING_FIELDS)
+@pytest.mark.parametrize("suffix", ["md", "tex"])
+def test_certificate_report_escapes_every_string(
+    tmp_path: Path, certificates: dict[str, Any], which: str, path: tuple, suffix: str
+) -> None:
+    for payload in HOSTILE:
+        value = [payload] if path == ("conditional_on",) else payload
+        o = _report(tmp_path, _set(certificates[which], path, value), suffix)
+        assert o.code in (0, 2), (o.code, o.stderr)
+        assert F.problems(o) == [], (payload, F.problems(o))
+        if o.code == 0 and payload != "x" * 3000:
+            text = (tmp_path / f"out.{suffix}").read_text(encoding="utf-8")
+            assert F.report_injections(f"out.{suffix}", text) == []
+            assert "onerror=alert(1)>" not in text.replace("\\>", "").replace("\\textgreater{}", "")
+            assert suffix == "md" or "\\input{" not in text
+
+
+#: (which, JSON path, hostile value, what the message names): every number and structure
+#: the record reads; on main these were printed raw (numbers) or crashed (exit 4)
+TYPED_FIELDS = [
+    ("one", ("layers", 0, "error_bound"), "<img src=x onerror=alert(1)>", "layers[0].error_bound"),
+    ("one", ("tau_theorem", "lower"), "\\input{/etc/passwd}", "tau_theorem.lower"),
+    ("one", ("tau_theorem", "upper"), "0", "tau_theorem: lower end"),
+    ("one", ("tau_grid", "last_certified", "tau", "upper"), "<b>", "last_certified.tau.upper"),
+    ("one", ("tau_grid", "grid"), "2^(k/<b>)", "tau_grid.grid"),
+    ("one", ("proof_chain", 0, "step"), 5, "proof_chain[0].step"),
+    ("one", ("proof_chain",), {"a": 1}, "proof_chain: expected a list"),
+    ("one", ("layers",), 5, "layers: expected a list"),
+    ("one", ("layers", 0, "index"), "0", "layers[0].index"),
+    ("one", ("n",), "<b>", "n: expected an integer"),
+    ("one", ("n",), 10**13, "n: 10000000000000 is beyond the limit"),
+    ("one", ("model",), ["x"], "model: expected a string"),
+    ("one", ("status",), "maybe", "status: expected 'certified' or 'not certified'"),
+    ("one", ("constants", "K"), [1], "constants.K"),
+    ("one", ("constants", "L"), "5", "constants.L"),
+    ("one", ("claims_at_n",), None, "claims_at_n: expected an object"),
+    ("one", ("eps_le_1", "theorem_4ii_invariant"), "yes", "eps_le_1.theorem_4ii_invariant"),
+    ("one", ("paper_chain", "applies"), "yes", "paper_chain.applies"),
+    ("one", ("tau_values", 0), "x", "tau_values[0]"),
+    ("one", ("final_error_bound",), None, "final_error_bound"),
+    ("one", ("conditional_on",), "abc", "conditional_on: expected a list"),
+    ("range", ("range",), ["<img>", 2], "range[0]"),
+    ("range", ("range",), [5, 2], "range[1]: expected an integer >= 5"),
+    ("range", ("first_failure",), {"n": {"a": 1}}, "first_failure.n"),
+    ("range", ("evaluated",), "<b>", "evaluated"),
+    ("range", ("seconds",), "<b>", "seconds"),
+]
+
+
+@pytest.mark.parametrize("which, path, value, needle", TYPED_FIELDS)
+def test_certificate_report_refuses_wrong_types(
+    tmp_path: Path, certificates: dict[str, Any], which: str, path: tuple, value: Any, needle: str
+) -> None:
+    o = _report(tmp_path, _set(certificates[which], path, value), "md")
+    one_line_exit_2(o, needle)
+    assert "exactattn certify --json" in o.stderr
+    assert not (tmp_path / "out.md").exists()
+
+
+def test_certificate_report_refuses_missing_keys(
+    tmp_path: Path, certificates: dict[str, Any]
+) -> None:
+    for which, key in [
+        ("one", "tau_grid"),
+        ("one", "checked_by_enumeration_to"),
+        ("range", "first_failure"),
+    ]:
+        doc = json.loads(json.dumps(certificates[which]))
+        del doc[key]
+        one_line_exit_2(_report(tmp_path, doc, "md"), f"{key}: missing")
+
+
+@pytest.mark.parametrize("which", ["one", "range"])
+def test_certificate_report_of_a_real_certificate(
+    tmp_path: Path, certificates: dict[str, Any], which: str
+) -> None:
+    o = _report(tmp_path, certificates[which], "tex")
+    assert o.code == 0, o.stderr
+    tex = (tmp_path / "out.tex").read_text()
+    assert "\\section*{Certificate: dyck1}" in tex
+    if which == "one":
+        assert "error bound after layer 4 (attention)" in tex
+
+
+# ---------------------------------------------------------------------------- 2. output = input
+
+
+def _program(tmp_path: Path) -> Path:
+    p = tmp_path / "p.rasp"
+    p.write_text((ROOT / "models" / "rasp" / "majority.rasp").read_text())
+    return p
+
+
+def _cases(tmp_path: Path) -> list[tuple[str, Path, list[Any]]]:
+    """(name, the input that must survive, args with OUT where the output goes)."""
+    m = tmp_path / "m.json"
+    m.write_text(MODEL.read_text())
+    mmd = tmp_path / "m.md"  # a model file named like the report asked for
+    mmd.write_text(MODEL.read_text())
+    d = tmp_path / "d.json"
+    d.write_text(DYCK1.read_text())
+    r = tmp_path / "r.md"  # a result file named like the report asked for
+    r.write_text((ROOT / "tests" / "data" / "result_small.json").read_text())
+    words = tmp_path / "w.txt"
+    words.write_text("ab\nba\n")
+    prog = _program(tmp_path)
+    return [
+        ("check --json", m, ["check", m, "--max-n", "2", "-q", "--json", "OUT"]),
+        ("check --report", mmd, ["check", mmd, "--max-n", "2", "-q", "--report", "OUT"]),
+        ("certify --json", d, ["certify", d, "--n", "3", "--json", "OUT"]),
+        ("precision --json", m, ["precision", m, "--max-n", "2", "--json", "OUT"]),
+        ("precision --inputs", words, ["precision", m, "--inputs", words, "--json", "OUT"]),
+        ("search --json", m, ["search", m, "--n", "3", "--objective", "margin", "--json", "OUT"]),
+        ("build rasp -o", prog, ["build", "rasp", prog, "-q", "-o", "OUT"]),
+        ("report -o", r, ["report", r, "-o", "OUT"]),
+        ("export torch -o", m, ["export", "torch", m, "-o", "OUT"]),
+        (
+            "export torch --json",
+            m,
+            ["export", "torch", m, "-o", tmp_path / "x.pt", "--json", "OUT"],
+        ),
+        ("export transformer-lens -o", m, ["export", "transformer-lens", m, "-o", "OUT"]),
+    ]
+
+
+@pytest.mark.parametrize("spelling", ["same", "relative", "symlink", "hard link"])
+def test_output_equal_to_an_input_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    for name, victim, args in _cases(tmp_path):
+        out: Any = {
+            "same": victim,
+            "relative": f"./sub/../{victim.name}",
+            "symlink": tmp_path / f"link-{victim.name}",
+            "hard link": tmp_path / f"hard-{victim.name}",
+        }[spelling]
+        if spelling == "symlink" and not os.path.lexists(out):
+            out.symlink_to(victim)
+        if spelling == "hard link" and not out.exists():
+            os.link(victim, out)
+        before = victim.read_bytes()
+        listing = sorted(p.name for p in tmp_path.iterdir())
+        o = run(tmp_path, [out if a == "OUT" else a for a in args])
+        assert o.code == 2, (name, spelling, o.code, o.stderr)
+        assert "which it would overwrite" in o.stderr, (name, o.stderr)
+        assert len(o.stderr.strip().splitlines()) == 1, o.stderr
+        assert victim.read_bytes() == before, name
+        assert sorted(p.name for p in tmp_path.iterdir()) == listing, name
+
+
+def test_report_figures_and_fragment_may_not_overwrite_the_result(tmp_path: Path) -> None:
+    """``report r-fragment.tex -o r.tex`` would write the fragment over its input."""
+    src = tmp_path / "r-fragment.tex"
+    src.write_text((ROOT / "tests" / "data" / "result_small.json").read_text())
+    o = run(tmp_path, ["report", src, "-o", tmp_path / "r.tex"])
+    one_line_exit_2(o, "-o " + str(tmp_path / "r-fragment.tex"))
+    assert json.loads(src.read_text())["format"] == "exactattn-result/1"
+
+
+def test_two_outputs_on_one_file_are_refused(tmp_path: Path) -> None:
+    m = tmp_path / "m.json"
+    m.write_text(MODEL.read_text())
+    out = tmp_path / "x.md"
+    o = run(tmp_path, ["check", m, "--max-n", "2", "-q", "--json", out, "--report", out])
+    one_line_exit_2(o, "the same file as the output --json")
+    assert not out.exists()
+
+
+def test_build_reports_into_the_models_folder_is_refused(tmp_path: Path) -> None:
+    o = run(tmp_path, ["build", "reports", "--models", tmp_path, "--out", tmp_path])
+    one_line_exit_2(o, "which it would overwrite")
+
+
+# ---------------------------------------------------------------------------- 3. special files
+
+
+class FifoReader:
+    """Reads every document written into a FIFO until stopped (a writer never blocks)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.docs, self.stopping = path, [], False
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        while not self.stopping:
+            with open(self.path, "rb") as f:
+                data = f.read()
+            if data:
+                self.docs.append(data)
+
+    def stop(self) -> list[bytes]:
+        self.stopping = True
+        fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)  # wakes the waiting reader
+        os.close(fd)
+        self.thread.join(30)
+        return self.docs
+
+
+def test_json_into_a_fifo_writes_through_it(tmp_path: Path) -> None:
+    """Also one document, the last: per-length saves into a FIFO (``--json /dev/stdout``
+    through a pipe) would be several JSON documents in a row."""
+    m = tmp_path / "m.json"
+    m.write_text(MODEL.read_text())
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for args in (
+        ["check", m, "--max-n", "3", "-q", "--json", fifo],
+        ["precision", m, "--max-n", "3", "--dtype", "float32", "--json", fifo],
+        ["search", m, "--n", "3", "--objective", "margin", "--json", fifo],
+    ):
+        reader = FifoReader(fifo)
+        o = run(tmp_path, args)
+        docs = reader.stop()
+        assert o.code == 0, o.stderr
+        assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still the FIFO, not a regular file
+        assert len(docs) == 1, docs
+        doc = json.loads(docs[0])
+        assert doc["model"] == "mean-a-position" and not doc.get("interrupted")
+        if args[0] == "check":
+            assert doc["verdict"]["status"] == "clean"
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root")
+def test_json_into_a_character_device_keeps_the_device(tmp_path: Path) -> None:
+    """As root, ``--json /dev/null`` replaced /dev/null by a regular file: here a copy of the
+    null device in tmp_path stands in for it (the real one is never touched)."""
+    m = tmp_path / "m.json"
+    m.write_text(MODEL.read_text())
+    dev = tmp_path / "null"
+    os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    for args in (
+        ["check", m, "--max-n", "2", "-q", "--json", dev],
+        ["search", m, "--n", "3", "--objective", "margin", "--json", dev],
+        ["check", m, "--max-n", "2", "-q", "--report", dev.with_suffix(".md")],
+    ):
+        o = run(tmp_path, args)
+        assert o.code == 0, o.stderr
+        assert stat.S_ISCHR(os.lstat(dev).st_mode)
+    # exit 2 after lengths were saved puts the file back as it was: a device is left alone
+    text = json.loads(MODEL.read_text())
+    text["temperature"] = "1/(3-n)"
+    text["layers"][0]["heads"][0]["temperature"] = "1/n"
+    m.write_text(json.dumps(text))
+    o = run(tmp_path, ["check", m, "--max-n", "3", "-q", "--json", dev])
+    assert o.code == 2 and stat.S_ISCHR(os.lstat(dev).st_mode), o.stderr
+
+
+# ---------------------------------------------------------------------------- 4. checkpoints
+
+
+def _check_ckpt(tmp_path: Path, ck: Path) -> F.Outcome:
+    m = tmp_path / "m.json"
+    if not m.exists():
+        m.write_text(MODEL.read_text())
+    args = ["check", m, "--max-n", "3", "-q", "--checkpoint", ck, "--json", tmp_path / "out.json"]
+    return run(tmp_path, args)
+
+
+def test_checkpoint_lock_symlink_is_refused(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    (ck / "lock").symlink_to(victim)
+    o = _check_ckpt(tmp_path, ck)
+    one_line_exit_2(o, "lock is a symbolic link")
+    assert victim.read_text() == "precious\n"
+
+
+def test_checkpoint_shard_folder_symlink_is_refused(tmp_path: Path) -> None:
+    ck = tmp_path / "ck"
+    assert _check_ckpt(tmp_path, ck).code == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    folder = next(p for p in ck.iterdir() if p.is_dir())
+    shutil.rmtree(folder)
+    folder.symlink_to(elsewhere, target_is_directory=True)
+    o = _check_ckpt(tmp_path, ck)
+    one_line_exit_2(o, f"{folder.name} is a symbolic link")
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_checkpoint_shard_file_symlink_is_recomputed_not_followed(tmp_path: Path) -> None:
+    ck = tmp_path / "ck"
+    assert _check_ckpt(tmp_path, ck).code == 0
+    fresh = (tmp_path / "out.json").read_text()
+    shard = sorted(ck.glob("*/s*.json"))[0]
+    victim = tmp_path / "victim.json"
+    victim.write_text(shard.read_text())
+    shard.unlink()
+    shard.symlink_to(victim)
+    before = victim.read_text()
+    o = _check_ckpt(tmp_path, ck)
+    assert o.code == 0 and "not a regular file" in o.stderr, o.stderr
+    assert (tmp_path / "out.json").read_text() == fresh
+    assert victim.read_text() == before and not shard.is_symlink()
+
+
+def test_checkpoint_manifest_fifo_does_not_hang(tmp_path: Path) -> None:
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    os.mkfifo(ck / "manifest.json")
+    o = _check_ckpt(tmp_path, ck)
+    one_line_exit_2(o, "manifest.json is not a regular file or folder")
+
+
+def test_export_temp_files_are_unique(tmp_path: Path) -> None:
+    """A fixed OUT.pt.tmp followed a planted symlink (and two exports shared it)."""
+    pytest.importorskip("torch")
+    m = tmp_path / "m.json"
+    m.write_text(MODEL.read_text())
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (tmp_path / "x.pt.tmp").symlink_to(victim)
+    o = run(tmp_path, ["export", "torch", m, "-o", tmp_path / "x.pt"])
+    assert o.code == 0, o.stderr
+    assert victim.read_text() == "precious\n"
+    assert (tmp_path / "x.pt").is_file() and not (tmp_path / "x.pt").is_symlink()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["m.json", "victim.txt", "x.pt", "x.pt.tmp"], names
+
+
+# ---------------------------------------------------------------------------- 7. full disk
+
+
+def _limited_run(args: list[str], cwd: Path, limit: int) -> subprocess.CompletedProcess[str]:
+    """The CLI in a child whose files may not grow past ``limit`` bytes (a full disk: writes
+    past it fail with EFBIG, SIGXFSZ ignored)."""
+    code = (
+        "import resource, signal, sys\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))\n"
+        "from exactattn.cli import main\n"
+        "main.main(args=sys.argv[1:], prog_name='exactattn')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+def test_report_on_a_full_disk_leaves_no_file(tmp_path: Path) -> None:
+    """The Markdown fits, the first figure does not: exit 2 and nothing written (the report
+    was left beside exit 2)."""
+    shutil.copy(ROOT / "tests" / "data" / "result_small.json", tmp_path / "r.json")
+    p = _limited_run(["report", "r.json", "-o", "out.md"], tmp_path, 20_000)
+    assert p.returncode == 2, p.stderr
+    assert "cannot use the file" in p.stderr and "Traceback" not in p.stderr
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["r.json"]
+    p = _limited_run(["report", "r.json", "-o", "out.md"], tmp_path, 10**8)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "out.md").exists() and (tmp_path / "out-gamma.png").exists()
