@@ -459,3 +459,181 @@ def test_report_on_a_full_disk_leaves_no_file(tmp_path: Path) -> None:
     p = _limited_run(["report", "r.json", "-o", "out.md"], tmp_path, 10**8)
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "out.md").exists() and (tmp_path / "out-gamma.png").exists()
+
+
+# ---------------------------------------------------------------------------- 6. RASP
+
+
+def _chain(k: int, op: str) -> str:
+    """A program whose third line is a chain of k terms joined by ``op``."""
+    kind, term, out = ("int", "int(x)", "y > 3") if op in ("+", "-") else ("bool", "x", "y")
+    chain = f" {op} ".join([term] * k)
+    return f'alphabet "a" "b"\nbool x = token == "a"\n{kind} y = {chain}\naccept {out}\n'
+
+
+@pytest.mark.parametrize("op", ["+", "-", "or", "and"])
+def test_rasp_long_chain_exits_2_naming_the_line(tmp_path: Path, op: str) -> None:
+    """500 terms: RecursionError in the type checker (exit 4) on main."""
+    (tmp_path / "p.rasp").write_text(_chain(500, op))
+    o = run(tmp_path, ["build", "rasp", tmp_path / "p.rasp", "-q", "-o", tmp_path / "m.json"])
+    one_line_exit_2(o, "p.rasp: line 3, column 1: an expression 50")  # 500, or 501 with int()
+    assert "levels deep (limit 200; a chain x + y + z counts one level" in o.stderr
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_rasp_long_chain_in_a_reference_exits_2(tmp_path: Path) -> None:
+    """The same chain in a model's reference program (check, eval): exit 2, not 4."""
+    m = json.loads((ROOT / "models" / "rasp_majority.json").read_text())
+    chain = "int z = " + " + ".join(["as"] * 500)
+    m["reference"]["program"] = m["reference"]["program"].replace(
+        "accept as", chain + "\naccept as"
+    )
+    (tmp_path / "m.json").write_text(json.dumps(m))
+    for args in (
+        ["check", tmp_path / "m.json", "--max-n", "2", "-q"],
+        ["eval", tmp_path / "m.json", "ab"],
+    ):
+        o = run(tmp_path, args)
+        one_line_exit_2(o, "reference.program: line 8, column 1: an expression 500 levels deep")
+        assert o.stderr.count("(fix:") == 1, o.stderr
+
+
+def _burn(frames: int, fn: Any, *args: Any) -> Any:
+    """Call fn with ``frames`` Python frames already on the stack (a deep caller)."""
+    return fn(*args) if frames == 0 else _burn(frames - 1, fn, *args)
+
+
+@pytest.mark.parametrize("op", ["+", "-", "or", "and"])
+def test_rasp_chain_at_the_limit_works_under_a_deep_caller(op: str) -> None:
+    """Depth 200 (a chain of 200 Boolean terms, of 199 int(x) terms) parses, runs, compiles,
+    unparses and checks with 400 frames of the recursion limit of 1,000 already used."""
+    from exactattn.model import model_from_dict
+    from exactattn.rasp.compile import compile_program
+    from exactattn.rasp.interpret import run as interpret
+    from exactattn.rasp.parse import parse_program
+    from exactattn.rasp.unparse import unparse
+    from exactattn.run.check import run_check
+
+    def work() -> int:
+        p = parse_program(_chain(199 if op in "+-" else 200, op))
+        interpret(p, "abab")
+        unparse(p)
+        model = model_from_dict(compile_program(p).model)
+        return run_check(model, max_n=3).exit_code()
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1_000)
+    try:
+        here = len(__import__("inspect").stack(0))
+        assert _burn(max(0, 400 - here), work) == 0
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _one_layer_of(k: int, name: str = "v") -> str:
+    """k comparisons of one prefix count: k feed-forward definitions in one layer."""
+    defs = "\n".join(f"bool {name}{j} = c > {j}" for j in range(k))
+    return (
+        f'alphabet "a" "b"\nint c = psum(int(token == "a"))\n{defs}\n'
+        f"accept {' or '.join(f'{name}{j}' for j in range(k))}\n"
+    )
+
+
+@pytest.mark.parametrize("k, name", [(19, "v"), (60, "v"), (25, "x" * 250)])
+def test_rasp_many_definitions_in_one_layer_compile_and_load(
+    tmp_path: Path, k: int, name: str
+) -> None:
+    """19 definitions made a layer name of 271 characters, which the loader refused (exit 2
+    on a valid program); long definition names made coordinate and head names too long."""
+    (tmp_path / "p.rasp").write_text(_one_layer_of(k, name))
+    o = run(tmp_path, ["build", "rasp", tmp_path / "p.rasp", "-q", "-o", tmp_path / "m.json"])
+    assert o.code == 0, o.stderr
+    m = json.loads((tmp_path / "m.json").read_text())
+    names = [x.get("name", "") for x in m["layers"]] + m["coordinates"]
+    names += [h.get("name", "") for x in m["layers"] for h in x.get("heads", [])]
+    assert max(map(len, names)) <= 256
+    assert any(f"({k} definitions)" in x.get("name", "") for x in m["layers"])
+    o = run(
+        tmp_path,
+        ["check", tmp_path / "m.json", "--max-n", "3", "-q", "--json", tmp_path / "out.json"],
+    )
+    assert o.code == 0, o.stderr  # the reference (the program) agrees with the model
+
+
+def test_rasp_long_token_sets_compile(tmp_path: Path) -> None:
+    symbols = [f"s{j:02d}" + "y" * 20 for j in range(12)]
+    alphabet = " ".join(f'"{s}"' for s in symbols)
+    members = ", ".join(f'"{s}"' for s in symbols[:11])
+    (tmp_path / "p.rasp").write_text(
+        f"alphabet {alphabet}\nbool x = token in {{{members}}}\naccept x\n"
+    )
+    o = run(tmp_path, ["build", "rasp", tmp_path / "p.rasp", "-q", "-o", tmp_path / "m.json"])
+    assert o.code == 0, o.stderr
+    coords = json.loads((tmp_path / "m.json").read_text())["coordinates"]
+    assert max(map(len, coords)) <= 256
+
+
+def _attend_chain(k: int) -> str:
+    defs = ['bool a0 = token == "a"'] + [
+        f"bool a{j} = attend leftmost j < i where a{j - 1}[j] value a{j - 1}[j] default false"
+        for j in range(1, k)
+    ]
+    return 'alphabet "a" "b"\n' + "\n".join(defs) + f"\naccept a{k - 1}\n"
+
+
+def test_rasp_model_size_is_bounded_before_building(tmp_path: Path) -> None:
+    """480 chained attends: a MemoryError at 3.9 GB on main; now exit 2 at once, with the
+    estimate, the limit and the line whose layer crosses it."""
+    import resource
+
+    (tmp_path / "p.rasp").write_text(_attend_chain(480))
+    t = resource.getrusage(resource.RUSAGE_SELF)
+    o = run(tmp_path, ["build", "rasp", tmp_path / "p.rasp", "-q", "-o", tmp_path / "m.json"])
+    cpu = resource.getrusage(resource.RUSAGE_SELF).ru_utime - t.ru_utime
+    one_line_exit_2(o, "more than the limit of 2,000,000")
+    assert "p.rasp: line " in o.stderr and "numbers by this line's layer" in o.stderr
+    assert cpu < 20, cpu  # lowered, counted, refused: no dense model was built
+
+
+@pytest.mark.parametrize("stem", ["dyck2", "majority", "anbn"])
+def test_rasp_size_estimate_is_a_close_upper_bound(stem: str) -> None:
+    from exactattn.rasp.compile import _Compiler
+    from exactattn.rasp.parse import parse_program
+
+    sources = [(ROOT / "models" / "rasp" / f"{stem}.rasp").read_text(), _attend_chain(30)]
+    for src in sources:
+        c = _Compiler(parse_program(src))
+        model = c.run().model
+        entries = sum(len(row) for x in model["layers"] for m in _matrices(x) for row in m) + sum(
+            len(b) for x in model["layers"] for b in _biases(x)
+        )
+        entries += sum(len(v) for v in model["embedding"]["token"].values())
+        entries += len(model["embedding"].get("position", []))
+        estimate = c.bound_size()
+        assert entries <= estimate <= entries * 1.05 + 100, (entries, estimate)
+
+
+def _matrices(layer: dict[str, Any]) -> list[list[list[Any]]]:
+    if layer["kind"] == "attention":
+        return [h[k] for h in layer["heads"] for k in ("query", "key", "value", "output")]
+    return [h["weight"] for h in layer["hidden"]] + [layer["output"]["weight"]]
+
+
+def _biases(layer: dict[str, Any]) -> list[list[Any]]:
+    if layer["kind"] == "attention":
+        return []
+    return [h["bias"] for h in layer["hidden"]] + [layer["output"]["bias"]]
+
+
+def test_rasp_program_the_model_cannot_keep_is_refused(tmp_path: Path) -> None:
+    """A 150,000-character program compiled to a model whose reference the loader refused."""
+    src = (ROOT / "models" / "rasp" / "majority.rasp").read_text() + ("# " + "c" * 98 + "\n") * 1500
+    (tmp_path / "p.rasp").write_text(src)
+    o = run(tmp_path, ["build", "rasp", tmp_path / "p.rasp", "-q", "-o", tmp_path / "m.json"])
+    one_line_exit_2(o, f"p.rasp: line 1, column 1: a program of {len(src):,} characters")
+
+
+def test_rasp_alphabet_symbol_the_model_cannot_hold_names_the_line(tmp_path: Path) -> None:
+    (tmp_path / "p.rasp").write_text('# c\nalphabet "a" "' + "b" * 300 + '"\naccept token == "a"\n')
+    o = run(tmp_path, ["build", "rasp", tmp_path / "p.rasp", "-q", "-o", tmp_path / "m.json"])
+    one_line_exit_2(o, "p.rasp: line 2, column 1: alphabet symbol")

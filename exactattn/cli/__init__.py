@@ -100,7 +100,9 @@ def _usage_error(exc: click.UsageError) -> NoReturn:
         exc.show()
         sys.exit(exc.exit_code)
     where = exc.ctx.command_path if exc.ctx is not None else "exactattn"
-    bad_input(f"{where}: {exc.format_message()} (fix: see '{where} --help')")
+    message = exc.format_message()
+    fix = "" if "(fix:" in message else f" (fix: see '{where} --help')"  # one fix, not two
+    bad_input(f"{where}: {message}{fix}")
 
 
 class _Group(click.Group):
