@@ -12,6 +12,7 @@ import click
 from rich.markup import escape
 
 from exactattn.cli.common import Console, refuse_overwrite
+from exactattn.core.errors import UsageError
 from exactattn.core.jsonio import write_json_atomic
 from exactattn.engine.temperature import parse_tau
 from exactattn.export import require
@@ -23,9 +24,22 @@ err_console = Console(stderr=True, soft_wrap=True)
 DTYPES = ["float64", "float32", "float16", "bfloat16"]
 
 
+MAX_EXPORT_N = 10_000
+"""Longest ``--n`` of an export: the export evaluates the exact position embeddings at every
+position and checks each tensor's rounding, which grows faster than n (dyck1: n = 10,000 in
+4 CPU-s and 350 MB, n = 100,000 in 96 CPU-s and 8 GB; ``--n 1000000000`` ground on; issue 40)."""
+
+
 def _n_for(model: Any, n: int | None) -> int:
     """The length to evaluate position embeddings at: --n, else 16 (or the model's limit)."""
     if n is not None:
+        if not 1 <= n <= MAX_EXPORT_N:
+            raise UsageError(
+                f"--n {n:,}: an export is built for one length 1 <= n <= {MAX_EXPORT_N:,} "
+                "(docs/limits.md) (fix: a shorter length; `exactattn precision --n N` runs "
+                "longer inputs in the dtypes)"
+            )
+        model.check_length(n)
         return n
     return min(16, model.max_length) if model.max_length is not None else 16
 
