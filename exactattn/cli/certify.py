@@ -40,6 +40,10 @@ from exactattn.results.settings import TauChoice
 
 console = Console(soft_wrap=True, highlight=False, markup=False)  # user text: no markup
 MAX_N = 10**12
+MAX_LENGTHS = 1_000_000
+"""Default ``--max-lengths`` of ``certify --range``: every length is certified on its own (no
+monotonicity is assumed), 0.5 ms to a few ms each (dyck1: 1,000 lengths in 0.5 CPU-s), so a
+million lengths is minutes and ``--range 1..10^12`` would have been years (issue 40)."""
 DONE = "the answer was already found and the result is complete"
 
 
@@ -181,6 +185,14 @@ def _conditional(c: Certificate | CertificateRange) -> None:
     help="A check result file: say up to which n the claims were also enumerated.",
 )
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Write the JSON here.")
+@click.option(
+    "--max-lengths",
+    type=int,
+    default=MAX_LENGTHS,
+    show_default=True,
+    help="Refuse a --range of more lengths unless --force.",
+)
+@click.option("--force", is_flag=True, help="Run even if --range has more than --max-lengths.")
 def certify_cmd(
     model_path: str,
     n: int | None,
@@ -188,6 +200,8 @@ def certify_cmd(
     tau: str | None,
     checked: str | None,
     json_out: str | None,
+    max_lengths: int = MAX_LENGTHS,
+    force: bool = False,
 ) -> None:
     """Certify every input of length N (or every N in a range) from the model's claims."""
 
@@ -195,6 +209,14 @@ def certify_cmd(
         raise UsageError("give exactly one of --n N and --range A..B")
     if n is not None and not 1 <= n <= MAX_N:
         raise UsageError(f"--n: expected 1 <= N <= {MAX_N}, got {n}")
+    if rng is not None:  # the work guard, before the model is read
+        lo, hi = _range(rng)
+        if hi - lo + 1 > max_lengths and not force:
+            raise UsageError(
+                f"--range {lo:,}..{hi:,}: {hi - lo + 1:,} lengths, each certified on its own "
+                f"(no monotonicity is assumed), more than --max-lengths {max_lengths:,} "
+                "(docs/limits.md) (fix: a shorter range, raise --max-lengths, or pass --force)"
+            )
     refuse_overwrite([("MODEL", model_path), ("--checked", checked)], [("--json", json_out)])
     model = load_model(model_path)
 

@@ -14,7 +14,7 @@ from rich.markup import escape
 from exactattn.cli.common import Console, refuse_overwrite
 from exactattn.core.errors import UsageError
 from exactattn.core.jsonio import write_json_atomic
-from exactattn.engine.temperature import parse_tau
+from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
 from exactattn.export import require
 from exactattn.model import load_model
 
@@ -65,6 +65,17 @@ def print_rounding(rounding: list[dict[str, Any]], dtype: str, shown: int = 20) 
         )
     if len(rounding) > shown:
         console.print(f"  … and {len(rounding) - shown} more tensors", highlight=False)
+
+
+def _refuse_overflow(names: list[str], dtype: str) -> None:
+    """Exit 2, nothing written, when the dtype cannot hold the model (docs/export.md)."""
+    if names:
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        raise UsageError(
+            f"--dtype {dtype}: {len(names)} exported tensor(s) do not fit the dtype: {shown} "
+            "(a value past its range became ±inf, or a temperature became 0) (fix: a wider "
+            "dtype such as float32, or a model with smaller weights)"
+        )
 
 
 @click.group("export")
@@ -122,11 +133,16 @@ def export_torch_cmd(
 
     refuse_overwrite([("MODEL", model_path)], [("-o", out), ("--json", json_out)])
     require("torch", "exactattn export torch")
-    from exactattn.export.torch import export_torch, save  # lazy: torch, an optional extra
+    # lazy: torch, an optional extra
+    from exactattn.export.torch import export_torch, overflows, save
 
     model = load_model(model_path)
     length = _n_for(model, n)
-    exp = export_torch(model, length, dtype, attention, kernel, parse_tau(tau) if tau else None)
+    override = parse_tau(tau) if tau else None
+    if override is not None:  # τ(n) > 0, said as --tau's own error (not as an overflow)
+        Temperatures(model, override).at(length, BASE_PREC)
+    exp = export_torch(model, length, dtype, attention, kernel, override)
+    _refuse_overflow(overflows(exp.module.state_dict()), dtype)
     save(exp, Path(out))
     if json_out:
         write_json_atomic(
@@ -185,6 +201,9 @@ def export_tl_cmd(
     model = load_model(model_path)
     length = _n_for(model, n)
     doc = export_transformer_lens(model, length, dtype, mask_hooks)
+    from exactattn.export.torch import overflows  # lazy: torch, an optional extra
+
+    _refuse_overflow(overflows(doc["state_dict"]), dtype)
     save(doc, path)
     err_console.print(
         f"wrote {path} ({model.name}, n = {length}, {dtype})", highlight=False, markup=False

@@ -31,6 +31,7 @@ from exactattn.core.errors import ExactAttnError
 from exactattn.core.jsonio import is_special, write_json_atomic
 from exactattn.core.limits import clip
 from exactattn.core.numbers import parse_decimal, short_decimal, short_sci_huge
+from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import words_of_length
 from exactattn.inputs.families import families_for
 from exactattn.inputs.work import WORK_PER_INPUT, input_work, job_too_large, listed_too_large
@@ -482,8 +483,11 @@ def search_cmd(
     if beam < 1:
         raise click.UsageError("--beam must be at least 1 (the number of inputs kept per step)")
     _check_n(n, "--n")
+    choice = TauChoice.parse(tau, False)
+    if tau is not None:  # τ(n) > 0 for every objective (margin and gamma ignore it: say so)
+        Temperatures(model, choice).at(n, BASE_PREC)
     hold = FinishHold.for_command()
-    res = run_search(model, n, objective, budget, seed, beam, TauChoice.parse(tau, False))
+    res = run_search(model, n, objective, budget, seed, beam, choice)
     hold.start()  # the search is done: a Ctrl-C from here is held, the result wins
     if json_out:
         write_json_atomic(Path(json_out), res.to_json())

@@ -616,6 +616,22 @@ def rounding_report(
 # ---------------------------------------------------------------------------
 
 
+def overflows(tensors: dict[str, Any]) -> list[str]:
+    """The exported tensors the dtype cannot hold: an entry became ±inf or NaN (float16 tops
+    out at 65,504, so a weight of 10^5 is inf), or a temperature τ became 0 (its scale 1/τ
+    is then infinite). Such an export is not the model: ``exactattn export`` refuses it
+    (exit 2, nothing written; docs/export.md). It wrote the file and exited 0 (issue 40)."""
+    out = []
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor) or not torch.is_floating_point(t):
+            continue
+        if not bool(torch.isfinite(t).all()) or (
+            name.split(".")[-1] == "tau" and bool((t <= 0).any())
+        ):
+            out.append(name)
+    return out
+
+
 def save(exp: Export, path: Path) -> None:
     """``{"config", "state_dict", "rounding"}`` via torch.save (loadable with weights_only)."""
     mod = exp.module
