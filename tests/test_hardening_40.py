@@ -637,3 +637,181 @@ def test_rasp_alphabet_symbol_the_model_cannot_hold_names_the_line(tmp_path: Pat
     (tmp_path / "p.rasp").write_text('# c\nalphabet "a" "' + "b" * 300 + '"\naccept token == "a"\n')
     o = run(tmp_path, ["build", "rasp", tmp_path / "p.rasp", "-q", "-o", tmp_path / "m.json"])
     one_line_exit_2(o, "p.rasp: line 2, column 1: alphabet symbol")
+
+
+# ---------------------------------------------------------------------------- 7. guards
+
+
+def test_eval_of_a_long_input_is_refused_before_any_work(tmp_path: Path) -> None:
+    """6,000 symbols: aborted at 3.3 GB (exit 134) on main."""
+    import resource
+
+    t = resource.getrusage(resource.RUSAGE_SELF).ru_utime
+    o = run(tmp_path, ["eval", MODEL, "ab" * 3000])
+    one_line_exit_2(o, "eval: an input of length 6,000 has 36,060,009 activations and attention")
+    assert "more than the limit of 250,000" in o.stderr
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_utime - t < 5
+
+
+def test_eval_size_counts_what_eval_keeps() -> None:
+    """(L + 1)·T·d activations and heads·T² weights (T = n + BOS): mean_a_position has one
+    layer, one head, d = 4 and a BOS."""
+    from exactattn.model import load_model
+    from exactattn.run.evaluate import MAX_EVAL_VALUES, eval_size, evaluate
+
+    model = load_model(MODEL)
+    assert eval_size(model, 10) == 2 * 11 * 4 + 11 * 11
+    ev = evaluate(model, list("ab" * 5))
+    kept = sum(len(row) for act in ev.hard for row in act)
+    kept += sum(len(r) for heads in ev.hard_attention if heads for rows in heads for r in rows)
+    assert kept == eval_size(model, 10)
+    longest = max(n for n in range(1, 1000) if eval_size(model, n) <= MAX_EVAL_VALUES)
+    assert longest == 495  # 496² + 2·496·4 > 250,000
+
+
+def test_export_n_is_bounded(tmp_path: Path) -> None:
+    """``--n 1000000000`` ground on (position embeddings at a billion positions)."""
+    pytest.importorskip("torch")
+    m = tmp_path / "m.json"
+    m.write_text(MODEL.read_text())
+    for n in ("1000000000", "10001", "0"):
+        o = run(tmp_path, ["export", "torch", m, "-o", tmp_path / "x.pt", "--n", n], timeout=60)
+        one_line_exit_2(o, "an export is built for one length 1 <= n <= 10,000")
+        assert not (tmp_path / "x.pt").exists()
+
+
+def test_precision_inputs_guards(tmp_path: Path) -> None:
+    m = tmp_path / "m.json"
+    m.write_text(MODEL.read_text())
+    f = tmp_path / "in.txt"
+    cases = [
+        (b"ab\nb\xffa\n", "in.txt: not UTF-8 text"),  # exit 4 on main
+        (b"ab\n" * 11, "--max-inputs: the 11 inputs of"),
+        (
+            ("ab" * 2_000).encode() + b"\n",
+            "weighs as 160," if False else "--max-inputs: the 1 input",
+        ),
+        (b"ab\nac\n", "in.txt:2: unknown symbol 'c'"),
+        (b"\n\n", "in.txt: no input (every line is empty)"),
+    ]
+    for data, needle in cases:
+        f.write_bytes(data)
+        args = [
+            "precision",
+            m,
+            "--inputs",
+            f,
+            "--max-inputs",
+            "10",
+            "--json",
+            tmp_path / "out.json",
+        ]
+        o = run(tmp_path, args)
+        one_line_exit_2(o, needle)
+        assert o.stderr.count("(fix:") == 1, o.stderr
+    f.write_bytes(b"ab\n" * 11)
+    o = run(tmp_path, ["precision", m, "--inputs", f, "--max-inputs", "10", "--force"])
+    assert o.code == 0, o.stderr
+
+
+def test_precision_inputs_line_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line past the limit is refused while it is read (a file of one endless line)."""
+    import exactattn.cli.extra as X
+
+    monkeypatch.setattr(X, "MAX_INPUT_LINE", 100)
+    m = tmp_path / "m.json"
+    m.write_text(MODEL.read_text())
+    (tmp_path / "in.txt").write_text("ab\n" + "a" * 101 + "\n")
+    o = run(tmp_path, ["precision", m, "--inputs", tmp_path / "in.txt"])
+    one_line_exit_2(o, "in.txt:2: a line of more than 100 characters")
+    monkeypatch.setattr(X, "MAX_INPUT_LINE", 10**6)
+    monkeypatch.setattr(X, "MAX_FAMILY_N", 50)
+    o = run(tmp_path, ["precision", m, "--inputs", tmp_path / "in.txt"])
+    one_line_exit_2(o, "in.txt:2: an input of 101 symbols is longer than the limit of 50")
+
+
+def test_certify_range_work_guard(tmp_path: Path) -> None:
+    import resource
+
+    t = resource.getrusage(resource.RUSAGE_SELF).ru_utime
+    o = run(tmp_path, ["certify", DYCK1, "--range", "1..1000000000000", "--tau", "theorem"])
+    one_line_exit_2(o, "--range 1..1,000,000,000,000: 1,000,000,000,000 lengths")
+    assert "more than --max-lengths 1,000,000" in o.stderr
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_utime - t < 5
+    o = run(tmp_path, ["certify", DYCK1, "--range", "1..30", "--max-lengths", "29"])
+    one_line_exit_2(o, "30 lengths")
+    args = ["certify", DYCK1, "--range", "1..30", "--max-lengths", "29", "--force"]
+    o = run(tmp_path, [*args, "--tau", "theorem"])
+    assert o.code == 0, o.stderr
+
+
+# ---------------------------------------------------------------------------- 8. minor
+
+
+def test_float16_overflow_is_refused(tmp_path: Path) -> None:
+    """A weight of 10^5 is inf in float16 (largest 65,504): the file was written, exit 0."""
+    pytest.importorskip("torch")
+    d = json.loads(MODEL.read_text())
+    d["layers"][0]["heads"][0]["query"] = [[0, 100_000, 0, 0]]
+    m = tmp_path / "m.json"
+    m.write_text(json.dumps(d))
+    for cmd in (["torch"], ["transformer-lens"]):
+        args = ["export", *cmd, m, "-o", tmp_path / "x.pt", "--dtype", "float16"]
+        o = run(tmp_path, [*args, "--json", tmp_path / "r.json"] if cmd == ["torch"] else args)
+        one_line_exit_2(o, "--dtype float16: 1 exported tensor(s) do not fit the dtype")
+        assert "W_Q" in o.stderr
+        assert not (tmp_path / "x.pt").exists() and not (tmp_path / "r.json").exists()
+    o = run(tmp_path, ["export", "torch", m, "-o", tmp_path / "x.pt", "--dtype", "float32"])
+    assert o.code == 0, o.stderr
+
+
+def test_export_float16_of_a_bundled_model_still_works(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    o = run(tmp_path, ["export", "torch", DYCK1, "-o", tmp_path / "x.pt", "--dtype", "float16"])
+    assert o.code == 0, o.stderr
+
+
+@pytest.mark.parametrize("objective", ["margin", "gamma", "error"])
+def test_search_tau_zero_is_refused(tmp_path: Path, objective: str) -> None:
+    args = ["search", MODEL, "--n", "3", "--objective", objective, "--tau", "0"]
+    one_line_exit_2(run(tmp_path, args), "--tau: τ(3) = '0' is not positive at n = 3")
+
+
+def test_export_tau_zero_is_refused_as_tau(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    o = run(tmp_path, ["export", "torch", MODEL, "-o", tmp_path / "x.pt", "--tau", "0"])
+    one_line_exit_2(o, "--tau: τ(16) = '0' is not positive")
+
+
+def test_one_fix_per_message(tmp_path: Path) -> None:
+    """A RASP error inside a model's reference and a usage error that names its own fix
+    got a second "(fix:" appended."""
+    m = json.loads((ROOT / "models" / "rasp_majority.json").read_text())
+    m["reference"]["program"] = m["reference"]["program"].replace("int(token", "(token")
+    (tmp_path / "m.json").write_text(json.dumps(m))
+    o = run(tmp_path, ["check", tmp_path / "m.json", "--max-n", "2", "-q"])
+    assert o.code == 2 and o.stderr.count("(fix:") == 1, o.stderr
+    (tmp_path / "in.txt").write_text("ab\nac\n")
+    o = run(tmp_path, ["precision", MODEL, "--inputs", tmp_path / "in.txt"])
+    assert o.code == 2 and o.stderr.count("(fix:") == 1, o.stderr
+
+
+def test_fuzz_messages_are_well_formed(tmp_path: Path) -> None:
+    """Every message of 300 fuzz cases (all kinds, the new ones too): at most one "(fix:",
+    no literal ``\\t`` (no fuzz input holds a tab, so one would be the code's own text
+    escaped), and no ``\\n\\t``."""
+    import random
+
+    rng = random.Random(40)
+    undo = F.stub_figures()
+    try:
+        for _ in range(300):
+            case_rng = random.Random(rng.getrandbits(64))
+            kind, args = F.make_case(case_rng, tmp_path, big=False)
+            o = F.run_case(kind, args, tmp_path, timeout=60)
+            assert F.problems(o) == [], (kind, args, F.problems(o))
+            for line in o.stderr.splitlines():
+                assert line.count("(fix:") <= 1, line
+                assert "\\t" not in line and "\\n\\t" not in line, line
+    finally:
+        undo()
