@@ -687,10 +687,7 @@ def test_precision_inputs_guards(tmp_path: Path) -> None:
     cases = [
         (b"ab\nb\xffa\n", "in.txt: not UTF-8 text"),  # exit 4 on main
         (b"ab\n" * 11, "--max-inputs: the 11 inputs of"),
-        (
-            ("ab" * 2_000).encode() + b"\n",
-            "weighs as 160," if False else "--max-inputs: the 1 input",
-        ),
+        (("ab" * 2_000).encode() + b"\n", "--max-inputs: the 1 input of"),  # 4,000 symbols
         (b"ab\nac\n", "in.txt:2: unknown symbol 'c'"),
         (b"\n\n", "in.txt: no input (every line is empty)"),
     ]
