@@ -69,6 +69,8 @@ from exactattn.report.claims import main as claims_main
 from exactattn.report.data import non_monotone_lines
 from exactattn.report.latex import safe_report_name
 from exactattn.report.regenerate import regenerate
+from exactattn.report.runs import FORMATS as RUN_FORMATS
+from exactattn.report.runs import write_run_report
 from exactattn.results import RESULT_FORMAT
 from exactattn.results.bounds import TauBracket, tau_star_brackets
 from exactattn.results.resultfile import validate_result
@@ -847,7 +849,7 @@ def import_tracr(params: str, meta: str, out: str | None) -> None:
     "-o", "--output", "out", type=click.Path(dir_okay=False), required=True, help="R.md or R.tex."
 )
 def report(result_path: str, fmt: str | None, out: str) -> None:
-    """Write a Markdown or LaTeX report of a result file."""
+    """Write a Markdown or LaTeX report of a check, certify, precision or search file."""
 
     outs = report_files(Path(out), fmt) if Path(out).suffix in (".md", ".tex") or fmt else [out]
     refuse_overwrite([("RESULT", result_path)], _named("-o", outs))
@@ -860,13 +862,17 @@ def report(result_path: str, fmt: str | None, out: str) -> None:
     if format_of(data) == "exactattn-certificate/1":  # issue 23
         err_console.print(f"wrote {write_certificate_report(data, Path(out), fmt)}", markup=False)
         return
+    if format_of(data) in RUN_FORMATS:  # precision and search files (issue 40)
+        err_console.print(f"wrote {write_run_report(data, Path(out), fmt)}", markup=False)
+        return
     if format_of(data) != RESULT_FORMAT:
         found = format_of(data)
         what = f"format {clip(str(found))!r}" if isinstance(found, str) else "no format"
         bad_input(  # one line, exit 2
-            f"{result_path}: format: the file has {what}; report renders check results "
-            "(exactattn-result/1) and certificates (exactattn-certificate/1) (fix: give the "
-            "--json file of `exactattn check` or `exactattn certify`)"
+            f"{result_path}: format: the file has {what}; report renders the results of "
+            "check (exactattn-result/1), certify (exactattn-certificate/1), precision "
+            "(exactattn-precision/1) and search (exactattn-search/1) (fix: give the --json "
+            "file of one of these commands)"
         )
     validate_result(data, result_path)
     for p in write_report(data, Path(out), fmt):

@@ -619,3 +619,166 @@ def validate_certificate(data: Any, source: str = "certificate") -> None:
         _length_certificate(top)
     except ModelError as e:
         raise ModelError(e.path, e.message, _CERT_FIX) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# exactattn-precision/1 and exactattn-search/1 (``report`` renders them too; issue 40)
+
+_PRECISION_FIX = "regenerate the file with `exactattn precision --json` (docs/limits.md)"
+_SEARCH_FIX = "regenerate the file with `exactattn search --json` (docs/limits.md)"
+_MODES = ("family", "inputs", "enumerate")
+_DTYPES = ("float16", "bfloat16", "float32", "float64")
+#: Most lengths of one precision run (``--n-pow2 0:24`` gives 25; enumerations up to 10^6
+#: inputs have fewer lengths than that).
+MAX_RUN_LENGTHS = 10_000
+
+
+def _enc(x: Any, path: str) -> None:
+    """An error enclosure ``{lower, upper}`` (decimals or ``inf``), or null."""
+    if x is not None:
+        _interval(x, path)
+
+
+def _diagnosis(d: Any, path: str) -> None:
+    _obj(d, path)
+    _int(d.get("layer"), f"{path}.layer")
+    for k in ("head", "query", "key", "top_key"):
+        _opt(d.get(k), f"{path}.{k}", _int)
+    _opt(d.get("exact_gap"), f"{path}.exact_gap", _rat, MAX_NUMBER_TEXT)
+    _str(d.get("detail"), f"{path}.detail", 1_000)
+    errors = d.get("layer_errors")
+    if errors is not None:
+        for i, e in enumerate(_list(errors, f"{path}.layer_errors")):
+            if not (isinstance(e, int) and not isinstance(e, bool)) and not (
+                isinstance(e, str) and e in ("Infinity", "-Infinity", "NaN")
+            ):
+                _number(e, f"{path}.layer_errors[{i}]", False)
+
+
+def _first_flip(f: Any, path: str) -> None:
+    _obj(f, path)
+    _word(f.get("input"), f"{path}.input")
+    _opt(f.get("family"), f"{path}.family", _str, MAX_NAME)
+    _need(f, ("hard", "dtype_output", "replayed"), f"{path}.")
+    _str(f.get("cause"), f"{path}.cause", MAX_NAME)
+    _diagnosis(f.get("diagnosis"), f"{path}.diagnosis")
+    _bool(f.get("replayed"), f"{path}.replayed")
+
+
+def _precision_length(e: Any, path: str, ns: set[int]) -> None:
+    _obj(e, path)
+    _int(e.get("n"), f"{path}.n", 1, MAX_RESULT_N)
+    if e["n"] in ns:
+        _fail(f"{path}.n", f"n = {e['n']} appears twice")
+    ns.add(e["n"])
+    _int(e.get("inputs"), f"{path}.inputs")
+    _int(e.get("flips"), f"{path}.flips", 0, e["inputs"])
+    _need(
+        e,
+        ("first_flip", "rounding_error", "softmax_error", "total_error", "readout_error"),
+        f"{path}.",
+    )
+    if e["first_flip"] is not None:
+        _first_flip(e["first_flip"], f"{path}.first_flip")
+    for k in ("rounding_error", "softmax_error", "total_error", "readout_error"):
+        _enc(e[k], f"{path}.{k}")
+    soft = e.get("soft")
+    if soft is not None:
+        _obj(soft, f"{path}.soft")
+        for k in ("decided", "undecided", "differs_from_hard"):
+            _int(soft.get(k), f"{path}.soft.{k}")
+
+
+def validate_precision(data: Any, source: str = "precision") -> None:
+    """Raise :class:`ModelError` (exit 2) naming the first malformed field of an
+    ``exactattn-precision/1`` file: every field its record (``results/precision.py``) reads
+    and ``report`` prints, and the documented rules for files older than a key (LEGACY)."""
+    # lazy: results/precision imports numpy; only this file format needs it
+    from exactattn.results.precision import legacy_keys
+
+    try:
+        top = _obj(data, source)
+        _str(top.get("model"), "model", MAX_NAME)
+        s = _obj(top.get("settings"), "settings")
+        for k in ("dtypes", "taus"):
+            for i, x in enumerate(_list(s.get(k), f"settings.{k}")):
+                _str(x, f"settings.{k}[{i}]", 10_000)
+        _int(s.get("seed"), "settings.seed", None)
+        if s.get("mode") not in _MODES:
+            _fail(
+                "settings.mode",
+                f"expected one of {', '.join(_MODES)}, got {clip(repr(s.get('mode')))}",
+            )
+        _opt(s.get("backend"), "settings.backend", _str, MAX_NAME)
+        _opt(s.get("backend_version"), "settings.backend_version", _str, MAX_NAME)
+        _opt(s.get("certified"), "settings.certified", _bool)
+        for i, x in enumerate(_list(s.get("families", []), "settings.families")):
+            _str(x, f"settings.families[{i}]", MAX_NAME)
+        _lengths(s.get("ns", []), "settings.ns")
+        for k in ("min_n", "max_n"):
+            _opt(s.get(k), f"settings.{k}", _int, 1, MAX_RESULT_N)
+        if "interrupted" in top:
+            _bool(top["interrupted"], "interrupted")
+        runs = _list(top.get("runs"), "runs")
+        if not runs:
+            _fail("runs", "a precision result needs a non-empty list of runs (dtype, τ)")
+        for r, run in enumerate(runs):
+            p = f"runs[{r}]"
+            _obj(run, p)
+            if run.get("dtype") not in _DTYPES:
+                _fail(
+                    f"{p}.dtype",
+                    f"expected one of {', '.join(_DTYPES)}, got {clip(repr(run.get('dtype')))}",
+                )
+            _str(run.get("tau"), f"{p}.tau", 10_000)
+            _need(run, ("first_flip_n",), f"{p}.")
+            _opt(run["first_flip_n"], f"{p}.first_flip_n", _int, 1, MAX_RESULT_N)
+            lengths = _list(run.get("lengths"), f"{p}.lengths")
+            if len(lengths) > MAX_RUN_LENGTHS:
+                _fail(f"{p}.lengths", f"{len(lengths):,} lengths (limit {MAX_RUN_LENGTHS:,})")
+            ns: set[int] = set()
+            for k, e in enumerate(lengths):
+                _precision_length(e, f"{p}.lengths[{k}]", ns)
+        try:
+            legacy_keys(top)  # a key missing in a way no earlier writer left it
+        except (ValueError, KeyError, TypeError) as exc:
+            _fail("settings", f"an inconsistent file: {clip(str(exc), 200)}")
+    except ModelError as e:
+        raise ModelError(e.path, e.message, _PRECISION_FIX) from None
+
+
+_OBJECTIVES = ("margin", "gamma", "error")
+
+
+def validate_search(data: Any, source: str = "search") -> None:
+    """Raise :class:`ModelError` (exit 2) naming the first malformed field of an
+    ``exactattn-search/1`` file (every field ``results/search.py`` reads and ``report``
+    prints)."""
+    try:
+        top = _obj(data, source)
+        _str(top.get("model"), "model", MAX_NAME)
+        _int(top.get("n"), "n", 1, MAX_RESULT_N)
+        if top.get("objective") not in _OBJECTIVES:
+            _fail(
+                "objective",
+                f"expected one of {', '.join(_OBJECTIVES)}, got {clip(repr(top.get('objective')))}",
+            )
+        _int(top.get("evaluated"), "evaluated")
+        _int(top.get("seed"), "seed", None)
+        _int(top.get("budget"), "budget")
+        _opt(top.get("meaning"), "meaning", _str, 1_000)
+        w = _obj(top.get("witness"), "witness")
+        _word(w.get("input"), "witness.input")
+        if len(w["input"]) != top["n"]:
+            _fail("witness.input", f"{len(w['input']):,} symbols, but n = {top['n']:,}")
+        v = _obj(w.get("value"), "witness.value")
+        _interval(v, "witness.value", rational=True)
+        _need(w, ("layer", "position"), "witness.")
+        _opt(w["layer"], "witness.layer", _int)
+        _opt(w["position"], "witness.position", _int)
+        _opt(w.get("decision"), "witness.decision", _bool, True)
+        for k in ("head", "prec"):
+            _opt(w.get(k), f"witness.{k}", _int)
+        _opt(w.get("method"), "witness.method", _str, MAX_NAME)
+    except ModelError as e:
+        raise ModelError(e.path, e.message, _SEARCH_FIX) from None

@@ -39,11 +39,11 @@ class Evaluation:
     prec: int
 
 
-MAX_EVAL_VALUES = 250_000
+MAX_EVAL_VALUES = 100_000
 """Most values ``eval`` keeps and shows for one input: every activation ((L + 1)·T·d) and every
 attention weight (heads·T², T = n + BOS + EOS). Each weight costs about 200 bytes as exact
-and certified values and 1.2 KB and 0.2 ms in the terminal table: 90,000 weights took 15 CPU-s,
-and a 6,000-symbol input aborted at 3.3 GB (exit 134; issue 40)."""
+and certified values and 1.2 KB and 0.17 ms in the terminal table (90,000 weights: 15 CPU-s
+and 190 MB), and a 6,000-symbol input aborted at 3.3 GB (exit 134; issue 40)."""
 
 
 def eval_size(model: Model, n: int) -> int:
