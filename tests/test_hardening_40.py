@@ -812,3 +812,79 @@ def test_fuzz_messages_are_well_formed(tmp_path: Path) -> None:
                 assert "\\t" not in line and "\\n\\t" not in line, line
     finally:
         undo()
+
+
+# ---------------------------------------------------------------------------- 1b. precision, search
+
+
+PREC = ROOT / "reports" / "precision"
+STORED = sorted(
+    p for p in PREC.rglob("*.json") if json.loads(p.read_text()).get("format") != "exactattn/1"
+)
+
+
+@pytest.mark.parametrize("path", STORED, ids=[p.name for p in STORED])
+def test_every_stored_precision_and_search_file_renders(tmp_path: Path, path: Path) -> None:
+    for suffix in ("md", "tex"):
+        o = run(tmp_path, ["report", path, "-o", tmp_path / f"out.{suffix}"])
+        assert o.code == 0, o.stderr
+        text = (tmp_path / f"out.{suffix}").read_text()
+        assert F.report_injections(f"out.{suffix}", text) == []
+
+
+def test_precision_report_shows_the_runs(tmp_path: Path) -> None:
+    doc = F.generated_bases()["precision family"]
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    o = run(tmp_path, ["report", tmp_path / "r.json", "-o", tmp_path / "out.md"])
+    assert o.code == 0, o.stderr
+    md = (tmp_path / "out.md").read_text()
+    assert "# Precision: dyck1" in md and "## float16, τ = model" in md
+    assert "## float32, τ = model" in md and "| 40 | 2 |" in md
+
+
+L0 = ("runs", 0, "lengths", 0)
+
+
+@pytest.mark.parametrize(
+    "which, path, value, needle",
+    [
+        ("precision", ("runs", 0, "dtype"), "<b>", "runs[0].dtype: expected one of float16"),
+        ("precision", (*L0, "flips"), "x", "runs[0].lengths[0].flips"),
+        ("precision", (*L0, "flips"), 99, "99 is beyond the limit of 2"),  # 2 inputs at n = 1
+        ("precision", (*L0, "total_error", "upper"), "\\input{x}", "total_error.upper"),
+        ("precision", ("settings", "mode"), 5, "settings.mode"),
+        ("precision", ("runs",), [], "runs: a precision result needs"),
+        ("precision family", (*L0, "first_flip", "input"), "ab", "first_flip.input"),
+        ("precision family", (*L0, "first_flip", "diagnosis", "layer"), "x", "diagnosis.layer"),
+        ("search", ("witness", "value", "upper"), "<img>", "witness.value.upper"),
+        ("search", ("witness", "input"), ["a"], "witness.input: 1 symbols, but n = 5"),
+        ("search", ("objective",), "<b>", "objective: expected one of margin"),
+        ("search", ("n",), 0, "n: expected an integer >= 1"),
+    ],
+)
+def test_run_report_refuses_wrong_types(
+    tmp_path: Path, which: str, path: tuple, value: Any, needle: str
+) -> None:
+    o = _report(tmp_path, _set(F.generated_bases()[which], path, value), "tex")
+    one_line_exit_2(o, needle)
+    assert not (tmp_path / "out.tex").exists()
+
+
+@pytest.mark.parametrize("which", ["precision", "precision family", "search", "search margin"])
+@pytest.mark.parametrize("suffix", ["md", "tex"])
+def test_run_report_escapes_every_string(tmp_path: Path, which: str, suffix: str) -> None:
+    base = F.generated_bases()[which]
+    strings = [p for p in F._paths(base) if p and isinstance(F._get(base, p), str)]
+    strings = [p for p in strings if p != ("format",)]
+    rendered = 0
+    for k, p in enumerate(strings):
+        payload = HOSTILE[k % 3]
+        o = _report(tmp_path, _set(base, p, payload), suffix)
+        assert o.code in (0, 2) and F.problems(o) == [], (p, o.stderr, F.problems(o))
+        if o.code == 0:
+            rendered += 1
+            text = (tmp_path / f"out.{suffix}").read_text(encoding="utf-8")
+            assert F.report_injections(f"out.{suffix}", text) == [], p
+            # (a code span may show "<img …>" literally: markdown-it renders it as text)
+            assert suffix == "md" or "\\input{" not in text
+    assert rendered >= 3
