@@ -888,3 +888,13 @@ def test_run_report_escapes_every_string(tmp_path: Path, which: str, suffix: str
             # (a code span may show "<img …>" literally: markdown-it renders it as text)
             assert suffix == "md" or "\\input{" not in text
     assert rendered >= 3
+
+
+def test_checkpoint_lock_may_not_be_the_model(tmp_path: Path) -> None:
+    """``check ck/lock --checkpoint ck`` truncated the model to write the lock's pid."""
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    (ck / "lock").write_text(MODEL.read_text())
+    o = run(tmp_path, ["check", ck / "lock", "--max-n", "2", "-q", "--checkpoint", ck])
+    one_line_exit_2(o, "which it would overwrite")
+    assert (ck / "lock").read_text() == MODEL.read_text()

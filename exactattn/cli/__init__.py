@@ -78,7 +78,7 @@ from exactattn.results.settings import TauChoice
 from exactattn.results.views import ABSENT, ResultView, format_of
 from exactattn.run.check import estimate, run_check
 from exactattn.run.evaluate import evaluate
-from exactattn.run.executors import Checkpoint, fingerprint, make_executor
+from exactattn.run.executors import LOCK_NAME, Checkpoint, fingerprint, make_executor
 
 console = Console()
 
@@ -239,7 +239,10 @@ def check(
     reports = (
         report_files(Path(report)) if report and Path(report).suffix in (".md", ".tex") else []
     )
-    refuse_overwrite([("MODEL", model_path)], [("--json", json_out), *_named("--report", reports)])
+    lock = [("--checkpoint", Path(checkpoint) / LOCK_NAME)] if checkpoint else []  # rewritten
+    refuse_overwrite(
+        [("MODEL", model_path)], [("--json", json_out), *_named("--report", reports), *lock]
+    )
     model = load_model(model_path)
     lo = model.min_length if min_n is None else min_n
     if max_n < lo:
