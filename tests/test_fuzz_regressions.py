@@ -44,3 +44,13 @@ def test_a_long_rational_marked_dagger_compiles(tmp_path: Path) -> None:
 def test_markdown_reports_never_crash(tmp_path: Path, name: str) -> None:
     res = CliRunner().invoke(main, ["report", str(DATA / name), "-o", str(tmp_path / "r.md")])
     assert res.exit_code in (0, 2), res.output
+
+
+def test_a_precision_file_with_backend_but_no_version_is_bad_input(tmp_path: Path) -> None:
+    """Seed 2040 (issue 40's run), case 15,728: ``settings.backend`` without
+    ``backend_version`` passed the validation and crashed the precision record (exit 4)."""
+    src = DATA / "precision_backend_without_version.json"
+    res = CliRunner().invoke(main, ["report", str(src), "-o", str(tmp_path / "r.md")])
+    assert res.exit_code == 2, res.output
+    assert "settings.backend_version: missing" in res.output
+    assert not any(tmp_path.iterdir())

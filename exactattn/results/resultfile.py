@@ -658,8 +658,8 @@ def _diagnosis(d: Any, path: str) -> None:
 def _first_flip(f: Any, path: str) -> None:
     _obj(f, path)
     _word(f.get("input"), f"{path}.input")
+    _need(f, ("family", "hard", "dtype_output", "replayed"), f"{path}.")
     _opt(f.get("family"), f"{path}.family", _str, MAX_NAME)
-    _need(f, ("hard", "dtype_output", "replayed"), f"{path}.")
     _str(f.get("cause"), f"{path}.cause", MAX_NAME)
     _diagnosis(f.get("diagnosis"), f"{path}.diagnosis")
     _bool(f.get("replayed"), f"{path}.replayed")
@@ -709,7 +709,9 @@ def validate_precision(data: Any, source: str = "precision") -> None:
                 "settings.mode",
                 f"expected one of {', '.join(_MODES)}, got {clip(repr(s.get('mode')))}",
             )
-        _opt(s.get("backend"), "settings.backend", _str, MAX_NAME)
+        if "backend" in s:  # both or neither (LEGACY: files before issue 26 have neither)
+            _need(s, ("backend_version",), "settings.")
+            _str(s["backend"], "settings.backend", MAX_NAME)
         _opt(s.get("backend_version"), "settings.backend_version", _str, MAX_NAME)
         _opt(s.get("certified"), "settings.certified", _bool)
         for i, x in enumerate(_list(s.get("families", []), "settings.families")):
