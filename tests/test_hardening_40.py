@@ -330,16 +330,17 @@ def test_json_into_a_character_device_keeps_the_device(tmp_path: Path) -> None:
     null device in tmp_path stands in for it (the real one is never touched)."""
     m = tmp_path / "m.json"
     m.write_text(MODEL.read_text())
-    dev = tmp_path / "null"
-    os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    dev, dev_md = tmp_path / "null", tmp_path / "null.md"
+    for node in (dev, dev_md):
+        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
     for args in (
         ["check", m, "--max-n", "2", "-q", "--json", dev],
         ["search", m, "--n", "3", "--objective", "margin", "--json", dev],
-        ["check", m, "--max-n", "2", "-q", "--report", dev.with_suffix(".md")],
+        ["check", m, "--max-n", "2", "-q", "--report", dev_md],
     ):
         o = run(tmp_path, args)
         assert o.code == 0, o.stderr
-        assert stat.S_ISCHR(os.lstat(dev).st_mode)
+        assert stat.S_ISCHR(os.lstat(dev).st_mode) and stat.S_ISCHR(os.lstat(dev_md).st_mode)
     # exit 2 after lengths were saved puts the file back as it was: a device is left alone
     text = json.loads(MODEL.read_text())
     text["temperature"] = "1/(3-n)"

@@ -25,6 +25,7 @@ from exactattn.report.table import markdown as markdown_table
 from exactattn.results.precision import PRECISION_FORMAT, Enclosure, PrecisionResult
 from exactattn.results.resultfile import validate_precision, validate_search
 from exactattn.results.search import SEARCH_FORMAT, SearchResult
+from exactattn.results.views import format_of
 
 SHOWN_SYMBOLS = 60
 """Longest input shown in full (an input can have 2^24 symbols): longer ones are cut."""
@@ -81,17 +82,7 @@ def precision_tables(res: PrecisionResult) -> list[tuple[str, Table, str]]:
 
 
 def _settings_line(res: PrecisionResult) -> str:
-    s = res.settings
-    what = {
-        "family": f"families {', '.join(s.families)} at n = {', '.join(map(str, s.ns))}",
-        "enumerate": f"every input of length {s.min_n}..{s.max_n}",
-        "inputs": "the inputs of a file",
-    }.get(s.mode, s.mode)
-    certified = "; the soft meaning certified" if s.certified else ""
-    return (
-        f"dtypes {', '.join(s.dtypes)}; τ: {', '.join(s.taus)}; {what}; forward pass "
-        f"{s.backend}{f' ({s.backend_version})' if s.backend_version else ''}{certified}."
-    )
+    return res.settings.describe()
 
 
 def precision_markdown(res: PrecisionResult) -> str:
@@ -199,7 +190,7 @@ def write_run_report(data: dict[str, Any], out: Path, fmt_: str | None) -> Path:
             f"cannot tell the report format from {out.name!r} (fix: use a .md or .tex file "
             "name, or `exactattn report --format md|tex`)"
         )
-    validate, read, render = _WRITERS[data["format"]]
+    validate, read, render = _WRITERS[format_of(data)]
     validate(data)
     write_text_atomic(out, render[kind](read(data)))
     return out
