@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from exactattn.constructions.rasp import Program as Builder
 from exactattn.constructions.rasp import ProgramError
 from exactattn.core.limits import MAX_HEADS, MAX_LAYERS, MAX_NAME, MAX_STRING, clip
+from exactattn.model.provenance import stamp
 from exactattn.rasp.ast import (
     MASK_TEXT,
     Attend,
@@ -942,6 +943,8 @@ def compile_program(prog: Program) -> Compiled:
                 "characters (fix: a shorter symbol without control characters)",
             )
     try:
-        return _Compiler(prog).run()
+        out = _Compiler(prog).run()
     except ProgramError as exc:  # pragma: no cover - the back end's checks are invariants here
         raise RaspError(prog.output.loc, f"internal compile error: {exc}") from None
+    # how it was built (the program itself is reference.program): `certify` recompiles it
+    return replace(out, model=stamp(out.model, "rasp", {"name": prog.name}))
