@@ -144,6 +144,12 @@ TYPED_FIELDS = [
     ("range", ("first_failure",), {"n": {"a": 1}}, "first_failure.n"),
     ("range", ("evaluated",), "<b>", "evaluated"),
     ("range", ("seconds",), "<b>", "seconds"),
+    # issue 41's keys (merged later; the long fuzz, seeds 2040-2041, found them unchecked)
+    ("one", ("provenance",), 0, "provenance: expected an object"),
+    ("one", ("provenance", "rederived"), "yes", "provenance.rederived: expected true or false"),
+    ("range", ("provenance", "model_sha256"), None, "provenance.model_sha256"),
+    ("range", ("provenance", "reason"), ["<b>"], "provenance.reason"),
+    ("one", ("checked_not_used",), 5, "checked_not_used: expected a string"),
 ]
 
 
@@ -861,6 +867,8 @@ L0 = ("runs", 0, "lengths", 0)
         ("search", ("witness", "input"), ["a"], "witness.input: 1 symbols, but n = 5"),
         ("search", ("objective",), "<b>", "objective: expected one of margin"),
         ("search", ("n",), 0, "n: expected an integer >= 1"),
+        ("precision", ("model_sha256",), ["<b>"], "model_sha256: expected a string"),
+        ("search", ("model_sha256",), 5, "model_sha256: expected a string"),
     ],
 )
 def test_run_report_refuses_wrong_types(

@@ -493,6 +493,15 @@ def _proof(top: dict[str, Any]) -> None:
     for i, k in enumerate(_list(top.get("conditional_on"), "conditional_on")):
         _str(k, f"conditional_on[{i}]", MAX_NAME)
     _obj(top.get("claims"), "claims")  # the model's claims object, not rendered
+    pv = top.get("provenance")  # absent in files written before issue 41
+    if pv is not None:
+        pv = _obj(pv, "provenance")
+        _str(pv.get("model_sha256"), "provenance.model_sha256", 64)
+        _bool(pv.get("rederived"), "provenance.rederived")
+        _need(pv, ("built_by", "reason"), "provenance.")
+        _opt(pv["built_by"], "provenance.built_by", _str, MAX_NAME)
+        _opt(pv["reason"], "provenance.reason", _text)
+    _opt(top.get("checked_not_used"), "checked_not_used", _text)
 
 
 def _grid_point(x: Any, path: str) -> None:
@@ -700,6 +709,7 @@ def validate_precision(data: Any, source: str = "precision") -> None:
     try:
         top = _obj(data, source)
         _str(top.get("model"), "model", MAX_NAME)
+        _opt(top.get("model_sha256"), "model_sha256", _str, 64)
         s = _obj(top.get("settings"), "settings")
         for k in ("dtypes", "taus"):
             for i, x in enumerate(_list(s.get(k), f"settings.{k}")):
@@ -760,6 +770,7 @@ def validate_search(data: Any, source: str = "search") -> None:
     try:
         top = _obj(data, source)
         _str(top.get("model"), "model", MAX_NAME)
+        _opt(top.get("model_sha256"), "model_sha256", _str, 64)
         _int(top.get("n"), "n", 1, MAX_RESULT_N)
         if top.get("objective") not in _OBJECTIVES:
             _fail(
