@@ -587,8 +587,7 @@ MUTATIONS: list[Mutation] = [
         ),
     ),
     # ---- exactattn/engine/cascade/chain.py: settle_dominated (notes/benchmark-rounds.md, "The
-    # random
-    # model's last third")
+    # random model's last third")
     Mutation(
         "SD1",
         "exactattn/engine/cascade/chain.py",

@@ -2,8 +2,7 @@
 
 ``run/shard.py`` asks :class:`Cascade` for the certified soft meaning of each batch of a shard
 and nothing more. Per batch (notes/benchmark-rounds.md, "Coarse tier", "Centred tier",
-"Double-double
-tier"), as the job's :class:`~.policy.Policy` allows:
+"Double-double tier"), as the job's :class:`~.policy.Policy` allows:
 
 1. the coarse tier (:mod:`.coarse`), where its rule turns it on (:func:`~.coarse.coarse_pays`,
    a function of the model and n): loose certified ends for every word, which settle the words

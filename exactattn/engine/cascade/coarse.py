@@ -579,8 +579,7 @@ _PAYS: dict[tuple[int, int], tuple[CompiledModel, bool]] = {}
 
 def coarse_pays(cm: CompiledModel, n: int) -> bool:
     """Whether the check runs the coarse tier at length ``n`` (notes/benchmark-rounds.md, "Coarse
-    tier",
-    the rule): the model has an accept read-out and some head's exact hard score numerator on
+    tier", the rule): the model has an accept read-out and some head's exact hard score numerator on
     the first RULE_WORDS words of length n (rank order) reaches 2^53, i.e. the scores are not
     float64 numbers. That is where certify_float pays for Python-integer scores and its
     enclosures are loose anyway (the random models: 76–91 bits, 96–99.7% settled by this
@@ -625,8 +624,7 @@ def certify_coarse(
     # the allocator setting (policy.malloc_tuned: once per process; no bit depends on it): the
     # tier's (B, T, T) and (d, B, T) temporaries of 3-30 MB otherwise cost fresh pages each time,
     # ≈ 35% of its CPU time (notes/benchmark-rounds.md, "Coarse tier: built"); certify_float made
-    # the
-    # setting only at its own first call, after the first batch's coarse pass
+    # the setting only at its own first call, after the first batch's coarse pass
     malloc_tuned()
     try:
         cw = coarse_weights(cm, hb.x0.shape[1])

@@ -85,8 +85,7 @@ def _tune_malloc() -> bool:
     temporary of a (1024 words × 13 × 13) batch was first-touch page faults: ≈ 75,000 per
     4,096 words of the random benchmark model, ≈ 20% of the float64 tier's CPU time
     (notes/benchmark-rounds.md, "Cheaper float64 tier"). Arrays below 32 MiB now come from the heap
-    and
-    up to 64 MiB of free heap top is kept. Linux/glibc only; ``EXACTATTN_MALLOC=0`` leaves
+    and up to 64 MiB of free heap top is kept. Linux/glibc only; ``EXACTATTN_MALLOC=0`` leaves
     the allocator alone. Returns whether the settings were applied."""
     if os.environ.get("EXACTATTN_MALLOC", "1") == "0" or not sys.platform.startswith("linux"):
         return False
