@@ -36,8 +36,8 @@ def _spy(monkeypatch) -> list[int]:
     real_coarse, real_settle = chain.certify_coarse, chain.settle_dominated
     last: list[object] = [None]
 
-    def coarse_spy(*a):  # type: ignore[no-untyped-def]
-        last[0] = fc = real_coarse(*a)
+    def coarse_spy(*a, **k):  # type: ignore[no-untyped-def]
+        last[0] = fc = real_coarse(*a, **k)
         return fc
 
     def settle_spy(fb, *a, **k):  # type: ignore[no-untyped-def]

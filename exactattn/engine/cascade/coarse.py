@@ -49,6 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import islice
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -64,6 +65,7 @@ from exactattn.engine.hard import (
     run_hard,
     visible_mask,
 )
+from exactattn.engine.ratarray import RatArray
 from exactattn.inputs import words_of_length
 from exactattn.model import AcceptOutput, AttentionLayer
 
@@ -379,7 +381,7 @@ def _head(
     inv_tau: float,
     itau_hi: float,
     dc: float,
-    exact: HeadTrace | None = None,
+    exact: HeadTrace | Any = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_head_fm` on arrays (B, T, d) → (B, T, m) (tests)."""
     out, outn, rout = _head_fm(hd, _fm(x), xn, _fm(r), inv_tau, itau_hi, dc, exact)
@@ -394,7 +396,7 @@ def _head_fm(
     inv_tau: float,
     itau_hi: float,
     dc: float,
-    exact: HeadTrace | None = None,
+    exact: HeadTrace | Any = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One head's output rows, a bound on their magnitude per word, and their radii, all
     feature-major ((d, B, T) in, (m, B, T) out; scores and weights are (B, i, j)).
@@ -405,7 +407,17 @@ def _head_fm(
     Fixed-order products unless ``policy.blas_on()``."""
     blas = blas_on()
     T = x.shape[2]
-    if exact is not None:
+    if exact is not None and hasattr(exact, "rho"):
+        # the hard filter's scores and values (proofs/hard_filter.md, Lemmas HD and HL): one
+        # radius per word, |ŝ − s| ≤ rho and |v̂ − v| ≤ rv on every entry of the word
+        s = exact.s  # (B, i, j)
+        sa = np.abs(s)
+        sbound = sa.max(axis=(1, 2))[:, None]  # max |ŝ| per word (B, 1)
+        es = np.broadcast_to(exact.rho[:, None, None], s.shape)
+        v = exact.v
+        rv = np.broadcast_to(exact.rv[None, :, None], v.shape)
+        vn_word = _mag(v)
+    elif exact is not None:
         # Lemma H: the exact scores and values converted, |ŝ − s| ≤ CONV·|ŝ| + ETA per entry
         s = _to_float(exact.scores)  # (B, i, j)
         sa = np.abs(s)
@@ -607,15 +619,64 @@ def coarse_pays(cm: CompiledModel, n: int) -> bool:
     return big
 
 
+class HardSource(Protocol):
+    """Where the tier reads the hard meaning of a batch (its δ = soft − hard needs only
+    enclosures of it): the exact trace by default (:class:`ExactSource`), or the certified
+    float filter of the hard meaning (``engine/hardfilter.py``, proofs/hard_filter.md)."""
+
+    hard_tie: np.ndarray  # (B,) bool: the exact read-out sits on the threshold
+
+    def first_head(self, h: int) -> Any:
+        """The first layer's head h: its exact trace, or an object with ``s`` (B, T, T),
+        ``rho`` (B,), ``v`` (m, B, T) and ``rv`` (B,): |ŝ − s| ≤ rho, |v̂ − v| ≤ rv per word."""
+
+    def layer(self, li: int) -> tuple[np.ndarray, np.ndarray]:
+        """The hard activations after layer li, feature-major (d, B, T), and a radius per word
+        (B,) that bounds |ĥ − h| on every entry of the word."""
+
+
+class ExactSource:
+    """:class:`HardSource` of an exact trace: Lemma H's conversions (the tier's own bits)."""
+
+    def __init__(self, cm: CompiledModel, hb: HardBatch) -> None:
+        self.hb = hb
+        vals = read_output(cm.model, hb.activations[-1], hb.n).values
+        t = cm.model.output.threshold  # type: ignore[union-attr]
+        num = vals.num.astype(object)
+        self.hard_tie = np.array(num * t.denominator == t.numerator * vals.den, dtype=bool)
+
+    def first_head(self, h: int) -> HeadTrace:
+        heads = self.hb.layers[0].heads
+        assert heads is not None
+        return heads[h]
+
+    def layer(self, li: int) -> tuple[np.ndarray, np.ndarray]:
+        return exact_layer(self.hb.layers[li].x_out)
+
+
+def exact_layer(x_out: RatArray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact hard activations (B, T, d) as the tier reads them: converted, feature-major, with
+    Lemma H's radius per word, |ĥ − h| ≤ CONV·max|ĥ| (the ETA is added where it is used)."""
+    hard = _to_float_fm(x_out)
+    return hard, CONV * _mag(hard)[:, 0]
+
+
 def certify_coarse(
-    cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
+    cm: CompiledModel,
+    hb: HardBatch | Any,
+    taus: list[list[tuple[Fraction, Fraction]] | None],
+    hard: HardSource | None = None,
 ) -> FloatBatch | None:
     """The coarse tier on every word of ``hb``: a :class:`~.batch.FloatBatch` of certified
     but loose ends of every layer's max |δ| (``err_hi`` already raised by MARGIN), the row of
     each upper end, and the soft accept decision where certain (``read``, also ``decided``).
     Nothing is ``tight`` or ``settled``: the ends serve only ``settle_dominated``. None when
     the tier declines the model or batch (no accept read-out, a non-positive τ, numbers
-    beyond float range); a word with a non-finite number gets [0, inf] and no decision."""
+    beyond float range); a word with a non-finite number gets [0, inf] and no decision.
+
+    ``hard``: where the hard meaning is read (default: ``hb``'s exact trace, bit for bit as
+    before); with the filter's (engine/hardfilter.py), ``hb`` needs only ``x0``, ``n`` and
+    ``words``."""
     if not isinstance(cm.model.output, AcceptOutput):
         return None
     for row in taus:
@@ -630,7 +691,7 @@ def certify_coarse(
         cw = coarse_weights(cm, hb.x0.shape[1])
         if not cw.ok:  # outside the range of proofs/coarse_tier.md
             return None
-        return _certify(cm, cw, hb, taus)
+        return _certify(cm, cw, hb, taus, hard or ExactSource(cm, hb))
     except OverflowError:  # exact numbers beyond float range: the next tier decides
         return None
 
@@ -638,8 +699,9 @@ def certify_coarse(
 def _certify(
     cm: CompiledModel,
     cw: CoarseWeights,
-    hb: HardBatch,
+    hb: HardBatch | Any,
     taus: list[list[tuple[Fraction, Fraction]] | None],
+    src: HardSource,
 ) -> FloatBatch:
     B = len(hb.words)
     L = len(cw.layers)
@@ -651,19 +713,19 @@ def _certify(
         x = _to_float_fm(hb.x0)
         xn = _mag(x)
         r = np.abs(x) * CONV + ETA  # Lemma H, per entry
-        for li, (layer, lt) in enumerate(zip(cw.layers, hb.layers, strict=True)):
+        for li, layer in enumerate(cw.layers):
             if isinstance(layer, list):
                 row = taus[li]
                 assert row is not None  # an attention layer has per-head τ enclosures
                 new = x.copy()
                 radd = r.copy()
                 mag = xn.copy()
-                traces = lt.heads if li == 0 and EXACT_FIRST else None  # exact input
+                first = li == 0 and EXACT_FIRST  # the hard input: the embeddings
                 for h, (hd, (lo, hi)) in enumerate(zip(layer, row, strict=True)):
                     c = float(2 / (lo + hi))
                     itau_hi = iv.float_up(1 / lo)
                     dc = iv.float_up(max(abs(Fraction(c) - 1 / lo), abs(Fraction(c) - 1 / hi)))
-                    tr = None if traces is None else traces[h]
+                    tr = src.first_head(h) if first else None
                     out, outn, rout = _head_fm(hd, x, xn, r, c, itau_hi, dc, tr)
                     new += out
                     radd += rout
@@ -685,13 +747,14 @@ def _certify(
                 x = x + o
                 r = (r + ro + U * (1 + U) * _w(xn + on)) * SAFE
             xn = _mag(x)
-            # δ = soft − hard: Lemma H for the hard values, one rounding for the difference
-            hard = _to_float_fm(lt.x_out)
+            # δ = soft − hard: the hard values within rh per word (Lemma H: CONV·max|ĥ|; the
+            # filter's enclosures, proofs/hard_filter.md), one rounding for the difference
+            hard, rh = src.layer(li)
             dl = x - hard
-            # |δ̂ − δ| ≤ R + c per entry, c = CONV·max|ĥ| + 2u·max|δ̂| per word (Lemma H and
-            # the difference's rounding); the float sums are within u, the maxima exact
+            # |δ̂ − δ| ≤ R + c per entry, c = rh + 2u·max|δ̂| per word (the hard values' radius
+            # and the difference's rounding); the float sums are within u, the maxima exact
             ad = np.abs(dl)
-            c = (CONV * _mag(hard)[:, 0] + 2 * U * _word_max(ad)) * SAFE + ETA
+            c = (rh + 2 * U * _word_max(ad)) * SAFE + ETA
             top = (ad + r).max(axis=0)  # (B, T)
             err_row[:, li] = np.argmax(top, axis=1)  # the row of the upper end (witness)
             hi_ = (top.max(axis=1) * (1 + 2.0**-50) + c) * SAFE * MARGIN
@@ -709,11 +772,7 @@ def _certify(
         yes = cdiff - rad > 0
         no = cdiff + rad < 0
         fin = np.isfinite(err_hi).all(axis=1) & np.isfinite(cdiff) & np.isfinite(rad)
-        vals = read_output(cm.model, hb.activations[-1], hb.n).values
-        t = cm.model.output.threshold  # type: ignore[union-attr]
-        num = vals.num.astype(object)
-        hard_tie = np.array(num * t.denominator == t.numerator * vals.den, dtype=bool)
-        read = fin & (yes | no) & ~hard_tie
+        read = fin & (yes | no) & ~src.hard_tie
     never = np.zeros(B, dtype=bool)
     return FloatBatch(
         never,

@@ -33,16 +33,22 @@ class Policy:
     centred: bool = True  # the centred float64 tier, before double-double
     dd: bool = True  # the double-double tier, before arb
     blas: bool = False  # BLAS score products (and the coarse tier's), Rump's bound
+    # the hard meaning's float filter (engine/hardfilter.py), where its rule turns it on: not a
+    # tier of the soft meaning, but it changes what the coarse tier reads, so it is a switch
+    # of the same job (recorded in checkpoint identities where it runs)
+    hard_filter: bool = True
 
     @staticmethod
     def from_environ(env: Mapping[str, str]) -> Policy:
         """``EXACTATTN_COARSE=0``, ``EXACTATTN_CENTRED=0``, ``EXACTATTN_DD=0`` turn a tier
-        off; ``EXACTATTN_BLAS=1`` turns BLAS products on (docs/scale.md)."""
+        off; ``EXACTATTN_BLAS=1`` turns BLAS products on (docs/scale.md);
+        ``EXACTATTN_HARDFILTER=0`` turns the hard meaning's float filter off."""
         return Policy(
             coarse=env.get("EXACTATTN_COARSE", "1") != "0",
             centred=env.get("EXACTATTN_CENTRED", "1") != "0",
             dd=env.get("EXACTATTN_DD", "1") != "0",
             blas=env.get("EXACTATTN_BLAS", "") == "1",
+            hard_filter=env.get("EXACTATTN_HARDFILTER", "1") != "0",
         )
 
 
