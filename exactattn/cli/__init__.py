@@ -37,6 +37,7 @@ from exactattn.cli.common import (  # noqa: F401  (re-exported: tests and extra 
     _snapshot,
     err_console,
     ignore_late_ctrl_c,
+    refuse_overwrite,
 )
 from exactattn.cli.export import export_group
 from exactattn.cli.extra import precision_cmd, search_cmd
@@ -54,7 +55,7 @@ from exactattn.core.guard import (
     internal_error,
     interrupted,
 )
-from exactattn.core.jsonio import read_json, write_json_atomic, write_text_atomic
+from exactattn.core.jsonio import is_special, read_json, write_json_atomic, write_text_atomic
 from exactattn.core.limits import cap_message, clip
 from exactattn.core.numbers import MAX_INT_DIGITS, parse_decimal, short_decimal, short_sci_huge
 from exactattn.engine.temperature import BASE_PREC, Temperatures
@@ -63,12 +64,14 @@ from exactattn.inputs import count_inputs, count_text
 from exactattn.inputs.work import job_too_large
 from exactattn.model import load_model
 from exactattn.model.provenance import model_sha256
-from exactattn.report import write_report
+from exactattn.report import report_files, write_report
 from exactattn.report.certificate import write_certificate_report
 from exactattn.report.claims import main as claims_main
 from exactattn.report.data import non_monotone_lines
 from exactattn.report.latex import safe_report_name
 from exactattn.report.regenerate import regenerate
+from exactattn.report.runs import FORMATS as RUN_FORMATS
+from exactattn.report.runs import write_run_report
 from exactattn.results import RESULT_FORMAT
 from exactattn.results.bounds import TauBracket, tau_star_brackets
 from exactattn.results.resultfile import validate_result
@@ -76,7 +79,7 @@ from exactattn.results.settings import TauChoice
 from exactattn.results.views import ABSENT, ResultView, format_of
 from exactattn.run.check import estimate, run_check
 from exactattn.run.evaluate import evaluate
-from exactattn.run.executors import Checkpoint, fingerprint, make_executor
+from exactattn.run.executors import LOCK_NAME, Checkpoint, fingerprint, make_executor
 
 console = Console()
 
@@ -100,7 +103,9 @@ def _usage_error(exc: click.UsageError) -> NoReturn:
         exc.show()
         sys.exit(exc.exit_code)
     where = exc.ctx.command_path if exc.ctx is not None else "exactattn"
-    bad_input(f"{where}: {exc.format_message()} (fix: see '{where} --help')")
+    message = exc.format_message()
+    fix = "" if "(fix:" in message else f" (fix: see '{where} --help')"  # one fix, not two
+    bad_input(f"{where}: {message}{fix}")
 
 
 class _Group(click.Group):
@@ -232,6 +237,13 @@ def check(
 ) -> None:
     """Enumerate every input up to --max-n and compare the hard and soft meanings."""
 
+    reports = (
+        report_files(Path(report)) if report and Path(report).suffix in (".md", ".tex") else []
+    )
+    lock = [("--checkpoint", Path(checkpoint) / LOCK_NAME)] if checkpoint else []  # rewritten
+    refuse_overwrite(
+        [("MODEL", model_path)], [("--json", json_out), *_named("--report", reports), *lock]
+    )
     model = load_model(model_path)
     lo = model.min_length if min_n is None else min_n
     if max_n < lo:
@@ -294,10 +306,12 @@ def check(
 
     hold = FinishHold()  # Ctrl-C once every length is checked: the complete result wins
 
-    def save(result: Any) -> None:
+    special = json_out is not None and is_special(json_out)
 
-        if not json_out:
-            return
+    def save(result: Any, final: bool = False) -> None:
+
+        if not json_out or (special and not final):
+            return  # a device or FIFO (--json /dev/stdout) gets one document: the last
         with hold.saving():  # a Ctrl-C waits for the file (and its imports), or is held
             write_json_atomic(Path(json_out), result.to_json())
 
@@ -350,7 +364,7 @@ def check(
                         ckpt.close()  # the directory's lock: free for the next run (also on errors)
             finally:
                 executor.close()
-            save(result)
+            save(result, final=True)
             data = result.to_json()
             if not quiet:
                 print_table(data, all_layers=all_layers)
@@ -776,6 +790,8 @@ def build_models(directory: str, verify: bool) -> None:
 def build_reports(models_dir: str, out_dir: str, verify: bool, only: tuple[str, ...]) -> None:
     """Rerun the checks behind reports/ and rewrite (or verify) the reports."""
 
+    if not verify:  # the reports' JSON files are named like the models
+        refuse_overwrite([("--models", models_dir)], [("--out", out_dir)])
     stale = regenerate(Path(models_dir), Path(out_dir), verify=verify, only=list(only) or None)
     if stale:
         err_console.print(
@@ -797,6 +813,11 @@ def build_claims(rerun: bool, verify: bool) -> None:
         sys.exit(code)
 
 
+def _named(option: str, paths: list[Any]) -> list[tuple[str, Any]]:
+    """``(option, path)`` for each file an option writes (a report: its figures too)."""
+    return [(option, p) for p in paths]
+
+
 def _split(s: str) -> list[str]:
     return [t.strip() for t in s.split(",") if t.strip()]
 
@@ -815,6 +836,7 @@ def import_() -> None:
 def import_tracr(params: str, meta: str, out: str | None) -> None:
     """A tracr-compiled program (PARAMS.npz, META.json) as an exactattn model."""
 
+    refuse_overwrite([("PARAMS", params), ("META", meta)], [("-o", out)])
     _emit(_imp(Path(params), Path(meta)), out)
 
 
@@ -831,8 +853,10 @@ def import_tracr(params: str, meta: str, out: str | None) -> None:
     "-o", "--output", "out", type=click.Path(dir_okay=False), required=True, help="R.md or R.tex."
 )
 def report(result_path: str, fmt: str | None, out: str) -> None:
-    """Write a Markdown or LaTeX report of a result file."""
+    """Write a Markdown or LaTeX report of a check, certify, precision or search file."""
 
+    outs = report_files(Path(out), fmt) if Path(out).suffix in (".md", ".tex") or fmt else [out]
+    refuse_overwrite([("RESULT", result_path)], _named("-o", outs))
     try:
         data = read_json(result_path)
     except UnicodeDecodeError:
@@ -842,13 +866,17 @@ def report(result_path: str, fmt: str | None, out: str) -> None:
     if format_of(data) == "exactattn-certificate/1":  # issue 23
         err_console.print(f"wrote {write_certificate_report(data, Path(out), fmt)}", markup=False)
         return
+    if format_of(data) in RUN_FORMATS:  # precision and search files (issue 40)
+        err_console.print(f"wrote {write_run_report(data, Path(out), fmt)}", markup=False)
+        return
     if format_of(data) != RESULT_FORMAT:
         found = format_of(data)
         what = f"format {clip(str(found))!r}" if isinstance(found, str) else "no format"
         bad_input(  # one line, exit 2
-            f"{result_path}: format: the file has {what}; report renders check results "
-            "(exactattn-result/1) and certificates (exactattn-certificate/1) (fix: give the "
-            "--json file of `exactattn check` or `exactattn certify`)"
+            f"{result_path}: format: the file has {what}; report renders the results of "
+            "check (exactattn-result/1), certify (exactattn-certificate/1), precision "
+            "(exactattn-precision/1) and search (exactattn-search/1) (fix: give the --json "
+            "file of one of these commands)"
         )
     validate_result(data, result_path)
     for p in write_report(data, Path(out), fmt):

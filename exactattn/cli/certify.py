@@ -20,7 +20,7 @@ import click
 
 from exactattn.certificate.certify import _need_claims, certificate, range_certificate
 from exactattn.certificate.verify import _claim_text
-from exactattn.cli.common import Console, FinishHold
+from exactattn.cli.common import Console, FinishHold, refuse_overwrite
 from exactattn.core.errors import UsageError
 from exactattn.core.jsonio import read_json, write_json_atomic
 from exactattn.core.limits import clip
@@ -42,6 +42,10 @@ from exactattn.results.settings import TauChoice
 
 console = Console(soft_wrap=True, highlight=False, markup=False)  # user text: no markup
 MAX_N = 10**12
+MAX_LENGTHS = 1_000_000
+"""Default ``--max-lengths`` of ``certify --range``: every length is certified on its own (no
+monotonicity is assumed), 0.5 ms to a few ms each (dyck1: 1,000 lengths in 0.5 CPU-s), so a
+million lengths is minutes and ``--range 1..10^12`` would have been years (issue 40)."""
 DONE = "the answer was already found and the result is complete"
 
 
@@ -230,6 +234,14 @@ def _conditional(c: Certificate | CertificateRange) -> None:
     help="A check result file: say up to which n the claims were also enumerated.",
 )
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Write the JSON here.")
+@click.option(
+    "--max-lengths",
+    type=int,
+    default=MAX_LENGTHS,
+    show_default=True,
+    help="Refuse a --range of more lengths unless --force.",
+)
+@click.option("--force", is_flag=True, help="Run even if --range has more than --max-lengths.")
 def certify_cmd(
     model_path: str,
     n: int | None,
@@ -237,6 +249,8 @@ def certify_cmd(
     tau: str | None,
     checked: str | None,
     json_out: str | None,
+    max_lengths: int = MAX_LENGTHS,
+    force: bool = False,
 ) -> None:
     """Certify every input of length N (or every N in a range) from the model's claims."""
 
@@ -244,12 +258,23 @@ def certify_cmd(
         raise UsageError("give exactly one of --n N and --range A..B")
     if n is not None and not 1 <= n <= MAX_N:
         raise UsageError(f"--n: expected 1 <= N <= {MAX_N}, got {n}")
+    if rng is not None:  # the work guard, before the model is read
+        lo, hi = _range(rng)
+        if hi - lo + 1 > max_lengths and not force:
+            raise UsageError(
+                f"--range {lo:,}..{hi:,}: {hi - lo + 1:,} lengths, each certified on its own "
+                f"(no monotonicity is assumed), more than --max-lengths {max_lengths:,} "
+                "(docs/limits.md) (fix: a shorter range, raise --max-lengths, or pass --force)"
+            )
+    refuse_overwrite([("MODEL", model_path), ("--checked", checked)], [("--json", json_out)])
     model = load_model(model_path)
 
     _need_claims(model)
     choice = TauChoice.parse(tau)  # --tau, parsed once: a bad expression is exit 2 here
     hold = FinishHold.for_command()  # a Ctrl-C before the answer: exit 130, no file
     source = Path(checked) if checked else known_result(model_path, model)
+    if checked is None and source is not None:  # the bundled check it reads
+        refuse_overwrite([("the stored check", source)], [("--json", json_out)])
     ev = checked_evidence(source, model) if source is not None else Checked(None)
     k = ev.to
     if n is not None:

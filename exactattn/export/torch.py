@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from exactattn.core.errors import UsageError
+from exactattn.core.jsonio import write_with
 from exactattn.engine.dtypes import DtypeModel, _frac_vec, dtype_of, rat_to_dtype
 from exactattn.engine.hard import CompiledModel
 from exactattn.engine.ratarray import RatArray
@@ -615,13 +616,29 @@ def rounding_report(
 # ---------------------------------------------------------------------------
 
 
+def overflows(tensors: dict[str, Any]) -> list[str]:
+    """The exported tensors the dtype cannot hold: an entry became ±inf or NaN (float16 tops
+    out at 65,504, so a weight of 10^5 is inf), or a temperature τ became 0 (its scale 1/τ
+    is then infinite). Such an export is not the model: ``exactattn export`` refuses it
+    (exit 2, nothing written; docs/export.md). It wrote the file and exited 0 (issue 40)."""
+    out = []
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor) or not torch.is_floating_point(t):
+            continue
+        if not bool(torch.isfinite(t).all()) or (
+            name.split(".")[-1] == "tau" and bool((t <= 0).any())
+        ):
+            out.append(name)
+    return out
+
+
 def save(exp: Export, path: Path) -> None:
     """``{"config", "state_dict", "rounding"}`` via torch.save (loadable with weights_only)."""
     mod = exp.module
     doc = {"config": mod.config, "state_dict": mod.state_dict(), "rounding": exp.rounding}
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(doc, tmp)
-    tmp.replace(path)
+    # a unique temporary file beside it, then a rename (a fixed OUT.pt.tmp was shared by two
+    # exports and followed a planted symlink; issue 40)
+    write_with(path, lambda tmp: torch.save(doc, tmp))
 
 
 def load(path: str | Path) -> ExportedModel:

@@ -33,6 +33,7 @@ import numpy as np
 import torch  # optional extra: imported only by the export command / its tests
 
 from exactattn.core.errors import ModelError, UsageError
+from exactattn.core.jsonio import write_with
 from exactattn.engine.dtypes import DtypeModel, _frac_vec, rat_to_dtype
 from exactattn.engine.hard import CompiledModel
 from exactattn.export.torch import TORCH_DTYPES, to_torch, visible
@@ -275,9 +276,8 @@ def export_transformer_lens(
 
 
 def save(doc: dict[str, Any], path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(doc, tmp)
-    tmp.replace(path)
+    """torch.save through a unique temporary file and a rename (core/jsonio.py)."""
+    write_with(path, lambda tmp: torch.save(doc, tmp))
 
 
 def _mask_hook(masks: list[str]) -> Any:

@@ -39,15 +39,36 @@ class Evaluation:
     prec: int
 
 
+MAX_EVAL_VALUES = 100_000
+"""Most values ``eval`` keeps and shows for one input: every activation ((L + 1)·T·d) and every
+attention weight (heads·T², T = n + BOS + EOS). Each weight costs about 200 bytes as exact
+and certified values and 1.2 KB and 0.17 ms in the terminal table (90,000 weights: 15 CPU-s
+and 190 MB), and a 6,000-symbol input aborted at 3.3 GB (exit 134; issue 40)."""
+
+
+def eval_size(model: Model, n: int) -> int:
+    """How many values :func:`evaluate` keeps for an input of length n."""
+    t = n + (model.bos is not None) + (model.eos is not None)
+    return (len(model.layers) + 1) * t * model.d + len(model.attention_heads()) * t * t
+
+
 def evaluate(model: Model, word: Sequence[str], tau: str | Expr | None = None) -> Evaluation:
     """Both meanings of one input with every intermediate value."""
     word = tuple(word)
+    n = len(word)
+    size = eval_size(model, n)
+    if size > MAX_EVAL_VALUES:  # before the symbols are checked one by one (a long input)
+        raise UsageError(
+            f"eval: an input of length {n:,} has {size:,} activations and attention weights "
+            f"to keep and show, more than the limit of {MAX_EVAL_VALUES:,} (docs/limits.md) "
+            "(fix: a shorter input; for long inputs `exactattn precision --inputs FILE` or "
+            "`exactattn search`, which keep no n × n tables)"
+        )
     for i, t in enumerate(word):
         if t not in model.alphabet:
             raise UsageError(
                 f"input symbol {i + 1} '{t}' is not in the alphabet {list(model.alphabet)}"
             )
-    n = len(word)
     model.check_length(n)
     override = parse_tau(tau) if isinstance(tau, str) else tau
     temps = Temperatures(model, override)
