@@ -21,7 +21,6 @@ from typing import Any, NoReturn
 import click
 from rich import box
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from exactattn.bounds.closedforms import summary_lines
@@ -40,6 +39,7 @@ from exactattn.cli.common import (  # noqa: F401  (re-exported: tests and extra 
 )
 from exactattn.cli.export import export_group
 from exactattn.cli.extra import precision_cmd, search_cmd
+from exactattn.cli.progress import check_progress
 from exactattn.cli.rasp import build_rasp_cmd
 from exactattn.cli.show import show_evaluation
 from exactattn.constructions.catalog import catalog
@@ -343,7 +343,8 @@ def check(
                     text = Path(model_path).read_text(encoding="utf-8")
                     ckpt = executor.checkpoint = Checkpoint(checkpoint, fingerprint(text, settings))
                 try:
-                    result = _run_with_progress(checked, total, quiet)
+                    with check_progress(total, quiet) as progress:
+                        result = checked(progress)
                 finally:
                     if ckpt is not None:
                         ckpt.close()  # the directory's lock: free for the next run (also on errors)
@@ -398,31 +399,6 @@ def _fmt_secs(s: float) -> str:
     if s < 7200:
         return f"about {s / 60:.0f} min"
     return f"about {s / 3600:.1f} h"
-
-
-def _run_with_progress(fn: Any, total: int | None, quiet: bool) -> Any:
-    if quiet or total is None or total < 2000:
-        return fn(None)
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed:,}/{task.total:,}"),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-    ) as prog:
-        task = prog.add_task("checking", total=total)
-        offsets: dict[str, int] = {}
-        base = [0]  # where the next stage starts on the bar
-
-        def progress(stage: str, done: int, stage_total: int) -> None:
-            if stage not in offsets:
-                offsets[stage] = base[0]
-                base[0] += stage_total
-            prog.update(task, completed=offsets[stage] + done, description=stage)
-
-        return fn(progress)
 
 
 COMPACT_LAYERS = 6
