@@ -57,12 +57,11 @@ def progress_bar(description: str, total: int | None, quiet: bool = False) -> It
         task = prog.add_task(description, total=total)
 
         def update(done: int, total: int | None = None, description: str | None = None) -> None:
-            kw: dict[str, Any] = {"completed": done}
+            prog.update(task, completed=done)
             if total is not None:
-                kw["total"] = total
+                prog.update(task, total=total)
             if description is not None:
-                kw["description"] = description
-            prog.update(task, **kw)
+                prog.update(task, description=description)
 
         yield update
 
