@@ -41,7 +41,7 @@ from exactattn.cli.export import export_group
 from exactattn.cli.extra import precision_cmd, search_cmd
 from exactattn.cli.progress import check_progress
 from exactattn.cli.rasp import build_rasp_cmd
-from exactattn.cli.show import show_evaluation
+from exactattn.cli.show import failure_lines, show_evaluation
 from exactattn.constructions.catalog import catalog
 from exactattn.constructions.dyck import build_dyck
 from exactattn.constructions.induction import build_induction
@@ -238,6 +238,7 @@ def check(
     for n in (lo, max_n):  # before the estimate, which already evaluates inputs
         model.check_length(n)
     choice = TauChoice.parse(tau)  # --tau, parsed once: a bad expression is exit 2 here
+    tau_text = None if choice.is_theorem else tau  # what `eval --tau` takes for a failing input
     ignored = [o for o, on in (("--bounds", bounds), ("--find-tau", find_tau)) if on]
     if hard_only and ignored:  # the result's settings still say they were asked for
         _say(
@@ -380,13 +381,28 @@ def check(
             sys.exit(code)
         v = result.verdict()
         style = "green" if v.ok else ("red" if v.status == "problems" else "yellow")
-        if not quiet:
-            console.print(f"[bold {style}]{v.status}[/]: {escape(v.summary)}", highlight=False)
+        if not quiet and v.status in ("problems", "undecided"):
+            view = ResultView.from_json(data)
+            for line in failure_lines(model, view, tau_text, model_path, choice.is_theorem):
+                console.print(line, highlight=False, markup=False, soft_wrap=True)
+        # the verdict line, also with -q (a script reads the exit code, a person this line)
+        console.print(
+            f"[bold {style}]{v.status}[/]: {escape(v.summary)}"
+            + ("" if model.reference is not None else f" — {escape(NO_REFERENCE)}"),
+            highlight=False,
+            soft_wrap=True,
+        )
         # Ctrl-C after every length was checked: the complete result wins
         hold.say_if_hit("every length was already checked and the result is complete")
         sys.exit(code)
     finally:
         hold.stop()  # in-process callers (tests) get their Ctrl-C back
+
+
+NO_REFERENCE = (
+    'no reference: what the model is meant to compute was not checked (add a "reference" '
+    "to the model file: docs/model-format.md, 'Reference')"
+)
 
 
 def _fmt_secs(s: float) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from fractions import Fraction
 from typing import Any
 
@@ -10,15 +11,18 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from exactattn.core.errors import ExactAttnError
 from exactattn.core.numbers import (
     arb_exact_value,
     arb_lower_str,
     arb_upper_str,
     decimal_up,
     frac_str,
+    short_decimal,
 )
 from exactattn.model import AttentionLayer
-from exactattn.run.evaluate import Evaluation
+from exactattn.results.views import first_failures
+from exactattn.run.evaluate import Evaluation, evaluate
 
 
 def ball(x: arb, digits: int = 6) -> str:
@@ -125,3 +129,131 @@ def _show_output(ev: Evaluation, console: Console) -> None:
             console.print(
                 f"   soft within tolerance of hard: {v.within_tol}", highlight=False, markup=False
             )
+
+
+# ---------------------------------------------------------------------------------------------
+# the first failing inputs of a check, on screen (issue 39)
+
+SHOWN_FAILURES = 3
+"""Failing inputs shown after a check (every length's first ones are in the --json file)."""
+PART = Fraction(1, 2)
+"""Soft and hard "part" at the first layer whose certified error is at least this (on the
+absolute scale of the ε ≤ 1 invariant: half a unit, where a 0/1 or integer feature read from
+the soft activations can change); below it everywhere, at the layer of the largest error."""
+
+
+def word_text(model: Any, word: tuple[str, ...]) -> str:
+    """An input as a user types it for ``eval``: letters run together when every symbol of the
+    alphabet is one character, else separated by spaces."""
+    if all(len(t) == 1 for t in model.alphabet) and " " not in word:
+        return "".join(word)
+    return " ".join(word)
+
+
+def decision_text(x: Any) -> str:
+    """A decision in words: accept/reject, labels, value rows (None: a tie or undefined)."""
+    if x is None:
+        return "–"
+    if isinstance(x, bool):
+        return "accept" if x else "reject"
+    if isinstance(x, (list, tuple)):
+        return " ".join(decision_text(v) if not isinstance(v, str) else v for v in x)
+    if isinstance(x, Fraction):
+        return frac_str(x)
+    return str(x)
+
+
+def _errors_text(errors: list[tuple[Fraction, Fraction]]) -> str:
+    ups = [short_decimal(hi, True) if hi else "0" for _, hi in errors]
+    if len(ups) > 10:
+        ups = [*ups[:4], "…", *ups[-4:]]
+    return " · ".join(ups)
+
+
+def parting_layer(errors: list[tuple[Fraction, Fraction]]) -> int | None:
+    """Where soft and hard part on one input (see :data:`PART`); None: no error anywhere."""
+    for li, (lo, _) in enumerate(errors):
+        if lo >= PART:
+            return li
+    if not errors or max(hi for _, hi in errors) == 0:
+        return None
+    top = max(hi for _, hi in errors)
+    return next(li for li, (_, hi) in enumerate(errors) if hi == top)
+
+
+def failure_lines(
+    model: Any, view: Any, tau: str | None, model_path: str, theorem: bool = False
+) -> list[str]:
+    """The first failing inputs of a check result, each evaluated once more (``evaluate``)
+    to name its expected, hard and soft outputs and the layer where soft and hard part; then
+    the ``exactattn eval`` command for the first of them. Plain text (user strings).
+
+    ``theorem``: the check ran at τ_thm(n), which ``eval`` does not take; the inputs are then
+    named from the result alone."""
+    seen: set[tuple[int, tuple[str, ...]]] = set()
+    picked = []
+    for f in first_failures(view):
+        if (f.n, f.input) in seen:
+            continue
+        seen.add((f.n, f.input))
+        picked.append(f)
+        if len(picked) == SHOWN_FAILURES:
+            break
+    if not picked:
+        return []
+    lines = ["first failing inputs (each length's first ones are in the --json file):"]
+    for f in picked:
+        word = word_text(model, f.input)
+        head = f"  n = {f.n}  {word!r}: "
+        try:
+            ev = None if theorem else evaluate(model, f.input, tau=tau)
+        except (ExactAttnError, ValueError):  # shown from the record alone
+            ev = None
+        if ev is None:
+            what = f"expected {decision_text(f.expected)}" if f.is_reference else f.kind
+            lines.append(head + what)
+            continue
+        parts = []
+        expected = ev.expected if ev.expected is not None else f.expected
+        if expected is not None:
+            parts.append(f"expected {decision_text(expected)}")
+        parts.append(f"hard {decision_text(ev.decision)}")
+        soft = ev.soft_decision
+        if model.output.kind == "value":
+            parts.append(
+                "soft "
+                + {True: "within tolerance", False: "off by more than the tolerance"}.get(
+                    ev.agree, "undecided"
+                )
+            )
+        else:
+            parts.append(f"soft {decision_text(soft)}" if soft is not None else "soft undecided")
+        lines.append(head + " · ".join(parts))
+        errs = ev.layer_errors
+        if f.is_invariant and f.layer is not None:
+            lines.append(f"      ε ≤ 1 fails after layer {f.layer}, which feeds another layer")
+        if ev.agree is True and f.is_reference:
+            lines.append(
+                "      soft and hard agree: the hard meaning itself differs from the reference"
+            )
+        else:
+            li = parting_layer(errs)
+            if li is not None:
+                lines.append(
+                    f"      soft and hard part at layer {li} ({model.layers[li].kind}); "
+                    f"‖soft − hard‖∞ after each layer ≤ {_errors_text(errs)}"
+                )
+    first = picked[0]
+    cmd = ["exactattn", "eval", model_path, word_text(model, first.input)]
+    if tau is not None:
+        cmd += ["--tau", tau]
+    lines.append(
+        "look at one closely: "
+        + shlex.join(cmd)
+        + (
+            " --tau EXPR (the check ran at τ_thm(n): its value is in the --json file)"
+            if theorem
+            else ""
+        )
+    )
+    return lines
