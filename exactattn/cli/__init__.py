@@ -670,7 +670,32 @@ def model_text(model: dict[str, Any]) -> str:
     "-o", "--output", "out", type=click.Path(dir_okay=False), help="Model file (default: stdout)."
 )
 def build_ltl(formula: str, alphabet: str, scheme: str, out: str | None) -> None:
-    """Compile an LTL formula (with counting) into a softmax-friendly transformer."""
+    """Compile an LTL formula (with counting) into a softmax-friendly transformer.
+
+    A word is accepted iff FORMULA holds at its last position (positions 1..n).
+
+    \b
+    formula := disj
+    disj    := conj ('|' conj)*
+    conj    := temp ('&' temp)*
+    temp    := unary (('S' | 'U') temp)?         right-associative
+    unary   := ('!' | 'Y' | 'X') unary | primary
+    primary := 'true' | 'false' | SYMBOL | '(' formula ')' | lin CMP lin
+    lin     := ['-'] term (('+' | '-') term)*
+    term    := INT ['*' count] | count ['*' INT]
+    count   := '#[' formula ']' | '#>[' formula ']'
+    CMP     := '<' | '<=' | '=' | '>=' | '>' | '!='
+
+    \b
+    a      the symbol at i is a        Y φ    φ at i-1 (false at 1)
+    X φ    φ at i+1 (false at n)       #[φ]   how many j <= i have φ
+    φ S ψ  some j < i has ψ, and φ at every k with j < k < i
+    φ U ψ  some j > i has ψ, and φ at every k with i < k < j
+    #>[φ]  how many j >= i have φ
+
+    There is no G or F: at the last position, "φ everywhere" is #[!φ] = 0 and
+    "φ somewhere" is #[φ] >= 1. Example: exactattn build ltl '#[a] > #[b]' --alphabet a,b
+    """
 
     _emit(_build(compile_ltl, formula, _split(alphabet), scheme), out)
 
