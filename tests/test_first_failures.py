@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from exactattn import evaluate, load_model, model_from_dict
 from exactattn.cli import main
 from exactattn.cli.show import parting_layer
+from exactattn.constructions.catalog import catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 DYCK1 = ROOT / "models" / "dyck1.json"
@@ -109,3 +110,25 @@ def test_evaluate_decisions_for_argmax_outputs() -> None:
     assert ev.soft_decision == ev.decision and ev.agree is True
     assert ev.expected == ("none", "none", "none", "b")
     assert model_from_dict(json.loads((ROOT / "models" / "induction_k1.json").read_text()))
+
+
+# --- build models/claims --check outside the repository (issue 39, point 9) -----------------
+
+
+def test_build_checks_outside_the_repository_are_usage_errors(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # an empty directory: no models/, no reports/claims/
+    for args in (["build", "models", "--check"], ["build", "claims", "--check"]):
+        code, out = _run(*args)
+        assert code == 2, out
+        assert out.startswith(f"error: exactattn {' '.join(args)}: ")
+        assert "run it from the repository root" in out and len(out.splitlines()) == 1
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_build_checks_in_the_repository_say_one_line(monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)
+    code, out = _run("build", "models", "--check")
+    count = len(catalog())
+    assert code == 0 and out == f"models: every bundled model is up to date ({count} files)\n"
+    code, out = _run("build", "claims", "--check")
+    assert code == 0 and out == "docs/claims.md is up to date with reports/claims/\n"

@@ -41,6 +41,7 @@ from exactattn.cli.export import export_group
 from exactattn.cli.extra import precision_cmd, search_cmd
 from exactattn.cli.progress import check_progress
 from exactattn.cli.rasp import build_rasp_cmd
+from exactattn.cli.repo import need_repository
 from exactattn.cli.show import failure_lines, show_evaluation
 from exactattn.constructions.catalog import catalog
 from exactattn.constructions.dyck import build_dyck
@@ -751,8 +752,15 @@ def build_models(directory: str, verify: bool) -> None:
     """Regenerate every bundled model in models/ (or verify it is current)."""
 
     d = Path(directory)
+    models = catalog()
+    if verify:  # outside a checkout there is nothing to compare with: exit 2, not "stale"
+        need_repository(
+            "build models --check",
+            [d / f"{k}.json" for k in models],
+            f"the bundled models ({directory}/*.json)",
+        )
     stale = []
-    for name, model in sorted(catalog().items()):
+    for name, model in sorted(models.items()):
         path = d / f"{name}.json"
         text = model_text(model)
         if verify:
@@ -768,6 +776,12 @@ def build_models(directory: str, verify: bool) -> None:
             highlight=False,
         )
         sys.exit(1)
+    if verify:
+        err_console.print(
+            f"{directory}: every bundled model is up to date ({len(models)} files)",
+            highlight=False,
+            markup=False,
+        )
 
 
 @build.command("reports")
@@ -807,10 +821,22 @@ def build_reports(models_dir: str, out_dir: str, verify: bool, only: tuple[str, 
 def build_claims(rerun: bool, verify: bool) -> None:
     """Regenerate (or verify) the claims ledger docs/claims.md from reports/claims/."""
 
+    root = Path(".")
+    need_repository(
+        "build claims" + (" --check" if verify else ""),
+        [root / "reports" / "claims"],
+        "the stored results (reports/claims/)",
+    )
+    if verify:
+        need_repository("build claims --check", [root / "docs" / "claims.md"], "docs/claims.md")
     args = (["--rerun"] if rerun else []) + (["--check"] if verify else [])
     code = claims_main([*args, "--root", "."])
     if code:
         sys.exit(code)
+    if verify:
+        err_console.print(
+            "docs/claims.md is up to date with reports/claims/", highlight=False, markup=False
+        )
 
 
 def _split(s: str) -> list[str]:
