@@ -160,7 +160,7 @@ def export_tl_cmd(
     """MODEL as a TransformerLens HookedTransformer: config + state dict (load it with
     exactattn.export.transformer_lens.load_hooked). Exit 2 naming the feature that does not
     fit (per-head temperatures; with --no-mask-hooks, masks other than causal/none)."""
-    require("torch", "exactattn export transformer-lens")
+    require("torch", "exactattn export transformer-lens", extra="transformer-lens")
     require("transformer_lens", "exactattn export transformer-lens")
     # lazy: torch and transformer_lens, optional extras
     from exactattn.export.transformer_lens import describe, export_transformer_lens, save
