@@ -14,7 +14,7 @@ from rich.markup import escape
 from exactattn.cli.common import Console
 from exactattn.core.jsonio import write_json_atomic
 from exactattn.engine.temperature import parse_tau
-from exactattn.export import require
+from exactattn.export import DEFAULT_DTYPE, require
 from exactattn.model import load_model
 
 console = Console()
@@ -66,9 +66,9 @@ def export_group() -> None:
 @click.option(
     "--dtype",
     type=click.Choice(DTYPES),
-    default="float64",
+    default=DEFAULT_DTYPE,
     show_default=True,
-    help="Weights rounded once to this dtype.",
+    help="Weights rounded once to this dtype (the same default for both exports).",
 )
 @click.option("--n", "n", type=int, default=None, help="Input length (default 16).")
 @click.option(
@@ -143,9 +143,9 @@ def export_torch_cmd(
 @click.option(
     "--dtype",
     type=click.Choice(DTYPES),
-    default="float32",
+    default=DEFAULT_DTYPE,
     show_default=True,
-    help="Weights rounded once to this dtype.",
+    help="Weights rounded once to this dtype (the same default for both exports).",
 )
 @click.option("--n", "n", type=int, default=None, help="Input length (default 16).")
 @click.option(

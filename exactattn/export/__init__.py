@@ -13,6 +13,11 @@ import importlib.util
 
 from exactattn.core.errors import UsageError
 
+DEFAULT_DTYPE = "float64"
+"""The dtype both exports round the weights to unless told otherwise: float64, the closest to
+the exact model (``--dtype float32`` for what a GPU would run; ``precision`` says what it
+costs)."""
+
 EXTRAS = {"torch": "torch", "transformer_lens": "transformer-lens"}
 """The extra of pyproject.toml that installs each optional module."""
 HINTS = {
