@@ -64,6 +64,7 @@ from exactattn.inputs import count_inputs, count_text
 from exactattn.inputs.work import job_too_large
 from exactattn.model import load_model
 from exactattn.report import write_report
+from exactattn.report.attention import attention_figure, check_plot_path
 from exactattn.report.certificate import write_certificate_report
 from exactattn.report.claims import main as claims_main
 from exactattn.report.data import non_monotone_lines
@@ -610,9 +611,20 @@ def _sci(s: str | None, up: bool = True) -> str:
     default=None,
     help="Token separator in INPUT (default: per character, or spaces if INPUT contains spaces).",
 )
-def eval_cmd(model_path: str, word: str, tau: str | None, sep: str | None) -> None:
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also draw each head's attention weights, hard beside soft (.png, .pdf or .svg).",
+)
+def eval_cmd(
+    model_path: str, word: str, tau: str | None, sep: str | None, plot: str | None
+) -> None:
     """Show one input: activations, attention weights and output, hard and soft."""
 
+    if plot is not None:  # a bad file type or directory: exit 2 before any work
+        check_plot_path(Path(plot))
+        _writable_parent(Path(plot), "--plot")
     model = load_model(model_path)
     if sep == "":
         raise click.UsageError('--sep "" splits nothing: give a non-empty separator or omit --sep')
@@ -626,6 +638,10 @@ def eval_cmd(model_path: str, word: str, tau: str | None, sep: str | None) -> No
         tokens = [word]
     ev = evaluate(model, tokens, tau=tau)
     show_evaluation(ev, _table_console())
+    if plot is not None:
+        err_console.print(
+            f"wrote {attention_figure(ev, Path(plot))}", highlight=False, markup=False
+        )
 
 
 # ---------------------------------------------------------------------------
