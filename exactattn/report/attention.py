@@ -58,7 +58,7 @@ def check_plot_path(path: Path) -> None:
 
 def _mid(x: arb) -> float:
     """A ball's midpoint as a float, for drawing only."""
-    return float(x.mid())
+    return float(x.mid())  # display only: a colour and a 2-digit label
 
 
 def heads_of(ev: Evaluation) -> list[HeadWeights]:
@@ -142,7 +142,7 @@ def attention_figure(ev: Evaluation, path: Path) -> Path:
         FigureCanvasAgg(fig)
         axes = fig.subplots(len(drawn), 2, squeeze=False)
         for row, h in zip(axes, drawn, strict=True):
-            hard = [[float(w) for w in r] for r in h.hard]
+            hard = [[float(w) for w in r] for r in h.hard]  # display only: colours
             hard_cells = [[frac_str(w) if w else "" for w in r] for r in h.hard]
             where = f"layer {h.layer} head {h.head}"
             name = f"\n{mpl_text(h.name)}" if h.name else ""
