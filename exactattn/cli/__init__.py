@@ -871,7 +871,11 @@ def import_() -> None:
     "-o", "--output", "out", type=click.Path(dir_okay=False), help="Model file (default: stdout)."
 )
 def import_tracr(params: str, meta: str, out: str | None) -> None:
-    """A tracr-compiled program (PARAMS.npz, META.json) as an exactattn model."""
+    """A tracr-compiled program (PARAMS.npz, META.json) as an exactattn model.
+
+    From your own RASP program: python -m exactattn.importers.tracr_compile PROGRAM.py
+    --vocab a,b --max-seq-len 5 -o build/NAME writes the pair (needs tracr and JAX:
+    docs/tracr.md, "Your own program")."""
 
     _emit(_imp(Path(params), Path(meta)), out)
 
