@@ -63,6 +63,7 @@ from exactattn.importers.tracr import import_tracr as _imp
 from exactattn.inputs import count_inputs, count_text
 from exactattn.inputs.work import job_too_large
 from exactattn.model import load_model
+from exactattn.model.provenance import model_sha256
 from exactattn.report import write_report
 from exactattn.report.attention import attention_figure, check_plot_path
 from exactattn.report.certificate import write_certificate_report
@@ -343,8 +344,8 @@ def check(
         try:
             try:
                 if checkpoint:
-                    text = Path(model_path).read_text(encoding="utf-8")
-                    ckpt = executor.checkpoint = Checkpoint(checkpoint, fingerprint(text, settings))
+                    fp = fingerprint(model_sha256(model), settings)
+                    ckpt = executor.checkpoint = Checkpoint(checkpoint, fp)
                 try:
                     with check_progress(total, quiet) as progress:
                         result = checked(progress)
