@@ -31,6 +31,8 @@ TSEARCH = "exactattn/bounds/tau_search.py"
 WITNESS_TESTS = ("tests/test_bound_witnesses.py", "tests/test_bounds.py")
 COARSE = "exactattn/engine/cascade/coarse.py"
 COARSE_TESTS = "tests/test_coarse_sound.py"
+HFILTER = "exactattn/engine/hardfilter.py"
+HF_TESTS = "tests/test_hard_filter.py::"
 ENGINE_TESTS = ("tests/test_bound_witnesses.py", "tests/test_bounds_engine.py")
 
 
@@ -672,8 +674,8 @@ MUTATIONS: list[Mutation] = [
             "known: add's own WIDEN and from_rat's CONV slack cover dr1's rounding"
         ),
     ),
-    # ---- exactattn/engine/cascade/chain.py: settle_dominated (docs/scale.md, "The random
-    # model's last third")
+    # ---- exactattn/engine/cascade/chain.py: settle_dominated (notes/benchmark-rounds.md, "The
+    # random model's last third")
     Mutation(
         "SD1",
         "exactattn/engine/cascade/chain.py",
@@ -752,6 +754,47 @@ MUTATIONS: list[Mutation] = [
         "        pass",
         "coarse tier: off-key mass not set to 1 where fl(ŝ·c) may overflow (Lemma A)",
         tests=(COARSE_TESTS,),
+    ),
+    # ---- exactattn/engine/hardfilter.py: the hard filter's allowances (proofs/hard_filter.md)
+    Mutation(
+        "HF1",
+        HFILTER,
+        "    thr = (2.0 * SAFE) * rho  #",
+        "    thr = 0.0 * rho  #",
+        "hard filter: a score gap above 0 taken as certain (Lemma HA without 2ρ)",
+        tests=(HF_TESTS + "test_cancellation_is_not_decided_by_the_filter",),
+    ),
+    Mutation(
+        "HF2",
+        HFILTER,
+        "    rho = c * (hd.gc * mq * mk + mq * rk + rq * (mk + rk)) * SAFE + ETA",
+        "    rho = 0.0 * mq + ETA",
+        "hard filter: the scores' radius without its terms (Lemma HD)",
+        tests=(HF_TESTS + "test_cancellation_is_not_decided_by_the_filter",),
+    ),
+    Mutation(
+        "HF3",
+        HFILTER,
+        "CONV = 2.0**-50  #",
+        "CONV = 0.0  #",
+        "hard filter: conversion allowance of exact rationals → 0 (Lemma HE)",
+        tests=(HF_TESTS + "test_lemma_he_conversion",),
+    ),
+    Mutation(
+        "HF4",
+        HFILTER,
+        "(Fraction(gamma(d + 1)) + Fraction(U)) * (1 + Fraction(U))",
+        "Fraction(gamma(d + 1)) * (1 + Fraction(U))",
+        "hard filter: linear maps' rounding allowance γ_{d+1} + u → γ_{d+1} (Lemma HL)",
+        tests=(HF_TESTS + "test_lemma_hl_needs_the_extra_u",),
+    ),
+    Mutation(
+        "HF5",
+        HFILTER,
+        "    same = (keys[kw] == kt[:, None, :]).all(axis=2)",
+        "    same = (keys[kw] == kt[:, None, :]).any(axis=2)",
+        "hard filter: a tie confirmed on one coordinate of the exact keys (Lemma HT)",
+        tests=(HF_TESTS + "test_a_near_tie_of_different_keys_is_not_confirmed",),
     ),
     # ---- exactattn/bounds/tau_search.py: the invariant of τ*_inv
     Mutation(
@@ -920,6 +963,121 @@ MUTATIONS: list[Mutation] = [
         'got = self.attention("sel", score, values, "none", e.choice, info, vtypes, detail)',
         "Lemma C6: the select head ignores the program's mask",
         tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+    ),
+    Mutation(
+        "RCB1",
+        "exactattn/rasp/compile.py",
+        "q = self.phys(d.scale(2) - Aff({}, 2 * k - 1))",
+        "q = self.phys(d.scale(2) - Aff({}, 2 * k))",
+        "Lemma CB3b: the compare head's threshold on the integer (ties at d = k), not half-way",
+        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+    ),
+    Mutation(
+        "RCB2",
+        "exactattn/rasp/compile.py",
+        '{"ge": {one: 1, bos: -1}}',
+        '{"ge": {one: 1}}',
+        "Lemma CB3b: the compare head's value forgets −bos (BOS reads 1)",
+        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+    ),
+    Mutation(
+        "RCB3",
+        "exactattn/rasp/compile.py",
+        'return ge0 - ge1 if op == "==" else Aff({}, 1) - ge0 + ge1',
+        'return ge1 - ge0 if op == "==" else Aff({}, 1) - ge0 + ge1',
+        "Lemma CB3b: [d = 0] as [d ≥ 1] − [d ≥ 0]",
+        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+    ),
+    Mutation(
+        "RCB4",
+        "exactattn/rasp/compile.py",
+        '"scale", [(Aff({b: 1, self.unit: 1}), -1)]',
+        '"scale", [(Aff({b: 1, self.unit: 1}), 0)]',
+        "Lemma CB2: a scaled Boolean ReLU(b + unit) (bias −1 dropped)",
+        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+    ),
+    Mutation(
+        "RCB5",
+        "exactattn/rasp/compile.py",
+        "return out + Aff({self.unit: a.const}) if a.const else out",
+        "return out + Aff({self.one: a.const}) if a.const else out",
+        "Lemma CB2: a physical form's constant on `one` (unscaled), not on `unit`",
+        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+    ),
+    Mutation(
+        "RCB6",
+        "exactattn/rasp/compile.py",
+        "[(Aff({b: 1, self.bos: -1, self.unit: 1}), -1)]",
+        "[(Aff({b: 1, self.unit: 1}), -1)]",
+        "Lemma CB4: BOS not cleared before counting",
+        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+    ),
+    Mutation(
+        "RCB7",
+        "exactattn/rasp/compile.py",
+        "[(share, self.pos_frac, 2), (self.inv, self.pos_sq, -1)]",
+        "[(share, self.pos_frac, 1), (self.inv, self.pos_sq, -1)]",
+        "Lemma CB4: count lookup score 2·share·j/N → share·j/N",
+        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+    ),
+    Mutation(
+        "RCB8",
+        "exactattn/rasp/compile.py",
+        'score += [(self.unit_sq, self.pos_frac, 1 if e.choice == "rightmost" else -1)]',
+        'score += [(self.unit, self.pos_frac, 1 if e.choice == "rightmost" else -1)]',
+        "Lemma CB6: an equality select's tie-break j/N² (does not fit in one level 1/N²)",
+        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+    ),
+    Mutation(
+        "RCB9",
+        "exactattn/rasp/compile.py",
+        "(unit, pos, -2 * a * c)",
+        "(unit, pos, -a * c)",
+        "Lemma CB5: K̃² for K = a·pos + c with the cross term 2ac → ac",
+        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+    ),
+    Mutation(
+        "RCB10",
+        "exactattn/rasp/compile.py",
+        'self.unit_sq = self._embed_pos("unit_sq", "1/(n+1)^2", "frac", b01)',
+        'self.unit_sq = self._embed_pos("unit_sq", "1/(n+1)^3", "frac", b01)',
+        "Lemma CB1: the embedding's unit_sq = 1/N³",
+        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+    ),
+    Mutation(
+        "RB1",
+        "check_rasp_gaps.py",
+        "True: (Fraction(1, N**3), Fraction(1, N**2)),",
+        "True: (Fraction(1, N**2), Fraction(1, N**2)),",
+        "Lemma RB1: an equality select's tie-break j/N² (the level spacing)",
+    ),
+    Mutation(
+        "RB2",
+        "check_rasp_gaps.py",
+        "- Fraction(1, ii + 1) * Fraction(jj * jj, N * N)",
+        "- Fraction(1, ii + 1) * Fraction(jj * jj, N)",
+        "Lemma RB2: count lookup key j²/N (not j²/N²)",
+    ),
+    Mutation(
+        "RB3",
+        "check_rasp_gaps.py",
+        'check(worst == Fraction(1, N**2), f"RB3 gap exactly 1/N² at n={n}")',
+        'check(worst == Fraction(1, N**3), f"RB3 gap exactly 1/N² at n={n}")',
+        "Lemma RB3: square lookup gap claimed 1/N³ (it is 1/N²)",
+    ),
+    Mutation(
+        "RB4",
+        "check_rasp_gaps.py",
+        "s_other = Fraction(2 * d - 2 * k + 1, N)",
+        "s_other = Fraction(2 * d - 2 * k, N)",
+        "Lemma RB6: compare score 2(d − k)/N (ties at d = k)",
+    ),
+    Mutation(
+        "RB5",
+        "check_rasp_gaps.py",
+        "psi[0] - psi[n] == n * n * D",
+        "psi[0] - psi[n] == (n * n + 1) * D",
+        "Lemma RB7: the ψ-range bound n²Δ → (n² + 1)Δ",
     ),
 ]
 
