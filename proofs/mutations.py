@@ -242,7 +242,7 @@ MUTATIONS: list[Mutation] = [
     # ---- the compiled RASP models' claims (proofs/claims.md, Proposition R)
     Mutation(
         "P2",
-        "exactattn/rasp/claims.py",
+        "exactattn/constructions/rasp_claims.py",
         'X_MAX = "n^2"',
         'X_MAX = "n"',
         "Prop. R(b): the compiler's x_max claim n² → n (a factor n dropped)",
@@ -250,7 +250,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "P4",
-        "exactattn/rasp/claims.py",
+        "exactattn/constructions/rasp_claims.py",
         'texts = ["n^2"] if squares else []',
         "texts = []",
         "Prop. R(e): the activation bound forgets the squares (p², K² ≤ n²)",
@@ -701,7 +701,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC1",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "{0: 1, 1: -2, 2: 1}",
         "{0: 1, 1: -1, 2: 1}",
         "Lemma C3: the == gadget's middle output −2 → −1",
@@ -709,7 +709,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC2",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         'score += [(one, self.pos_frac, 1 if e.choice == "rightmost" else -1)]',
         'score += [(one, self.pos_frac, -1 if e.choice == "rightmost" else 1)]',
         "Lemma C6: tie-break sign swapped (rightmost picks the leftmost key)",
@@ -717,7 +717,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC3",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         'return self.ffn("and", [(tot, -(m - 1))], {0: 1}, "bool", b01)',
         'return self.ffn("and", [(tot, -(m - 2))], {0: 1}, "bool", b01)',
         "Lemma C3: the and gadget's bias −(m−1) → −(m−2)",
@@ -725,7 +725,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC4",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "score += self.bil(Aff({}, 1), Aff({self.bos: 1}), -1, one)",
         "score += self.bil(Aff({}, 1), Aff({self.bos: 1}), 0, one)",
         "Lemma C6: the BOS key is not penalised",
@@ -733,7 +733,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC5",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "[(share, self.pos, 2), (self.inv, self.pos_sq, -1)]",
         "[(share, self.pos, 2), (self.inv, self.pos_sq, -2)]",
         "Lemma C4: count lookup score −j²/(i+1) → −2j²/(i+1)",
@@ -741,7 +741,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC6",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         'return self.ffn("ge", [(d, 1), (d, 0)], {0: 1, 1: -1}, "bool", b01)',
         'return self.ffn("ge", [(d, 0), (d, -1)], {0: 1, 1: -1}, "bool", b01)',
         "Lemma C3: the ≥ gadget's biases shifted (it becomes >)",
@@ -749,7 +749,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC7",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "[(Aff({b: 1, self.bos: -1}), 0)]",
         "[(Aff({b: 1}), 0)]",
         "Lemma C4: BOS not cleared before counting",
@@ -757,7 +757,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC8",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "self.bil(a, Aff({self.pos: 1}), 2, self.one)",
         "self.bil(a, Aff({self.pos: 1}), 1, self.one)",
         "Lemma C5: square lookup score 2|K|·j → |K|·j",
@@ -765,7 +765,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC9",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         'Not(AffNode(ret["bos"].key(), "bool")),',
         'AffNode(ret["bos"].key(), "bool"),',
         "Lemma C6: the check accepts a chosen BOS key",
@@ -773,7 +773,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC10",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "if not (h0 <= 1 and h0 + h1 <= 1 and -l0 <= 1 and -l0 - l1 <= 1):",
         "if not (h0 <= 1 and h0 + h1 <= 2 and -l0 <= 1 and -l0 - l1 <= 1):",
         "Lemma C5: square lookup allowed for a key up to n + 1",
@@ -781,7 +781,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC11",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         '"ite", [(c + a, -1), (b - c, 0)]',
         '"ite", [(c + a, 0), (b - c, 0)]',
         "Lemma C3: the if/then/else gadget's bias −1 → 0",
@@ -789,7 +789,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC12",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "out = Aff({self.pos: arg.const})",
         "out = Aff({})",
         "Lemma C4: psum forgets the literal's c₀·i",
@@ -797,7 +797,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC13",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "score += self.bil(Q, K, 2, one)",
         "score += self.bil(Q, K, 1, one)",
         "Lemma C6: equality score 2QK → QK",
@@ -805,7 +805,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC14",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "{0: 1, 1: -1, 2: -1}",
         "{0: 1, 1: 1, 2: -1}",
         "Lemma C3: min gadget's ReLU(−x) sign flipped",
@@ -813,7 +813,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC15",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         'subst[x] = ret[f"k{k}"]',
         "subst[x] = kaff[k]",
         "Lemma C6: the check reads a key atom at the query, not at the chosen key",
@@ -821,7 +821,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC16",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "c[bits] -= c[bits[:t] + (0,) + bits[t + 1 :]]",
         "c[bits] += c[bits[:t] + (0,) + bits[t + 1 :]]",
         "Lemma C6: Möbius transform sign (wrong multilinear coefficients of f − 1)",
@@ -829,7 +829,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC17",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         'got = self.attention("sel", score, values, e.mask, e.choice, info, vtypes, detail)',
         'got = self.attention("sel", score, values, "none", e.choice, info, vtypes, detail)',
         "Lemma C6: the select head ignores the program's mask",

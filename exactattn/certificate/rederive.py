@@ -19,6 +19,7 @@ from typing import Any
 from exactattn.constructions.dyck import build_dyck
 from exactattn.constructions.induction import build_induction
 from exactattn.constructions.ltl import compile_ltl
+from exactattn.constructions.rasp_compile import compile_program
 from exactattn.core.errors import ExactAttnError
 from exactattn.core.jsonio import plain
 from exactattn.core.limits import clip
@@ -26,7 +27,6 @@ from exactattn.core.version import __version__
 from exactattn.model import Model
 from exactattn.model.claimed import UNIQUE_TOP, Claims
 from exactattn.model.provenance import canonical_text, meaning, model_sha256
-from exactattn.rasp.compile import compile_program
 from exactattn.rasp.parse import parse_program
 
 

@@ -26,6 +26,8 @@ from typing import Any
 
 from exactattn.constructions.rasp import Program as Builder
 from exactattn.constructions.rasp import ProgramError
+from exactattn.constructions.rasp_claims import activation_bound, claims_for
+from exactattn.constructions.rasp_gap import PRIMITIVE_BOUND, min_bound
 from exactattn.model.provenance import stamp
 from exactattn.rasp.ast import (
     MASK_TEXT,
@@ -44,8 +46,6 @@ from exactattn.rasp.ast import (
     TokenTest,
 )
 from exactattn.rasp.check import _int_literal, check_program, infer, refs
-from exactattn.rasp.claims import activation_bound, claims_for
-from exactattn.rasp.gap import PRIMITIVE_BOUND, min_bound
 from exactattn.rasp.interpret import _ev
 from exactattn.rasp.unparse import unparse
 
