@@ -35,7 +35,7 @@ from exactattn.model import AttentionLayer, Model, ValueOutput
 from exactattn.model.claimed import (
     CLAIM_MEANING,
     UNIQUE_TOP,
-    Claim,
+    ModelClaim,
     claim_exact,
     claim_value,
     q_text,
@@ -132,12 +132,12 @@ class Prepared:
         return Provenance(r.model_sha256, r.builder, r.rederived, r.reason)
 
 
-def _lower(c: Claim, n: int) -> Fraction:
+def _lower(c: ModelClaim, n: int) -> Fraction:
     ex = claim_exact(c, n)
     return ex if ex is not None else arb_endpoints(claim_value(c, n, PREC))[0]
 
 
-def _upper(c: Claim, n: int) -> Fraction:
+def _upper(c: ModelClaim, n: int) -> Fraction:
     ex = claim_exact(c, n)
     return ex if ex is not None else arb_endpoints(claim_value(c, n, PREC))[1]
 
