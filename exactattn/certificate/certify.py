@@ -40,7 +40,6 @@ from exactattn.model.claimed import (
     claim_value,
     q_text,
 )
-from exactattn.model.expr import Expr
 from exactattn.results.certificate import (
     CERT_FORMAT,
     Certificate,
@@ -57,7 +56,7 @@ from exactattn.results.certificate import (
     Provenance,
     TauGrid,
 )
-from exactattn.results.settings import TauChoice
+from exactattn.results.settings import TauChoice, TauOverride
 
 __all__ = ["CERT_FORMAT", "Prepared", "certificate", "certify_length", "certify_range"]
 PREC = 128  # bits of the balls; every reported bound is an outward-rounded upper end
@@ -142,7 +141,7 @@ def _upper(c: ModelClaim, n: int) -> Fraction:
     return ex if ex is not None else arb_endpoints(claim_value(c, n, PREC))[1]
 
 
-def _taus(model: Model, override: Expr | None, n: int) -> list[list[arb] | None]:
+def _taus(model: Model, override: TauOverride, n: int) -> list[list[arb] | None]:
 
     return Temperatures(model, override).at(n, PREC)
 

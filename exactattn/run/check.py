@@ -34,7 +34,6 @@ from exactattn.inputs import (
 from exactattn.inputs.work import relative_work, sample_length
 from exactattn.model import Model
 from exactattn.model.claimed import precheck
-from exactattn.model.expr import Expr
 from exactattn.results import (
     LengthRecord,
     Verdict,
@@ -47,7 +46,7 @@ from exactattn.results import (
 )
 from exactattn.results.claims import gap_bound_entry
 from exactattn.results.sequences import LengthValues
-from exactattn.results.settings import CheckSettings, TauChoice
+from exactattn.results.settings import CheckSettings, TauChoice, TauOverride
 from exactattn.results.stop import STOPPED_CLUSTER_LOST
 from exactattn.run.executors import InProcess
 from exactattn.run.shard import (  # noqa: F401  (re-exported: the check's API)
@@ -116,7 +115,7 @@ def run_check(
     model: Model,
     max_n: int,
     min_n: int | None = None,
-    tau: TauChoice | str | Expr | None = None,
+    tau: TauChoice | TauOverride | str = None,
     *,
     hard_only: bool = False,
     bounds: bool = False,
