@@ -111,6 +111,34 @@ class CheckResult:
         )
 
 
+def check_request(
+    model: Model,
+    max_n: int,
+    min_n: int | None = None,
+    tau: TauChoice | TauOverride | str = None,
+    *,
+    hard_only: bool = False,
+    tau_theorem: bool = False,
+) -> tuple[int, TauChoice]:
+    """The smallest length and the temperature choice of a request, checked before any input
+    is evaluated: the lengths allowed, ``tau`` parsed once, and τ(n) defined and in range at
+    both ends (run_check checks every n in between). :func:`run_check` starts here; the CLI
+    calls it before its size guard and estimate, so a bad request costs one line and no
+    estimate, and is checked in one place."""
+    lo = model.min_length if min_n is None else min_n
+    if max_n < lo:
+        raise UsageError(f"--max-n {max_n} is below the smallest length {lo}")
+    for n in (lo, max_n):
+        model.check_length(n)
+    choice = TauChoice.theorem() if tau_theorem else TauChoice.of(tau)
+    if not hard_only and not choice.is_theorem:  # an out-of-range τ: one line, no estimate
+        temps = Temperatures(model, choice)
+        for n in (lo, max_n):
+            temps.at(n, BASE_PREC)
+            temps.display(n)
+    return lo, choice
+
+
 def run_check(
     model: Model,
     max_n: int,
@@ -141,12 +169,9 @@ def run_check(
     ``on_complete()`` is called once every length is checked, still inside the run's Ctrl-C
     handling (the CLI holds Ctrl-C from there, so no interrupt falls between the two).
     """
-    lo = model.min_length if min_n is None else min_n
-    if max_n < lo:
-        raise UsageError(f"--max-n {max_n} is below --min-n {lo}")
-    for n in (lo, max_n):
-        model.check_length(n)
-    choice = TauChoice.theorem() if tau_theorem else TauChoice.of(tau)
+    lo, choice = check_request(
+        model, max_n, min_n, tau, hard_only=hard_only, tau_theorem=tau_theorem
+    )
     # the theorem's τ is found per length from a hard pass at the model's temperatures
     base = TauChoice.model() if choice.is_theorem else choice
     run = executor if executor is not None else InProcess()
@@ -292,6 +317,7 @@ __all__ = [
     "LengthJob",
     "TauChoice",
     "check_length",
+    "check_request",
     "check_shard",
     "count_inputs",
     "estimate",
