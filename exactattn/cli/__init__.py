@@ -46,7 +46,7 @@ from exactattn.constructions.catalog import catalog
 from exactattn.constructions.dyck import build_dyck
 from exactattn.constructions.induction import build_induction
 from exactattn.constructions.ltl import compile_ltl
-from exactattn.core.errors import ExactAttnError, UsageError
+from exactattn.core.errors import ExactAttnError
 from exactattn.core.guard import (
     _say,
     bad_input,
@@ -72,7 +72,7 @@ from exactattn.results import RESULT_FORMAT
 from exactattn.results.bounds import TauBracket, tau_star_brackets
 from exactattn.results.resultfile import validate_result
 from exactattn.results.views import ABSENT, ResultView, format_of
-from exactattn.run.check import check_request, estimate, run_check
+from exactattn.run.check import LengthRangeError, check_request, estimate, run_check
 from exactattn.run.evaluate import evaluate
 from exactattn.run.executors import Checkpoint, fingerprint, make_executor
 
@@ -233,7 +233,7 @@ def check(
     model = load_model(model_path)
     try:  # run_check's own checks, before the estimate (which already evaluates inputs)
         lo, choice = check_request(model, max_n, min_n, tau, hard_only=hard_only)
-    except UsageError as exc:  # an argument of this command: one line naming it
+    except LengthRangeError as exc:  # an argument of this command: one line naming it
         raise click.UsageError(str(exc)) from None
     ignored = [o for o, on in (("--bounds", bounds), ("--find-tau", find_tau)) if on]
     if hard_only and ignored:  # the result's settings still say they were asked for

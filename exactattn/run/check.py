@@ -111,6 +111,11 @@ class CheckResult:
         )
 
 
+class LengthRangeError(UsageError):
+    """--max-n below the smallest length: an argument of the command, shown as click's usage
+    errors are (one line naming the command and its --help)."""
+
+
 def check_request(
     model: Model,
     max_n: int,
@@ -127,7 +132,7 @@ def check_request(
     estimate, and is checked in one place."""
     lo = model.min_length if min_n is None else min_n
     if max_n < lo:
-        raise UsageError(f"--max-n {max_n} is below the smallest length {lo}")
+        raise LengthRangeError(f"--max-n {max_n} is below the smallest length {lo}")
     for n in (lo, max_n):
         model.check_length(n)
     choice = TauChoice.theorem() if tau_theorem else TauChoice.of(tau)
