@@ -1,35 +1,32 @@
-"""Certified float path vs an uncertified float64 forward pass; prints the ratio (goal ≤ 3×).
+"""The whole check per model against an uncertified float64 forward pass (issue 38: goal ≤ 3×).
 
-For each benchmark (Dyck-2 at n = 8 by default, a random model, a deep compiled LTL model with
-12 layers, and every program of tracr's library from tests/data/tracr_lib at its max_seq_len,
-repeated until 4,096 inputs were timed), in one process:
+For each benchmark (Dyck-2 at n = 8 by default, two random models, a deep compiled LTL model
+with 12 layers, and every program of tracr's library from tests/data/tracr_lib at its
+max_seq_len, repeated until 4,096 inputs were timed), in one process:
 
-* baseline: benchmarks/float_baseline.py, plain float64 numpy softmax, all inputs;
-* certified: exactattn.engine.hard.run_hard (and the exact read-out, which the check's
-  LengthAccumulator.add_hard reads and certify_float then reuses) + the coarse tier
-  (exactattn.engine.cascade.coarse, where its rule turns it on: all inputs, then settle_dominated)
-  + exactattn.engine.cascade.float64.certify_float on the inputs it leaves (all inputs without it;
-  where the coarse tier ran, the centred tier instead), in batches of the check's size, then
-  the centred float64 tier and the double-double tier (second_tier) on what the tiers before
-  them left, as exactattn.engine.cascade.chain chains them (the
-  fractions the check settles without arb are printed per tier — tight words and loose ones
-  below a reported lower end; the rest goes to arb);
-* arb: the existing per-word path (certify.certify_word) on a sample, scaled to all inputs.
+* float64: benchmarks/float_baseline.py, plain float64 numpy softmax, all inputs;
+* the check's own loop (run/shard.py's check_shard, batch by batch, the same objects):
+  hard — the hard meaning: engine/hardfilter.run_filter where its rule turns the float filter on
+  (the exact int64 prefix, then the certified float64 layers), else engine/hard.run_hard;
+  meas — the measurements: LengthAccumulator.add_filtered (with the exact recomputation of the
+  undecided words and of the candidates for an extremum) or add_hard, including the reference
+  oracle where the model has one;
+  cascade — the certified soft meaning: Cascade.certify_filtered or certify (every float tier
+  as engine/cascade/chain.py chains them, and arb for the words they leave);
+* shard — check_shard on the whole length (also its per-length set-up: temperatures, the
+  cascade's τ enclosures, the tiers' rules, the record).
 
-Times are CPU seconds (``time.process_time``), so the ratios stay meaningful on a shared
-machine; each time is the median of ``--reps`` runs (3 by default: on an idle machine single
-runs of the small models moved by up to 1.6×, e.g. a tracr program at 2.5×, 4.2× and 2.6×).
+"cert+hard/f64" is (hard + meas + cascade) / float64: the whole check's work per input;
+"shard/f64" adds the per-length set-up. Times are CPU seconds (``time.process_time``), so the
+ratios stay meaningful on a shared machine; each time is the median of ``--reps`` runs (3 by
+default: on an idle machine single runs of the small models moved by up to 1.6×).
 
-    python benchmarks/bench_softfloat.py [--n 8] [--random-n 12] [--sample 200] [--batch 2048]
-        [--only dyck2,random,random3,ltl,tracr] [--reps 3]
+    python benchmarks/bench_softfloat.py [--n 8] [--random-n 12] [--batch 2048]
+        [--only dyck2,random,random3,ltl,tracr] [--reps 3] [--tiers]
 
-"by coarse" is the share of inputs the coarse tier settles (engine/cascade/coarse.py; "—": its
-rule keeps it off; EXACTATTN_COARSE=0 turns it off), "by f64" the share the float64 filter settles
-of the rest, "by c" the share the centred float64 tier (engine/cascade/centred.py;
-EXACTATTN_CENTRED=0 turns it off) settles of the rest, "by dd" the share the double-double tier
-(engine/cascade/dd.py; EXACTATTN_DD=0 turns it off) settles of
-what is left then; the rest goes to arb ("left (est.)": its estimated time; "arb (est.)": arb
-for every input).
+``--tiers`` adds the earlier table (issue 25): each float tier timed on its own on the exact
+hard meaning, with the share of inputs it settles ("by coarse", "by f64", "by c", "by dd"),
+and arb's estimated cost ("arb (est.)", from a sample of ``--sample`` words).
 """
 
 from __future__ import annotations
@@ -54,7 +51,11 @@ from exactattn import load_model, model_from_dict  # noqa: E402
 from exactattn.constructions.ltl import compile_ltl  # noqa: E402
 from exactattn.engine.cascade.batch import take_batch  # noqa: E402
 from exactattn.engine.cascade.centred import certify_centred  # noqa: E402
-from exactattn.engine.cascade.chain import second_tier, settle_dominated  # noqa: E402
+from exactattn.engine.cascade.chain import (  # noqa: E402
+    Cascade,  # noqa: E402
+    second_tier,
+    settle_dominated,
+)
 from exactattn.engine.cascade.coarse import certify_coarse, coarse_pays  # noqa: E402
 from exactattn.engine.cascade.dd import DD_PREC  # noqa: E402
 from exactattn.engine.cascade.float64 import certify_float  # noqa: E402
@@ -62,12 +63,15 @@ from exactattn.engine.cascade.interval import tau_enclosures  # noqa: E402
 from exactattn.engine.cascade.policy import current as current_policy  # noqa: E402
 from exactattn.engine.certify import certify_word  # noqa: E402
 from exactattn.engine.hard import CompiledModel, read_output, run_hard  # noqa: E402
+from exactattn.engine.hardfilter import run_filter  # noqa: E402
 from exactattn.engine.measure import LengthAccumulator  # noqa: E402
 from exactattn.engine.soft import WeightCache  # noqa: E402
 from exactattn.engine.temperature import BASE_PREC, Temperatures  # noqa: E402
 from exactattn.importers.tracr import import_tracr  # noqa: E402
-from exactattn.inputs import batches, words_of_length  # noqa: E402
+from exactattn.inputs import Shard, batches, words_of_length  # noqa: E402
+from exactattn.model.reference import Oracle  # noqa: E402
 from exactattn.run.check import BATCH  # noqa: E402
+from exactattn.run.shard import LengthJob, check_shard, hard_filter_start  # noqa: E402
 from models import random_model  # noqa: E402
 
 TRACR = ROOT / "tests" / "data" / "tracr_lib"
@@ -75,17 +79,81 @@ TRACR_LIB = sorted(p.stem for p in TRACR.glob("lib_*.json"))
 DEEP_LTL = "Y (a S (b & Y (a U (b S Y a))))"  # 6 attention + 6 feed-forward layers
 
 
+def check_once(model, n: int, batch: int, min_inputs: int = 0) -> dict:
+    """The check's loop on every input of length n (check_shard's, timed part by part), and
+    check_shard itself; tiny programs are repeated until ``min_inputs`` inputs were timed."""
+    total = len(model.alphabet) ** n
+    reps = max(1, -(-min_inputs // total))
+    fm = FloatModel(model, n)
+    job = LengthJob(model, n, None, False)
+    cm = CompiledModel(model)
+    start = hard_filter_start(job)
+    temps = Temperatures(model, None)
+    oracle = Oracle(model.reference, model.alphabet) if model.reference else None
+    chunks = list(batches(words_of_length(model.alphabet, n), batch))
+    check_shard(job, Shard(n, 0, 0, min(total, 64)))  # warm caches, as a check's first shard
+
+    t0 = time.process_time()
+    for _ in range(reps):
+        for chunk in chunks:
+            fm.forward(chunk)
+    base = (time.process_time() - t0) / reps
+
+    hard = meas = cert = 0.0
+    settled = 0
+    for _ in range(reps):
+        acc = LengthAccumulator(model, n, oracle, len(model.layers))
+        cas = Cascade(cm, n, temps, job.policy, oracle is not None, job.max_prec)
+        rank = 0
+        for chunk in chunks:
+            t0 = time.process_time()
+            hb = run_filter(cm, chunk, n, start) if start is not None else run_hard(cm, chunk, n)
+            t1 = time.process_time()
+            if start is not None:
+                acc.add_filtered(hb, cm, first_rank=rank)
+            else:
+                acc.add_hard(hb, first_rank=rank)
+            t2 = time.process_time()
+            if start is not None:
+                cas.certify_filtered(hb, acc)
+            else:
+                cas.certify(hb, acc)
+            t3 = time.process_time()
+            hard += t1 - t0
+            meas += t2 - t1
+            cert += t3 - t2
+            rank += len(chunk)
+        settled = acc.float_settled
+    t0 = time.process_time()
+    for _ in range(reps):
+        check_shard(job, Shard(n, 0, 0, total))
+    shard = (time.process_time() - t0) / reps
+    return dict(
+        n=n,
+        inputs=total,
+        start=start,
+        base=base,
+        hard=hard / reps,
+        meas=meas / reps,
+        cert=cert / reps,
+        shard=shard,
+        floats=settled / total,
+    )
+
+
 def median_row(runs: list[dict]) -> dict:
     """One row from repeated runs: every time the median over the runs (the shares and
     counts do not depend on the run: the tiers are deterministic)."""
     out = dict(runs[0])
-    for key in ("base", "hard", "flt", "co", "ct", "dd", "arb"):
-        out[key] = statistics.median(r[key] for r in runs)
+    for key in ("base", "hard", "flt", "co", "ct", "dd", "arb", "meas", "cert", "shard"):
+        if key in out:
+            out[key] = statistics.median(r[key] for r in runs)
     out["reps"] = len(runs)
     return out
 
 
 def bench_once(name: str, model, n: int, batch: int, sample: int, min_inputs: int = 0) -> dict:
+    """One run of the --tiers table (the issue 25 bench): each tier on its own, exact trace."""
     cm = CompiledModel(model)
     total = len(model.alphabet) ** n
     reps = max(1, -(-min_inputs // total))  # tiny programs: repeat so the times mean something
@@ -203,46 +271,87 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--n", type=int, default=8, help="Dyck-2 length")
     ap.add_argument("--random-n", type=int, default=12, help="random-model length")
-    ap.add_argument("--sample", type=int, default=200, help="arb-path words timed")
+    ap.add_argument("--sample", type=int, default=200, help="arb-path words timed (--tiers)")
     ap.add_argument("--batch", type=int, default=BATCH)
     ap.add_argument("--ltl-n", type=int, default=12, help="deep LTL model length")
     ap.add_argument(
         "--only", default="dyck2,random,random3,ltl,tracr", help="comma-separated groups"
     )
     ap.add_argument("--reps", type=int, default=3, help="runs per model; each time is the median")
+    ap.add_argument("--tiers", action="store_true", help="also time each float tier on its own")
     args = ap.parse_args()
     only = set(args.only.split(","))
-    rows = []
-
-    def bench(*a, **k) -> dict:  # noqa: ANN002, ANN003  (bench_once's arguments)
-        return median_row([bench_once(*a, **k) for _ in range(max(1, args.reps))])
-
+    cases = []
     if "dyck2" in only:
-        dyck = load_model(ROOT / "models" / "dyck2.json")
-        rows.append(bench("dyck2", dyck, args.n, args.batch, args.sample))
+        cases.append(("dyck2", load_model(ROOT / "models" / "dyck2.json"), args.n, 0))
     if "random" in only:
         rnd = model_from_dict(random_model(d=16, blocks=4, heads=2, seed=0))
-        rows.append(
-            bench("random d16 4×(attn 2 heads + ffn)", rnd, args.random_n, args.batch, args.sample)
-        )
+        cases.append(("random d16 4×(attn 2 heads + ffn)", rnd, args.random_n, 0))
     if "random3" in only:  # shallower: what double-double settles (float64 settles ~3%)
         rnd3 = model_from_dict(random_model(d=16, blocks=3, heads=2, seed=1))
-        rows.append(bench("random d16 3×(…) seed 1", rnd3, args.random_n, args.batch, args.sample))
+        cases.append(("random d16 3×(…) seed 1", rnd3, args.random_n, 0))
     if "ltl" in only:
         ltl = model_from_dict(compile_ltl(DEEP_LTL, ("a", "b")))
-        rows.append(bench(f"LTL {DEEP_LTL} (12 layers)", ltl, args.ltl_n, args.batch, args.sample))
+        cases.append((f"LTL {DEEP_LTL} (12 layers)", ltl, args.ltl_n, 0))
     if "tracr" in only:
         for name in TRACR_LIB:
             raw = import_tracr(TRACR / f"{name}.npz", TRACR / f"{name}.json")
             n = int(json.loads((TRACR / f"{name}.json").read_text())["max_seq_len"])
-            m = model_from_dict(raw)
-            rows.append(bench(f"tracr {name}", m, n, args.batch, args.sample, min_inputs=4096))
+            cases.append((f"tracr {name}", model_from_dict(raw), n, 4096))
+    reps = max(1, args.reps)
+    rows = []
+    for name, model, n, min_inputs in cases:
+        row = median_row([check_once(model, n, args.batch, min_inputs) for _ in range(reps)])
+        rows.append((name, row))
+    print(
+        f"{'model':<44} {'n':>3} {'inputs':>8} {'float64':>8} {'hard':>7} {'meas':>7} "
+        f"{'cascade':>8} {'shard':>7} {'filter':>6} {'by floats':>9} {'hard/f64':>8} "
+        f"{'meas/f64':>8} {'casc/f64':>8} {'cert+hard/f64':>13} {'shard/f64':>9} {'µs/in':>6}"
+    )
+    for name, r in rows:
+        both = r["hard"] + r["meas"] + r["cert"]
+        filt = "—" if r["start"] is None else f"L{r['start']}+"
+        print(
+            f"{name:<44} {r['n']:>3} {r['inputs']:>8,} {r['base']:>7.3f}s {r['hard']:>6.3f}s "
+            f"{r['meas']:>6.3f}s {r['cert']:>7.3f}s {r['shard']:>6.3f}s {filt:>6} "
+            f"{r['floats']:>9.2%} {r['hard'] / r['base']:>7.1f}× {r['meas'] / r['base']:>7.1f}× "
+            f"{r['cert'] / r['base']:>7.1f}× {both / r['base']:>12.1f}× "
+            f"{r['shard'] / r['base']:>8.1f}× {both / r['inputs'] * 1e6:>6.1f}"
+        )
+    print(
+        "float64: uncertified numpy softmax forward pass (benchmarks/float_baseline.py); "
+        "hard: the hard meaning (engine/hardfilter.run_filter where the float filter runs — "
+        "'filter' L<P>+: exact layers before P, the filter from P on — else engine/hard.run_hard); "
+        "meas: the measurements (LengthAccumulator.add_filtered, with the exact recomputation of "
+        "undecided words and candidates, or add_hard; the reference oracle included); cascade: "
+        "the certified soft meaning (Cascade.certify_filtered or certify: every float tier and "
+        "arb for the words they leave); by floats: share of inputs the float tiers settle (the "
+        "rest go to arb, inside 'cascade'); cert+hard/f64: (hard + meas + cascade) / float64, the "
+        "whole check's work; shard: check_shard on the whole length, with its per-length set-up; "
+        "µs/in: hard + meas + cascade per input.\n"
+        "All times are CPU seconds of this process (time.process_time: the machine is shared, "
+        "so wall time would measure the other tenants; numpy/BLAS threads are included), each "
+        f"the median of {reps} runs."
+    )
+    if args.tiers:
+        print()
+        tier_table(cases, args, reps)
+
+
+def tier_table(cases: list, args: argparse.Namespace, reps: int) -> None:
+    """The earlier table (issue 25): each float tier timed on its own on the exact trace."""
+    rows = []
+    for name, model, n, min_inputs in cases:
+        runs = [
+            bench_once(name, model, n, args.batch, args.sample, min_inputs) for _ in range(reps)
+        ]
+        rows.append(median_row(runs))
     print(
         f"{'model':<44} {'n':>3} {'inputs':>8} {'float64':>8} {'hard':>7} {'coarse':>7} "
         f"{'f64 tier':>8} {'c tier':>7} {'dd tier':>7} {'by coarse':>9} {'by f64':>7} {'by c':>7} "
         f"{'by dd':>7} {'arb left':>8} "
         f"{'arb (est.)':>10} "
-        f"{'left (est.)':>11} {'cert+hard/f64':>13} {'cert/f64':>9} {'µs/in':>6}"
+        f"{'left (est.)':>11} {'tiers+exact/f64':>15} {'cert/f64':>9} {'µs/in':>6}"
     )
     for r in rows:
         cert = r["co"] + r["flt"] + r["ct"] + r["dd"]
@@ -255,24 +364,19 @@ def main() -> None:
             f"{r['settled']:>7.2%} "
             f"{r['settled_ct']:>7.2%} {r['settled_dd']:>7.2%} "
             f"{left:>8.2%} {r['arb']:>9.1f}s {r['arb'] * left:>10.1f}s "
-            f"{both / r['base']:>12.1f}× {cert / r['base']:>8.1f}× "
+            f"{both / r['base']:>14.1f}× {cert / r['base']:>8.1f}× "
             f"{both / r['inputs'] * 1e6:>6.1f}"
         )
     print(
-        "float64: uncertified numpy softmax forward pass (benchmarks/float_baseline.py); "
-        "hard: exact run_hard; coarse: the coarse tier (engine/coarse.py) on all inputs where its "
-        "rule turns it on; f64 tier: certify_float (certified δ, all layers, read-out) on the "
-        "inputs the coarse tier left; "
-        "c tier: the centred float64 tier (second_tier with certify_centred) on the words "
-        "float64 left (where the coarse tier ran: on the words it left, no f64 tier); "
-        "dd tier: the double-double tier on the words both left; "
-        "by coarse / by f64 / by c / by dd: share of inputs settled without arb by each tier; "
-        "arb left: the rest; "
-        "arb (est.): per-word certify_word on a sample, scaled to all inputs; left (est.): "
-        "scaled to the words left; cert: all four float tiers; µs/in: hard + cert. per input.\n"
-        "All times are CPU seconds of this process (time.process_time: the machine is shared, "
-        "so wall time would measure the other tenants; numpy/BLAS threads are included), each "
-        f"the median of {max(1, args.reps)} runs."
+        "(--tiers) hard: exact run_hard and its read-out, on every input (the hard filter is "
+        "not used here); coarse: the coarse tier on all inputs where its rule turns it on; f64 "
+        "tier: certify_float on the inputs the coarse tier left; c tier: the centred float64 "
+        "tier on the words float64 left (where the coarse tier ran: on the words it left, no f64 "
+        "tier); dd tier: the double-double tier on the words both left; by coarse / by f64 / by "
+        "c / by dd: share of inputs settled without arb by each tier; arb left: the rest; arb "
+        "(est.): per-word certify_word on a sample, scaled to all inputs; left (est.): scaled to "
+        "the words left; tiers+exact/f64: (hard + the four tiers) / float64, without the "
+        "measurements (the column issue 25 called cert+hard/f64)."
     )
 
 

@@ -29,6 +29,8 @@ TSEARCH = "exactattn/bounds/tau_search.py"
 WITNESS_TESTS = ("tests/test_bound_witnesses.py", "tests/test_bounds.py")
 COARSE = "exactattn/engine/cascade/coarse.py"
 COARSE_TESTS = "tests/test_coarse_sound.py"
+HFILTER = "exactattn/engine/hardfilter.py"
+HF_TESTS = "tests/test_hard_filter.py::"
 ENGINE_TESTS = ("tests/test_bound_witnesses.py", "tests/test_bounds_engine.py")
 
 
@@ -586,8 +588,8 @@ MUTATIONS: list[Mutation] = [
             "known: add's own WIDEN and from_rat's CONV slack cover dr1's rounding"
         ),
     ),
-    # ---- exactattn/engine/cascade/chain.py: settle_dominated (docs/scale.md, "The random
-    # model's last third")
+    # ---- exactattn/engine/cascade/chain.py: settle_dominated (notes/benchmark-rounds.md, "The
+    # random model's last third")
     Mutation(
         "SD1",
         "exactattn/engine/cascade/chain.py",
@@ -666,6 +668,47 @@ MUTATIONS: list[Mutation] = [
         "        pass",
         "coarse tier: off-key mass not set to 1 where fl(ŝ·c) may overflow (Lemma A)",
         tests=(COARSE_TESTS,),
+    ),
+    # ---- exactattn/engine/hardfilter.py: the hard filter's allowances (proofs/hard_filter.md)
+    Mutation(
+        "HF1",
+        HFILTER,
+        "    thr = (2.0 * SAFE) * rho  #",
+        "    thr = 0.0 * rho  #",
+        "hard filter: a score gap above 0 taken as certain (Lemma HA without 2ρ)",
+        tests=(HF_TESTS + "test_cancellation_is_not_decided_by_the_filter",),
+    ),
+    Mutation(
+        "HF2",
+        HFILTER,
+        "    rho = c * (hd.gc * mq * mk + mq * rk + rq * (mk + rk)) * SAFE + ETA",
+        "    rho = 0.0 * mq + ETA",
+        "hard filter: the scores' radius without its terms (Lemma HD)",
+        tests=(HF_TESTS + "test_cancellation_is_not_decided_by_the_filter",),
+    ),
+    Mutation(
+        "HF3",
+        HFILTER,
+        "CONV = 2.0**-50  #",
+        "CONV = 0.0  #",
+        "hard filter: conversion allowance of exact rationals → 0 (Lemma HE)",
+        tests=(HF_TESTS + "test_lemma_he_conversion",),
+    ),
+    Mutation(
+        "HF4",
+        HFILTER,
+        "(Fraction(gamma(d + 1)) + Fraction(U)) * (1 + Fraction(U))",
+        "Fraction(gamma(d + 1)) * (1 + Fraction(U))",
+        "hard filter: linear maps' rounding allowance γ_{d+1} + u → γ_{d+1} (Lemma HL)",
+        tests=(HF_TESTS + "test_lemma_hl_needs_the_extra_u",),
+    ),
+    Mutation(
+        "HF5",
+        HFILTER,
+        "    same = (keys[kw] == kt[:, None, :]).all(axis=2)",
+        "    same = (keys[kw] == kt[:, None, :]).any(axis=2)",
+        "hard filter: a tie confirmed on one coordinate of the exact keys (Lemma HT)",
+        tests=(HF_TESTS + "test_a_near_tie_of_different_keys_is_not_confirmed",),
     ),
     # ---- exactattn/bounds/tau_search.py: the invariant of τ*_inv
     Mutation(

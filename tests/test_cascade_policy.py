@@ -13,7 +13,13 @@ from pathlib import Path
 from exactattn.engine.cascade.policy import Policy
 
 ROOT = Path(__file__).resolve().parent.parent
-SWITCHES = ("EXACTATTN_COARSE", "EXACTATTN_CENTRED", "EXACTATTN_DD", "EXACTATTN_BLAS")
+SWITCHES = (
+    "EXACTATTN_COARSE",
+    "EXACTATTN_CENTRED",
+    "EXACTATTN_DD",
+    "EXACTATTN_BLAS",
+    "EXACTATTN_HARDFILTER",
+)
 
 
 def test_environment_values() -> None:
@@ -25,6 +31,8 @@ def test_environment_values() -> None:
         assert Policy.from_environ({"EXACTATTN_BLAS": value}).blas is on
     for value in ("1", "", "no", "false", "00"):
         assert Policy.from_environ({"EXACTATTN_DD": value}).dd
+        assert Policy.from_environ({"EXACTATTN_HARDFILTER": value}).hard_filter
+    assert not Policy.from_environ({"EXACTATTN_HARDFILTER": "0"}).hard_filter
 
 
 _SCRIPT = """
@@ -41,13 +49,26 @@ def test_a_job_takes_the_environment_at_import() -> None:
     """In a fresh process with every switch flipped, a job made there carries them all, the
     BLAS switch is in force by default, and ``--arb-only`` turns the float tiers off."""
     env = {k: v for k, v in os.environ.items() if k not in SWITCHES}
-    env.update(EXACTATTN_COARSE="0", EXACTATTN_CENTRED="0", EXACTATTN_DD="0", EXACTATTN_BLAS="1")
+    env.update(
+        EXACTATTN_COARSE="0",
+        EXACTATTN_CENTRED="0",
+        EXACTATTN_DD="0",
+        EXACTATTN_BLAS="1",
+        EXACTATTN_HARDFILTER="0",
+    )
     code = _SCRIPT.format(model=str(ROOT / "models" / "dyck1.json"))
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
     job, blas, arb_only = json.loads(out.stdout)
-    flipped = {"floats": True, "coarse": False, "centred": False, "dd": False, "blas": True}
+    flipped = {
+        "floats": True,
+        "coarse": False,
+        "centred": False,
+        "dd": False,
+        "blas": True,
+        "hard_filter": False,
+    }
     assert job == flipped and blas is True
     assert arb_only == {**flipped, "floats": False}
 

@@ -1,4 +1,5 @@
-"""The coarse float tier in the check's chain (engine/cascade/coarse.py and chain.py; docs/scale.md
+"""The coarse float tier in the check's chain (engine/cascade/coarse.py and chain.py;
+notes/benchmark-rounds.md
 "Coarse tier"): where the rule turns it on, that the switch turns it off, that the chain with
 it keeps the arb-only path's exact fields and the 1e-6 accuracy, and that its results do not
 depend on scheduling (--jobs, resume). Its soundness against arb: tests/test_coarse_sound*.py.
@@ -35,8 +36,8 @@ def _spy(monkeypatch) -> list[int]:
     real_coarse, real_settle = chain.certify_coarse, chain.settle_dominated
     last: list[object] = [None]
 
-    def coarse_spy(*a):  # type: ignore[no-untyped-def]
-        last[0] = fc = real_coarse(*a)
+    def coarse_spy(*a, **k):  # type: ignore[no-untyped-def]
+        last[0] = fc = real_coarse(*a, **k)
         return fc
 
     def settle_spy(fb, *a, **k):  # type: ignore[no-untyped-def]

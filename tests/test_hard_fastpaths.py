@@ -1,4 +1,4 @@
-"""The hard meaning's and the measurements' cheaper paths (docs/scale.md, "Cheaper hard
+"""The hard meaning's and the measurements' cheaper paths (notes/benchmark-rounds.md, "Cheaper hard
 meaning") give the numbers of the plain paths, bit for bit.
 
 Each fast path is cross-checked against the path it replaces: the int64 score and average
@@ -329,3 +329,44 @@ def test_embed_matches_the_two_index_gather() -> None:
         idx = np.concatenate([idx, np.full((len(words), 1), cm.token_index[model.eos])], axis=1)
     want = table.num[idx, np.arange(idx.shape[1])[None, :]]
     assert x.den == table.den and x.num.dtype == want.dtype and np.array_equal(x.num, want)
+
+
+def _argmax_labels_loop(labels, num: np.ndarray, den: int):
+    """The definition: per word and position, the unique largest entry's label (None on a
+    tie), and the word's smallest winner-minus-runner-up gap (0 at a tie; None with one label)."""
+    out_l, out_m = [], []
+    for w in range(num.shape[0]):
+        row_l, margin = [], None
+        for p in range(num.shape[1]):
+            vals = [int(v) for v in num[w, p]]
+            best = max(vals)
+            win = [i for i, v in enumerate(vals) if v == best]
+            if len(win) > 1:
+                row_l.append(None)
+                mg = Fraction(0)
+            else:
+                row_l.append(labels[win[0]])
+                rest = [v for i, v in enumerate(vals) if i != win[0]]
+                mg = Fraction(best - max(rest), den) if rest else None
+            if mg is not None and (margin is None or mg < margin):
+                margin = mg
+        out_l.append(row_l)
+        out_m.append(margin)
+    return out_l, out_m
+
+
+def test_argmax_labels_int64_is_the_definition() -> None:
+    """The batched argmax read-out (int64 numerators) gives the definition's labels and
+    margins, with ties, one label, and entries near the int64 bound's 2^61."""
+    from exactattn.model import ArgmaxOutput
+
+    rng = np.random.default_rng(11)
+    for trial in range(300):
+        N, P, r = (int(v) for v in rng.integers(1, 6, 3))
+        scale = 2**60 if trial % 10 == 0 else 4
+        num = rng.integers(-scale, scale, (N, P, r)).astype(np.int64)
+        den = int(rng.integers(1, 9))
+        labels = tuple(f"l{i}" for i in range(r))
+        out = ArgmaxOutput((), (), labels)
+        got = hard._argmax_labels_int64(out, num, den)
+        assert got == _argmax_labels_loop(labels, num, den), trial

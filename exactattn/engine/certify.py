@@ -43,8 +43,10 @@ def certify_word(
     base_prec: int = BASE_PREC,
     max_prec: int = MAX_PREC,
     keep_alphas: bool = False,
+    at: int | None = None,
 ) -> SoftResult:
-    """Soft meaning of word b; precision doubles until everything reported is decided."""
+    """Soft meaning of word b; precision doubles until everything reported is decided.
+    ``at``: word b's index in the accumulator's batch when ``hb`` is a sub-batch of it."""
     prec = base_prec
     n = hb.n
     while True:
@@ -52,7 +54,7 @@ def certify_word(
         with ctx.workprec(prec):
             st = run_soft(cm, hb, b, taus, weights, keep_alphas=keep_alphas)
             final = st.deltas[-1] if st.deltas else None
-            verdict = acc.soft_verdict(hb, b, final, zero_test(cm, hb, b, st, temps))
+            verdict = acc.soft_verdict(hb, b, final, zero_test(cm, hb, b, st, temps), at)
             ok = verdict.decided
             bnds = [delta_bounds(d) for d in st.deltas]
             if ok:

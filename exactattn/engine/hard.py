@@ -356,6 +356,12 @@ def _affine(x: RatArray, w: RatArray, b: RatArray, sh: Sharing | None = None) ->
     return x.matmul_t(w) + RatArray(b.num, b.den)
 
 
+def head_keys(ch: CompiledHead, x: RatArray) -> RatArray:
+    """A head's exact keys x·Kᵀ + b_K on the layer input ``x`` (N, T, d): what the hard filter
+    compares to confirm a tie exactly (engine/hardfilter.py, Lemma HT)."""
+    return _affine(x, ch.K, ch.bk)
+
+
 def _affine_int64(
     x: RatArray, w: RatArray, b: RatArray, sh: Sharing | None = None
 ) -> RatArray | None:
@@ -623,18 +629,24 @@ def _divide_rows(summed: RatArray, count: np.ndarray) -> RatArray:
 
 
 def run_hard(
-    cm: CompiledModel, words: Sequence[Sequence[str]], n: int, share: bool = True
+    cm: CompiledModel,
+    words: Sequence[Sequence[str]],
+    n: int,
+    share: bool = True,
+    upto: int | None = None,
 ) -> HardBatch:
     """The hard meaning of every word in the batch (all of length n).
 
     ``share``: use :func:`prefix_sharing` when the batch allows it (same results).
+    ``upto``: only the first ``upto`` layers (the exact prefix under the hard filter,
+    engine/hardfilter.py); the trace of each is the same as in the whole run.
     """
     letters = cm.letters(words, n)
     x = cm.embed(words, n, letters).reduced()
     x0 = x
     sh = prefix_sharing(cm.model, words, n, len(words)) if share else None
     layers: list[LayerTrace] = []
-    for li, layer in enumerate(cm.layers):
+    for li, layer in enumerate(cm.layers if upto is None else cm.layers[:upto]):
         if isinstance(layer, list):
             traces = []
             out = x
@@ -764,9 +776,11 @@ def argmax_labels(
     """
     out = model.output
     assert isinstance(out, ArgmaxOutput)
+    num = y.num
+    if num.dtype == np.int64 and num.ndim == 3 and num.shape[2] >= 1 and y.bound() < 2**61:
+        return _argmax_labels_int64(out, num, y.den)
     labels: list[list[str | None]] = []
     margins: list[Fraction | None] = []
-    num = y.num
     for wi in range(num.shape[0]):
         row_labels: list[str | None] = []
         margin = None
@@ -786,3 +800,27 @@ def argmax_labels(
         labels.append(row_labels)
         margins.append(margin)
     return labels, margins
+
+
+def _argmax_labels_int64(
+    out: ArgmaxOutput, num: np.ndarray, den: int
+) -> tuple[list[list[str | None]], list[Fraction | None]]:
+    """:func:`argmax_labels` of int64 numerators below 2**61 (differences fit int64), for the
+    whole batch at once: the same labels and margins (it was a Python loop per word and
+    position, most of a tracr program's measurement)."""
+    N, P, r = num.shape
+    best = num.max(axis=2)  # (N, P)
+    eq = num == best[..., None]
+    nwin = row_counts(eq) if eq.shape[-1] < 256 else eq.sum(axis=2)
+    first = np.argmax(eq, axis=2)
+    lab = np.empty(r + 1, dtype=object)
+    lab[:r] = list(out.labels)
+    lab[r] = None
+    labels = lab[np.where(nwin > 1, r, first)].tolist()
+    if r == 1 or N == 0 or P == 0:  # no competitor anywhere: no margin (None, not 0)
+        return labels, [None] * N
+    low = np.iinfo(np.int64).min
+    others = num.copy()
+    np.put_along_axis(others, first[..., None], low, axis=2)  # the winner left out
+    diff = np.where(nwin > 1, 0, best - others.max(axis=2))  # a tie: 0 (the spec's margin)
+    return labels, [Fraction(int(v), den) for v in diff.min(axis=1).tolist()]

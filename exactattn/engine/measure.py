@@ -17,9 +17,19 @@ import numpy as np
 from flint import arb, arb_mat
 
 from exactattn.core.numbers import frac_str, point_lower, point_upper, to_arb
-from exactattn.engine.hard import HardBatch, argmax_labels, read_output, row_counts, rows_alike
+from exactattn.engine.cascade.interval import float_down, float_up
+from exactattn.engine.hard import (
+    CompiledModel,
+    HardBatch,
+    LayerTrace,
+    argmax_labels,
+    read_output,
+    row_counts,
+    rows_alike,
+)
+from exactattn.engine.hardfilter import HardFilter
 from exactattn.engine.ratarray import INT64_SAFE
-from exactattn.model import AcceptOutput, ArgmaxOutput, Model, ValueOutput
+from exactattn.model import AcceptOutput, ArgmaxOutput, AttentionLayer, Model, ValueOutput
 from exactattn.model.reference import Oracle
 from exactattn.results import (
     ErrorRecord,
@@ -163,16 +173,7 @@ class LengthAccumulator:
         self.inputs += N
         self.x_max = max(self.x_max, hb.x0.max_abs())
         for li, lt in enumerate(hb.layers):
-            self.activation_max[li] = max(self.activation_max[li], lt.x_out.max_abs())
-            if lt.heads is None:
-                continue
-            for hi_, tr in enumerate(lt.heads):
-                rec = self.head_gaps.setdefault((li, hi_), GapRecord())
-                self._gap(hb, li, hi_, tr, rec)
-                if rec.value is not None and (
-                    self.gap.value is None or (rec.value, rec.key) < (self.gap.value, self.gap.key)
-                ):
-                    self.gap = GapRecord(rec.value, rec.witness, rec.key)
+            self._layer_hard(hb, li, lt)
         x_last = hb.activations[-1]
         out = read_output(m, x_last, self.n)
         self._hard_out = out
@@ -202,6 +203,13 @@ class LengthAccumulator:
                     self._tie_at[b] = tied
         else:
             self._hard_decisions = [None] * N
+        self._reference_and_ties(hb)
+
+    def _reference_and_ties(self, hb: HardBatch | HardFilter) -> None:
+        """The batch's hard ties and its reference comparison, from the decisions in
+        ``_hard_decisions`` and ``_tie_at`` (one entry per word of ``hb``)."""
+        o = self.model.output
+        N = len(hb.words)
         expected = (
             self.oracle.expected_many(hb.words, hb.letters)
             if self.oracle is not None
@@ -239,6 +247,122 @@ class LengthAccumulator:
                             ),
                         ),
                     )
+
+    def add_filtered(
+        self, hf: HardFilter, cm: CompiledModel, first_rank: int | None = None
+    ) -> None:
+        """:meth:`add_hard` of a batch given by the hard filter (engine/hardfilter.py): the
+        same record, bit for bit (proofs/hard_filter.md, Lemma X).
+
+        The exact prefix (``hf.pre``) is measured as :meth:`add_hard` measures it. For the
+        filtered layers the filter decides the words it calls ok (every argmax, the accept
+        decision) and encloses each word's extrema. A word is recomputed exactly
+        (``hf.exact_idx``, ``hf.exact_hb``, in rank order) when the filter could not decide
+        it, or when it is a candidate for an extremum of the batch: its enclosure reaches
+        the best the batch's other enclosures guarantee, and could change the record (a
+        largest |activation| above the one recorded; a smallest gap or margin below it).
+        Every word that attains an extremum is then exact, with its rank, so values and
+        witnesses (the first in rank order, as the exact path finds them) are the exact
+        path's."""
+        m = self.model
+        o = m.output
+        assert isinstance(o, AcceptOutput)
+        N = hf.B
+        pre = hf.pre
+        if first_rank is None:  # words in any order: rank each one
+            self._ranks = [input_rank(m.alphabet, w) for w in hf.words]
+            self._rank0 = 0
+        else:
+            self._ranks = None
+            self._rank0 = first_rank
+        self.inputs += N
+        self.x_max = max(self.x_max, pre.x0.max_abs())
+        # the exact prefix, as add_hard does it
+        for li, lt in enumerate(pre.layers):
+            self._layer_hard(pre, li, lt)
+        ok = hf.ok
+        has_ok = bool(ok.any())
+        exact = ~ok
+        if has_ok:  # the candidates (Lemma X)
+            for li, lo in hf.act_lo.items():
+                hi = hf.act_hi[li]
+                have = float_down(self.activation_max[li])
+                exact |= ok & (hi >= float(lo[ok].max())) & (hi > have)
+            for key, facts in hf.heads.items():
+                bound = float(facts.gap_hi[ok].min())
+                cand = ok & np.isfinite(facts.gap_lo) & (facts.gap_lo <= bound)
+                rec = self.head_gaps.get(key)
+                if rec is not None and rec.value is not None:
+                    cand &= facts.gap_lo < float_up(rec.value)
+                exact |= cand
+            bound = float(hf.margin_hi[ok].min())
+            cand = ok & (hf.margin_lo <= bound)
+            if self.min_margin is not None:
+                cand &= hf.margin_lo < float_up(self.min_margin)
+            exact |= cand
+        idx = np.flatnonzero(exact)
+        hf.exact_idx = idx
+        hf.exact_hb = hb = hf.exact(cm, idx) if idx.size else None
+        # the filtered layers: the decided words' facts, and the exact words under their ranks
+        ranks0 = self._ranks
+        self._ranks = [self._rank(int(b)) for b in idx.tolist()]
+        for li in range(hf.start, len(m.layers)):
+            if hb is not None:
+                self.activation_max[li] = max(
+                    self.activation_max[li], hb.layers[li].x_out.max_abs()
+                )
+            layer = m.layers[li]
+            if not isinstance(layer, AttentionLayer):
+                continue
+            for hi_ in range(len(layer.heads)):
+                rec = self.head_gaps.setdefault((li, hi_), GapRecord())
+                if has_ok:  # the decided words' argmax sets
+                    facts = hf.heads[(li, hi_)]
+                    rec.max_nontop = max(rec.max_nontop, int(facts.nontop_max[ok].max()))
+                    rec.max_top = max(rec.max_top, int(facts.top_max[ok].max()))
+                if hb is not None:
+                    heads = hb.layers[li].heads
+                    assert heads is not None
+                    self._gap(hb, li, hi_, heads[hi_], rec)
+                self._global_gap(rec)
+        self._ranks = ranks0
+        # the decisions: the filter's where it decided, the exact ones elsewhere
+        self._hard_out = None
+        self._tie_at = {}
+        decisions = hf.accept & ok
+        t = o.threshold
+        if hb is not None:
+            vals = read_output(m, hb.activations[-1], self.n).values
+            diff = _threshold_diff(vals, t)
+            decisions[idx] = diff > 0
+            for j in np.flatnonzero(diff == 0).tolist():
+                self._tie_at[int(idx[j])] = [0]
+            self._margin(Fraction(int(np.abs(diff).min()), vals.den * t.denominator))
+        self._hard_decisions = decisions.tolist()
+        self.accepted += int(decisions.sum())
+        self._reference_and_ties(hf)
+
+    def attach_exact(self, hb: HardBatch) -> None:
+        """The exact hard meaning of the batch :meth:`add_filtered` took, when the soft side
+        needs it for every word after all (the coarse tier declined the batch)."""
+        self._hard_out = read_output(self.model, hb.activations[-1], self.n)
+
+    def _layer_hard(self, hb: HardBatch, li: int, lt: LayerTrace) -> None:
+        """One layer's exact measurements: its largest |activation|, its heads' gaps."""
+        self.activation_max[li] = max(self.activation_max[li], lt.x_out.max_abs())
+        if lt.heads is None:
+            return
+        for hi_, tr in enumerate(lt.heads):
+            rec = self.head_gaps.setdefault((li, hi_), GapRecord())
+            self._gap(hb, li, hi_, tr, rec)
+            self._global_gap(rec)
+
+    def _global_gap(self, rec: GapRecord) -> None:
+        """γ: the smallest head gap, by (value, order key)."""
+        if rec.value is not None and (
+            self.gap.value is None or (rec.value, rec.key) < (self.gap.value, self.gap.key)
+        ):
+            self.gap = GapRecord(rec.value, rec.witness, rec.key)
 
     def _rank(self, b: int) -> int:
         """Enumeration rank of word b of the current batch."""
@@ -377,16 +501,28 @@ class LengthAccumulator:
 
     # -- soft ----------------------------------------------------------------------
     def soft_verdict(
-        self, hb: HardBatch, b: int, final_delta: arb_mat | None, zero_test: Any = None
+        self,
+        hb: HardBatch,
+        b: int,
+        final_delta: arb_mat | None,
+        zero_test: Any = None,
+        at: int | None = None,
     ) -> SoftVerdict:
         """The soft read-out of word b, certified, from the final δ.
 
         ``zero_test(slot, a, K)`` decides exactly whether K + a·δ[slot] = 0 (see
         :mod:`exactattn.engine.exactzero`); it settles ties that no precision can.
+        ``at``: the word's index in the batch this accumulator holds the hard meaning of,
+        when ``hb`` is a sub-batch of it (the hard filter's exact words); the hard read-out
+        values are then ``hb``'s own.
         """
         m = self.model
         o = m.output
-        vals = self._hard_out.values
+        if at is None:
+            vals = self._hard_out.values
+            at = b
+        else:
+            vals = read_output(m, hb.activations[-1], self.n).values
         if isinstance(o, AcceptOutput):
             slot = m.accept_slot(self.n)
             y = vals.fraction(b)
@@ -426,7 +562,7 @@ class LengthAccumulator:
             labels: list[str | None] = []
             decided = True
             und_at: list[bool] = []
-            hard_labels = self._hard_decisions[b]
+            hard_labels = self._hard_decisions[at]
             for pi in range(len(slots)):
                 und_at.append(False)
                 hard_row = [Fraction(int(x), vals.den) for x in vals.num[b, pi]]

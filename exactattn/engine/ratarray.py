@@ -347,11 +347,14 @@ class RatArray:
         if flat.dtype != object:
             # block by block, stopping once the gcd with the denominator is 1 (an array
             # already in lowest terms, the usual case, is settled by its first entries)
-            step = REDUCE_BLOCK
-            for s in range(0, flat.size, step):
+            # (a while loop: ``range(0, size, step)`` fixes its stride at the first block,
+            # so the growing blocks overlapped and a gcd > 1 cost a quadratic number of gcds)
+            s, step = 0, REDUCE_BLOCK
+            while s < flat.size:
                 g = math.gcd(g, int(np.gcd.reduce(flat[s : s + step])))
                 if g == 1:
                     return self
+                s += step
                 step *= 4
         else:
             for x in flat:

@@ -29,7 +29,7 @@ from exactattn.core.limits import clip
 from exactattn.core.version import __version__
 from exactattn.inputs import Shard, shard_inputs
 from exactattn.results import LengthRecord
-from exactattn.run.shard import LengthJob, check_shard
+from exactattn.run.shard import LengthJob, check_shard, hard_filter_start
 
 CHECKPOINT_FORMAT = "exactattn-checkpoint/1"
 
@@ -176,6 +176,13 @@ class Checkpoint:
             # and are recomputed (docs/model-format.md); version 3: the words it leaves go to
             # the centred tier first (other bits), so shards of version 2 are recomputed
             ident["coarse_version"] = 3
+        if not job.hard_only and hard_filter_start(job) is not None:
+            # the hard meaning from the float filter (engine/hardfilter.py): the coarse tier
+            # reads its enclosures and the later tiers an exact sub-batch of the words it
+            # leaves, so soft enclosures may differ in their last digits from shards made
+            # without it (which lack the key and are recomputed); hard-only records do not
+            # change (proofs/hard_filter.md, Lemma X)
+            ident["hard_filter"] = 1
         return ident
 
     def load(self, job: LengthJob, shard: Shard) -> LengthRecord | None:

@@ -17,6 +17,7 @@ from exactattn.engine.cascade.chain import Cascade
 from exactattn.engine.cascade.policy import Policy, current
 from exactattn.engine.certify import MAX_PREC
 from exactattn.engine.hard import CompiledModel, run_hard
+from exactattn.engine.hardfilter import filter_plan, run_filter
 from exactattn.engine.measure import LengthAccumulator
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import Shard, batches, words_in
@@ -73,6 +74,22 @@ def _compiled(model: Model) -> CompiledModel:
     return hit[1]
 
 
+def hard_filter_start(job: LengthJob) -> int | None:
+    """Where the job's shards take the hard meaning from the float filter
+    (engine/hardfilter.py) rather than computing it exactly for every word: the first layer
+    the filter computes (None: it does not run). It runs where its rule says so
+    (:func:`~exactattn.engine.hardfilter.filter_plan`, a function of the model and n), the
+    policy allows it, and the soft meaning, if computed, starts with the coarse tier (which
+    reads the filter's enclosures). A function of the job only, so every shard and resume of
+    a run does the same (checkpoint identities record it)."""
+    p = job.policy
+    if not p.hard_filter:
+        return None
+    if not job.hard_only and not (p.floats and p.coarse):
+        return None
+    return filter_plan(_compiled(job.model), job.n)
+
+
 def check_shard(
     job: LengthJob,
     shard: Shard,
@@ -101,11 +118,18 @@ def check_shard(
         soft = Cascade(cm, n, temps, job.policy, oracle is not None, job.max_prec)
     rank = shard.start
     source = iter(words) if words is not None else words_in(model.alphabet, shard)
+    start = hard_filter_start(job)
     for chunk in batches(source, job.batch):
-        hb = run_hard(cm, chunk, n)
-        acc.add_hard(hb, first_rank=rank)
-        if soft is not None:
-            soft.certify(hb, acc)
+        if start is not None:
+            hf = run_filter(cm, chunk, n, start)
+            acc.add_filtered(hf, cm, first_rank=rank)
+            if soft is not None:
+                soft.certify_filtered(hf, acc)
+        else:
+            hb = run_hard(cm, chunk, n)
+            acc.add_hard(hb, first_rank=rank)
+            if soft is not None:
+                soft.certify(hb, acc)
         rank += len(chunk)
         if progress:
             progress(len(chunk))

@@ -1,8 +1,8 @@
 """The cascade: which float tier settles which word of a batch, and arb for the rest.
 
 ``run/shard.py`` asks :class:`Cascade` for the certified soft meaning of each batch of a shard
-and nothing more. Per batch (docs/scale.md, "Coarse tier", "Centred tier", "Double-double
-tier"), as the job's :class:`~.policy.Policy` allows:
+and nothing more. Per batch (notes/benchmark-rounds.md, "Coarse tier", "Centred tier",
+"Double-double tier"), as the job's :class:`~.policy.Policy` allows:
 
 1. the coarse tier (:mod:`.coarse`), where its rule turns it on (:func:`~.coarse.coarse_pays`,
    a function of the model and n): loose certified ends for every word, which settle the words
@@ -36,7 +36,8 @@ from exactattn.engine.cascade.float64 import certify_float
 from exactattn.engine.cascade.interval import tau_enclosures
 from exactattn.engine.cascade.policy import Policy, blas_products
 from exactattn.engine.certify import MAX_PREC, certify_word
-from exactattn.engine.hard import CompiledModel, HardBatch
+from exactattn.engine.hard import CompiledModel, HardBatch, run_hard
+from exactattn.engine.hardfilter import FilterSource, HardFilter
 from exactattn.engine.measure import LengthAccumulator
 from exactattn.engine.soft import WeightCache
 from exactattn.engine.temperature import BASE_PREC, Temperatures
@@ -110,6 +111,60 @@ class Cascade:
                 self.start_prec = max(BASE_PREC, sr.prec)
                 acc.add_soft(hb, b, sr.bounds, sr.verdict, sr.prec)
 
+    def certify_filtered(self, hf: HardFilter, acc: LengthAccumulator) -> None:
+        """:meth:`certify` of a batch whose hard meaning the hard filter gave
+        (engine/hardfilter.py, :meth:`LengthAccumulator.add_filtered` before): the coarse
+        tier reads the filter's enclosures (``FilterSource``), and only the words it leaves
+        are recomputed exactly, as one sub-batch, for the later tiers and arb. Without the
+        coarse tier (it declined the batch) every word is recomputed, and :meth:`certify`
+        runs on them."""
+        cm = self.cm
+        B = hf.B
+        subs: dict[str, tuple[np.ndarray, HardBatch]] = {}
+
+        def sub(idx: np.ndarray | None) -> HardBatch:
+            got = np.arange(B) if idx is None else idx
+            hb = hf.exact(cm, got)
+            subs["hb"] = (got, hb)
+            return hb
+
+        with blas_products(self.policy.blas):
+            fc = None
+            if self.floats and self.coarse:
+                fc = certify_coarse(cm, hf, self.ftaus, hard=FilterSource(cm, hf))
+            if fc is None:
+                hb = run_hard(cm, hf.words, hf.n)  # the whole batch, as the exact path has it
+                acc.attach_exact(hb)
+                self.certify(hb, acc)
+                return
+            fb, settled = after_coarse(
+                self.policy, cm, fc, sub, self.ftaus, self.dtaus, acc.error_lower_floats()
+            )
+            if fb is not None and settled is not None:
+                acc.add_soft_float(hf, fb, settled)
+                acc.float_settled += int(settled.sum())
+            else:  # numbers beyond float range: arb for every word
+                settled = np.zeros(B, dtype=bool)
+            left = np.flatnonzero(~settled)
+            if not left.size:
+                return
+            got, hbx = subs.get("hb") or (left, hf.exact(cm, left))
+            pos = np.searchsorted(got, left)
+            for b, j in zip(left.tolist(), pos.tolist(), strict=True):
+                sr = certify_word(
+                    cm,
+                    hbx,
+                    j,
+                    acc,
+                    self.temps,
+                    self.weights,
+                    base_prec=self.start_prec,
+                    max_prec=self.max_prec,
+                    at=b,
+                )
+                self.start_prec = max(BASE_PREC, sr.prec)
+                acc.add_soft(hf, b, sr.bounds, sr.verdict, sr.prec)
+
 
 def _float_chain(
     policy: Policy,
@@ -123,7 +178,8 @@ def _float_chain(
     """The float tiers on one batch: per word one tier's row and whether it is settled
     ((None, None): arb for the whole batch).
 
-    With ``use_coarse`` (docs/scale.md, "Coarse tier"), :func:`~.coarse.certify_coarse` runs on
+    With ``use_coarse`` (notes/benchmark-rounds.md, "Coarse tier"), :func:`~.coarse.certify_coarse`
+    runs on
     every word first and :func:`settle_dominated` settles what its loose ends allow (its upper
     ends already carry the relative margin 1 + 2^-18); the tiers of :func:`_tiers` then run
     on the words left as a sub-batch, with the coarse lower ends of every word of the batch
@@ -137,23 +193,38 @@ def _float_chain(
     leaves are those of large perturbations, which the centred tier settles and
     ``certify_float`` mostly does not (random benchmark model, n = 6–12: the centred tier
     alone settles every word left, ``certify_float`` 1–21 of 2–35 per batch), while each
-    call costs ≈ 12 ms of fixed per-layer work on a handful of words (docs/scale.md,
+    call costs ≈ 12 ms of fixed per-layer work on a handful of words (notes/benchmark-rounds.md,
     "Coarse tier: built"). The rule is a function of the policy, the model and n only."""
     fc = certify_coarse(cm, hb, ftaus) if use_coarse else None
     if fc is None:
         return _tiers(policy, cm, hb, ftaus, dtaus, lower, ())
-    B = len(hb.words)
+    return after_coarse(
+        policy, cm, fc, lambda idx: hb if idx is None else take_batch(hb, idx), ftaus, dtaus, lower
+    )
+
+
+def after_coarse(
+    policy: Policy,
+    cm: CompiledModel,
+    fc: FloatBatch,
+    sub: Callable[[np.ndarray | None], HardBatch],
+    ftaus: list[Any],
+    dtaus: list[Any] | None,
+    lower: list[float],
+) -> tuple[FloatBatch | None, np.ndarray | None]:
+    """:func:`_float_chain` after the coarse tier's results ``fc``: what they settle, then
+    the tiers of :func:`_tiers` on the words left, whose exact hard meaning ``sub(idx)`` gives
+    (``sub(None)``: every word's)."""
+    B = len(fc.settled)
     by_coarse = settle_dominated(fc, np.zeros(B, dtype=bool), fc.underflowed(), lower)
     if by_coarse.all():
         return fc, by_coarse
     first = policy.centred  # the centred tier first (the rule above)
     if not by_coarse.any():
-        return _tiers(policy, cm, hb, ftaus, dtaus, lower, (fc.err_lo,), first)
+        return _tiers(policy, cm, sub(None), ftaus, dtaus, lower, (fc.err_lo,), first)
     idx = np.flatnonzero(~by_coarse)
     got = np.maximum(np.array(lower, dtype=np.float64), fc.err_lo[by_coarse].max(axis=0))
-    fb, settled = _tiers(
-        policy, cm, take_batch(hb, idx), ftaus, dtaus, got.tolist(), (fc.err_lo,), first
-    )
+    fb, settled = _tiers(policy, cm, sub(idx), ftaus, dtaus, got.tolist(), (fc.err_lo,), first)
     if fb is None or settled is None:  # arb for the words left
         return fc, by_coarse
     out = by_coarse.copy()
@@ -213,7 +284,8 @@ def settle_dominated(
     lower: list[float],
     known: Sequence[np.ndarray] = (),
 ) -> np.ndarray:
-    """Also settle the words whose loose enclosures are reported by no one (docs/scale.md).
+    """Also settle the words whose loose enclosures are reported by no one
+    (notes/benchmark-rounds.md).
 
     A word is settled here when its read-out is decided, no error underflowed, and per layer:
 

@@ -4,7 +4,8 @@ Most words of a length never need a tight error enclosure: ``chain.settle_domina
 settles a word whose read-out is decided and whose per-layer error upper end is below a
 certified *lower* end of another word's error. This tier gives every word of a batch such
 loose ends cheaply, so only the words it cannot settle go on to ``float64.certify_float``
-(docs/scale.md, "Coarse tier"). It runs the plain float64 forward pass of the soft meaning and
+(notes/benchmark-rounds.md, "Coarse tier"). It runs the plain float64 forward pass of the soft
+meaning and
 carries one radius — a bound on |computed − exact| — per entry of every tensor, by forward
 error analysis:
 
@@ -23,7 +24,8 @@ Every radius is multiplied by SAFE = 1 + 2^-20. The "Lemma" labels in the commen
 maps, D scores, A attention rows, E the exp bound, H hard values, R ReLU, S sums, W interval
 softmax rows) name these bounds; proofs/coarse_tier.md proves them under the same labels. The
 formulas are those of the prototype ``benchmarks/coarse_probe.py --vector`` (its measurement in
-docs/scale.md) but one: the first layer's heads (whose input, the embeddings, is the same for
+notes/benchmark-rounds.md) but one: the first layer's heads (whose input, the embeddings, is the
+same for
 both meanings) take the exact hard scores and values converted by Lemma H instead of Lemmas L
 and D (``EXACT_FIRST``).
 
@@ -39,7 +41,7 @@ exact ones: max, argmax), so the bits are the same on every machine and BLAS ker
 one multiply and one add over a contiguous column, and zero weights are skipped (their terms
 are exactly 0). ``EXACTATTN_BLAS=1`` (``policy.blas_on``, recorded as ``blas`` in checkpoint
 identities) uses numpy/BLAS matrix products instead: the enclosures hold for any summation
-order, but the last bits then depend on the BLAS kernel (docs/scale.md, "Coarse tier").
+order, but the last bits then depend on the BLAS kernel (notes/benchmark-rounds.md, "Coarse tier").
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import islice
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -62,18 +65,19 @@ from exactattn.engine.hard import (
     run_hard,
     visible_mask,
 )
+from exactattn.engine.ratarray import RatArray
 from exactattn.inputs import words_of_length
 from exactattn.model import AcceptOutput, AttentionLayer
 
 RULE_WORDS = 64  # coarse_pays's sample: the first words of the length in rank order
-BIG_SCORE = 2**53  # ... on when some hard score numerator reaches this (docs/scale.md)
+BIG_SCORE = 2**53  # ... on when some hard score numerator reaches this (notes/benchmark-rounds.md)
 EXACT_FIRST = True  # the first layer's heads from the exact hard scores and values (_head)
 BATCHED_ROWS = 1  # _softmax_rows: products per word from this many rows per word on
 U = 2.0**-53  # unit roundoff of binary64
 SAFE = 1.0 + 2.0**-20  # every radius is multiplied by this (covers the radius formula's roundings)
 CONV = 2.0**-50  # relative error of num.astype(float64) / float(den) (three roundings, Lemma H)
 ETA = 2.0**-1000  # absolute allowance per radius for underflow (≥ d·2^-1074 for d ≤ 2^70)
-MARGIN = 1.0 + 2.0**-18  # err_hi is raised by this before domination (docs/scale.md)
+MARGIN = 1.0 + 2.0**-18  # err_hi is raised by this before domination (notes/benchmark-rounds.md)
 # the range proofs/coarse_tier.md assumes (otherwise the tier declines): every nonzero weight a
 # normal float (its rounding relative), inner dimensions ≤ 2^12 (the magnitude factor 1 + 2^-40
 # covers γ_{d+1} + 4u), τ ≥ 2^-50 (ETA covers the underflow of the scores times 1/τ)
@@ -377,7 +381,7 @@ def _head(
     inv_tau: float,
     itau_hi: float,
     dc: float,
-    exact: HeadTrace | None = None,
+    exact: HeadTrace | Any = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_head_fm` on arrays (B, T, d) → (B, T, m) (tests)."""
     out, outn, rout = _head_fm(hd, _fm(x), xn, _fm(r), inv_tau, itau_hi, dc, exact)
@@ -392,7 +396,7 @@ def _head_fm(
     inv_tau: float,
     itau_hi: float,
     dc: float,
-    exact: HeadTrace | None = None,
+    exact: HeadTrace | Any = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One head's output rows, a bound on their magnitude per word, and their radii, all
     feature-major ((d, B, T) in, (m, B, T) out; scores and weights are (B, i, j)).
@@ -403,7 +407,17 @@ def _head_fm(
     Fixed-order products unless ``policy.blas_on()``."""
     blas = blas_on()
     T = x.shape[2]
-    if exact is not None:
+    if exact is not None and hasattr(exact, "rho"):
+        # the hard filter's scores and values (proofs/hard_filter.md, Lemmas HD and HL): one
+        # radius per word, |ŝ − s| ≤ rho and |v̂ − v| ≤ rv on every entry of the word
+        s = exact.s  # (B, i, j)
+        sa = np.abs(s)
+        sbound = sa.max(axis=(1, 2))[:, None]  # max |ŝ| per word (B, 1)
+        es = np.broadcast_to(exact.rho[:, None, None], s.shape)
+        v = exact.v
+        rv = np.broadcast_to(exact.rv[None, :, None], v.shape)
+        vn_word = _mag(v)
+    elif exact is not None:
         # Lemma H: the exact scores and values converted, |ŝ − s| ≤ CONV·|ŝ| + ETA per entry
         s = _to_float(exact.scores)  # (B, i, j)
         sa = np.abs(s)
@@ -576,8 +590,8 @@ _PAYS: dict[tuple[int, int], tuple[CompiledModel, bool]] = {}
 
 
 def coarse_pays(cm: CompiledModel, n: int) -> bool:
-    """Whether the check runs the coarse tier at length ``n`` (docs/scale.md, "Coarse tier",
-    the rule): the model has an accept read-out and some head's exact hard score numerator on
+    """Whether the check runs the coarse tier at length ``n`` (notes/benchmark-rounds.md, "Coarse
+    tier", the rule): the model has an accept read-out and some head's exact hard score numerator on
     the first RULE_WORDS words of length n (rank order) reaches 2^53, i.e. the scores are not
     float64 numbers. That is where certify_float pays for Python-integer scores and its
     enclosures are loose anyway (the random models: 76–91 bits, 96–99.7% settled by this
@@ -605,15 +619,64 @@ def coarse_pays(cm: CompiledModel, n: int) -> bool:
     return big
 
 
+class HardSource(Protocol):
+    """Where the tier reads the hard meaning of a batch (its δ = soft − hard needs only
+    enclosures of it): the exact trace by default (:class:`ExactSource`), or the certified
+    float filter of the hard meaning (``engine/hardfilter.py``, proofs/hard_filter.md)."""
+
+    hard_tie: np.ndarray  # (B,) bool: the exact read-out sits on the threshold
+
+    def first_head(self, h: int) -> Any:
+        """The first layer's head h: its exact trace, or an object with ``s`` (B, T, T),
+        ``rho`` (B,), ``v`` (m, B, T) and ``rv`` (B,): |ŝ − s| ≤ rho, |v̂ − v| ≤ rv per word."""
+
+    def layer(self, li: int) -> tuple[np.ndarray, np.ndarray]:
+        """The hard activations after layer li, feature-major (d, B, T), and a radius per word
+        (B,) that bounds |ĥ − h| on every entry of the word."""
+
+
+class ExactSource:
+    """:class:`HardSource` of an exact trace: Lemma H's conversions (the tier's own bits)."""
+
+    def __init__(self, cm: CompiledModel, hb: HardBatch) -> None:
+        self.hb = hb
+        vals = read_output(cm.model, hb.activations[-1], hb.n).values
+        t = cm.model.output.threshold  # type: ignore[union-attr]
+        num = vals.num.astype(object)
+        self.hard_tie = np.array(num * t.denominator == t.numerator * vals.den, dtype=bool)
+
+    def first_head(self, h: int) -> HeadTrace:
+        heads = self.hb.layers[0].heads
+        assert heads is not None
+        return heads[h]
+
+    def layer(self, li: int) -> tuple[np.ndarray, np.ndarray]:
+        return exact_layer(self.hb.layers[li].x_out)
+
+
+def exact_layer(x_out: RatArray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact hard activations (B, T, d) as the tier reads them: converted, feature-major, with
+    Lemma H's radius per word, |ĥ − h| ≤ CONV·max|ĥ| (the ETA is added where it is used)."""
+    hard = _to_float_fm(x_out)
+    return hard, CONV * _mag(hard)[:, 0]
+
+
 def certify_coarse(
-    cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
+    cm: CompiledModel,
+    hb: HardBatch | Any,
+    taus: list[list[tuple[Fraction, Fraction]] | None],
+    hard: HardSource | None = None,
 ) -> FloatBatch | None:
     """The coarse tier on every word of ``hb``: a :class:`~.batch.FloatBatch` of certified
     but loose ends of every layer's max |δ| (``err_hi`` already raised by MARGIN), the row of
     each upper end, and the soft accept decision where certain (``read``, also ``decided``).
     Nothing is ``tight`` or ``settled``: the ends serve only ``settle_dominated``. None when
     the tier declines the model or batch (no accept read-out, a non-positive τ, numbers
-    beyond float range); a word with a non-finite number gets [0, inf] and no decision."""
+    beyond float range); a word with a non-finite number gets [0, inf] and no decision.
+
+    ``hard``: where the hard meaning is read (default: ``hb``'s exact trace, bit for bit as
+    before); with the filter's (engine/hardfilter.py), ``hb`` needs only ``x0``, ``n`` and
+    ``words``."""
     if not isinstance(cm.model.output, AcceptOutput):
         return None
     for row in taus:
@@ -621,14 +684,14 @@ def certify_coarse(
             return None
     # the allocator setting (policy.malloc_tuned: once per process; no bit depends on it): the
     # tier's (B, T, T) and (d, B, T) temporaries of 3-30 MB otherwise cost fresh pages each time,
-    # ≈ 35% of its CPU time (docs/scale.md, "Coarse tier: built"); certify_float made the
-    # setting only at its own first call, after the first batch's coarse pass
+    # ≈ 35% of its CPU time (notes/benchmark-rounds.md, "Coarse tier: built"); certify_float made
+    # the setting only at its own first call, after the first batch's coarse pass
     malloc_tuned()
     try:
         cw = coarse_weights(cm, hb.x0.shape[1])
         if not cw.ok:  # outside the range of proofs/coarse_tier.md
             return None
-        return _certify(cm, cw, hb, taus)
+        return _certify(cm, cw, hb, taus, hard or ExactSource(cm, hb))
     except OverflowError:  # exact numbers beyond float range: the next tier decides
         return None
 
@@ -636,8 +699,9 @@ def certify_coarse(
 def _certify(
     cm: CompiledModel,
     cw: CoarseWeights,
-    hb: HardBatch,
+    hb: HardBatch | Any,
     taus: list[list[tuple[Fraction, Fraction]] | None],
+    src: HardSource,
 ) -> FloatBatch:
     B = len(hb.words)
     L = len(cw.layers)
@@ -649,19 +713,19 @@ def _certify(
         x = _to_float_fm(hb.x0)
         xn = _mag(x)
         r = np.abs(x) * CONV + ETA  # Lemma H, per entry
-        for li, (layer, lt) in enumerate(zip(cw.layers, hb.layers, strict=True)):
+        for li, layer in enumerate(cw.layers):
             if isinstance(layer, list):
                 row = taus[li]
                 assert row is not None  # an attention layer has per-head τ enclosures
                 new = x.copy()
                 radd = r.copy()
                 mag = xn.copy()
-                traces = lt.heads if li == 0 and EXACT_FIRST else None  # exact input
+                first = li == 0 and EXACT_FIRST  # the hard input: the embeddings
                 for h, (hd, (lo, hi)) in enumerate(zip(layer, row, strict=True)):
                     c = float(2 / (lo + hi))
                     itau_hi = iv.float_up(1 / lo)
                     dc = iv.float_up(max(abs(Fraction(c) - 1 / lo), abs(Fraction(c) - 1 / hi)))
-                    tr = None if traces is None else traces[h]
+                    tr = src.first_head(h) if first else None
                     out, outn, rout = _head_fm(hd, x, xn, r, c, itau_hi, dc, tr)
                     new += out
                     radd += rout
@@ -683,13 +747,14 @@ def _certify(
                 x = x + o
                 r = (r + ro + U * (1 + U) * _w(xn + on)) * SAFE
             xn = _mag(x)
-            # δ = soft − hard: Lemma H for the hard values, one rounding for the difference
-            hard = _to_float_fm(lt.x_out)
+            # δ = soft − hard: the hard values within rh per word (Lemma H: CONV·max|ĥ|; the
+            # filter's enclosures, proofs/hard_filter.md), one rounding for the difference
+            hard, rh = src.layer(li)
             dl = x - hard
-            # |δ̂ − δ| ≤ R + c per entry, c = CONV·max|ĥ| + 2u·max|δ̂| per word (Lemma H and
-            # the difference's rounding); the float sums are within u, the maxima exact
+            # |δ̂ − δ| ≤ R + c per entry, c = rh + 2u·max|δ̂| per word (the hard values' radius
+            # and the difference's rounding); the float sums are within u, the maxima exact
             ad = np.abs(dl)
-            c = (CONV * _mag(hard)[:, 0] + 2 * U * _word_max(ad)) * SAFE + ETA
+            c = (rh + 2 * U * _word_max(ad)) * SAFE + ETA
             top = (ad + r).max(axis=0)  # (B, T)
             err_row[:, li] = np.argmax(top, axis=1)  # the row of the upper end (witness)
             hi_ = (top.max(axis=1) * (1 + 2.0**-50) + c) * SAFE * MARGIN
@@ -707,11 +772,7 @@ def _certify(
         yes = cdiff - rad > 0
         no = cdiff + rad < 0
         fin = np.isfinite(err_hi).all(axis=1) & np.isfinite(cdiff) & np.isfinite(rad)
-        vals = read_output(cm.model, hb.activations[-1], hb.n).values
-        t = cm.model.output.threshold  # type: ignore[union-attr]
-        num = vals.num.astype(object)
-        hard_tie = np.array(num * t.denominator == t.numerator * vals.den, dtype=bool)
-        read = fin & (yes | no) & ~hard_tie
+        read = fin & (yes | no) & ~src.hard_tie
     never = np.zeros(B, dtype=bool)
     return FloatBatch(
         never,

@@ -25,23 +25,30 @@ from dataclasses import dataclass, replace
 
 @dataclass(frozen=True)
 class Policy:
-    """The cascade's switches for one job (picklable; docs/scale.md has each tier's story)."""
+    """The cascade's switches for one job (picklable; docs/scale.md lists them,
+    notes/benchmark-rounds.md has each tier's story)."""
 
     floats: bool = True  # the float tiers at all (False: ``--arb-only``, every word in arb)
     coarse: bool = True  # the coarse tier, where coarse.coarse_pays's rule turns it on
     centred: bool = True  # the centred float64 tier, before double-double
     dd: bool = True  # the double-double tier, before arb
     blas: bool = False  # BLAS score products (and the coarse tier's), Rump's bound
+    # the hard meaning's float filter (engine/hardfilter.py), where its rule turns it on: not a
+    # tier of the soft meaning, but it changes what the coarse tier reads, so it is a switch
+    # of the same job (recorded in checkpoint identities where it runs)
+    hard_filter: bool = True
 
     @staticmethod
     def from_environ(env: Mapping[str, str]) -> Policy:
         """``EXACTATTN_COARSE=0``, ``EXACTATTN_CENTRED=0``, ``EXACTATTN_DD=0`` turn a tier
-        off; ``EXACTATTN_BLAS=1`` turns BLAS products on (docs/scale.md)."""
+        off; ``EXACTATTN_BLAS=1`` turns BLAS products on (docs/scale.md);
+        ``EXACTATTN_HARDFILTER=0`` turns the hard meaning's float filter off."""
         return Policy(
             coarse=env.get("EXACTATTN_COARSE", "1") != "0",
             centred=env.get("EXACTATTN_CENTRED", "1") != "0",
             dd=env.get("EXACTATTN_DD", "1") != "0",
             blas=env.get("EXACTATTN_BLAS", "") == "1",
+            hard_filter=env.get("EXACTATTN_HARDFILTER", "1") != "0",
         )
 
 
@@ -83,8 +90,8 @@ def _tune_malloc() -> bool:
     mmap pages and returns heap tops above M_TRIM_THRESHOLD to the system, so nearly every
     temporary of a (1024 words × 13 × 13) batch was first-touch page faults: ≈ 75,000 per
     4,096 words of the random benchmark model, ≈ 20% of the float64 tier's CPU time
-    (docs/scale.md, "Cheaper float64 tier"). Arrays below 32 MiB now come from the heap and
-    up to 64 MiB of free heap top is kept. Linux/glibc only; ``EXACTATTN_MALLOC=0`` leaves
+    (notes/benchmark-rounds.md, "Cheaper float64 tier"). Arrays below 32 MiB now come from the heap
+    and up to 64 MiB of free heap top is kept. Linux/glibc only; ``EXACTATTN_MALLOC=0`` leaves
     the allocator alone. Returns whether the settings were applied."""
     if os.environ.get("EXACTATTN_MALLOC", "1") == "0" or not sys.platform.startswith("linux"):
         return False
