@@ -41,12 +41,11 @@ from exactattn.model.claimed import (
     COORD_RANGES,
     HEAD_PROFILES,
     UNIQUE_TOP,
-    Claim,
+    ModelClaim,
     claim_exact,
     claim_value,
     q_text,
 )
-from exactattn.model.expr import Expr
 from exactattn.results.certificate import (
     BY_3B,
     BY_4II,
@@ -70,7 +69,7 @@ from exactattn.results.certificate import (
     SharpHead,
     TauGrid,
 )
-from exactattn.results.settings import TauChoice
+from exactattn.results.settings import TauChoice, TauOverride
 
 __all__ = ["CERT_FORMAT", "Prepared", "certificate", "certify_length", "certify_range"]
 PREC = 128  # bits of the balls; every reported bound is an outward-rounded upper end
@@ -149,17 +148,17 @@ class Prepared:
         return Provenance(r.model_sha256, r.builder, r.rederived, r.reason)
 
 
-def _lower(c: Claim, n: int) -> Fraction:
+def _lower(c: ModelClaim, n: int) -> Fraction:
     ex = claim_exact(c, n)
     return ex if ex is not None else arb_endpoints(claim_value(c, n, PREC))[0]
 
 
-def _upper(c: Claim, n: int) -> Fraction:
+def _upper(c: ModelClaim, n: int) -> Fraction:
     ex = claim_exact(c, n)
     return ex if ex is not None else arb_endpoints(claim_value(c, n, PREC))[1]
 
 
-def _taus(model: Model, override: Expr | None, n: int) -> list[list[arb] | None]:
+def _taus(model: Model, override: TauOverride, n: int) -> list[list[arb] | None]:
 
     return Temperatures(model, override).at(n, PREC)
 

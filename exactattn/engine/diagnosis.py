@@ -145,7 +145,7 @@ def _head_event(
     dm: DtypeModel,
     h: DHead,
     x: np.ndarray,
-    tau: Any,
+    tau: np.generic,  # τ(n) in the dtype
     lh: LongHard,
     li: int,
     hi: int,

@@ -20,6 +20,7 @@ from exactattn.engine.hard import CompiledModel, visible_block
 from exactattn.engine.longinput import RowRat
 from exactattn.engine.ratarray import RatArray
 from exactattn.model import AcceptOutput, ArgmaxOutput, AttentionLayer
+from exactattn.results.settings import TauOverride
 
 BLOCK_ENTRIES = 1 << 18
 
@@ -200,9 +201,9 @@ class DtypeModel:
                     )
                 )
 
-    def taus(self, n: int, override: Any = None) -> list[list[Any] | None]:
+    def taus(self, n: int, override: TauOverride = None) -> list[list[np.generic] | None]:
         """τ(n) per head: float64 nearest to the certified value, then rounded to the dtype."""
-        out: list[list[Any] | None] = []
+        out: list[list[np.generic] | None] = []
         m = self.model
         for li, layer in enumerate(m.layers):
             if isinstance(layer, AttentionLayer):
@@ -248,7 +249,7 @@ def head_block(
     q: np.ndarray,
     k: np.ndarray,
     rows: np.ndarray,
-    tau: Any,
+    tau: np.generic,  # τ(n) rounded to the head's dtype (DtypeModel.taus)
     cols: list[int],
 ) -> HeadBlock:
     """Logits and softmax weights of query rows ``rows`` against every key."""
@@ -275,7 +276,7 @@ def head_block(
 
 
 def run_head_dtype(
-    h: DHead, x: np.ndarray, tau: Any, block: int | None = None
+    h: DHead, x: np.ndarray, tau: np.generic, block: int | None = None
 ) -> tuple[np.ndarray, list[int], np.ndarray, np.ndarray]:
     """One head on a batch (N, T, d) in its dtype: contribution, active score columns, q, k."""
     N, T, _ = x.shape
@@ -302,12 +303,16 @@ def run_head_dtype(
 @dataclass
 class DtypeRun:
     acts: list[np.ndarray]  # (N, T, d) per layer, index 0 = embedding
-    taus: list[list[Any] | None]
+    taus: list[list[np.generic] | None]  # τ(n) per head, rounded to the dtype
     scols: dict[tuple[int, int], list[int]] = field(default_factory=dict)
 
 
 def run_numpy(
-    dm: DtypeModel, x0: np.ndarray, n: int, tau_override: Any = None, block: int | None = None
+    dm: DtypeModel,
+    x0: np.ndarray,
+    n: int,
+    tau_override: TauOverride = None,
+    block: int | None = None,
 ) -> DtypeRun:
     """The deployed soft meaning of a batch of words of length n, by this module's numpy
     emulation (:func:`exactattn.run.precision.run_dtype` also dispatches to PyTorch)."""

@@ -102,7 +102,10 @@ class Justification:
 
 
 @dataclass(frozen=True)
-class Claim:
+class ModelClaim:
+    """One bound a model file claims about itself (``claims.gamma_lower`` …), with its
+    justification. Not a paper claim: those are ``report.claims.PaperClaim``, the ledger's rows."""
+
     key: str
     expr: Expr
     justification: Justification
@@ -185,22 +188,23 @@ class HeadProfiles:
 
 
 @dataclass(frozen=True)
-class Claims:
-    """The parsed ``claims`` object. ``from_n``: the claims hold for n ≥ from_n.
+class ModelClaims:
+    """The parsed ``claims`` object of a model file, its ``ModelClaim`` items. ``from_n``: the
+    claims hold for n ≥ from_n.
 
     ``items()`` are the claims with an expression; ``unique_top`` (H3, no expression) is kept
     apart, as the justification alone."""
 
-    gamma_lower: Claim
-    x_max_upper: Claim
-    margin_lower: Claim | None
+    gamma_lower: ModelClaim
+    x_max_upper: ModelClaim
+    margin_lower: ModelClaim | None
     from_n: int
     unique_top: Justification | None = None
-    activation_upper: Claim | None = None
+    activation_upper: ModelClaim | None = None
     coordinate_ranges: CoordinateRanges | None = None
     head_profiles: HeadProfiles | None = None
 
-    def items(self) -> list[Claim]:
+    def items(self) -> list[ModelClaim]:
         cs = (self.gamma_lower, self.x_max_upper, self.margin_lower, self.activation_upper)
         return [c for c in cs if c]
 
@@ -273,7 +277,7 @@ def parse_claims(
     coordinates: tuple[str, ...] | None = None,
     d: int | None = None,
     heads: tuple[int | None, ...] | None = None,
-) -> Claims:
+) -> ModelClaims:
     """Validate the raw ``claims`` object (ModelError naming the JSON path on any problem).
 
     ``coordinates`` (names), ``d`` and ``heads`` (per layer, its number of heads, None for an
@@ -318,7 +322,7 @@ def parse_claims(
                 "write the first length the claims hold for, such as 1 or 2",
             )
         from_n = max(int(t), min_length)
-    out: dict[str, Claim] = {}
+    out: dict[str, ModelClaim] = {}
     for k in (*CLAIM_KEYS, ACTIVATION):
         if k not in raw:
             continue
@@ -352,7 +356,7 @@ def parse_claims(
                 "use numbers, n, + - * / ^, parentheses, min, max, floor, ceil, mod, sqrt, "
                 "log, exp",
             ) from None
-        out[k] = Claim(k, e, _justification(c["justification"], f"{p}.justification"))
+        out[k] = ModelClaim(k, e, _justification(c["justification"], f"{p}.justification"))
     unique = None
     if UNIQUE_TOP in raw:
         p = f"{path}.{UNIQUE_TOP}"
@@ -376,7 +380,7 @@ def parse_claims(
         if HEAD_PROFILES in raw
         else None
     )
-    return Claims(
+    return ModelClaims(
         out["gamma_lower"],
         out["x_max_upper"],
         out.get("margin_lower"),
@@ -522,7 +526,7 @@ def _head_profiles(raw: Any, path: str, heads: tuple[int | None, ...] | None) ->
 # --------------------------------------------------------------------------- evaluation
 
 
-def claim_value(c: Claim, n: int, prec: int = 128) -> arb:
+def claim_value(c: ModelClaim, n: int, prec: int = 128) -> arb:
     """The claim at length n as a ball: exact (radius 0) when the expression is rational."""
 
     try:
@@ -543,7 +547,7 @@ def claim_value(c: Claim, n: int, prec: int = 128) -> arb:
     return v
 
 
-def precheck(claims: Claims, lo: int, hi: int) -> None:
+def precheck(claims: ModelClaims, lo: int, hi: int) -> None:
     """Evaluate every claim at every n in [lo, hi] (n ≥ from_n) before any work is done, so a
     claim undefined or unusable at some length is refused up front (exit 2, nothing written)."""
     for n in range(max(lo, claims.from_n), hi + 1):
@@ -551,7 +555,7 @@ def precheck(claims: Claims, lo: int, hi: int) -> None:
             claim_value(c, n, prec=256)
 
 
-def claim_exact(c: Claim, n: int) -> Fraction | None:
+def claim_exact(c: ModelClaim, n: int) -> Fraction | None:
     """The exact value when the expression is rational, else None."""
     if not c.expr.is_rational_valued():
         return None
