@@ -19,9 +19,17 @@ from exactattn.core.errors import UsageError
 from exactattn.engine.hard import CompiledModel, visible_block
 from exactattn.engine.longinput import RowRat
 from exactattn.engine.ratarray import RatArray
+from exactattn.engine.sparsehead import (
+    distinct_rows,
+    dtype_head,
+    limits,
+    table_head,
+    uniform_dtype_head,
+)
 from exactattn.model import AcceptOutput, ArgmaxOutput, AttentionLayer
 
 BLOCK_ENTRIES = 1 << 18
+SPARSE_MIN_T = 512  # one word this long: heads from their candidate keys (engine/sparsehead.py)
 
 DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64")
 
@@ -72,8 +80,55 @@ def _f64(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     if num_b.dtype != object and den_b.dtype != object:
         if np.abs(num_b).max(initial=0) < 2**53 and np.abs(den_b).max(initial=0) < 2**53:
             return num_b.astype(np.float64) / den_b.astype(np.float64)  # exact operands
-    flat = [_div(int(a), int(b)) for a, b in zip(num_b.reshape(-1), den_b.reshape(-1), strict=True)]
-    return np.array(flat, dtype=np.float64).reshape(num_b.shape)
+        return _f64_int64(num_b, den_b)
+    out = np.empty(num_b.shape, dtype=np.float64)
+    fits = (np.abs(num_b) < INT64_LIMIT) & (np.abs(den_b) < INT64_LIMIT)
+    fits = np.asarray(fits, dtype=bool)
+    if fits.any():
+        out[fits] = _f64_int64(num_b[fits].astype(np.int64), den_b[fits].astype(np.int64))
+    rest = np.flatnonzero(~fits.reshape(-1))
+    flat, nf, df = out.reshape(-1), num_b.reshape(-1), den_b.reshape(-1)
+    for i in rest:
+        flat[i] = _div(int(nf[i]), int(df[i]))
+    return out
+
+
+INT64_LIMIT = 2**63
+# x87 extended precision (64-bit significand) holds every int64 exactly; elsewhere (ARM:
+# longdouble = double or binary128 in software) int64 quotients are rounded in Python
+LONGDOUBLE_64 = np.finfo(np.longdouble).nmant == 63
+
+
+def _f64_int64(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """int64 num/den correctly rounded to float64.
+
+    With x87 extended precision: the quotient of the exact int64 operands rounded to a
+    64-bit significand, then to float64. That double rounding errs only where the first
+    result lies exactly halfway between two float64 values (a value strictly between the
+    exact quotient and a 64-bit result would be a nearer 64-bit number); those entries, and
+    results near the ends of float64's range, are redone with Python's correctly rounded
+    int division."""
+    if not LONGDOUBLE_64:
+        flat = [_div(int(a), int(b)) for a, b in zip(num.reshape(-1), den.reshape(-1), strict=True)]
+        return np.array(flat, dtype=np.float64).reshape(num.shape)
+    with np.errstate(all="ignore"):
+        ql = num.astype(np.longdouble) / den.astype(np.longdouble)
+        q = ql.astype(np.float64)
+        diff = np.abs(ql - q.astype(np.longdouble))
+        sp = np.spacing(np.abs(q)).astype(np.longdouble)
+        aq = np.abs(q)
+        sus = (
+            (diff == sp / 2)
+            | (diff == sp / 4)
+            | ~(aq < 2.0**1000)
+            | ((aq < 2.0**-1000) & (num != 0))
+        )
+    if sus.any():
+        idx = np.flatnonzero(sus.reshape(-1))
+        flat, nf, df = q.reshape(-1), num.reshape(-1), den.reshape(-1)
+        for i in idx:
+            flat[i] = _div(int(nf[i]), int(df[i]))
+    return q
 
 
 def _div(a: int, b: int) -> float:
@@ -275,9 +330,13 @@ def head_block(
 
 
 def run_head_dtype(
-    h: DHead, x: np.ndarray, tau: Any, block: int | None = None
+    h: DHead, x: np.ndarray, tau: Any, block: int | None = None, sparse: bool | None = None
 ) -> tuple[np.ndarray, list[int], np.ndarray, np.ndarray]:
-    """One head on a batch (N, T, d) in its dtype: contribution, active score columns, q, k."""
+    """One head on a batch (N, T, d) in its dtype: contribution, active score columns, q, k.
+
+    One long word (N = 1, T ≥ ``SPARSE_MIN_T``, or ``sparse``) is computed from its candidate
+    keys (:mod:`exactattn.engine.sparsehead`), the same bits; the rows that path cannot cover
+    and every batch go through the dense blocks below."""
     N, T, _ = x.shape
     q = proj(x, h.Q, h.bq)
     k = proj(x, h.K, h.bk)
@@ -287,8 +346,13 @@ def run_head_dtype(
     m = v.shape[2]
     out = np.zeros((N, T, m), dtype=x.dtype)
     vzero = [not v[..., c].any() for c in range(m)]
+    dense = np.ones(T, dtype=bool)
+    if N == 1 and (sparse if sparse is not None else T >= SPARSE_MIN_T):
+        dense = _sparse_head(h, q[0], k[0], v[0], cols, tau, vzero, out[0])
     for start in range(0, T, B):
         rows = np.arange(start, min(T, start + B))
+        if not dense[rows].any():
+            continue
         hb = head_block(h, q, k, rows, tau, cols)
         finite = bool(np.isfinite(hb.alpha).all())
         for c in range(m):
@@ -299,6 +363,56 @@ def run_head_dtype(
     return contrib, cols, q, k
 
 
+def _sparse_head(
+    h: DHead,
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    cols: list[int],
+    tau: Any,
+    vzero: list[bool],
+    out: np.ndarray,
+) -> np.ndarray:
+    """One word's head output into ``out`` (T, m) from its candidate keys; returns the rows
+    left to the dense blocks. With mask ``none`` rows with the same query bits have the same
+    output, so each distinct query row is computed once."""
+    T = q.shape[0]
+    dt = q.dtype.type
+    ftau = float(tau)
+    if not (0 < ftau < math.inf) or T >= 1 << 24:
+        return np.ones(T, dtype=bool)
+    if not cols:
+        uniform_dtype_head(dt, v, vzero, h.mask, T, out)
+        return np.zeros(T, dtype=bool)
+    lim = limits(np.dtype(dt).name, finfo(dt))
+    if h.mask != "none":
+        return _distinct_or_filter(q, k, v, cols, tau, h.mask, lim, vzero, out)
+    first, inv = distinct_rows(q[:, cols])
+    ou = np.zeros((len(first), out.shape[1]), dtype=out.dtype)
+    need = _distinct_or_filter(q[first], k, v, cols, tau, "none", lim, vzero, ou)
+    out[:] = ou[inv]
+    return need[inv]
+
+
+def _distinct_or_filter(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    cols: list[int],
+    tau: Any,
+    mask: str,
+    lim: Any,
+    vzero: list[bool],
+    out: np.ndarray,
+) -> np.ndarray:
+    """The logit table of distinct vectors when there are few (low-precision dtypes), else
+    the float64 filter."""
+    got = table_head(q, k, v, cols, tau, mask, lim, vzero, out)
+    if got is not None:
+        return got
+    return dtype_head(q, k, v, cols, tau, mask, lim, vzero, out)
+
+
 @dataclass
 class DtypeRun:
     acts: list[np.ndarray]  # (N, T, d) per layer, index 0 = embedding
@@ -307,7 +421,12 @@ class DtypeRun:
 
 
 def run_numpy(
-    dm: DtypeModel, x0: np.ndarray, n: int, tau_override: Any = None, block: int | None = None
+    dm: DtypeModel,
+    x0: np.ndarray,
+    n: int,
+    tau_override: Any = None,
+    block: int | None = None,
+    sparse: bool | None = None,
 ) -> DtypeRun:
     """The deployed soft meaning of a batch of words of length n, by this module's numpy
     emulation (:func:`exactattn.run.precision.run_dtype` also dispatches to PyTorch)."""
@@ -322,7 +441,7 @@ def run_numpy(
                 lt = taus[li]
                 assert lt is not None
                 for hi, h in enumerate(layer):
-                    c, cols, _, _ = run_head_dtype(h, x, lt[hi], block)
+                    c, cols, _, _ = run_head_dtype(h, x, lt[hi], block, sparse)
                     run.scols[(li, hi)] = cols
                     out = out + c
                 x = out

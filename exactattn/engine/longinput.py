@@ -21,6 +21,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -32,9 +33,11 @@ from exactattn.engine.hard import (
     visible_block,
 )
 from exactattn.engine.ratarray import INT64_SAFE, RatArray, int_matmul
+from exactattn.engine.sparsehead import exact_head
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model
 
 BLOCK_ENTRIES = 1 << 21  # query-block rows × keys per score block (~16 MB as int64)
+SPARSE_MIN_T = 512  # from this length on, argmax sets from candidate keys (engine/sparsehead)
 
 
 def _maxabs(a: np.ndarray) -> int:
@@ -152,11 +155,15 @@ def affine(x: RowRat, w: RatArray, b: RatArray | None) -> RowRat:
 
 
 def embed_rows(cm: CompiledModel, word: Sequence[str]) -> RowRat:
-    """x^(0) of one word with per-row denominators."""
+    """x^(0) of one word with per-row denominators (column by column in int64 when every
+    numerator and denominator allows, else row by row in Python integers)."""
     m = cm.model
     n = len(word)
     pos = m.position_vectors(n)
     toks = m.tokens(word)
+    fast = _embed_int64(m, toks, pos)
+    if fast is not None:
+        return fast
     d = m.d
     num = np.empty((len(toks), d), dtype=object)
     den = np.empty(len(toks), dtype=object)
@@ -175,6 +182,54 @@ def embed_rows(cm: CompiledModel, word: Sequence[str]) -> RowRat:
         num[p] = hit[0]
         den[p] = hit[1]
     return RowRat(_narrow(num), _narrow(den)).reduced()
+
+
+EMBED_SAFE = 2**31  # every numerator and denominator below this: products stay in int64
+
+
+def _embed_int64(m: Model, toks: list[str], pos: list[tuple[Fraction, ...]]) -> RowRat | None:
+    """token + position rows as int64 numerators over per-row lcm denominators, or None
+    when a value is too large for the int64 bounds below (the caller's Python path)."""
+    T, d = len(toks), m.d
+    if T == 0:
+        return None
+    names = sorted(set(toks))
+    tid = np.array([names.index(t) for t in toks]) if len(names) < 64 else None
+    if tid is None:
+        return None
+    cols = list(zip(*pos, strict=True))
+    num_cols, den_cols = [], []
+    for c in range(d):
+        col = cols[c]
+        pn = [f.numerator for f in col]
+        pd = [f.denominator for f in col]
+        tn = [m.token_embedding[t][c].numerator for t in names]
+        td = [m.token_embedding[t][c].denominator for t in names]
+        if max(max(map(abs, pn)), max(pd), max(map(abs, tn)), max(td)) >= EMBED_SAFE:
+            return None
+        a, b = np.array(pn, dtype=np.int64), np.array(pd, dtype=np.int64)
+        ta, tb = np.array(tn, dtype=np.int64)[tid], np.array(td, dtype=np.int64)[tid]
+        g = np.gcd(b, tb)
+        den_c = (b // g) * tb  # < 2^62
+        num_cols.append(a * (tb // g) + ta * (b // g))  # < 2^63
+        den_cols.append(den_c)
+    num = np.stack(num_cols, axis=1)
+    dens = np.stack(den_cols, axis=1)
+    g = np.gcd(num, dens)
+    g = np.maximum(g, 1)
+    num, dens = num // g, dens // g  # each coordinate in lowest terms
+    # the row denominator: lcm of the coordinates' denominators, if it stays small
+    L = np.ones(T, dtype=np.int64)
+    for c in range(d):
+        dc = dens[:, c]
+        f = dc // np.gcd(L, dc)
+        if int((L.astype(object) * f.astype(object)).max()) >= INT64_SAFE:
+            return None
+        L = L * f
+    scale = L[:, None] // dens
+    if int(np.abs(num).max()) * int(scale.max()) >= INT64_SAFE:
+        return None
+    return RowRat(num * scale, L).reduced()
 
 
 @dataclass
@@ -225,9 +280,18 @@ def exact_scores(qn: np.ndarray, kn: np.ndarray) -> np.ndarray:
 
 
 def run_head_long(
-    ch: CompiledHead, x: RowRat, block: int | None = None, want_gap: bool = True
+    ch: CompiledHead,
+    x: RowRat,
+    block: int | None = None,
+    want_gap: bool = True,
+    sparse: bool | None = None,
 ) -> tuple[RowRat, HeadInfo]:
-    """One head on one long input; returns its contribution (T, d) and O(T) facts."""
+    """One head on one long input; returns its contribution (T, d) and O(T) facts.
+
+    Without ``want_gap`` and from ``SPARSE_MIN_T`` on (or with ``sparse``), the argmax sets
+    come from :func:`exactattn.engine.sparsehead.exact_head` (a float64 filter picks the
+    candidate keys, exact integers decide); rows it leaves, and everything with
+    ``want_gap``, go through the dense blocks below. Both give the same exact values."""
     T = x.num.shape[0]
     q = affine(x, ch.Q, ch.bq)
     k = affine(x, ch.K, ch.bk)
@@ -249,8 +313,17 @@ def run_head_long(
     best_gap: Fraction | None = None
     gap_row: int | None = None
     mask = ch.head.mask
+    todo = np.ones(T, dtype=bool)
+    if not want_gap and (sparse if sparse is not None else T >= SPARSE_MIN_T):
+        eh = _sparse_exact(qa.num if cols else None, kc if cols else None, vc, mask, rule)
+        if eh is not None:
+            mixed_num, count, top_count = eh.mixed, eh.count, eh.top_count
+            todo = eh.dense
     for start in range(0, T, B):
         rows = np.arange(start, min(T, start + B))
+        rows = rows[todo[rows]]
+        if rows.size == 0:
+            continue
         # keys that no query of this block can see are left out (exact: they are masked)
         k0 = int(rows[0]) if mask in ("geq", "gt") else 0
         k1 = int(rows[-1]) + 1 if mask in ("leq", "lt") else T
@@ -288,6 +361,28 @@ def run_head_long(
     return contrib, info
 
 
+def _sparse_exact(
+    qn: np.ndarray | None, kc: np.ndarray | None, vc: np.ndarray, mask: str, rule: str
+) -> Any:
+    """:func:`exact_head`, with each distinct query row computed once under mask ``none``
+    (its argmax set depends on the row's score numerators only)."""
+    T = vc.shape[0]
+    if qn is None or mask != "none" or qn.dtype == object:
+        return exact_head(qn, kc, vc, mask, rule, T)
+    _, first, inv = np.unique(qn, axis=0, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    eh = exact_head(qn[first], kc, vc, mask, rule, T)
+    if eh is None:
+        return None
+    eh.mixed, eh.count, eh.top_count, eh.dense = (
+        eh.mixed[inv],
+        eh.count[inv],
+        eh.top_count[inv],
+        eh.dense[inv],
+    )
+    return eh
+
+
 def run_ffn_long(layer: CompiledFFN, x: RowRat) -> RowRat:
     h = x
     for w, b in layer.hidden:
@@ -298,7 +393,11 @@ def run_ffn_long(layer: CompiledFFN, x: RowRat) -> RowRat:
 
 
 def run_hard_long(
-    cm: CompiledModel, word: Sequence[str], block: int | None = None, want_gap: bool = False
+    cm: CompiledModel,
+    word: Sequence[str],
+    block: int | None = None,
+    want_gap: bool = False,
+    sparse: bool | None = None,
 ) -> LongHard:
     """The exact hard meaning of one word, any length, memory O(T·d) + O(block·T)."""
     word = tuple(word)
@@ -309,7 +408,7 @@ def run_hard_long(
         if isinstance(layer, list):
             out = x
             for hi, ch in enumerate(layer):
-                contrib, info = run_head_long(ch, x, block, want_gap)
+                contrib, info = run_head_long(ch, x, block, want_gap, sparse)
                 res.heads[(li, hi)] = info
                 out = out + contrib
             x = out
