@@ -154,21 +154,34 @@ def round_exact(num: np.ndarray, den: np.ndarray, dt: Any) -> np.ndarray:
     back = y.astype(np.float64)
     cand = np.flatnonzero((back != x) & np.isfinite(back))
     if cand.size:
-        num_b, den_b = np.broadcast_arrays(num, den)
         fy = y.reshape(-1)
         fx = x.reshape(-1)
-        for idx in cand:
-            a = fy[idx]
-            up = _next(a, dt, fx[idx] > float(a))
-            mid = (float(a) + float(up)) / 2
-            if mid != fx[idx]:
-                continue
+        a = fy[cand]
+        up = _next_vec(a, dt, fx[cand] > a.astype(np.float64))
+        mid = (a.astype(np.float64) + up.astype(np.float64)) / 2  # exact: two narrow values
+        num_b, den_b = np.broadcast_arrays(num, den)
+        on = mid == fx[cand]  # the float64 value is a dtype midpoint: decide exactly
+        for idx, ai, ui in zip(cand[on], a[on], up[on], strict=True):
             exact = Fraction(int(num_b.reshape(-1)[idx]), int(den_b.reshape(-1)[idx]))
             if exact == Fraction(float(fx[idx])):
                 continue  # exactly halfway: float64's own tie rule is the dtype's rule
-            pick = up if abs(Fraction(float(up)) - exact) < abs(Fraction(float(a)) - exact) else a
+            pick = ui if abs(Fraction(float(ui)) - exact) < abs(Fraction(float(ai)) - exact) else ai
             fy[idx] = pick
     return y
+
+
+def _next_vec(a: np.ndarray, dt: Any, upward: np.ndarray) -> np.ndarray:
+    """The neighbours (one ulp up where ``upward``, else down) of dtype values ``a``."""
+    if dt in (np.float16, np.float32):
+        return np.nextafter(a, np.where(upward, np.inf, -np.inf).astype(dt))
+    # bfloat16: step through the bit pattern (zero steps to the smallest subnormal)
+    fi = finfo(dt)
+    bits = a.view(np.uint16).astype(np.int64)
+    a64 = a.astype(np.float64)
+    step = np.where(upward == (a64 > 0), 1, -1)
+    out = (bits + step).astype(np.uint16).view(dt)
+    tiny = np.where(upward, fi.smallest_subnormal, -fi.smallest_subnormal).astype(dt)
+    return np.where(a64 == 0, tiny, out)
 
 
 def _next(a: Any, dt: Any, upward: bool) -> Any:

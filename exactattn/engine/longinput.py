@@ -83,18 +83,13 @@ class RowRat:
             g = np.gcd.reduce(np.concatenate([num, den[:, None]], axis=1), axis=1)
             g = np.maximum(g, 1)
             return RowRat(num // g[:, None], den // g)
-        nn = _obj(num).copy()
-        dd = _obj(den).copy()
-        for i in range(len(dd)):
-            g = int(dd[i])
-            for x in nn[i]:
-                g = math.gcd(g, int(x))
-                if g == 1:
-                    break
-            if g > 1:
-                nn[i] = nn[i] // g
-                dd[i] = dd[i] // g
-        return RowRat(_narrow(nn), _narrow(dd))
+        nn = _obj(num)
+        dd = _obj(den)
+        if len(dd) == 0:
+            return RowRat(_narrow(nn), _narrow(dd))
+        g = np.gcd.reduce(np.concatenate([nn, dd[:, None]], axis=1), axis=1)  # math.gcd
+        g = np.where(g == 0, 1, g)
+        return RowRat(_narrow(nn // g[:, None]), _narrow(dd // g))
 
     def fraction(self, i: int, c: int) -> Fraction:
         return Fraction(int(self.num[i, c]), int(self.den[i]))
@@ -159,11 +154,12 @@ def embed_rows(cm: CompiledModel, word: Sequence[str]) -> RowRat:
     numerator and denominator allows, else row by row in Python integers)."""
     m = cm.model
     n = len(word)
-    pos = m.position_vectors(n)
+    cols = _position_columns(m, n)
     toks = m.tokens(word)
-    fast = _embed_int64(m, toks, pos)
+    fast = _embed_int64(m, toks, cols)
     if fast is not None:
         return fast
+    pos = m.position_vectors(n)
     d = m.d
     num = np.empty((len(toks), d), dtype=object)
     den = np.empty(len(toks), dtype=object)
@@ -184,30 +180,48 @@ def embed_rows(cm: CompiledModel, word: Sequence[str]) -> RowRat:
     return RowRat(_narrow(num), _narrow(den)).reduced()
 
 
-EMBED_SAFE = 2**31  # every numerator and denominator below this: products stay in int64
+_POSITIONS: list[Any] = []  # [(model, n, columns)]: the last length's position columns
 
 
-def _embed_int64(m: Model, toks: list[str], pos: list[tuple[Fraction, ...]]) -> RowRat | None:
-    """token + position rows as int64 numerators over per-row lcm denominators, or None
-    when a value is too large for the int64 bounds below (the caller's Python path)."""
-    T, d = len(toks), m.d
-    if T == 0:
-        return None
-    names = sorted(set(toks))
-    tid = np.array([names.index(t) for t in toks]) if len(names) < 64 else None
-    if tid is None:
-        return None
-    cols = list(zip(*pos, strict=True))
-    num_cols, den_cols = [], []
-    for c in range(d):
-        col = cols[c]
+def _position_columns(m: Model, n: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """P(p, n) column by column as int64 (numerators, denominators), or None past int64.
+    The last (model, n) is kept: the family words of one length share it."""
+    if _POSITIONS and _POSITIONS[0][0] is m and _POSITIONS[0][1] == n:
+        cols: list[tuple[np.ndarray, np.ndarray]] | None = _POSITIONS[0][2]
+        return cols
+    out: list[tuple[np.ndarray, np.ndarray]] | None = []
+    for col in zip(*m.position_vectors(n), strict=True):
         pn = [f.numerator for f in col]
         pd = [f.denominator for f in col]
+        if max(map(abs, pn)) >= INT64_SAFE or max(pd) >= INT64_SAFE:
+            out = None
+            break
+        assert out is not None
+        out.append((np.array(pn, dtype=np.int64), np.array(pd, dtype=np.int64)))
+    _POSITIONS[:] = [(m, n, out)]
+    return out
+
+
+def _embed_int64(
+    m: Model, toks: list[str], cols: list[tuple[np.ndarray, np.ndarray]] | None
+) -> RowRat | None:
+    """token + position rows, column by column: each coordinate in int64, then numerators
+    over the per-row lcm of the denominators (Python integers where that leaves int64);
+    None when a single coordinate is too large for int64 (the caller's Python path)."""
+    T, d = len(toks), m.d
+    if T == 0 or cols is None:
+        return None
+    names = sorted(set(toks))
+    index = {t: i for i, t in enumerate(names)}
+    tid = np.array([index[t] for t in toks], dtype=np.int64)
+    num_cols, den_cols = [], []
+    for c in range(d):
+        a, b = cols[c]
         tn = [m.token_embedding[t][c].numerator for t in names]
         td = [m.token_embedding[t][c].denominator for t in names]
-        if max(max(map(abs, pn)), max(pd), max(map(abs, tn)), max(td)) >= EMBED_SAFE:
-            return None
-        a, b = np.array(pn, dtype=np.int64), np.array(pd, dtype=np.int64)
+        ma, mb, mta, mtb = _maxabs(a), _maxabs(b), max(map(abs, tn)), max(td)
+        if mb * mtb >= INT64_SAFE or ma * mtb + mta * mb >= INT64_SAFE:
+            return None  # the common denominator or the numerator could leave int64
         ta, tb = np.array(tn, dtype=np.int64)[tid], np.array(td, dtype=np.int64)[tid]
         g = np.gcd(b, tb)
         den_c = (b // g) * tb  # < 2^62
@@ -218,17 +232,17 @@ def _embed_int64(m: Model, toks: list[str], pos: list[tuple[Fraction, ...]]) -> 
     g = np.gcd(num, dens)
     g = np.maximum(g, 1)
     num, dens = num // g, dens // g  # each coordinate in lowest terms
-    # the row denominator: lcm of the coordinates' denominators, if it stays small
-    L = np.ones(T, dtype=np.int64)
+    # the row denominator: lcm of the coordinates' denominators (Python integers past int64)
+    L: np.ndarray = np.ones(T, dtype=np.int64)
     for c in range(d):
         dc = dens[:, c]
-        f = dc // np.gcd(L, dc)
-        if int((L.astype(object) * f.astype(object)).max()) >= INT64_SAFE:
-            return None
-        L = L * f
+        f = dc // np.gcd(L, dc).astype(dc.dtype)
+        if L.dtype != object and int((L.astype(object) * f.astype(object)).max()) >= INT64_SAFE:
+            L = L.astype(object)
+        L = L * (f.astype(object) if L.dtype == object else f)
     scale = L[:, None] // dens
-    if int(np.abs(num).max()) * int(scale.max()) >= INT64_SAFE:
-        return None
+    if L.dtype == object or int(np.abs(num).max()) * int(scale.max()) >= INT64_SAFE:
+        return RowRat(_narrow(_obj(num) * _obj(scale)), _narrow(_obj(L))).reduced()
     return RowRat(num * scale, L).reduced()
 
 
