@@ -72,11 +72,15 @@ def test_row_sums_only_nonzeros_passed_bfloat16_sign_of_zero():
     rest = np.array([True, True, False])
     got = row_sums(BF16, 40, rows, pos, vals, 3, rest)
     ref = dense.sum(axis=1)
-    assert [np.signbit(float(x)) for x in got] == [np.signbit(float(x)) for x in ref] == [
-        True,
-        False,
-        False,
-    ]
+    assert (
+        [np.signbit(float(x)) for x in got]
+        == [np.signbit(float(x)) for x in ref]
+        == [
+            True,
+            False,
+            False,
+        ]
+    )
 
 
 def test_pairwise_tree_is_numpys_split():

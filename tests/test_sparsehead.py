@@ -87,9 +87,9 @@ def test_dtype_pass_from_candidates_is_the_dense_pass(models_dir, monkeypatch, n
     """Family words at n = 33 and 70, four dtypes, two τ: the same bits as the dense
     blocks, with the logit table (low-precision dtypes) used when it fits, never, always."""
     if table == "never":
-        monkeypatch.setattr(sh, "TABLE_ENTRIES", 0)
+        monkeypatch.setattr(sh, "TABLE_KEYS", 0)
     elif table == "always":
-        monkeypatch.setattr(sh, "TABLE_ENTRIES", 1 << 40)
+        monkeypatch.setattr(sh, "TABLE_KEYS", 1 << 40)
         monkeypatch.setattr(sh, "TABLE_SHARE", 0)
     model = _model(models_dir, name)
     cm = CompiledModel(model)
@@ -147,7 +147,7 @@ def test_dtype_filter_needs_its_rounding_allowance(monkeypatch):
     without the sum's rounding allowance (coef = 0: float64 scores taken for the dtype's)
     key b is dropped and the answer is 1."""
     q, k, v, tau = _filter_case()
-    monkeypatch.setattr(sh, "TABLE_ENTRIES", 0)
+    monkeypatch.setattr(sh, "TABLE_KEYS", 0)
     out, need = _dtype_head(q, k, v, tau)
     assert not need.any() and float(out[0, 0]) == 2.0
     orig = sh.DtypeBound.__init__

@@ -20,6 +20,7 @@ from exactattn.engine.hard import CompiledModel, visible_block
 from exactattn.engine.longinput import RowRat
 from exactattn.engine.ratarray import RatArray
 from exactattn.engine.sparsehead import (
+    class_head,
     distinct_rows,
     dtype_head,
     limits,
@@ -402,7 +403,9 @@ def _sparse_head(
         return _distinct_or_filter(q, k, v, cols, tau, h.mask, lim, vzero, out)
     first, inv = distinct_rows(q[:, cols])
     ou = np.zeros((len(first), out.shape[1]), dtype=out.dtype)
-    need = _distinct_or_filter(q[first], k, v, cols, tau, "none", lim, vzero, ou)
+    need = class_head(q[first], k, v, cols, tau, vzero, ou)
+    if need is None:
+        need = _distinct_or_filter(q[first], k, v, cols, tau, "none", lim, vzero, ou)
     out[:] = ou[inv]
     return need[inv]
 

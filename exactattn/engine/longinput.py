@@ -33,7 +33,7 @@ from exactattn.engine.hard import (
     visible_block,
 )
 from exactattn.engine.ratarray import INT64_SAFE, RatArray, int_matmul
-from exactattn.engine.sparsehead import exact_head
+from exactattn.engine.sparsehead import exact_class_head, exact_head
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model
 
 BLOCK_ENTRIES = 1 << 21  # query-block rows × keys per score block (~16 MB as int64)
@@ -385,7 +385,10 @@ def _sparse_exact(
         return exact_head(qn, kc, vc, mask, rule, T)
     _, first, inv = np.unique(qn, axis=0, return_index=True, return_inverse=True)
     inv = inv.reshape(-1)
-    eh = exact_head(qn[first], kc, vc, mask, rule, T)
+    assert kc is not None
+    eh = exact_class_head(qn[first], kc, vc, rule)
+    if eh is None:
+        eh = exact_head(qn[first], kc, vc, mask, rule, T)
     if eh is None:
         return None
     eh.mixed, eh.count, eh.top_count, eh.dense = (

@@ -228,6 +228,10 @@ def sequential_row_sums(
     return out
 
 
+DENSE_ROW = 16  # a row with ≥ T/DENSE_ROW entries is summed densely by numpy itself
+DENSE_BLOCK = 1 << 22  # elements of one dense block
+
+
 def row_sums(
     dt: Any,
     T: int,
@@ -238,7 +242,116 @@ def row_sums(
     rest_negzero: np.ndarray | None = None,
 ) -> np.ndarray:
     """``numpy.sum`` of rows of length T in dtype ``dt`` from their entries (see the module
-    docstring); ``rest_negzero`` matters for bfloat16 only."""
-    if np.dtype(dt).itemsize == 2 and dt is not np.float16:  # bfloat16
-        return sequential_row_sums(dt, rows, vals, nrows, rest_negzero)
-    return pairwise_row_sums(dt, T, rows, pos, vals, nrows)
+    docstring); ``rest_negzero`` matters for bfloat16 only. Rows with many entries are
+    formed densely and summed by numpy (the definition itself); the others are emulated."""
+    cnt = np.bincount(rows, minlength=nrows) if rows.size else np.zeros(nrows, dtype=np.int64)
+    heavy = cnt >= max(64, T // DENSE_ROW)
+    bf = np.dtype(dt).itemsize == 2 and dt is not np.float16
+    if not heavy.any():
+        if bf:
+            return sequential_row_sums(dt, rows, vals, nrows, rest_negzero)
+        return pairwise_row_sums(dt, T, rows, pos, vals, nrows)
+    light = ~heavy[rows]
+    if bf:
+        out = sequential_row_sums(dt, rows[light], vals[light], nrows, rest_negzero)
+    else:
+        out = pairwise_row_sums(dt, T, rows[light], pos[light], vals[light], nrows)
+    hr = np.flatnonzero(heavy)
+    step = max(1, DENSE_BLOCK // max(T, 1))
+    neg = -np.zeros((), dtype=dt)
+    for s0 in range(0, hr.size, step):
+        part = hr[s0 : s0 + step]
+        dense = np.zeros((part.size, T), dtype=dt)
+        if bf and rest_negzero is not None:
+            dense[rest_negzero[part]] = neg  # only whether every element is −0 matters
+        local = np.full(nrows, -1, dtype=np.int64)
+        local[part] = np.arange(part.size)
+        sel = local[rows] >= 0
+        dense[local[rows[sel]], pos[sel]] = vals[sel]
+        out[part] = dense.sum(axis=1)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# rows made of a few classes: every row has the same class at each position
+# ---------------------------------------------------------------------------------------
+
+
+def class_row_sums(dt: Any, vals: np.ndarray, cls: np.ndarray) -> np.ndarray:
+    """``numpy.sum`` of the rows r of length T = len(cls) whose element j is
+    ``vals[r, cls[j]]`` — one value per class and row, a class pattern shared by the rows.
+
+    float16/32/64: numpy's pairwise tree, each leaf simulated once per distinct class
+    sequence (vectorised over the rows), the internal nodes combined level by level.
+    bfloat16: left to right over the runs of equal classes; a run stops as soon as adding
+    its value changes no row (the rest of the run adds nothing), and a zero result takes
+    the sign numpy gives it (−0 iff every element is −0)."""
+    if np.dtype(dt).itemsize == 2 and dt is not np.float16:
+        return _class_sequential(dt, vals, cls)
+    acc = acc_type(dt)
+    T = len(cls)
+    R = vals.shape[0]
+    v = vals.astype(acc)
+    starts, sizes, levels = pairwise_tree(T)
+    L = len(starts)
+    nodes = np.zeros((R, L + sum(len(p) for p, _, _ in levels)), dtype=acc)
+    sig: dict[bytes, list[int]] = {}
+    for li, (s0, n) in enumerate(zip(starts.tolist(), sizes.tolist(), strict=True)):
+        sig.setdefault(cls[s0 : s0 + n].tobytes(), []).append(li)
+    for leaves in sig.values():
+        s0, n = int(starts[leaves[0]]), int(sizes[leaves[0]])
+        nodes[:, leaves] = _leaf_sum(v, cls[s0 : s0 + n], acc)[:, None]
+    for parent, left, right in levels:
+        nodes[:, parent] = nodes[:, left] + nodes[:, right]
+    return (np.zeros((), dtype=acc) + nodes[:, -1]).astype(dt)
+
+
+def _leaf_sum(v: np.ndarray, c: np.ndarray, acc: Any) -> np.ndarray:
+    """numpy's pairwise_sum of one leaf (its class sequence ``c``), for every row of v."""
+    n = len(c)
+    if n < 8:
+        res = np.zeros(v.shape[0], dtype=acc)
+        for i in range(n):
+            res = res + v[:, c[i]]
+        return res
+    r = [v[:, c[j]].copy() for j in range(8)]
+    i = 8
+    while i < n - n % 8:
+        for j in range(8):
+            r[j] = r[j] + v[:, c[i + j]]
+        i += 8
+    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    while i < n:
+        res = res + v[:, c[i]]
+        i += 1
+    return res
+
+
+def _class_sequential(dt: Any, vals: np.ndarray, cls: np.ndarray) -> np.ndarray:
+    """bfloat16 left-to-right sums over runs of equal classes (see class_row_sums)."""
+    T = len(cls)
+    cut = np.flatnonzero(np.diff(cls)) + 1
+    run_start = np.concatenate(([0], cut))
+    run_len = np.diff(np.append(run_start, T))
+    acc = vals[:, cls[0]].copy()
+    first = True
+    for s0, m in zip(run_start.tolist(), run_len.tolist(), strict=True):
+        col = vals[:, cls[s0]]
+        steps = m - 1 if first else m
+        first = False
+        if not col.any():
+            continue  # adding ±0 leaves a nonzero sum as it is (zero sums: below)
+        for _ in range(steps):
+            nxt = acc + col
+            if np.array_equal(nxt.view(np.uint16), acc.view(np.uint16)):
+                break  # every row absorbs this value: the rest of the run adds nothing
+            acc = nxt
+    # a zero result is −0 exactly when every element of the row is −0
+    present = np.zeros(vals.shape[1], dtype=bool)
+    present[np.unique(cls)] = True
+    v32 = vals.astype(np.float32)
+    all_neg0 = ((v32 == 0) & np.signbit(v32) | ~present[None, :]).all(axis=1)
+    zero = acc.astype(np.float32) == 0
+    acc[zero] = np.zeros((), dtype=dt)
+    acc[zero & all_neg0] = -np.zeros((), dtype=dt)
+    return acc

@@ -47,7 +47,7 @@ import numpy as np
 
 from exactattn.engine.hard import visible_block
 from exactattn.engine.ratarray import INT64_SAFE
-from exactattn.engine.rowsum import row_sums
+from exactattn.engine.rowsum import class_row_sums, row_sums
 
 FILTER_ENTRIES = 1 << 22  # (query rows × keys) per filter block: 32 MB of float64
 DENSE_SHARE = 8  # a block with more than 1/DENSE_SHARE of its pairs as candidates goes dense
@@ -384,6 +384,50 @@ def exact_head(
         blk[nz] = np.add.reduceat(vals, sstart, axis=0).astype(object)
         mixed[r0:r1] = blk
     return ExactHead(mixed, count, top_count, dense)
+
+
+def exact_class_head(qn: np.ndarray, kc: np.ndarray, vc: np.ndarray, rule: str) -> ExactHead | None:
+    """Mask ``none`` with few distinct key numerator rows (``CLASS_MAX``): the argmax set of
+    a row is a union of key classes (all keys of a class score alike), so its support sum,
+    size and ends come from per-class sums, counts and first/last positions. None: too
+    many classes (or numerators past int64)."""
+    T = kc.shape[0]
+    if qn.dtype == object or kc.dtype == object:
+        return None
+    kf, kid = distinct_rows(kc)
+    U = len(kf)
+    if U > CLASS_MAX:
+        return None
+    ku = kc[kf]
+    r = kc.shape[1]
+    if _maxabs(qn) * _maxabs(ku) * max(r, 1) >= INT64_SAFE:
+        return None
+    S = qn.astype(np.int64) @ ku.T.astype(np.int64)  # (nq, U) exact
+    top = S == S.max(axis=1, keepdims=True)
+    cnt = np.bincount(kid, minlength=U)
+    order = np.argsort(kid, kind="stable")
+    ptr = np.concatenate(([0], np.cumsum(cnt)))
+    firstpos, lastpos = order[ptr[:-1]], order[ptr[1:] - 1]
+    nq, m = qn.shape[0], vc.shape[1]
+    top_count = top.astype(np.int64) @ cnt
+    v = vc if (vc.dtype != object and _maxabs(vc) * T < INT64_SAFE) else vc.astype(object)
+    if rule == "average":
+        csum = np.zeros((U, m), dtype=v.dtype)
+        np.add.at(csum, kid, v)
+        if csum.dtype != object and _maxabs(csum) * U < INT64_SAFE:
+            mixed = (top.astype(np.int64) @ csum).astype(object)
+        else:
+            mixed = top.astype(object) @ csum.astype(object)
+        count = top_count
+    elif rule == "leftmost":
+        mixed = v[np.min(np.where(top, firstpos[None, :], T), axis=1)].astype(object)
+        count = np.ones(nq, dtype=np.int64)
+    else:
+        mixed = v[np.max(np.where(top, lastpos[None, :], -1), axis=1)].astype(object)
+        count = np.ones(nq, dtype=np.int64)
+    return ExactHead(
+        np.asarray(mixed, dtype=object).reshape(nq, m), count, top_count, np.zeros(nq, dtype=bool)
+    )
 
 
 def _uniform_exact(vc: np.ndarray, mask: str, T: int) -> ExactHead:
@@ -799,8 +843,8 @@ def softmax_rows(
 # few distinct vectors (low-precision dtypes): a table of logits, no bound needed
 # ---------------------------------------------------------------------------------------
 
-TABLE_ENTRIES = 1 << 23  # distinct queries × distinct keys of the logit table, at most …
-TABLE_SHARE = 4  # … and at most 1/TABLE_SHARE of the (query, key) pairs
+TABLE_KEYS = 1 << 15  # distinct key vectors of the logit table, at most …
+TABLE_SHARE = 4  # … and at most 1/TABLE_SHARE of the keys
 
 
 def distinct_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -830,29 +874,24 @@ def table_head(
     vzero: list[bool],
     out: np.ndarray,
 ) -> np.ndarray | None:
-    """The dtype head from a table of the logits of distinct (query, key) vectors: a logit
-    depends on the bits of q_i and k_j only, so the table holds every logit the dense code
-    forms. The row maximum over the visible keys is a prefix maximum (keys ordered by first
-    visibility); the keys whose logit is ≥ max + X₀ (``EXP_ZERO``: below it the weight is
-    exactly +0) are the candidates. No error bound is involved. None: the table would be
-    too large (the caller uses the filter)."""
+    """The dtype head from the logits of distinct key vectors: a logit depends on the bits
+    of q_i and k_j only, so per block of query rows the logits of the block's distinct
+    queries against the distinct keys are every logit the dense code forms. The row maximum
+    over the visible keys is a prefix maximum (keys ordered by first visibility); the keys
+    whose logit is ≥ max + X₀ (``EXP_ZERO``: below it the weight is exactly +0) are the
+    candidates. No error bound is involved. None: too many distinct keys (the caller uses
+    the filter)."""
     nq, T = q.shape[0], k.shape[0]
-    qf_, qid = distinct_rows(q[:, cols])
     kf_, kid = distinct_rows(k[:, cols])
-    Uq, Uk = len(qf_), len(kf_)
-    if Uq * Uk > TABLE_ENTRIES or Uq * Uk * TABLE_SHARE > nq * T:
+    Uk = len(kf_)
+    if Uk > TABLE_KEYS or Uk * TABLE_SHARE > T:
         return None
     need_dense = np.zeros(nq, dtype=bool)
     if not np.isfinite(v).all():
         need_dense[:] = True
         return need_dense
+    qf_, qid = distinct_rows(q[:, cols])
     qu = np.ascontiguousarray(q[qf_][:, cols])
-    ku = np.ascontiguousarray(k[kf_][:, cols])
-    with np.errstate(all="ignore"):
-        S = qu[:, None, 0] * ku[None, :, 0]
-        for c in range(1, len(cols)):
-            S = S + qu[:, None, c] * ku[None, :, c]
-        Ltab = S / tau  # (Uq, Uk): exactly the dense code's logits
     # positions of every distinct key, sorted (CSR); order keys by when they become visible
     order = np.argsort(kid, kind="stable")
     ptr = np.concatenate(([0], np.cumsum(np.bincount(kid, minlength=Uk))))
@@ -862,54 +901,120 @@ def table_head(
     i = np.arange(nq)
     if mask in ("leq", "lt"):
         perm = np.argsort(first, kind="stable")
-        edge = first[perm]
-        nvis = np.searchsorted(edge, i, side="right" if mask == "leq" else "left")
+        nvis = np.searchsorted(first[perm], i, side="right" if mask == "leq" else "left")
     elif mask in ("geq", "gt"):
         perm = np.argsort(-last, kind="stable")
-        edge = -last[perm]
-        nvis = np.searchsorted(edge, -i, side="right" if mask == "geq" else "left")
+        nvis = np.searchsorted(-last[perm], -i, side="right" if mask == "geq" else "left")
     else:
         perm = np.arange(Uk)
         nvis = np.full(nq, Uk)
-    LP = Ltab[:, perm].astype(np.float64)
-    finP = np.isfinite(LP)
-    # a row whose visible logits are not all finite is left to the dense code
-    badP = np.maximum.accumulate(~finP, axis=1)
-    with np.errstate(all="ignore"):
-        PM = np.maximum.accumulate(np.where(finP, LP, -np.inf), axis=1)
+    rank = np.empty(Uk, dtype=np.int64)
+    rank[perm] = np.arange(Uk)
+    ku = np.ascontiguousarray(k[kf_[perm]][:, cols])  # distinct keys in visibility order
     has = nvis > 0
     col = np.maximum(nvis - 1, 0)
-    need_dense |= has & badP[qid, col]
-    mx = np.where(has, PM[qid, col], np.inf)
-    lim_lo = mx + lim.exp_zero - np.abs(mx) * 2.0**-50 - 2.0**-1000
     pos_count = (~np.signbit(v.astype(np.float32))).sum(axis=0)
-    ok = has & ~need_dense
     ckey = kid[order] * (T + 1) + kpos
     for r0, r1 in row_blocks("none", Uk, FILTER_ENTRIES, nq=nq):
-        Lr = LP[qid[r0:r1]]  # (b, Uk) in visibility order
-        keep = (Lr >= lim_lo[r0:r1, None]) & (np.arange(Uk)[None, :] < nvis[r0:r1, None])
-        keep &= ok[r0:r1, None]
+        ub, inv = np.unique(qid[r0:r1], return_inverse=True)
+        qb = qu[ub]
+        with np.errstate(all="ignore"):
+            S = qb[:, None, 0] * ku[None, :, 0]
+            for c in range(1, len(cols)):
+                S = S + qb[:, None, c] * ku[None, :, c]
+            Lb = S / tau  # (distinct queries of the block, Uk): the dense code's logits
+        LP = Lb.astype(np.float64)
+        fin = np.isfinite(LP)
+        bad = np.maximum.accumulate(~fin, axis=1)  # a non-finite visible logit: dense code
+        with np.errstate(all="ignore"):
+            PM = np.maximum.accumulate(np.where(fin, LP, -np.inf), axis=1)
+        cb = col[r0:r1]
+        hb = has[r0:r1]
+        need_dense[r0:r1] |= hb & bad[inv, cb]
+        mx = np.where(hb, PM[inv, cb], np.inf)
+        lo = mx + lim.exp_zero - np.abs(mx) * 2.0**-50 - 2.0**-1000
+        keep = (LP[inv] >= lo[:, None]) & (np.arange(Uk)[None, :] < nvis[r0:r1, None])
+        keep &= (hb & ~need_dense[r0:r1])[:, None]
         ri, ci = np.nonzero(keep)
         u = perm[ci]
         # expand every (row, key id) to the key's positions the row can see
         lo_, hi_ = ptr[u], ptr[u + 1]
         gi = ri + r0
         if mask in ("leq", "lt"):
-            cut = np.searchsorted(ckey, u * (T + 1) + gi, side="right" if mask == "leq" else "left")
-            n_ = cut - lo_
+            side = "right" if mask == "leq" else "left"
+            n_ = np.searchsorted(ckey, u * (T + 1) + gi, side=side) - lo_
             base = lo_
         elif mask in ("geq", "gt"):
-            cut = np.searchsorted(ckey, u * (T + 1) + gi, side="left" if mask == "geq" else "right")
-            n_ = hi_ - cut
-            base = cut
+            side = "left" if mask == "geq" else "right"
+            base = np.searchsorted(ckey, u * (T + 1) + gi, side=side)
+            n_ = hi_ - base
         else:
             n_ = hi_ - lo_
             base = lo_
         rr = np.repeat(ri, n_)
-        idx = np.repeat(base - np.concatenate(([0], np.cumsum(n_)[:-1])), n_) + np.arange(n_.sum())
-        kj = kpos[idx]
+        idx = np.repeat(base - np.concatenate(([0], np.cumsum(n_)[:-1])), n_)
+        kj = kpos[idx + np.arange(idx.size)]
         srt = np.lexsort((kj, rr))
         rr, kj = rr[srt], kj[srt]
-        L = Ltab[qid[rr + r0], kid[kj]]
+        L = Lb[inv[rr], rank[kid[kj]]]
         softmax_rows(L, rr, kj, r0, r1, T, v, vzero, pos_count, out, need_dense)
     return need_dense
+
+
+# ---------------------------------------------------------------------------------------
+# mask none, few distinct (key, value) vectors: every row is a pattern of classes
+# ---------------------------------------------------------------------------------------
+
+CLASS_MAX = 64  # distinct (key, value) vectors of a head taken as classes, at most
+
+
+def class_head(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    cols: list[int],
+    tau: Any,
+    vzero: list[bool],
+    out: np.ndarray,
+) -> np.ndarray | None:
+    """A head with mask ``none`` whose keys and values take few distinct bit patterns
+    (``CLASS_MAX``; e.g. compare heads keyed on BOS only): every key of a class gets the
+    same logit, weight and term, so a row of the dense code is a fixed pattern of class
+    values, summed exactly by :func:`class_row_sums`; rows with the same logit bits share
+    their outputs. No bound and no candidate is involved, and rows with every key weighted
+    (dense attention) cost O(T/64) instead of O(T). None: too many classes."""
+    nq = q.shape[0]
+    cf, cid = distinct_rows(np.concatenate([k[:, cols], v], axis=1))
+    if len(cf) > CLASS_MAX:
+        return None
+    need = np.zeros(nq, dtype=bool)
+    if not np.isfinite(v).all():
+        need[:] = True
+        return need
+    dt = q.dtype.type
+    ku = np.ascontiguousarray(k[cf][:, cols])
+    vu = v[cf]
+    qc = np.ascontiguousarray(q[:, cols])
+    for r0, r1 in row_blocks("none", len(cf), FILTER_ENTRIES // 4, nq=nq):
+        with np.errstate(all="ignore"):
+            S = qc[r0:r1, None, 0] * ku[None, :, 0]
+            for c in range(1, len(cols)):
+                S = S + qc[r0:r1, None, c] * ku[None, :, c]
+            L = S / tau  # (b, classes): the dense code's logits of every key, by class
+        fin = np.isfinite(L.astype(np.float64)).all(axis=1)
+        need[r0:r1] |= ~fin
+        lf, linv = distinct_rows(L)
+        Ld = L[lf]
+        with np.errstate(all="ignore"):
+            e = np.exp(Ld - Ld.max(axis=1)[:, None])  # every class is present: the max
+            Z = class_row_sums(dt, e, cid)
+            alpha = e / Z[:, None]
+        afin = np.isfinite(alpha.astype(np.float64)).all(axis=1)
+        need[r0:r1] |= ~afin[linv]
+        for c in range(v.shape[1]):
+            if vzero[c]:
+                continue  # α is finite: the dense code skips an all-zero value column
+            with np.errstate(all="ignore"):
+                p = alpha * vu[None, :, c]
+                out[r0:r1, c] = class_row_sums(dt, p, cid)[linv]
+    return need
