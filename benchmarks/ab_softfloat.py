@@ -1,21 +1,22 @@
 """A/B of two versions of the certified float path in one process, alternating on the same batch.
 
 ``bench_softfloat.py`` times each program once per run, and on a shared machine single runs
-of unchanged code move by 10–30% on the small tracr programs. This imports an old
-``softfloat.py`` (a file, e.g. ``git show main:exactattn/engine/softfloat.py > old.py``) beside
-this tree's, and for each program times the float64 pass, the old and the new certified path
+of unchanged code move by 10–30% on the small tracr programs. This imports an old copy of
+the cascade (``exactattn/engine/cascade`` of another revision, benchmarks/cascade_versions.py)
+beside this tree's, and for each program times the float64 pass, the old and the new certified path
 (``certify_float`` plus the double-double tier on what float64 leaves, as the benchmark does)
 on the same words — all words at max_seq_len for tracr programs, the first 2,048 for Dyck-2 at
 n = 8 and the 12-layer LTL model at n = 12 — alternating, best of K blocks of R calls (CPU
 time of this process).
 
-    python benchmarks/ab_softfloat.py --old old.py [--k 9] [--r 30] [lib_shift_by dyck2 ltl …]
+    git archive main exactattn/engine/cascade | tar -x -C /tmp/old
+    python benchmarks/ab_softfloat.py --old /tmp/old/exactattn/engine/cascade [--k 9] [--r 30]
+        [lib_shift_by dyck2 ltl …]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import itertools
 import json
 import sys
@@ -27,11 +28,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_softfloat import DEEP_LTL, TRACR, TRACR_LIB  # noqa: E402
+from cascade_versions import current, load  # noqa: E402
 from float_baseline import FloatModel  # noqa: E402
 
 from exactattn import load_model, model_from_dict  # noqa: E402
 from exactattn.constructions.ltl import compile_ltl  # noqa: E402
-from exactattn.engine import softfloat as sf_new  # noqa: E402
 from exactattn.engine.hard import CompiledModel, read_output, run_hard  # noqa: E402
 from exactattn.engine.temperature import BASE_PREC, Temperatures  # noqa: E402
 from exactattn.importers.tracr import import_tracr  # noqa: E402
@@ -51,16 +52,14 @@ def _model(name: str):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--old", type=Path, required=True, help="the softfloat.py to compare with")
+    ap.add_argument(
+        "--old", type=Path, required=True, help="an old copy of exactattn/engine/cascade"
+    )
     ap.add_argument("--k", type=int, default=9, help="blocks (the best is kept)")
     ap.add_argument("--r", type=int, default=30, help="calls per block")
     ap.add_argument("names", nargs="*", help="tracr programs, dyck2, ltl (default: tracr)")
     args = ap.parse_args()
-    spec = importlib.util.spec_from_file_location("softfloat_old", args.old)
-    assert spec is not None and spec.loader is not None
-    sf_old = importlib.util.module_from_spec(spec)
-    sys.modules["softfloat_old"] = sf_old  # dataclasses look their module up
-    spec.loader.exec_module(sf_old)
+    sf_old, sf_new = load(args.old), current()
     for name in args.names or TRACR_LIB:
         model, n = _model(name)
         cm = CompiledModel(model)

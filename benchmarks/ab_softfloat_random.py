@@ -1,12 +1,13 @@
 """Two versions of the float64 tier in one process, alternated on the same hard batches.
 
-On a shared machine single benchmark runs move by ±20–30%; alternating an old copy of
-``exactattn/engine/softfloat.py`` and the current one in one process, on the same words, next
-to the uncertified float64 pass, and keeping the best of several rounds is the steadier
-measure (docs/scale.md, "Cheaper float64 tier").
+On a shared machine single benchmark runs move by ±20–30%; alternating an old copy of the
+cascade (``exactattn/engine/cascade`` of another revision, benchmarks/cascade_versions.py) and
+the current one in one process, on the same words, next to the uncertified float64 pass, and
+keeping the best of several rounds is the steadier measure (docs/scale.md, "Cheaper float64
+tier").
 
-    git show main:exactattn/engine/softfloat.py > /tmp/softfloat_old.py
-    python benchmarks/ab_softfloat_random.py /tmp/softfloat_old.py \
+    git archive main exactattn/engine/cascade | tar -x -C /tmp/old
+    python benchmarks/ab_softfloat_random.py /tmp/old/exactattn/engine/cascade \
         [--reps 7] [--n 12] [--batch 2048]
 
 Both versions run in the same process, so they share process-wide settings (the allocator
@@ -16,7 +17,6 @@ tuning ``EXACTATTN_MALLOC``); the rows measure the code, not the setting.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import time
 from pathlib import Path
@@ -25,10 +25,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from cascade_versions import current, load  # noqa: E402
 from float_baseline import FloatModel  # noqa: E402
 
 from exactattn import model_from_dict  # noqa: E402
-from exactattn.engine import softfloat as new  # noqa: E402
 from exactattn.engine.hard import CompiledModel, run_hard  # noqa: E402
 from exactattn.engine.temperature import BASE_PREC, Temperatures  # noqa: E402
 from exactattn.inputs import batches, words_of_length  # noqa: E402
@@ -37,16 +37,12 @@ from models import random_model  # noqa: E402
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("old", help="path of the other softfloat.py")
+    ap.add_argument("old", type=Path, help="an old copy of exactattn/engine/cascade")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--n", type=int, default=12)
     ap.add_argument("--batch", type=int, default=2048)
     args = ap.parse_args()
-    spec = importlib.util.spec_from_file_location("exactattn.engine._softfloat_old", args.old)
-    assert spec is not None and spec.loader is not None
-    old = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = old
-    spec.loader.exec_module(old)
+    old, new = load(args.old), current()
 
     m = model_from_dict(random_model(d=16, blocks=4, heads=2, seed=0))
     cm = CompiledModel(m)

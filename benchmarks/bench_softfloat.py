@@ -7,11 +7,11 @@ repeated until 4,096 inputs were timed), in one process:
 * baseline: benchmarks/float_baseline.py, plain float64 numpy softmax, all inputs;
 * certified: exactattn.engine.hard.run_hard (and the exact read-out, which the check's
   LengthAccumulator.add_hard reads and certify_float then reuses) + the coarse tier
-  (exactattn.engine.coarse, where its rule turns it on: all inputs, then settle_dominated) +
-  exactattn.engine.softfloat.certify_float on the inputs it leaves (all inputs without it;
+  (exactattn.engine.cascade.coarse, where its rule turns it on: all inputs, then settle_dominated)
+  + exactattn.engine.cascade.float64.certify_float on the inputs it leaves (all inputs without it;
   where the coarse tier ran, the centred tier instead), in batches of the check's size, then
   the centred float64 tier and the double-double tier (second_tier) on what the tiers before
-  them left, as run/shard.py chains them (the
+  them left, as exactattn.engine.cascade.chain chains them (the
   fractions the check settles without arb are printed per tier — tight words and loose ones
   below a reported lower end; the rest goes to arb);
 * arb: the existing per-word path (certify.certify_word) on a sample, scaled to all inputs.
@@ -23,11 +23,11 @@ runs of the small models moved by up to 1.6×, e.g. a tracr program at 2.5×, 4.
     python benchmarks/bench_softfloat.py [--n 8] [--random-n 12] [--sample 200] [--batch 2048]
         [--only dyck2,random,random3,ltl,tracr] [--reps 3]
 
-"by coarse" is the share of inputs the coarse tier settles (engine/coarse.py; "—": its rule keeps
-it off; EXACTATTN_COARSE=0 turns it off), "by f64" the share the float64 filter settles of the
-rest, "by c" the share the centred
-float64 tier (engine/centred.py; EXACTATTN_CENTRED=0 turns it off) settles of the rest, "by dd"
-the share the double-double tier (engine/ddtier.py; EXACTATTN_DD=0 turns it off) settles of
+"by coarse" is the share of inputs the coarse tier settles (engine/cascade/coarse.py; "—": its
+rule keeps it off; EXACTATTN_COARSE=0 turns it off), "by f64" the share the float64 filter settles
+of the rest, "by c" the share the centred float64 tier (engine/cascade/centred.py;
+EXACTATTN_CENTRED=0 turns it off) settles of the rest, "by dd" the share the double-double tier
+(engine/cascade/dd.py; EXACTATTN_DD=0 turns it off) settles of
 what is left then; the rest goes to arb ("left (est.)": its estimated time; "arb (est.)": arb
 for every input).
 """
@@ -52,24 +52,22 @@ from float_baseline import FloatModel  # noqa: E402
 
 from exactattn import load_model, model_from_dict  # noqa: E402
 from exactattn.constructions.ltl import compile_ltl  # noqa: E402
-from exactattn.engine.centred import USE_CENTRED, certify_centred  # noqa: E402
+from exactattn.engine.cascade.batch import take_batch  # noqa: E402
+from exactattn.engine.cascade.centred import certify_centred  # noqa: E402
+from exactattn.engine.cascade.chain import second_tier, settle_dominated  # noqa: E402
+from exactattn.engine.cascade.coarse import certify_coarse, coarse_pays  # noqa: E402
+from exactattn.engine.cascade.dd import DD_PREC  # noqa: E402
+from exactattn.engine.cascade.float64 import certify_float  # noqa: E402
+from exactattn.engine.cascade.interval import tau_enclosures  # noqa: E402
+from exactattn.engine.cascade.policy import current as current_policy  # noqa: E402
 from exactattn.engine.certify import certify_word  # noqa: E402
-from exactattn.engine.coarse import USE_COARSE, certify_coarse, coarse_pays  # noqa: E402
 from exactattn.engine.hard import CompiledModel, read_output, run_hard  # noqa: E402
 from exactattn.engine.measure import LengthAccumulator  # noqa: E402
 from exactattn.engine.soft import WeightCache  # noqa: E402
-from exactattn.engine.softfloat import (  # noqa: E402
-    DD_PREC,
-    USE_DD,
-    certify_float,
-    second_tier,
-    take_batch,
-    tau_enclosures,
-)
 from exactattn.engine.temperature import BASE_PREC, Temperatures  # noqa: E402
 from exactattn.importers.tracr import import_tracr  # noqa: E402
 from exactattn.inputs import batches, words_of_length  # noqa: E402
-from exactattn.run.check import BATCH, settle_dominated  # noqa: E402
+from exactattn.run.check import BATCH  # noqa: E402
 from models import random_model  # noqa: E402
 
 TRACR = ROOT / "tests" / "data" / "tracr_lib"
@@ -107,7 +105,8 @@ def bench_once(name: str, model, n: int, batch: int, sample: int, min_inputs: in
     spent = {"co": 0.0, "c": 0.0, "dd": 0.0}  # CPU time of the coarse and the later tiers
     won = {"co": 0, "c": 0, "dd": 0}  # words each of them settled
     lower = [0.0] * len(model.layers)  # reported lower error ends so far, as in the check
-    coarse_on = USE_COARSE and coarse_pays(cm, n)  # the check's rule (run/shard.py)
+    policy = current_policy()  # the check's switches (EXACTATTN_COARSE, _CENTRED, _DD)
+    coarse_on = policy.coarse and coarse_pays(cm, n)  # the check's rule (cascade/chain.py)
     for chunk in batches(words_of_length(model.alphabet, n), batch):
         t0 = time.process_time()
         for _ in range(reps):
@@ -115,7 +114,7 @@ def bench_once(name: str, model, n: int, batch: int, sample: int, min_inputs: in
             read_output(model, hb.activations[-1], n)  # the check's add_hard reads it here
         t1 = time.process_time()
         hard += (t1 - t0) / reps
-        # the coarse tier on every word, then the rest as a sub-batch (run/shard.py)
+        # the coarse tier on every word, then the rest as a sub-batch (cascade/chain.py)
         known: list[np.ndarray] = []
         if coarse_on:
             for _ in range(reps):
@@ -133,8 +132,8 @@ def bench_once(name: str, model, n: int, batch: int, sample: int, min_inputs: in
             if okc.any():
                 hb = take_batch(hb, np.flatnonzero(~okc))
         # after the coarse tier the centred tier comes first, certify_float not at all
-        # (run/shard.py, _float_chain): its time and share count as the centred tier's
-        centred_first = coarse_on and USE_CENTRED
+        # (cascade/chain.py, _float_chain): its time and share count as the centred tier's
+        centred_first = coarse_on and policy.centred
         first = certify_centred if centred_first else certify_float
         t1 = time.process_time()
         for _ in range(reps):
@@ -150,11 +149,11 @@ def bench_once(name: str, model, n: int, batch: int, sample: int, min_inputs: in
             flt += (t2 - t1) / reps
             settled += int(ok.sum())
         # the centred tier (unless it came first), then the double-double tier, each on what
-        # the tiers before it left (as in run/shard.py); each tier's time and share is timed
+        # the tiers before it left (as in cascade/chain.py); each tier's time and share is timed
         # on its own
         for on, tier_taus, tier, which in (
-            (USE_CENTRED and not centred_first, taus, certify_centred, "c"),
-            (USE_DD, dtaus, None, "dd"),
+            (policy.centred and not centred_first, taus, certify_centred, "c"),
+            (policy.dd, dtaus, None, "dd"),
         ):
             if not on or ok.all():
                 continue

@@ -1,15 +1,15 @@
-"""The coarse float tier (engine/coarse.py, issue 25): its measurement and its check against arb.
+"""The coarse float tier (engine/cascade/coarse.py, issue 25): its measurement and arb check.
 
 This was the prototype of the tier (docs/scale.md, "Coarse tier"); its ``--vector`` computation
-(one radius per entry) moved into ``exactattn/engine/coarse.py`` unchanged, and the check runs
-it first where its rule turns it on (run/shard.py). The per-row variants measured on the way
-("How it got there" in docs/scale.md) are in this file's history (git log).
+(one radius per entry) moved into ``exactattn/engine/cascade/coarse.py`` unchanged, and the
+check runs it first where its rule turns it on (engine/cascade/chain.py). The per-row variants
+measured on the way ("How it got there" in docs/scale.md) are in this file's history (git log).
 
 A run prints the float64 baseline and the coarse pass (alternated, best of ``--reps``), the
 share it settles (``settle_dominated`` as in the check), the centred tier on the rest (as
-run/shard.py runs it) and, for the A/B, the chain before it (certify_float, then the centred
-tier on what that leaves), and the chain without the coarse tier (certify_float on all words,
-centred on what it leaves), all CPU seconds in one process; and it compares the coarse
+engine/cascade/chain.py runs it) and, for the A/B, the chain before it (certify_float, then the
+centred tier on what that leaves), and the chain without the coarse tier (certify_float on all
+words, centred on what it leaves), all CPU seconds in one process; and it compares the coarse
 enclosures and read-outs with certify_float's. ``--arb-check``: enclosures and decided
 read-outs against arb on random and bundled models (tests/tiers_vs_arb.py's ``assert_meets_arb``).
 
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from exactattn.engine.coarse import certify_coarse  # noqa: E402
+from exactattn.engine.cascade.coarse import certify_coarse  # noqa: E402
 from exactattn.engine.hard import CompiledModel  # noqa: E402
 
 
@@ -42,8 +42,8 @@ def arb_check(n_random: int = 6, n_bundled: int = 5, limit: int = 300, extra: in
     from tiers_vs_arb import assert_meets_arb, random_benchmark_model
 
     from exactattn import load_model
+    from exactattn.engine.cascade.interval import tau_enclosures
     from exactattn.engine.hard import run_hard
-    from exactattn.engine.softfloat import tau_enclosures
     from exactattn.engine.temperature import BASE_PREC, Temperatures
     from exactattn.inputs import words_of_length
 
@@ -95,12 +95,15 @@ def main() -> None:
     from float_baseline import FloatModel
 
     from exactattn import load_model, model_from_dict
-    from exactattn.engine.centred import certify_centred
+    from exactattn.engine.cascade.batch import take_batch
+    from exactattn.engine.cascade.centred import certify_centred
+    from exactattn.engine.cascade.chain import second_tier, settle_dominated
+    from exactattn.engine.cascade.float64 import certify_float
+    from exactattn.engine.cascade.interval import tau_enclosures
     from exactattn.engine.hard import run_hard
-    from exactattn.engine.softfloat import certify_float, second_tier, take_batch, tau_enclosures
     from exactattn.engine.temperature import BASE_PREC, Temperatures
     from exactattn.inputs import batches, words_of_length
-    from exactattn.run.shard import BATCH, settle_dominated
+    from exactattn.run.shard import BATCH
     from models import random_model
 
     if args.model == "random":
@@ -155,7 +158,7 @@ def main() -> None:
             print("the probe declines this model (not an accept read-out)")
             return
         no = np.zeros(B, dtype=bool)
-        ok = settle_dominated(cr, no, cr.underflowed(), list(lower))  # as run/shard.py
+        ok = settle_dominated(cr, no, cr.underflowed(), list(lower))  # as cascade/chain.py
         total += B
         settled += int(ok.sum())
         fin_layer += np.isfinite(cr.err_hi).sum(axis=0)
@@ -169,7 +172,7 @@ def main() -> None:
         if idx.size:
             hr = take_batch(hb, idx)
             got = list(lower) if not ok.any() else np.maximum(lower, cr.err_lo[ok].max(axis=0))
-            # the chain on the rest, as run/shard.py runs it: the centred tier first, the
+            # the chain on the rest, as cascade/chain.py runs it: the centred tier first, the
             # coarse lower ends as thresholds
             t_rest += best(lambda hr=hr: certify_centred(cm, hr, taus))
             fz = certify_centred(cm, hr, taus)
@@ -226,7 +229,7 @@ def main() -> None:
         f"({t_c:.3f} s); left: {left - by_f64 - by_c})"
     )
     print(
-        f"chain (coarse + centred on the rest, run/shard.py): "
+        f"chain (coarse + centred on the rest, cascade/chain.py): "
         f"{(t_coarse + t_rest) / t_base:.2f}x float64; before (coarse + certify_float + "
         f"centred): {(t_coarse + t_f + t_c) / t_base:.2f}x; without the coarse tier "
         f"(certify_float on all, centred on what it leaves: {t_c0:.3f} s): "

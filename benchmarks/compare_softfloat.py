@@ -6,8 +6,8 @@ deep, wide, and the model the float64 tier leaves most words of), in batches of 
 words, with and without row sharing (``run_hard``/``certify_float`` ``share``), this computes
 :func:`certify_float` and :func:`second_tier` (on every word: the double-double tier is run even
 where float64 settled, so its whole path is fingerprinted) and records a SHA-256 of every
-:class:`FloatBatch` field (dtype, shape and bytes). A speed-up of softfloat.py must leave every
-digest unchanged.
+:class:`FloatBatch` field (dtype, shape and bytes). A speed-up of the float64 or double-double
+tier (exactattn/engine/cascade/) must leave every digest unchanged.
 
     python benchmarks/compare_softfloat.py --save before.json     # on the old code
     python benchmarks/compare_softfloat.py --check before.json    # on the new code
@@ -32,14 +32,12 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from exactattn import load_model, model_from_dict  # noqa: E402
+from exactattn.engine.cascade.batch import FloatBatch  # noqa: E402
+from exactattn.engine.cascade.chain import second_tier  # noqa: E402
+from exactattn.engine.cascade.dd import DD_PREC  # noqa: E402
+from exactattn.engine.cascade.float64 import certify_float  # noqa: E402
+from exactattn.engine.cascade.interval import tau_enclosures  # noqa: E402
 from exactattn.engine.hard import CompiledModel, run_hard  # noqa: E402
-from exactattn.engine.softfloat import (  # noqa: E402
-    DD_PREC,
-    FloatBatch,
-    certify_float,
-    second_tier,
-    tau_enclosures,
-)
 from exactattn.engine.temperature import BASE_PREC, Temperatures  # noqa: E402
 from exactattn.importers.tracr import import_tracr  # noqa: E402
 from exactattn.inputs import batches, words_of_length  # noqa: E402

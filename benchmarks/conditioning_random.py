@@ -28,10 +28,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from exactattn import model_from_dict  # noqa: E402
+from exactattn.engine.cascade.float64 import certify_float  # noqa: E402
+from exactattn.engine.cascade.interval import tau_enclosures  # noqa: E402
 from exactattn.engine.hard import CompiledModel, read_output, run_hard  # noqa: E402
 from exactattn.engine.measure import delta_bounds  # noqa: E402
 from exactattn.engine.soft import WeightCache, run_soft  # noqa: E402
-from exactattn.engine.softfloat import certify_float, tau_enclosures  # noqa: E402
 from exactattn.engine.temperature import BASE_PREC, Temperatures  # noqa: E402
 from exactattn.inputs import batches, words_of_length  # noqa: E402
 from models import random_model  # noqa: E402

@@ -38,8 +38,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from exactattn import model_from_dict  # noqa: E402
-from exactattn.engine import softfloat  # noqa: E402
-from exactattn.engine.softfloat import DD_PREC, certify_dd, tau_enclosures  # noqa: E402
+from exactattn.engine.cascade import batch as batch_mod  # noqa: E402
+from exactattn.engine.cascade import chain as chain_mod  # noqa: E402
+from exactattn.engine.cascade import readout as readout_mod  # noqa: E402
+from exactattn.engine.cascade.dd import DD_PREC, certify_dd  # noqa: E402
+from exactattn.engine.cascade.interval import tau_enclosures  # noqa: E402
 from exactattn.engine.temperature import Temperatures  # noqa: E402
 from exactattn.inputs import Shard  # noqa: E402
 from exactattn.run import shard as shard_mod  # noqa: E402
@@ -49,9 +52,9 @@ _RO_LOG: list[np.ndarray] = []
 
 
 def _wrap_readout() -> None:
-    """Wrap softfloat's read-out so each call also logs whether the read-out alone is decided
-    (``_finish`` folds it into ``decided`` with the ε ≤ 1 tests); chunks log in order."""
-    orig = softfloat._readout
+    """Wrap the read-out (cascade/readout.py) so each call also logs whether the read-out alone
+    is decided (``finish`` folds it into ``decided`` with the ε ≤ 1 tests); chunks log in order."""
+    orig = readout_mod._readout
 
     def wrapped(cm, hb, delta, fw, res):  # type: ignore[no-untyped-def]
         keep = res.settled.copy()
@@ -60,7 +63,7 @@ def _wrap_readout() -> None:
         _RO_LOG.append(res.settled.copy())
         res.settled = keep & res.settled
 
-    softfloat._readout = wrapped  # diagnostic only
+    readout_mod._readout = wrapped  # diagnostic only
 
 
 def _logged(f, *a, **k):  # type: ignore[no-untyped-def]
@@ -106,8 +109,8 @@ def main() -> None:
     _wrap_readout()
 
     batches: list[dict] = []
-    orig_cf, orig_st, orig_sd = shard_mod.certify_float, shard_mod.second_tier, None
-    orig_sd = shard_mod.settle_dominated
+    orig_cf, orig_st, orig_sd = chain_mod.certify_float, chain_mod.second_tier, None
+    orig_sd = chain_mod.settle_dominated
 
     def cf(cm, hb, taus, *a, **k):  # type: ignore[no-untyped-def]
         fb, r_ok = _logged(orig_cf, cm, hb, taus, *a, **k)
@@ -126,7 +129,7 @@ def main() -> None:
         return got
 
     arb_time = [0.0, 0]
-    orig_cw = shard_mod.certify_word
+    orig_cw = chain_mod.certify_word
 
     def cw(*a, **k):  # type: ignore[no-untyped-def]
         t0 = time.process_time()
@@ -136,14 +139,14 @@ def main() -> None:
         batches[-1].setdefault("arb", {})[a[2]] = r
         return r
 
-    shard_mod.certify_float, shard_mod.second_tier = cf, st
-    shard_mod.settle_dominated, shard_mod.certify_word = sd, cw
+    chain_mod.certify_float, chain_mod.second_tier = cf, st
+    chain_mod.settle_dominated, chain_mod.certify_word = sd, cw
     job = shard_mod.LengthJob(model=model, n=n, tau=None, hard_only=False)
     t0 = time.process_time()
     if args.arb:
         rec = shard_mod.check_shard(job, Shard(n, 0, 0, total))
     else:  # stop before arb: the float tiers only
-        shard_mod.certify_word = _Stop.raise_
+        chain_mod.certify_word = _Stop.raise_
         rec = None
         try:
             shard_mod.check_shard(job, Shard(n, 0, 0, total))
@@ -173,7 +176,7 @@ def main() -> None:
         first_settled = bt["sd"][0][2]
         if first_settled.any():
             thr_sd = np.maximum(thr_sd, fb.err_lo[first_settled].max(axis=0))
-        fb_dd, ro_dd = _logged(certify_dd, bt["cm"], softfloat._take_batch(bt["hb"], idx), dtaus)
+        fb_dd, ro_dd = _logged(certify_dd, bt["cm"], batch_mod.take_batch(bt["hb"], idx), dtaus)
         fin = np.isfinite(fb.err_lo)
         thr_batch = np.maximum(lower, np.where(fin, fb.err_lo, 0).max(axis=0))
         dd_lo = np.where(np.isfinite(fb_dd.err_lo), fb_dd.err_lo, 0).max(axis=0)
@@ -248,7 +251,7 @@ def main() -> None:
                 )
 
 
-_REAL_SD = shard_mod.settle_dominated
+_REAL_SD = chain_mod.settle_dominated
 
 
 def _rule(any_lower: bool, open_eps: bool):  # type: ignore[no-untyped-def]
@@ -284,11 +287,11 @@ def _rule(any_lower: bool, open_eps: bool):  # type: ignore[no-untyped-def]
 
 def ablate(n: int, blocks: int, seed: int) -> None:
     """Words left to arb with each change of this round switched on or off."""
-    from exactattn.engine import ddtier
+    from exactattn.engine.cascade import dd as ddtier
 
     model = model_from_dict(random_model(d=16, blocks=blocks, heads=2, seed=seed))
     total = len(model.alphabet) ** n
-    real_sd, real_guard, real_cw = shard_mod.settle_dominated, ddtier.guard, shard_mod.certify_word
+    real_sd, real_guard, real_cw = chain_mod.settle_dominated, ddtier.guard, chain_mod.certify_word
 
     def old_guard(a):  # type: ignore[no-untyped-def]
         h, lo, r = real_guard(a)
@@ -301,12 +304,12 @@ def ablate(n: int, blocks: int, seed: int) -> None:
         return real_cw(*a, **k)
 
     print(f"{'dd guard':<22}{'threshold':<26}{'own ε ≤ 1 open':<16}{'left to arb':>12}")
-    shard_mod.certify_word = cw
+    chain_mod.certify_word = cw
     try:
         for guard_name, g in (("radius > 1 → inf", old_guard), ("radius > MAXV → inf", real_guard)):
             for any_lower, open_eps in ((False, False), (True, False), (False, True), (True, True)):
                 ddtier.guard = g
-                shard_mod.settle_dominated = _rule(any_lower, open_eps)
+                chain_mod.settle_dominated = _rule(any_lower, open_eps)
                 count[0] = 0
                 job = shard_mod.LengthJob(model=model, n=n, tau=None, hard_only=False)
                 shard_mod.check_shard(job, Shard(n, 0, 0, total))
@@ -314,8 +317,8 @@ def ablate(n: int, blocks: int, seed: int) -> None:
                 eps = "if ε > 1 known" if open_eps else "no"
                 print(f"{guard_name:<22}{thr:<26}{eps:<16}{count[0]:>12}")
     finally:
-        shard_mod.settle_dominated, ddtier.guard = real_sd, real_guard
-        shard_mod.certify_word = real_cw
+        chain_mod.settle_dominated, ddtier.guard = real_sd, real_guard
+        chain_mod.certify_word = real_cw
 
 
 class _Stop(Exception):

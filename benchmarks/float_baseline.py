@@ -2,7 +2,7 @@
 
 What a practitioner would write to evaluate the same model on the same inputs: weights
 rounded to float64 once, BLAS matmuls, a numerically stable softmax, no error control.
-The certified float path (exactattn/engine/softfloat.py) is measured against it.
+The certified float path (exactattn/engine/cascade/) is measured against it.
 """
 
 from __future__ import annotations

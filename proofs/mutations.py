@@ -27,7 +27,7 @@ BCHECK = "exactattn/bounds/compare.py"
 TSEARCH = "exactattn/bounds/tau_search.py"
 # the default-suite tests that hold bounds.py's formulas against certified witnesses
 WITNESS_TESTS = ("tests/test_bound_witnesses.py", "tests/test_bounds.py")
-COARSE = "exactattn/engine/coarse.py"
+COARSE = "exactattn/engine/cascade/coarse.py"
 COARSE_TESTS = "tests/test_coarse_sound.py"
 ENGINE_TESTS = ("tests/test_bound_witnesses.py", "tests/test_bounds_engine.py")
 
@@ -490,10 +490,10 @@ MUTATIONS: list[Mutation] = [
         tests=ENGINE_TESTS,
         note=CONST_NOTE,
     ),
-    # ---- exactattn/engine/blasprod.py: the a priori bound of BLAS products (issue 25)
+    # ---- exactattn/engine/cascade/blas.py: the a priori bound of BLAS products (issue 25)
     Mutation(
         "BL1",
-        "exactattn/engine/blasprod.py",
+        "exactattn/engine/cascade/blas.py",
         "g = _up(gamma(k) * GAMMA_SCALE)",
         "g = _up(gamma(max(k // 2, 1)) * GAMMA_SCALE)",
         "BLAS product radius: γ_k → γ_{k/2} (proofs/blas_bound.md, Lemma 1)",
@@ -501,16 +501,16 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "BL2",
-        "exactattn/engine/blasprod.py",
+        "exactattn/engine/cascade/blas.py",
         "GAMMA_SCALE = Fraction(1)",
         "GAMMA_SCALE = Fraction(9, 10)",
         "BLAS product radius: γ_k → 0.9·γ_k",
         tests=("tests/test_blasprod.py",),
     ),
-    # ---- exactattn/engine/ddtier.py: the double-double tier (proofs/double_double.md)
+    # ---- exactattn/engine/cascade/dd.py: the double-double tier (proofs/double_double.md)
     Mutation(
         "DD1",
-        "exactattn/engine/ddtier.py",
+        "exactattn/engine/cascade/dd.py",
         "U = 2.0**-53  # unit roundoff",
         "U = 2.0**-56  # unit roundoff",
         "double-double add/mul rounding allowance: u → u/8 (Lemmas A, M)",
@@ -518,7 +518,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "DD2",
-        "exactattn/engine/ddtier.py",
+        "exactattn/engine/cascade/dd.py",
         "ETA = 2.0**-1000  #",
         "ETA = 0.0  #",
         "double-double absolute allowance (underflow): ETA → 0 (Lemma R, fact D)",
@@ -526,7 +526,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "DD3",
-        "exactattn/engine/ddtier.py",
+        "exactattn/engine/cascade/dd.py",
         "RAT_ERR = 2.0**-51  #",
         "RAT_ERR = 2.0**-60  #",
         "exact rational → double-double: 2^-51 → 2^-60 (Lemma C)",
@@ -534,7 +534,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "DD4",
-        "exactattn/engine/ddtier.py",
+        "exactattn/engine/cascade/dd.py",
         "REM = 2.0**-123  #",
         "REM = 2.0**-126  #",
         "exp: Taylor remainder 2^-123 → 2^-126 (Lemma E)",
@@ -542,16 +542,16 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "DD5",
-        "exactattn/engine/ddtier.py",
+        "exactattn/engine/cascade/dd.py",
         "rho = np.abs(f2) * (1 + U) + np.abs(f1) * U + d[2]",
         "rho = d[2]",
         "reciprocal: residual |1 − Z·Y| dropped (Lemma Q)",
         tests=("tests/test_ddtier.py",),
     ),
-    # ---- exactattn/engine/centred.py: the centred tier (proofs/centred_softmax.md)
+    # ---- exactattn/engine/cascade/centred.py: the centred tier (proofs/centred_softmax.md)
     Mutation(
         "CT1",
-        "exactattn/engine/centred.py",
+        "exactattn/engine/cascade/centred.py",
         "ROW_U = 2.0**-52  #",
         "ROW_U = 2.0**-55  #",
         "centred tier: key sum allowance 2u → u/4 per term (Lemma S)",
@@ -559,24 +559,24 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "CT2",
-        "exactattn/engine/centred.py",
-        "dd = sf.sub((dm, dr), (dm[rows, t][:, None], dr[rows, t][:, None]))",
+        "exactattn/engine/cascade/centred.py",
+        "dd = iv.sub((dm, dr), (dm[rows, t][:, None], dr[rows, t][:, None]))",
         "dd = (dm, dr)",
         "centred tier: the centre's perturbation δs_t dropped from x_j − x_t (Lemma C)",
         tests=("tests/test_centred.py",),
     ),
     Mutation(
         "CT3",
-        "exactattn/engine/centred.py",
+        "exactattn/engine/cascade/centred.py",
         "FAR = -800.0  #",
         "FAR = -10.0  #",
         "centred tier: weights below e^FAR taken as [0, TINY] from −800 → −10 (Lemma C)",
         tests=("tests/test_centred.py",),
     ),
-    # ---- exactattn/engine/softfloat.py: the two-label argmax read-out
+    # ---- exactattn/engine/cascade/readout.py: the two-label argmax read-out
     Mutation(
         "SF1",
-        "exactattn/engine/softfloat.py",
+        "exactattn/engine/cascade/readout.py",
         "dr1 = (gr[1] + gr[0]) * (1 + WIDEN) + np.abs(dm1) * WIDEN",
         "dr1 = gr[1] + gr[0]",
         "two-label read-out: rounding allowance of δ_1 − δ_0 dropped (not the general path's)",
@@ -586,10 +586,11 @@ MUTATIONS: list[Mutation] = [
             "known: add's own WIDEN and from_rat's CONV slack cover dr1's rounding"
         ),
     ),
-    # ---- exactattn/run/shard.py: settle_dominated (docs/scale.md, "The random model's last third")
+    # ---- exactattn/engine/cascade/chain.py: settle_dominated (docs/scale.md, "The random
+    # model's last third")
     Mutation(
         "SD1",
-        "exactattn/run/shard.py",
+        "exactattn/engine/cascade/chain.py",
         "covered = (fb.tight | (fb.err_hi < thr[None, :])).all(axis=1)",
         "covered = (fb.tight | (fb.err_hi <= thr[None, :])).all(axis=1)",
         "dominance: upper end strictly below a lower end → at most equal to it",
@@ -597,13 +598,13 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "SD2",
-        "exactattn/run/shard.py",
+        "exactattn/engine/cascade/chain.py",
         "got = rep if not out.any() else np.maximum(rep, fb.err_lo[out].max(axis=0))",
         "got = thr",
         "open ε ≤ 1: certain failure read from lower ends of words that go to arb",
         tests=("tests/test_settle_dominated.py",),
     ),
-    # ---- exactattn/engine/coarse.py: the coarse tier's allowances (proofs/coarse_tier.md)
+    # ---- exactattn/engine/cascade/coarse.py: the coarse tier's allowances (proofs/coarse_tier.md)
     Mutation(
         "CO1",
         COARSE,

@@ -1,4 +1,4 @@
-"""BLAS midpoint-radius products (exactattn/engine/blasprod.py) against exact Fractions.
+"""BLAS midpoint-radius products (exactattn/engine/cascade/blas.py) against exact Fractions.
 
 The lemma is in proofs/blas_bound.md. Containment is checked on random, cancellation-heavy,
 huge/tiny and subnormal matrices and on interval operands; an adversarial product whose
@@ -25,8 +25,9 @@ from hypothesis import strategies as st
 
 from exactattn import load_model
 from exactattn.core.errors import ExactAttnError
-from exactattn.engine import blasprod as bp
-from exactattn.engine import softfloat as sf
+from exactattn.engine.cascade import blas as bp
+from exactattn.engine.cascade import interval as iv
+from exactattn.engine.cascade import policy as pol
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,7 +187,7 @@ _BITS = """
 import hashlib, json, sys
 import numpy as np
 sys.path.insert(0, {root!r})
-from exactattn.engine import blasprod as bp
+from exactattn.engine.cascade import blas as bp
 rng = np.random.default_rng(5)
 a = rng.standard_normal((300, 400)); b = rng.standard_normal((400, 300))
 s = rng.standard_normal((64, 14, 40)); t = rng.standard_normal((64, 40, 14))
@@ -259,7 +260,7 @@ def test_check_json_identical_across_blas_threads(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["dyck2", "ltl_since_until_temperature", "induction_k2"])
 def test_filter_with_blas_contains_arb(name: str) -> None:
     model = load_model(ROOT / "models" / f"{name}.json")
-    with sf.blas_products(True):
+    with pol.blas_products(True):
         settled, total = tsf.compare(model, tsf.BUNDLED[name])
     assert settled == total
 
@@ -268,7 +269,7 @@ def _blas_sweep(d: dict) -> None:
     """One random model (tests/strategies.py) at every length, BLAS score products, vs arb."""
     model = tsf._random_model(d)
     assume(model is not None)
-    with sf.blas_products(True):
+    with pol.blas_products(True):
         for n in range(max(1, model.min_length), S.MAX_N + 1):
             try:
                 model.check_length(n)
@@ -302,8 +303,8 @@ def test_blas_scores_are_enclosed_in_fixed_order_ones(monkeypatch: pytest.Monkey
         x = (rng.standard_normal((B, R)), np.abs(rng.standard_normal((B, R))) * 1e-12)
         y = (rng.standard_normal((B, T)), np.abs(rng.standard_normal((B, T))) * 1e-12)
         pairs.append((x, y))
-    m1, r1 = sf._outer_sum_fixed(pairs)
-    m2, r2 = sf._outer_sum_blas(pairs)
+    m1, r1 = iv._outer_sum_fixed(pairs)
+    m2, r2 = iv._outer_sum_blas(pairs)
     assert m1.shape == m2.shape == (B, T, R)
     assert (np.abs(m1 - m2) <= r1 + r2).all()
     assert (r2 <= r1 * (1 + 2.0**-20)).all()
@@ -315,27 +316,32 @@ def test_the_blas_switch_travels_with_the_job(
     """A job made with BLAS products uses them in every shard whatever the worker's own
     environment says, and a checkpoint records the choice (resuming with the other choice
     recomputes rather than mixing bits)."""
+    from dataclasses import replace
+
     from exactattn.run.executors import Checkpoint, fingerprint
     from exactattn.run.shard import LengthJob, Shard, check_shard
 
+    def job(blas: bool) -> LengthJob:
+        return LengthJob(model, 4, None, False, policy=replace(pol.current(), blas=blas))
+
     calls: list[int] = []
-    real = sf._outer_sum_blas
+    real = iv._outer_sum_blas
 
     def spy(pairs):  # type: ignore[no-untyped-def]
         calls.append(1)
         return real(pairs)
 
-    monkeypatch.setattr(sf, "_outer_sum_blas", spy)
+    monkeypatch.setattr(iv, "_outer_sum_blas", spy)
     model = load_model(ROOT / "models" / "dyck2.json")
     shard = Shard(4, 0, 0, 16)
-    off = check_shard(LengthJob(model, 4, None, False, blas=False), shard)
+    off = check_shard(job(False), shard)
     assert calls == []
-    on = check_shard(LengthJob(model, 4, None, False, blas=True), shard)
-    assert calls and sf._BLAS_ON.get() is sf.USE_BLAS  # restored after the shard
+    on = check_shard(job(True), shard)
+    assert calls and pol.blas_on() is pol.DEFAULT.blas  # restored after the shard
     assert on.to_json() == off.to_json()  # Dyck-2: the same reported values either way
     ck = Checkpoint(tmp_path / "ck", fingerprint("dyck2", {}))
     try:
-        ids = [ck.identity(LengthJob(model, 4, None, False, blas=b), shard) for b in (False, True)]
+        ids = [ck.identity(job(b), shard) for b in (False, True)]
     finally:
         ck.close()
     assert ids[0]["blas"] is False and ids[1]["blas"] is True

@@ -1,7 +1,7 @@
-"""The centred float64 tier (engine/centred.py, proofs/centred_softmax.md): its key sum encloses
-the exact sum and needs its allowance; its enclosures meet arb's on every bundled model and on
-random models; on the random benchmark model it settles what float64 leaves; a check with it
-keeps every exact field of the arb-only path and does not depend on scheduling."""
+"""The centred float64 tier (engine/cascade/centred.py, proofs/centred_softmax.md): its key sum
+encloses the exact sum and needs its allowance; its enclosures meet arb's on every bundled model
+and on random models; on the random benchmark model it settles what float64 leaves; a check with
+it keeps every exact field of the arb-only path and does not depend on scheduling."""
 
 from __future__ import annotations
 
@@ -13,13 +13,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cascade_patch import set_policy
 from flint import arb, ctx
 from tiers_vs_arb import assert_meets_arb, random_benchmark_model
 
 from exactattn import load_model, run_check
 from exactattn.core.numbers import arb_endpoints
-from exactattn.engine import centred, softfloat
-from exactattn.engine.centred import certify_centred, row_sum
+from exactattn.engine.cascade import centred
+from exactattn.engine.cascade import interval as iv
+from exactattn.engine.cascade.centred import certify_centred, row_sum
+from exactattn.engine.cascade.float64 import certify_float
 from exactattn.engine.hard import CompiledModel, HeadTrace, run_hard
 from exactattn.engine.ratarray import RatArray
 from exactattn.engine.temperature import BASE_PREC, Temperatures
@@ -111,8 +114,8 @@ def test_centred_rows_enclose_exact_softmax(big: bool) -> None:
     vis = np.array([[True, True, True, False, True], [True] * T])
     tr = _trace(scores, den, vis)
     dm = rng.uniform(-40, 40, size=(B, T, R)) / 3
-    dr = np.abs(dm) * 1e-13 + softfloat.TINY
-    it = softfloat.inv_tau(Fraction(1, 3), Fraction(1, 3))
+    dr = np.abs(dm) * 1e-13 + iv.TINY
+    it = iv.inv_tau(Fraction(1, 3), Fraction(1, 3))
     da = (np.zeros((B, T, R)), np.zeros((B, T, R)))
     centred.centred_rows(tr, (dm, dr), it, np.ones((B, R), bool), da)
     ctx.prec = 300
@@ -158,7 +161,7 @@ def test_centred_rows_claim_nothing_from_non_finite_input() -> None:
     for bad in (-np.inf, np.nan):
         dm = np.full((1, 4, 1), bad)
         da = (np.zeros((1, 4, 1)), np.zeros((1, 4, 1)))
-        it = softfloat.inv_tau(Fraction(1, 2), Fraction(1, 2))
+        it = iv.inv_tau(Fraction(1, 2), Fraction(1, 2))
         with np.errstate(all="ignore"):
             centred.centred_rows(tr, (dm, np.zeros_like(dm)), it, np.ones((1, 1), bool), da)
         assert da[0][0, 0, 0] == 0 and da[1][0, 0, 0] == 0
@@ -177,7 +180,7 @@ def _against_arb(model, n: int, limit: int = 64, only=None) -> tuple[int, int]:
     temps = Temperatures(model, None)
     words = list(words_of_length(model.alphabet, n))[:limit]
     hb = run_hard(cm, words, n)
-    taus = softfloat.tau_enclosures(temps.at(n, BASE_PREC))
+    taus = iv.tau_enclosures(temps.at(n, BASE_PREC))
     if only is not None:
         idx = np.flatnonzero(only(cm, hb, taus))
         words = [words[i] for i in idx]
@@ -196,7 +199,7 @@ def test_bundled_models_meet_arb(name: str) -> None:
 
 
 def _f64_left(cm, hb, taus) -> np.ndarray:
-    return ~softfloat.certify_float(cm, hb, taus).settled
+    return ~certify_float(cm, hb, taus).settled
 
 
 def test_benchmark_model_words_float64_leaves(monkeypatch) -> None:
@@ -228,20 +231,21 @@ def test_check_agrees_with_arb_only_without_dd(monkeypatch) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from test_float_filter_vs_arb import _check
 
-    monkeypatch.setattr(softfloat, "USE_DD", False)
+    set_policy(monkeypatch, dd=False)
     model = _random_model(0, blocks=4)
     on = run_check(model, max_n=7, min_n=7).to_json()
     with monkeypatch.context() as mp:
-        mp.setattr(centred, "USE_CENTRED", False)
+        set_policy(mp, centred=False)
         off = run_check(model, max_n=7, min_n=7).to_json()
     assert on["lengths"][0]["float_settled"] > off["lengths"][0]["float_settled"]
     _check(model, 7, min_n=7)
 
 
 def test_switch_off_skips_the_tier(monkeypatch) -> None:
-    """EXACTATTN_CENTRED=0 (USE_CENTRED False when the job is made): the tier is never called;
-    on, it is (the benchmark model at n = 6 has words float64 leaves)."""
+    """EXACTATTN_CENTRED=0 (``policy.centred`` False when the job is made): the tier is never
+    called; on, it is (the benchmark model at n = 6 has words float64 leaves)."""
     import exactattn.run.shard as shard
+    from exactattn.engine.cascade import chain
 
     model = _random_model(0, blocks=4)
     called = []
@@ -250,12 +254,12 @@ def test_switch_off_skips_the_tier(monkeypatch) -> None:
         called.append(1)
         return certify_centred(*a)
 
-    monkeypatch.setattr(shard, "certify_centred", spy)
+    monkeypatch.setattr(chain, "certify_centred", spy)
     run_check(model, max_n=6, min_n=6)
     assert called
     called.clear()
-    monkeypatch.setattr(centred, "USE_CENTRED", False)
-    assert not shard.LengthJob(model=model, n=6, tau=None, hard_only=False).centred_tier
+    set_policy(monkeypatch, centred=False)
+    assert not shard.LengthJob(model=model, n=6, tau=None, hard_only=False).policy.centred
     run_check(model, max_n=6, min_n=6)
     assert called == []
 
@@ -267,7 +271,7 @@ def test_jobs_1_and_2_identical_with_tier(monkeypatch) -> None:
     from exactattn.run.executors import Processes
 
     monkeypatch.setenv("EXACTATTN_SHARD_INPUTS", "32")
-    monkeypatch.setattr(softfloat, "USE_DD", False)
+    set_policy(monkeypatch, dd=False)
     model = _random_model(0, blocks=4)
     one = dumps(run_check(model, max_n=6, min_n=6).to_json())
     pool = Processes(2)

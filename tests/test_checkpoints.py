@@ -19,6 +19,7 @@ import pytest
 from exactattn.core.errors import UsageError
 from exactattn.core.jsonio import dumps
 from exactattn.model import load_model
+from exactattn.model.provenance import model_sha256
 from exactattn.run.check import run_check
 from exactattn.run.executors import Checkpoint, InProcess, fingerprint
 
@@ -36,7 +37,7 @@ def _run(ck_dir: Path | None, notices: list[str] | None = None) -> str:
     model = load_model(MODEL)
     ck = None
     if ck_dir is not None:
-        fp = fingerprint(MODEL.read_text(encoding="utf-8"), SETTINGS)
+        fp = fingerprint(model_sha256(model), SETTINGS)
         ck = Checkpoint(ck_dir, fp, notice=(notices.append if notices is not None else None))
     try:
         return dumps(run_check(model, max_n=4, executor=InProcess(ck)).to_json())
@@ -127,7 +128,7 @@ def test_every_shard_file_verifies_and_names_its_identity(
     assert data["format"] == "exactattn-shard/1"
     ident = data["identity"]
     assert ident["n"] == 4 and ident["shard"] == {"index": 3, "start": 48, "stop": 64}
-    assert ident["model_sha256"] == hashlib.sha256(MODEL.read_bytes()).hexdigest()
+    assert ident["model_sha256"] == model_sha256(load_model(MODEL))  # the content digest
     assert ident["max_prec"] > 0 and ident["float_filter"] is True and ident["tau"] is None
     text = json.dumps(
         [ident, data["record"]], sort_keys=True, separators=(",", ":"), ensure_ascii=True
@@ -195,3 +196,76 @@ def test_second_run_on_a_held_directory_exits_2(tmp_path: Path) -> None:
         [*args, "--checkpoint", str(ck), "--json", str(out)], capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stderr
+
+
+# ----------------------------------------------------------------------------------------
+# issue 37: the four switches of LengthJob (float_filter, dd_tier, centred_tier, coarse_tier,
+# blas) became one cascade Policy; checkpoints made before must still resume
+
+# SHA-256 of the 33 identities below, as main 16ffea5 wrote them (json.dumps of each, in the
+# order a shard file stores its keys), with the same switches given as LengthJob's booleans
+IDENTITIES_16FFEA5 = "acbf60c9f884320454aba4a98a5d75753408dfc6c87e3093a0a4b725d8b23bd9"
+OLD_CHECKPOINT = ROOT / "tests" / "data" / "checkpoint_16ffea5"  # Dyck-1, n ≤ 4, main 16ffea5
+# SHA-256 of models/dyck1.json's text at 16ffea5 (`git show 16ffea5:models/dyck1.json`)
+DYCK1_TEXT_16FFEA5 = "f34dd9af0b5c8dfb58bda7016a9c73745f9556263a2785036f2f42d6cdae3946"
+
+
+def test_shard_identities_are_byte_identical_to_before_the_policy(tmp_path: Path) -> None:
+    """Every combination of the cascade's switches gives the shard identity main 16ffea5 gave
+    the same switches, byte for byte (key order included): a resumed run finds its shards."""
+    import itertools
+
+    from exactattn.engine.cascade.policy import Policy
+    from exactattn.inputs import Shard
+    from exactattn.run.shard import LengthJob
+
+    model = load_model(ROOT / "models" / "dyck1.json")
+    fp = {"model_sha256": "m", "settings": {"max_n": 4}, "shard_inputs": 4096, "exactattn": "v"}
+    ck = Checkpoint(tmp_path / "ck", fp)
+    try:
+        out = []
+        for ff, dd, ce, co, bl in itertools.product([False, True], repeat=5):
+            policy = Policy(floats=ff, coarse=co, centred=ce, dd=dd, blas=bl)
+            job = LengthJob(model, 4, None, False, policy=policy)
+            out.append(json.dumps(ck.identity(job, Shard(4, 1, 16, 32))))
+        job = LengthJob(model, 4, None, True, policy=Policy())
+        out.append(json.dumps(ck.identity(job, Shard(4, 0, 0, 16))))
+    finally:
+        ck.close()
+    assert hashlib.sha256("\n".join(out).encode()).hexdigest() == IDENTITIES_16FFEA5
+
+
+def test_a_checkpoint_made_before_the_policy_resumes(tmp_path: Path) -> None:
+    """The shard files main 16ffea5 wrote (tests/data/checkpoint_16ffea5: Dyck-1, n ≤ 4, the
+    default switches) load as verified records, none rejected, each the record computed now."""
+    import shutil
+
+    from exactattn.core.jsonio import read_json
+    from exactattn.engine.cascade.policy import Policy
+    from exactattn.inputs import Shard
+    from exactattn.run.shard import LengthJob, check_shard
+
+    d = tmp_path / "ck"
+    shutil.copytree(OLD_CHECKPOINT, d)
+    path = ROOT / "models" / "dyck1.json"
+    fp = read_json(d / "manifest.json")["fingerprint"]
+    # the manifest names models/dyck1.json by its text's SHA-256 at 16ffea5; since issue 41 a
+    # checkpoint names the model's content digest, and the file gained built_by: a new run on
+    # this directory is refused (exit 2), but its shards, read with their own manifest, verify
+    assert fp["model_sha256"] == DYCK1_TEXT_16FFEA5
+    model = load_model(path)
+    files = sorted(d.glob("*-n*/s*.json"))
+    assert len(files) == 4
+    ck = Checkpoint(d, fp)
+    try:
+        for f in files:
+            ident = json.loads(f.read_text())["identity"]
+            s = ident["shard"]
+            shard = Shard(ident["n"], s["index"], s["start"], s["stop"])
+            job = LengthJob(model, ident["n"], None, False, policy=Policy())
+            rec = ck.load(job, shard)
+            assert rec is not None, ck.rejected
+            assert rec.to_json(exact=True) == check_shard(job, shard).to_json(exact=True)
+        assert ck.rejected == []
+    finally:
+        ck.close()

@@ -1,4 +1,4 @@
-"""The coarse float tier in the check's chain (engine/coarse.py, run/shard.py; docs/scale.md
+"""The coarse float tier in the check's chain (engine/cascade/coarse.py and chain.py; docs/scale.md
 "Coarse tier"): where the rule turns it on, that the switch turns it off, that the chain with
 it keeps the arb-only path's exact fields and the 1e-6 accuracy, and that its results do not
 depend on scheduling (--jobs, resume). Its soundness against arb: tests/test_coarse_sound*.py.
@@ -17,21 +17,22 @@ import pytest
 
 import exactattn.run.shard as shard
 from exactattn import load_model, run_check
-from exactattn.engine import coarse
-from exactattn.engine.coarse import coarse_pays
+from exactattn.engine.cascade import chain, coarse
+from exactattn.engine.cascade.batch import FloatBatch, put_rows
+from exactattn.engine.cascade.coarse import coarse_pays
 from exactattn.engine.hard import CompiledModel
-from exactattn.engine.softfloat import FloatBatch, put_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from cascade_patch import set_policy  # noqa: E402
 from tiers_vs_arb import check_bytes, random_benchmark_model  # noqa: E402
 
 
 def _spy(monkeypatch) -> list[int]:
     """Counts, per call of the chain's coarse tier, the words it settled."""
     calls: list[int] = []
-    real_coarse, real_settle = shard.certify_coarse, shard.settle_dominated
+    real_coarse, real_settle = chain.certify_coarse, chain.settle_dominated
     last: list[object] = [None]
 
     def coarse_spy(*a):  # type: ignore[no-untyped-def]
@@ -44,8 +45,8 @@ def _spy(monkeypatch) -> list[int]:
             calls.append(int(out.sum()))
         return out
 
-    monkeypatch.setattr(shard, "certify_coarse", coarse_spy)
-    monkeypatch.setattr(shard, "settle_dominated", settle_spy)
+    monkeypatch.setattr(chain, "certify_coarse", coarse_spy)
+    monkeypatch.setattr(chain, "settle_dominated", settle_spy)
     return calls
 
 
@@ -67,7 +68,7 @@ def test_rule_on_for_random_models_only() -> None:
 
 
 def test_switch_and_rule_decide_where_it_runs(monkeypatch) -> None:
-    """The random model: the tier runs and settles words; EXACTATTN_COARSE=0 (USE_COARSE
+    """The random model: the tier runs and settles words; EXACTATTN_COARSE=0 (policy.coarse
     False when the job is made): never called; Dyck-2 (rule off): never called."""
     calls = _spy(monkeypatch)
     model = random_benchmark_model(0, blocks=4)
@@ -76,19 +77,17 @@ def test_switch_and_rule_decide_where_it_runs(monkeypatch) -> None:
     calls.clear()
     run_check(load_model(ROOT / "models" / "dyck2.json"), max_n=4, min_n=4)
     assert calls == []
-    monkeypatch.setattr(coarse, "USE_COARSE", False)
-    assert not shard.LengthJob(model=model, n=7, tau=None, hard_only=False).coarse_tier
+    set_policy(monkeypatch, coarse=False)
+    assert not shard.LengthJob(model=model, n=7, tau=None, hard_only=False).policy.coarse
     run_check(model, max_n=7, min_n=7)
     assert calls == []
 
 
 def test_words_left_go_to_the_centred_tier_first(monkeypatch) -> None:
     """After the coarse tier the words it leaves go to the centred tier, never to
-    certify_float (run/shard.py, _float_chain's rule), and it settles every one of them on
+    certify_float (cascade/chain.py, _float_chain's rule), and it settles every one of them on
     the random model at n = 7 (10 left); with the centred tier off (EXACTATTN_CENTRED=0),
     certify_float takes them as before."""
-    from exactattn.engine import centred
-
     seen: dict[str, list[int]] = {"float": [], "centred": []}
 
     def spy(name, real):  # type: ignore[no-untyped-def]
@@ -98,8 +97,8 @@ def test_words_left_go_to_the_centred_tier_first(monkeypatch) -> None:
 
         return f
 
-    monkeypatch.setattr(shard, "certify_float", spy("float", shard.certify_float))
-    monkeypatch.setattr(shard, "certify_centred", spy("centred", shard.certify_centred))
+    monkeypatch.setattr(chain, "certify_float", spy("float", chain.certify_float))
+    monkeypatch.setattr(chain, "certify_centred", spy("centred", chain.certify_centred))
     calls = _spy(monkeypatch)
     model = random_benchmark_model(0, blocks=4)
     got = run_check(model, max_n=7, min_n=7).to_json()
@@ -107,7 +106,7 @@ def test_words_left_go_to_the_centred_tier_first(monkeypatch) -> None:
     assert seen["centred"] == [128 - sum(calls)]
     assert got["lengths"][0]["float_settled"] == 128  # none left to arb
     seen["centred"].clear()
-    monkeypatch.setattr(centred, "USE_CENTRED", False)
+    set_policy(monkeypatch, centred=False)
     run_check(model, max_n=7, min_n=7)
     assert seen["float"] == [128 - sum(calls[:1])] and seen["centred"] == []
 
@@ -194,8 +193,8 @@ def test_put_rows_one_tier_per_row() -> None:
 @pytest.mark.parametrize("n", [3, 6])
 def test_tier_declines_argmax(n: int) -> None:
     """certify_coarse declines a model without an accept read-out (None)."""
+    from exactattn.engine.cascade.interval import tau_enclosures
     from exactattn.engine.hard import run_hard
-    from exactattn.engine.softfloat import tau_enclosures
     from exactattn.engine.temperature import BASE_PREC, Temperatures
     from exactattn.inputs import words_of_length
 
@@ -213,8 +212,8 @@ def test_first_layer_paths_meet_arb(monkeypatch, exact_first: bool) -> None:
     n = 5, every read-out decided and equal to arb's; the exact path is not looser."""
     from tiers_vs_arb import assert_meets_arb
 
+    from exactattn.engine.cascade.interval import tau_enclosures
     from exactattn.engine.hard import run_hard
-    from exactattn.engine.softfloat import tau_enclosures
     from exactattn.engine.temperature import BASE_PREC, Temperatures
     from exactattn.inputs import words_of_length
 

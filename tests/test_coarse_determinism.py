@@ -19,8 +19,9 @@ import pytest
 from tiers_vs_arb import assert_meets_arb
 
 from exactattn import model_from_dict
-from exactattn.engine import coarse as co
-from exactattn.engine import softfloat as sf
+from exactattn.engine.cascade import coarse as co
+from exactattn.engine.cascade import interval as iv
+from exactattn.engine.cascade import policy as pol
 from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import words_of_length
@@ -39,9 +40,9 @@ sys.path.insert(0, sys.argv[1] + "/tests")
 sys.path.insert(0, sys.argv[1] + "/benchmarks")
 from models import random_model
 from exactattn import model_from_dict
-from exactattn.engine import coarse as co
+from exactattn.engine.cascade import coarse as co
+from exactattn.engine.cascade.interval import tau_enclosures
 from exactattn.engine.hard import CompiledModel, run_hard
-from exactattn.engine.softfloat import tau_enclosures
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import words_of_length
 
@@ -134,11 +135,11 @@ def test_opt_in_blas_products_meet_arb(monkeypatch, exact_first: bool) -> None:
         m = model_from_dict(random_model(d=8 + 4 * (seed % 2), blocks=1 + seed % 3, seed=seed))
         n = 4 + seed % 2
         cm, temps = CompiledModel(m), Temperatures(m, None)
-        taus = sf.tau_enclosures(temps.at(n, BASE_PREC))
+        taus = iv.tau_enclosures(temps.at(n, BASE_PREC))
         hb = run_hard(cm, list(words_of_length(m.alphabet, n))[:40], n)
-        with sf.blas_products(True):
+        with pol.blas_products(True):
             fb = co.certify_coarse(cm, hb, taus)
-        with sf.blas_products(False):
+        with pol.blas_products(False):
             ff = co.certify_coarse(cm, hb, taus)
         assert fb is not None and ff is not None
         assert_meets_arb(cm, hb, fb, temps, fb.read)

@@ -1,4 +1,4 @@
-"""Soundness of the coarse float tier (exactattn/engine/coarse.py; proofs/coarse_tier.md).
+"""Soundness of the coarse float tier (exactattn/engine/cascade/coarse.py; proofs/coarse_tier.md).
 
 Each lemma of the proof against exact arithmetic on hand-made inputs where its allowance is
 needed, the tier's enclosures and decided read-outs against arb (tests/tiers_vs_arb.py) on the
@@ -17,12 +17,12 @@ from tiers_vs_arb import ROOT, assert_meets_arb
 
 from exactattn import load_model, model_from_dict
 from exactattn.core.numbers import arb_endpoints
-from exactattn.engine import coarse as co
+from exactattn.engine.cascade import coarse as co
+from exactattn.engine.cascade.interval import tau_enclosures
 from exactattn.engine.certify import certify_word
 from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.measure import LengthAccumulator
 from exactattn.engine.soft import WeightCache
-from exactattn.engine.softfloat import tau_enclosures
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import words_of_length
 
@@ -154,7 +154,7 @@ def test_hand_derived_one_linear_map() -> None:
     assert y == F(2**54 - 1, 3 * 2**54)
     assert exact - y == F(1, 3 * 2**54)
     g = co.gamma(2)
-    assert F(g) == co.sf.float_up(F(2) * U / (1 - 2 * U))
+    assert F(g) == co.iv.float_up(F(2) * U / (1 - 2 * U))
     assert U <= rad <= U * (1 + F(1, 2**18))
     assert 5 * (exact - y) < rad < 7 * (exact - y)
 

@@ -1,4 +1,4 @@
-"""The double-double tier (engine/ddtier.py, proofs/double_double.md): every operation
+"""The double-double tier (engine/cascade/dd.py, proofs/double_double.md): every operation
 encloses the exact value (checked with Fractions and 400-bit arb), each rounding allowance
 is needed (lowering it makes the same inputs fail: rows DD1–DD4 of the mutation table in
 proofs/README.md), and the tier's per-word error enclosures meet arb's on bundled and random
@@ -19,9 +19,10 @@ from tiers_vs_arb import assert_meets_arb, random_benchmark_model
 
 from exactattn import load_model, model_from_dict, run_check
 from exactattn.core.numbers import arb_endpoints
-from exactattn.engine import ddtier as dt
+from exactattn.engine.cascade import dd as dt
+from exactattn.engine.cascade.dd import DD_PREC, certify_dd
+from exactattn.engine.cascade.interval import tau_enclosures
 from exactattn.engine.hard import CompiledModel, run_hard
-from exactattn.engine.softfloat import DD_PREC, certify_dd, tau_enclosures
 from exactattn.engine.temperature import Temperatures
 from exactattn.inputs import words_of_length
 
@@ -251,20 +252,17 @@ def test_check_with_tier_agrees_with_arb_only(monkeypatch) -> None:
     """A random model the float64 tier mostly cannot settle: with the double-double tier the
     check settles more words without arb, and every exact field and verdict is the arb-only
     path's (the error enclosures overlap)."""
-    import exactattn.engine.softfloat as softfloat
-
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from cascade_patch import set_policy
     from test_float_filter_vs_arb import _check
 
-    from exactattn.engine import centred
-
-    monkeypatch.setattr(centred, "USE_CENTRED", False)  # this tier alone after float64
+    set_policy(monkeypatch, centred=False)  # this tier alone after float64
     model = _random_model(2)
     with_dd = run_check(model, max_n=5, min_n=5).to_json()
-    monkeypatch.setattr(softfloat, "USE_DD", False)
+    set_policy(monkeypatch, dd=False)
     without = run_check(model, max_n=5, min_n=5).to_json()
     assert with_dd["lengths"][0]["float_settled"] > without["lengths"][0]["float_settled"]
-    monkeypatch.setattr(softfloat, "USE_DD", True)
+    set_policy(monkeypatch, dd=True)
     _check(model, 5, min_n=5)
 
 
@@ -337,9 +335,12 @@ def test_exact_ties_skip_the_tier(monkeypatch) -> None:
     tie) and go straight to arb; the check's results are the same with and without the tier."""
     import json
 
-    import exactattn.engine.softfloat as softfloat
+    from cascade_patch import set_policy
+
+    from exactattn.engine.cascade import chain
+    from exactattn.engine.cascade.chain import second_tier
+    from exactattn.engine.cascade.float64 import certify_float
     from exactattn.engine.hard import read_output
-    from exactattn.engine.softfloat import certify_float, second_tier
     from exactattn.engine.temperature import BASE_PREC
     from exactattn.importers.tracr import import_tracr
 
@@ -362,10 +363,10 @@ def test_exact_ties_skip_the_tier(monkeypatch) -> None:
     full = certify_dd(cm, hb, dtaus)
     assert not full.settled[fb.tie].any()
     calls = []
-    monkeypatch.setattr(softfloat, "certify_dd", lambda *a: calls.append(a))
+    monkeypatch.setattr(chain, "certify_dd", lambda *a: calls.append(a))
     assert second_tier(cm, hb, fb, ~fb.settled, dtaus) is fb
     assert calls == []
     monkeypatch.undo()
     with_dd = run_check(model, max_n=n, min_n=n).to_json()
-    monkeypatch.setattr(softfloat, "USE_DD", False)
+    set_policy(monkeypatch, dd=False)
     assert run_check(model, max_n=n, min_n=n).to_json() == with_dd

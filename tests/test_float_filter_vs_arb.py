@@ -74,20 +74,21 @@ def test_random_models_agree_with_arb_only(d) -> None:
 
 def test_loose_words_no_one_reports_skip_arb(monkeypatch) -> None:
     """A badly conditioned model (the random-model benchmark): words whose loose float
-    enclosure sits below a reported lower end are settled without arb (shard.settle_dominated),
+    enclosure sits below a reported lower end are settled without arb (chain.settle_dominated),
     and the result still agrees with the arb-only path, every reported error to 1e-6."""
-    import exactattn.run.shard as shard
+    from cascade_patch import set_policy
+
     from exactattn import model_from_dict
+    from exactattn.engine.cascade import chain
 
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    from exactattn.engine import centred
     from models import random_model
 
-    monkeypatch.setattr(centred, "USE_CENTRED", False)  # it would settle these words itself
+    set_policy(monkeypatch, centred=False)  # it would settle these words itself
     model = model_from_dict(random_model())
     with_dom = run_check(model, max_n=6, min_n=6).to_json()
     with monkeypatch.context() as mp:
-        mp.setattr(shard, "settle_dominated", lambda fb, settled, under, lower, *k: settled)
+        mp.setattr(chain, "settle_dominated", lambda fb, settled, under, lower, *k: settled)
         without = run_check(model, max_n=6, min_n=6).to_json()
     assert with_dom["lengths"][0]["float_settled"] > without["lengths"][0]["float_settled"]
     _check(model, 6, min_n=6)
@@ -97,12 +98,12 @@ def test_loose_words_no_one_reports_skip_arb(monkeypatch) -> None:
 
 
 def test_dominated_rule() -> None:
-    """shard.settle_dominated settles exactly the decided, non-underflowed words whose every layer
+    """chain.settle_dominated settles exactly the decided, non-underflowed words whose every layer
     is tight or has its upper end strictly below a reported lower end."""
     import numpy as np
 
-    from exactattn.engine.softfloat import FloatBatch
-    from exactattn.run.check import settle_dominated
+    from exactattn.engine.cascade.batch import FloatBatch
+    from exactattn.engine.cascade.chain import settle_dominated
 
     # words: A settled (lo 1.0 in layer 0); B loose, hi 0.9 < 1.0; C loose, hi 1.0 (not
     # strictly below); D loose below but undecided; E loose below but underflowed; F loose in

@@ -34,13 +34,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cascade_patch import patch_everywhere
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_float_filter_vs_arb import _compare, _overlap
 
-import exactattn.engine.softfloat as sf
 from exactattn import model_from_dict, run_check
 from exactattn.core.errors import ExactAttnError
+from exactattn.engine.cascade import interval as iv
+from exactattn.engine.cascade import weights as wt
 
 X, Y, Z = 10**308, 15 * 10**307, 17 * 10**307
 
@@ -229,19 +231,19 @@ def test_primitives_follow_the_overflow_rule() -> None:
     zero = np.zeros_like(big)
     small = np.full_like(big, 1.0)
     # outer_sum: x·y with x = 1.5e308, y = 1 summed over two terms
-    m, r = sf.outer_sum([((big[:, :1], zero[:, :1]), (small, zero))] * 2)
+    m, r = iv.outer_sum([((big[:, :1], zero[:, :1]), (small, zero))] * 2)
     assert np.isinf(m).all() and np.isinf(r).all()
-    m, r = sf._dot_keys((big, zero), (small, zero))
+    m, r = iv.dot_keys((big, zero), (small, zero))
     assert np.isinf(m).all() and np.isinf(r).all()
-    q = sf._dot_weight((big, zero), 1)
-    m, r = sf._dot_exact(big, small, q)
+    q = iv._dot_weight((big, zero), 1)
+    m, r = iv._dot_exact(big, small, q)
     assert np.isinf(m).all() and np.isinf(r).all()
-    got = sf.lin({0: (big, zero), 1: (big, zero)}, [[(0, 1.0), (1, 1.0)]])[0]
+    got = wt.lin({0: (big, zero), 1: (big, zero)}, [[(0, 1.0), (1, 1.0)]])[0]
     assert np.isinf(got[0]).all() and np.isinf(got[1]).all()
     # sign tests: (−inf, inf) is neither certainly ≥ 0 nor certainly ≤ 0
-    m, r = sf.mr_relu((np.array([-np.inf, np.inf, np.nan]), np.array([np.inf, np.inf, 1.0])))
+    m, r = iv.mr_relu((np.array([-np.inf, np.inf, np.nan]), np.array([np.inf, np.inf, 1.0])))
     assert np.isinf(r).all()
-    lo, hi = sf.abs_bounds((np.array([np.inf, 1.0]), np.array([1.0, np.nan])))
+    lo, hi = iv.abs_bounds((np.array([np.inf, 1.0]), np.array([1.0, np.nan])))
     assert lo.tolist() == [0.0, 0.0] and np.isinf(hi).all()
 
 
@@ -308,8 +310,8 @@ def test_near_float_range_agrees_with_arb_only(d: dict[str, Any]) -> None:
 def test_finiteness_checks_are_needed(monkeypatch) -> None:
     """Without the overflow rule (no guard, every enclosure taken as finite) the float filter
     misses the flips of (a) and (b) and finds false ones in (c): the checks carry weight."""
-    monkeypatch.setattr(sf, "guard", lambda m, r: r)
-    monkeypatch.setattr(sf, "finite", lambda a: np.ones(np.shape(a[0]), dtype=bool))
+    patch_everywhere(monkeypatch, "guard", lambda m, r: r)
+    patch_everywhere(monkeypatch, "finite", lambda a: np.ones(np.shape(a[0]), dtype=bool))
     for model in (MODEL_A, MODEL_B, MODEL_C):
         with pytest.raises(AssertionError):
             both(model, 3)

@@ -2,12 +2,19 @@
 
 Built statically (ast over every module of exactattn/, top-level and function-level imports,
 relative imports resolved), so it needs no optional dependency and sees imports that only run
-in one branch. Three rules (issue 21):
+in one branch. It walks the imports Python actually runs: ``import a.b.c`` and
+``from a.b.c import x`` first run the packages ``a`` and ``a.b`` (their ``__init__``) where the
+importing module is not already inside them, and ``from a.b import c`` reads the package
+``a.b`` itself (its ``__init__``), as well as the module ``a.b.c`` when there is one. So a cycle
+that hides behind a package's ``__init__`` (``report`` → ``report.latex`` → … → ``report``
+through ``from exactattn.report import fmt``) is a cycle here (issue 37). The rules (issue 21;
+the last, issue 37):
 
-* no import cycle between modules;
+* no import cycle between modules (``KNOWN_CYCLES``: the one named exception, with its issue);
 * a module imports only from its own stage folder or a lower one (``LAYERS``);
 * an import inside a function carries a ``# lazy: <why>`` comment (same line or the line above):
-  allowed only where it breaks a real cost, e.g. an optional or heavy dependency.
+  allowed only where it breaks a real cost, e.g. an optional or heavy dependency;
+* no module is longer than ``MAX_LINES``.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ class Edge:
     line: int
     lazy: bool  # inside a function
     why: bool  # carries a "# lazy:" comment
+    implicit: bool = False  # a package's __init__ run on the way to a module below it
 
 
 def module_name(path: Path) -> str:
@@ -67,6 +75,40 @@ def stage(mod: str) -> str:
     if len(parts) == 2 and (PKG / f"{parts[1]}.py").exists():
         return ""  # a root module
     return parts[1] if len(parts) > 1 else ""
+
+
+def packages_above(name: str) -> list[str]:
+    """The packages Python runs before ``name``: a.b.c → [a, a.b]."""
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def runs(
+    mod: str, target: str, names: list[str] | None, mods: dict[str, Path]
+) -> list[tuple[str, bool]]:
+    """What importing ``target`` from ``mod`` runs: (module, implicit) pairs.
+
+    ``names``: the names of ``from target import …`` (None for ``import target``). The packages
+    above the target run first, except those ``mod`` is inside (Python ran them before ``mod``);
+    the target itself always counts (``from pkg import x`` reads ``pkg``'s namespace, its
+    ``__init__``); and every name that is a module of the package runs too."""
+
+    def known(t: str) -> str:
+        # the longest known module that t names (exactattn.model.Model → exactattn.model)
+        while t and t not in mods and "." in t:
+            t = t.rsplit(".", 1)[0]
+        return t
+
+    inside = set(packages_above(mod))
+    out: list[tuple[str, bool]] = []
+    for p in packages_above(target):
+        if p not in inside:
+            out.append((known(p), True))
+    out.append((known(target), False))
+    for n in names or ():
+        if f"{target}.{n}" in mods:
+            out.append((f"{target}.{n}", False))
+    return out
 
 
 def edges() -> list[Edge]:
@@ -89,9 +131,10 @@ def edges() -> list[Edge]:
             return any("# lazy:" in s for s in spots)
 
         for node in ast.walk(tree):
-            targets: list[str] = []
+            targets: list[tuple[str, bool]] = []
             if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
+                for a in node.names:
+                    targets += runs(mod, a.name, None, mods)
             elif isinstance(node, ast.ImportFrom):
                 if node.level:
                     base = mod.split(".")
@@ -100,22 +143,18 @@ def edges() -> list[Edge]:
                     src = ".".join(base + ([node.module] if node.module else []))
                 else:
                     src = node.module or ""
-                targets = [
-                    f"{src}.{a.name}" if f"{src}.{a.name}" in mods else src for a in node.names
-                ]
+                targets = runs(mod, src, [a.name for a in node.names], mods)
             else:
                 continue
             lazy = id(node) in in_func
             seen = set()
-            for t in targets:
-                # the longest known module that t names (exactattn.model.Model → exactattn.model)
-                while t and t not in mods and "." in t:
-                    t = t.rsplit(".", 1)[0]
+            for t, implicit in targets:
                 if t in seen:
                     continue
                 seen.add(t)
                 if t in mods or lazy:
-                    out.append(Edge(mod, t if t in mods else "", node.lineno, lazy, why(node)))
+                    dst = t if t in mods else ""
+                    out.append(Edge(mod, dst, node.lineno, lazy, why(node), implicit))
     return out
 
 
@@ -182,13 +221,56 @@ def test_graph_is_seen() -> None:
     assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_no_import_cycle() -> None:
+# Known cycles, each with the issue that removes it: a strongly connected component of the
+# import graph is allowed only if it lies inside one of these sets (a smaller one is progress; a
+# larger one, or any other cycle, fails), and an entry no cycle needs any more must be removed.
+KNOWN_CYCLES: dict[frozenset[str], str] = {
+    frozenset(
+        {
+            "exactattn.model",
+            "exactattn.model.load",
+            "exactattn.rasp",
+            "exactattn.rasp.claims",
+            "exactattn.rasp.compile",
+            "exactattn.rasp.gap",
+        }
+    ): (
+        "issue 37: model.load reads RASP reference programs through the rasp package, whose "
+        "compiler builds models; fixed when the RASP language moves to the floor beside logic/"
+    ),
+}
+
+
+def graph_of(es: list[Edge]) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
-    for e in edges():
+    for e in es:
         if e.dst and e.dst != e.src:
             graph.setdefault(e.src, set()).add(e.dst)
-    cycles = [" → ".join(cycle_path(graph, c)) for c in find_cycles(graph)]
+    return graph
+
+
+def test_no_import_cycle() -> None:
+    graph = graph_of(edges())
+    comps = find_cycles(graph)
+    bad = [c for c in comps if not any(set(c) <= known for known in KNOWN_CYCLES)]
+    cycles = [" → ".join(cycle_path(graph, c)) for c in bad]
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
+    stale = [why for known, why in KNOWN_CYCLES.items() if not any(set(c) <= known for c in comps)]
+    assert not stale, "fixed cycles still allowed in KNOWN_CYCLES (remove them):\n" + "\n".join(
+        stale
+    )
+
+
+def test_cycles_behind_package_inits_are_seen() -> None:
+    """The walker sees what Python runs: the packages above an imported module, and a package
+    read by ``from pkg import name`` (the report cycle of issue 37 hid behind both)."""
+    mods = {m: Path() for m in ("a", "a.b", "a.b.c", "d", "d.e")}
+    assert runs("d.e", "a.b.c", ["x"], mods) == [("a", True), ("a.b", True), ("a.b.c", False)]
+    # inside the package: its __init__ has run, but ``from a import b`` reads it again
+    assert runs("a.b.c", "a.b", None, mods) == [("a.b", False)]
+    assert runs("a.b.c", "a", ["b"], mods) == [("a", False), ("a.b", False)]
+    graph = graph_of([Edge("a", "a.b", 1, False, False), Edge("a.b", "a", 1, False, False)])
+    assert find_cycles(graph) == [["a", "a.b"]]
 
 
 def test_stages_import_only_downward() -> None:
@@ -218,3 +300,17 @@ def test_cli_start_imports_nothing_heavy() -> None:
     code = f"import sys, exactattn.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+MAX_LINES = 1200  # issue 37: engine/softfloat.py had grown to 3,020 lines, one room for everything
+
+
+def test_no_module_over_max_lines() -> None:
+    """No module of exactattn/ is longer than MAX_LINES: a module that grows past it holds more
+    than one thing, and splitting it keeps every room findable."""
+    long = {
+        m: n
+        for m, p in modules().items()
+        if (n := len(p.read_text("utf-8").splitlines())) > MAX_LINES
+    }
+    assert not long, f"modules over {MAX_LINES} lines (split them): {long}"

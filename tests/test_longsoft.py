@@ -13,6 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from cascade_patch import patch_everywhere
 from flint import arb
 
 from exactattn import load_model, model_from_dict
@@ -20,7 +21,6 @@ from exactattn.bounds import attention_layer_bound, ffn_layer_bound
 from exactattn.bounds.compare import layer_constants
 from exactattn.core.numbers import arb_endpoints
 from exactattn.engine import longsoft as ls
-from exactattn.engine import softfloat as sf
 from exactattn.engine.certify import certify_word
 from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.longinput import hard_output, run_hard_long
@@ -138,7 +138,7 @@ def test_widening_is_needed(monkeypatch):
     words = _words(model, 4, 4)
     assert _compare(model, 4, words)[0] == 0
     for name in ("WIDEN", "SUM_U", "TINY", "SLACK", "CONV", "EXP_ERR", "EXP_ERR_X"):
-        monkeypatch.setattr(sf, name, 0.0)
+        patch_everywhere(monkeypatch, name, 0.0)
     assert _compare(model, 4, words)[0] > 0
 
 

@@ -93,7 +93,8 @@ def test_every_save_before_the_last_length_is_run_is_marked(
         "interrupted after n = 1",
         "interrupted after n = 2",
     ]
-    assert list(docs[0])[:5] == ["format", "model", "settings", "interrupted", "runs"]
+    keys = ["format", "model", "model_sha256", "settings", "interrupted", "runs"]
+    assert list(docs[0])[:6] == keys
     assert docs[2] == docs[3] == json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))
 
 

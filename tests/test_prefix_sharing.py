@@ -5,7 +5,7 @@ bundled models) no bit of a float enclosure either.
 Rows before the varying suffix of a group of words are computed once per group when the
 model's first layers only look left. The hard traces must be identical to computing every
 row of every word; on random models (hypothesis) the float enclosures may differ in their
-last bits where batch-level pruning differs (softfloat.py, "Determinism"), so there they
+last bits where batch-level pruning differs (cascade/float64.py, "Determinism"), so there they
 must agree on every decision and overlap.
 """
 
@@ -20,10 +20,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from strategies import models, to_json_text
 
-import exactattn.engine.softfloat as sf
 from exactattn import load_model
 from exactattn.core.errors import ExactAttnError
 from exactattn.core.numbers import load_json_text, parse_decimal
+from exactattn.engine.cascade import attention as att
+from exactattn.engine.cascade import batch as fbm
+from exactattn.engine.cascade import float64 as f64
+from exactattn.engine.cascade import interval as iv
 from exactattn.engine.hard import CompiledModel, Sharing, causal_depth, prefix_sharing, run_hard
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import words_of_length
@@ -32,21 +35,21 @@ from exactattn.model import model_from_raw
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _fields(fb: sf.FloatBatch) -> list[np.ndarray]:
+def _fields(fb: fbm.FloatBatch) -> list[np.ndarray]:
     out = [fb.settled, fb.err_lo, fb.err_hi, fb.err_row]
     return out + [x for x in (fb.accept, fb.labels, fb.within_tol) if x is not None]
 
 
 def _same_bits(model, n: int, limit: int = 4096, strict: bool = True) -> Sharing | None:
     """Float results with and without prefix sharing: bit for bit (``strict``), or — where
-    batch-level pruning may differ between the shared and the full batch (softfloat.py,
+    batch-level pruning may differ between the shared and the full batch (cascade/float64.py,
     "Determinism") — the same decisions and overlapping (both sound) error enclosures."""
     cm = CompiledModel(model)
     words = list(itertools.islice(words_of_length(model.alphabet, n), limit))
-    taus = sf.tau_enclosures(Temperatures(model, None).at(n, BASE_PREC))
+    taus = iv.tau_enclosures(Temperatures(model, None).at(n, BASE_PREC))
     hb = run_hard(cm, words, n)
-    p = sf.certify_float(cm, hb, taus, share=False)
-    q = sf.certify_float(cm, hb, taus, share=True)
+    p = f64.certify_float(cm, hb, taus, share=False)
+    q = f64.certify_float(cm, hb, taus, share=True)
     if strict:
         for a, b in zip(_fields(p), _fields(q), strict=True):
             assert a.dtype == b.dtype
@@ -58,7 +61,7 @@ def _same_bits(model, n: int, limit: int = 4096, strict: bool = True) -> Sharing
                 assert np.array_equal(a[both], b[both])
         ok = np.isnan(p.err_hi) | np.isnan(q.err_hi)
         assert (ok | (np.maximum(p.err_lo, q.err_lo) <= np.minimum(p.err_hi, q.err_hi))).all()
-    return prefix_sharing(model, words, n, sf.SUB_BATCH)
+    return prefix_sharing(model, words, n, fbm.SUB_BATCH)
 
 
 @pytest.mark.parametrize(
@@ -166,7 +169,7 @@ def _check_json(model, max_n: int, monkeypatch, share: bool) -> dict:
     with monkeypatch.context() as mp:
         if not share:
             mp.setattr(hard, "prefix_sharing", lambda *a, **k: None)
-            mp.setattr(sf, "prefix_sharing", lambda *a, **k: None)
+            mp.setattr(f64, "prefix_sharing", lambda *a, **k: None)
         return run_check(model, max_n=max_n).to_json()
 
 
@@ -233,7 +236,7 @@ def _no_alike(mp) -> None:
     import exactattn.engine.measure as measure
 
     mp.setattr(hard, "_same_rows", lambda a: False)
-    mp.setattr(sf, "rows_alike", lambda tr: False)
+    mp.setattr(att, "rows_alike", lambda tr: False)
     mp.setattr(measure, "rows_alike", lambda tr: False)
 
 
@@ -256,14 +259,14 @@ def test_rows_alike_change_no_bit(name: str, n: int, monkeypatch) -> None:
     model = load_model(ROOT / "models" / f"{name}.json")
     cm = CompiledModel(model)
     words = list(words_of_length(model.alphabet, n))
-    taus = sf.tau_enclosures(Temperatures(model, None).at(n, BASE_PREC))
+    taus = iv.tau_enclosures(Temperatures(model, None).at(n, BASE_PREC))
     fast_hb = run_hard(cm, words, n)
-    fast = _fields(sf.certify_float(cm, fast_hb, taus))
+    fast = _fields(f64.certify_float(cm, fast_hb, taus))
     fast_json = _check_json(model, n, monkeypatch, True)
     with monkeypatch.context() as mp:
         _no_alike(mp)
         slow_hb = run_hard(cm, words, n)
-        slow = _fields(sf.certify_float(cm, slow_hb, taus))
+        slow = _fields(f64.certify_float(cm, slow_hb, taus))
         slow_json = _check_json(model, n, mp, True)
     _same_trace(slow_hb, fast_hb)
     for a, b in zip(slow, fast, strict=True):
@@ -280,16 +283,16 @@ def test_random_models_rows_alike_change_no_bit(d) -> None:
         model = model_from_raw(load_json_text(to_json_text(d)))
         cm = CompiledModel(model)
         words = list(itertools.islice(words_of_length(model.alphabet, 3), 256))
-        taus = sf.tau_enclosures(Temperatures(model, None).at(3, BASE_PREC))
+        taus = iv.tau_enclosures(Temperatures(model, None).at(3, BASE_PREC))
         fast_hb = run_hard(cm, words, 3)
-        fast = _fields(sf.certify_float(cm, fast_hb, taus))
+        fast = _fields(f64.certify_float(cm, fast_hb, taus))
     except (ExactAttnError, OverflowError):
         return
     mp = _pytest.monkeypatch.MonkeyPatch()
     try:
         _no_alike(mp)
         slow_hb = run_hard(cm, words, 3)
-        slow = _fields(sf.certify_float(cm, slow_hb, taus))
+        slow = _fields(f64.certify_float(cm, slow_hb, taus))
     finally:
         mp.undo()
     _same_trace(slow_hb, fast_hb)

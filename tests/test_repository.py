@@ -18,7 +18,7 @@ def _modules() -> set[str]:
 
 def test_architecture_names_exactly_the_modules() -> None:
     doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
-    named = set(re.findall(r"`((?:[a-z_]+/)?[a-z_]+\.py)`", doc))
+    named = set(re.findall(r"`((?:[a-z_0-9]+/)*[a-z_0-9]+\.py)`", doc))
     assert named == _modules(), (sorted(_modules() - named), sorted(named - _modules()))
 
 

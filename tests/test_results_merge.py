@@ -29,7 +29,7 @@ def _record_json(rec: LengthRecord) -> str:
 
 
 # Where a word's float enclosure is computed with other words of its batch, the last bits of
-# the enclosure (and what rests on them) may differ with the batch (softfloat.py,
+# the enclosure (and what rests on them) may differ with the batch (cascade/float64.py,
 # "Determinism"); a shard's batches are fixed, so a run never sees this. Everything else is
 # exact and must merge to the whole exactly.
 LAYOUT_BITS = {"error", "error_witness", "precision_bits", "float_settled"}

@@ -15,12 +15,13 @@ import numpy as np
 import pytest
 
 from exactattn import model_from_dict, run_check
-from exactattn.engine.softfloat import FloatBatch
-from exactattn.run.shard import settle_dominated
+from exactattn.engine.cascade.batch import FloatBatch
+from exactattn.engine.cascade.chain import settle_dominated
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from cascade_patch import set_policy  # noqa: E402
 from tiers_vs_arb import check_bytes  # noqa: E402
 
 
@@ -101,20 +102,19 @@ def test_open_eps_only_where_a_recorded_lower_end_exceeds_1() -> None:
 
 def test_benchmark_model_agrees_with_arb_only(monkeypatch) -> None:
     """The random benchmark model at n = 8, where the rule settles 254 of 256 words (150
-    before; 256 with the centred tier, engine/centred.py): every exact field, count, decision
-    and verdict is the arb-only path's, the enclosures overlap, and every reported error keeps
-    the 1e-6 accuracy."""
+    before; 256 with the centred tier, engine/cascade/centred.py): every exact field, count,
+    decision and verdict is the arb-only path's, the enclosures overlap, and every reported error
+    keeps the 1e-6 accuracy."""
     from fractions import Fraction
 
     from test_float_filter_vs_arb import _check
 
     from exactattn.core.numbers import parse_decimal
-    from exactattn.engine import centred, coarse
 
-    monkeypatch.setattr(coarse, "USE_COARSE", False)  # the counts are those of the tiers after it
+    set_policy(monkeypatch, coarse=False)  # the counts are those of the tiers after it
     model = model_from_dict(_benchmark_model())
     with monkeypatch.context() as mp:
-        mp.setattr(centred, "USE_CENTRED", False)
+        set_policy(mp, centred=False)
         off = run_check(model, max_n=8, min_n=8).to_json()
     assert off["lengths"][0]["float_settled"] == 254
     got = run_check(model, max_n=8, min_n=8).to_json()

@@ -18,13 +18,16 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import strategies as S
+from cascade_patch import patch_everywhere
 from flint import arb, ctx
 from hypothesis import HealthCheck, assume, given, settings
 
 from exactattn import load_model, model_from_dict
 from exactattn.core.errors import ExactAttnError
 from exactattn.core.numbers import arb_endpoints, load_json_text
-from exactattn.engine import softfloat as sf
+from exactattn.engine.cascade import batch as fbm
+from exactattn.engine.cascade import float64 as f64
+from exactattn.engine.cascade import interval as iv
 from exactattn.engine.certify import certify_word
 from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.measure import LengthAccumulator
@@ -50,7 +53,7 @@ def compare(model, n: int, prec: int = 256) -> tuple[int, int]:
     words = _words(model, n)
     hb = run_hard(cm, words, n)
     temps = Temperatures(model, None)
-    fb = sf.certify_float(cm, hb, sf.tau_enclosures(temps.at(n, BASE_PREC)))
+    fb = f64.certify_float(cm, hb, iv.tau_enclosures(temps.at(n, BASE_PREC)))
     acc = LengthAccumulator(model, n, None, len(model.layers))
     acc.add_hard(hb)
     wc = WeightCache(cm)
@@ -276,7 +279,7 @@ def _containment_failures(model, n: int) -> int:
     words = _words(model, n)
     hb = run_hard(cm, words, n)
     temps = Temperatures(model, None)
-    fb = sf.certify_float(cm, hb, sf.tau_enclosures(temps.at(n, BASE_PREC)))
+    fb = f64.certify_float(cm, hb, iv.tau_enclosures(temps.at(n, BASE_PREC)))
     acc = LengthAccumulator(model, n, None, len(model.layers))
     acc.add_hard(hb)
     wc = WeightCache(cm)
@@ -294,7 +297,7 @@ def test_widening_is_needed(monkeypatch):
     model = model_from_dict(_adversarial_model())
     assert _containment_failures(model, 3) == 0
     for name in ("WIDEN", "SUM_U", "TINY", "SLACK", "CONV", "EXP_ERR", "EXP_ERR_X"):
-        monkeypatch.setattr(sf, name, 0.0)
+        patch_everywhere(monkeypatch, name, 0.0)
     assert _containment_failures(model, 3) > 0
 
 
@@ -332,14 +335,14 @@ def test_exp_expm1_error_bound():
             ),
         ]
     )
-    ex = sf._exp(xs)
-    em = sf._expm1(xs)
-    assert sf._expm1(np.array([0.0]))[0] == 0.0
+    ex = iv._exp(xs)
+    em = iv._expm1(xs)
+    assert iv._expm1(np.array([0.0]))[0] == 0.0
     saved = ctx.prec
     ctx.prec = 200
     try:
         for x, e, m in zip(xs.tolist(), ex.tolist(), em.tolist(), strict=True):
-            bound = (sf.EXP_ERR + sf.EXP_ERR_X * abs(x)) / 4
+            bound = (iv.EXP_ERR + iv.EXP_ERR_X * abs(x)) / 4
             t = arb(x).exp()
             assert abs(arb(e) - t) <= t * bound + arb(2) ** -1074, x
             t1 = arb(x).expm1()
@@ -352,7 +355,7 @@ def test_exp_expm1_error_bound():
 # determinism across batchings
 
 
-def _fields(fb: sf.FloatBatch) -> list[np.ndarray]:
+def _fields(fb: fbm.FloatBatch) -> list[np.ndarray]:
     out = [fb.settled, fb.err_lo, fb.err_hi, fb.err_row]
     out += [x for x in (fb.accept, fb.labels, fb.within_tol) if x is not None]
     return out
@@ -365,8 +368,8 @@ def test_batching_does_not_change_bits(name, n):
     model = load_model(f"models/{name}.json")
     cm = CompiledModel(model)
     words = _words(model, n)
-    taus = sf.tau_enclosures(Temperatures(model, None).at(n, BASE_PREC))
-    whole = _fields(sf.certify_float(cm, run_hard(cm, words, n), taus))
+    taus = iv.tau_enclosures(Temperatures(model, None).at(n, BASE_PREC))
+    whole = _fields(f64.certify_float(cm, run_hard(cm, words, n), taus))
     rng = random.Random(7)
     for _ in range(3):
         order = list(range(len(words)))
@@ -379,7 +382,7 @@ def test_batching_does_not_change_bits(name, n):
             chunk = order[i : i + size]
             i += size
             hb = run_hard(cm, [words[j] for j in chunk], n)
-            parts.append(_fields(sf.certify_float(cm, hb, taus)))
+            parts.append(_fields(f64.certify_float(cm, hb, taus)))
             idx += chunk
         inv = np.argsort(np.array(idx))
         for k, ref in enumerate(whole):

@@ -13,7 +13,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from exactattn.engine import softfloat as sf
+from exactattn.engine.cascade import batch as fbm
+from exactattn.engine.cascade import interval as iv
+from exactattn.engine.cascade import readout as ro
+from exactattn.engine.cascade import weights as wt
 from exactattn.engine.ratarray import RatArray
 
 
@@ -24,21 +27,21 @@ def test_two_label_allowance_matches_general_path_and_is_sound():
     x = 0.7
     t = np.arange(80) * 2.0**-53 * x  # boundary near 26·2^-52·x with the allowance
     B, T = len(t), 1
-    delta: sf.Cols = {
+    delta: iv.Cols = {
         0: (np.zeros((B, T)), np.zeros((B, T))),
         1: (np.full((B, T), x), (x - t).reshape(B, T)),
     }
     fw = SimpleNamespace(out=[[(0, 1.0)], [(1, 1.0)]])  # output row a = δ column a
     vals = RatArray(np.zeros((B, T, 2), dtype=np.int64), 1)  # hard labels tie: h = 0
-    res = sf.FloatBatch(
+    res = fbm.FloatBatch(
         np.ones(B, bool), np.zeros((B, 1)), np.zeros((B, 1)), np.zeros((B, 1), np.int64)
     )
-    assert sf._argmax_two(delta, fw, vals, [0], res)
+    assert ro._argmax_two(delta, fw, vals, [0], res)
     # the general path's decisions on the same δ
-    plan = sf._lin_plan(delta, fw.out)
-    gm, gr = sf._lin_stack(delta, plan, (len(delta) + 3) * sf.SUM_U)
+    plan = wt.lin_plan(delta, fw.out)
+    gm, gr = wt.lin_stack(delta, plan, (len(delta) + 3) * iv.SUM_U)
     dm, dr = gm.transpose(1, 2, 0), gr.transpose(1, 2, 0)
-    one, fin, pick = sf._label_decisions(vals.num, vals.den, dm, dr, sf._off_diagonal(2))
+    one, fin, pick = ro._label_decisions(vals.num, vals.den, dm, dr, ro._off_diagonal(2))
     ref = np.where(one, pick, -1)
     np.testing.assert_array_equal(res.labels, ref)
     np.testing.assert_array_equal(res.settled, (one & fin).all(axis=1))

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from exactattn.engine.softfloat import mr_exp, mr_expm1
+from exactattn.engine.cascade.interval import mr_exp, mr_expm1
 
 
 @pytest.mark.parametrize("fn", [mr_exp, mr_expm1])

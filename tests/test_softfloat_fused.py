@@ -10,10 +10,11 @@ reach: undecided ReLUs, residuals through two hidden layers, zero coefficients).
 The default suite runs a sample of the random cases; every case runs under ``-m slow``.
 The samples (``FFN_DEFAULT``, ``LIN_DEFAULT``, ``LABEL_DEFAULT``) are the first seeds plus
 the few seeds that, together, execute every line-to-line transition (arc) of
-engine/softfloat.py that all seeds of the test execute (measured with a sys.settrace
-tracer, 462 arcs for the feed-forward cases, 137 for ``lin``, 37 for the read-out): the
-empty δ, one and two hidden layers, undecided ReLUs and residuals, the memoised plans
-(first layer, "h", "o", "out"), Python-integer scores (seed % 3 == 0) and ±inf/nan entries.
+engine/softfloat.py (now engine/cascade/ffn.py, weights.py, readout.py) that all seeds
+execute (measured with a sys.settrace tracer, 462 arcs for the feed-forward cases, 137 for
+``lin``, 37 for the read-out): the empty δ, one and two hidden layers, undecided ReLUs and
+residuals, the memoised plans (first layer, "h", "o", "out"), Python-integer scores
+(seed % 3 == 0) and ±inf/nan entries.
 test_fused_ffn_memo_covers_later_layers and test_fused_ffn_reaches_residuals still run all
 300 random layers by default.
 """
@@ -24,8 +25,14 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from cascade_patch import patch_everywhere
 
-from exactattn.engine import softfloat as sf
+from exactattn.engine.cascade import attention as att
+from exactattn.engine.cascade import batch as fbm
+from exactattn.engine.cascade import ffn as ffp
+from exactattn.engine.cascade import interval as iv
+from exactattn.engine.cascade import readout as ro
+from exactattn.engine.cascade import weights as wt
 from exactattn.engine.ratarray import RatArray
 
 # ----------------------------------------------------------------------------------------
@@ -35,8 +42,8 @@ from exactattn.engine.ratarray import RatArray
 def _lin_value(coef, den, delta, res):
     acc = res
     for c, num in coef.items():
-        t = sf.mul(sf.from_rat(num, den), delta[c])
-        acc = t if acc is None else sf.add(acc, t)
+        t = iv.mul(iv.from_rat(num, den), delta[c])
+        acc = t if acc is None else iv.add(acc, t)
     return acc
 
 
@@ -60,16 +67,16 @@ def ffn_unit_by_unit(pre, delta, ints, shape):  # noqa: C901 (a verbatim referen
                         co[c] = co[c] + w * v if c in co else w * v
                 if i in res_of:
                     rm, rr = res_of[i]
-                    f = float(sf.Fraction(w, wden))
-                    t = (rm * f, rr * abs(f) * (1 + sf.WIDEN) + np.abs(rm * f) * sf.WIDEN)
-                    res = t if res is None else sf.add(res, t)
+                    f = float(iv.Fraction(w, wden))
+                    t = (rm * f, rr * abs(f) * (1 + iv.WIDEN) + np.abs(rm * f) * iv.WIDEN)
+                    res = t if res is None else iv.add(res, t)
             co = {c: v for c, v in co.items() if v.any()}
             if not co and res is None:
                 continue
             dz = _lin_value(co, den * wden, delta, res)
             zpos, zneg, zm = pre(k, h)
-            val = sf.add(zm, dz)
-            fin = sf.finite(val)
+            val = iv.add(zm, dz)
+            fin = iv.finite(val)
             keep = ~zneg & fin & (val[0] >= val[1])
             kill = (~zpos & fin & (-val[0] >= val[1])) | (dz[1] == 0)
             gen_mask = ~keep & ~kill
@@ -82,7 +89,7 @@ def ffn_unit_by_unit(pre, delta, ints, shape):  # noqa: C901 (a verbatim referen
                 r_r = np.where(keep, res[1], 0.0)
             if gen_mask.any():
                 rz = (np.where(zpos, zm[0], 0.0), np.where(zpos, zm[1], 0.0))
-                gen = sf.sub(sf.mr_relu(val), rz)
+                gen = iv.sub(iv.mr_relu(val), rz)
                 r_m = np.where(gen_mask, gen[0], r_m)
                 r_r = np.where(gen_mask, gen[1], r_r)
             if co:
@@ -105,9 +112,9 @@ def ffn_unit_by_unit(pre, delta, ints, shape):  # noqa: C901 (a verbatim referen
                     co[c] = co[c] + w * v if c in co else w * v
             if h in res_of:
                 rm, rr = res_of[h]
-                f = float(sf.Fraction(w, ints.out_den))
-                t = (rm * f, rr * abs(f) * (1 + sf.WIDEN) + np.abs(rm * f) * sf.WIDEN)
-                res = t if res is None else sf.add(res, t)
+                f = float(iv.Fraction(w, ints.out_den))
+                t = (rm * f, rr * abs(f) * (1 + iv.WIDEN) + np.abs(rm * f) * iv.WIDEN)
+                res = t if res is None else iv.add(res, t)
         co = {c: v for c, v in co.items() if v.any()}
         val = _lin_value(co, dt, delta, res)
         if val is not None:
@@ -148,11 +155,11 @@ def _random_ffn(rng):
             m = rng.standard_normal((B, T)) * 10.0 ** rng.integers(-12, 1)
             if kind == 0:  # exactly zero where it is zero
                 m[rng.random((B, T)) < 0.5] = 0.0
-                r = np.where(m == 0, 0.0, np.abs(m) * 1e-9 + sf.TINY)
+                r = np.where(m == 0, 0.0, np.abs(m) * 1e-9 + iv.TINY)
             elif kind == 1:  # wide: ReLUs undecided
-                r = np.abs(rng.standard_normal((B, T))) + sf.TINY
+                r = np.abs(rng.standard_normal((B, T))) + iv.TINY
             else:
-                r = np.abs(m) * 2.0**-40 + sf.TINY
+                r = np.abs(m) * 2.0**-40 + iv.TINY
             delta[c] = (m, r)
     return delta, ints, pres, (B, T)
 
@@ -180,18 +187,18 @@ def test_fused_ffn_is_bit_identical(seed):
     rng = np.random.default_rng(seed)
     delta, ints, pres, shape = _random_ffn(rng)
     with np.errstate(all="ignore"):
-        ref = ffn_unit_by_unit(sf.rat_pre(pres), delta, ints, shape)
-        got = sf.ffn_linear(sf.rat_pre(pres), delta, ints, shape)
+        ref = ffn_unit_by_unit(ffp.rat_pre(pres), delta, ints, shape)
+        got = ffp.ffn_linear(ffp.rat_pre(pres), delta, ints, shape)
         assert _same(ref, got)
         assert ints.plans or not delta  # the first layer's plan, kept per model
-        again = sf.ffn_linear(sf.rat_pre(pres), delta, ints, shape)  # from the plan
+        again = ffp.ffn_linear(ffp.rat_pre(pres), delta, ints, shape)  # from the plan
         assert _same(ref, again)
         del ints.plans  # and without a plan cache
-        assert _same(ref, sf.ffn_linear(sf.rat_pre(pres), delta, ints, shape))
+        assert _same(ref, ffp.ffn_linear(ffp.rat_pre(pres), delta, ints, shape))
         ints.plans = {}
         # a PreCols without ``block`` (longsoft's): the units are stacked one by one
-        plain = sf.rat_pre(pres)
-        got2 = sf.ffn_linear(lambda k, h: plain(k, h), delta, ints, shape)
+        plain = ffp.rat_pre(pres)
+        got2 = ffp.ffn_linear(lambda k, h: plain(k, h), delta, ints, shape)
         assert _same(ref, got2)
 
 
@@ -204,7 +211,7 @@ def test_fused_ffn_memo_covers_later_layers():
         rng = np.random.default_rng(seed)
         delta, ints, pres, shape = _random_ffn(rng)
         with np.errstate(all="ignore"):
-            sf.ffn_linear(sf.rat_pre(pres), delta, ints, shape)
+            ffp.ffn_linear(ffp.rat_pre(pres), delta, ints, shape)
         kinds |= {k[0] for k in ints.plans if k and isinstance(k[0], str)}
     assert {"h", "o"} <= kinds
 
@@ -217,18 +224,18 @@ def test_fused_ffn_reaches_residuals():
         rng = np.random.default_rng(seed)
         delta, ints, pres, shape = _random_ffn(rng)
         calls = []
-        orig = sf._scaled_res
+        orig = ffp._scaled_res
 
         def spy(rs, w, den, orig=orig, calls=calls):
             calls.append(1)
             return orig(rs, w, den)
 
-        sf._scaled_res = spy
+        ffp._scaled_res = spy
         try:
             with np.errstate(all="ignore"):
-                sf.ffn_linear(sf.rat_pre(pres), delta, ints, shape)
+                ffp.ffn_linear(ffp.rat_pre(pres), delta, ints, shape)
         finally:
-            sf._scaled_res = orig
+            ffp._scaled_res = orig
         seen += bool(calls)
     assert seen > 30
 
@@ -244,15 +251,15 @@ def test_gap_weights_once_per_gap_is_bit_identical():
         gnum = rng.integers(lo, lo + int(rng.integers(1, 300)), size=int(rng.integers(1, 500)))
         sden = int(rng.choice([1, 2, 3, 7, 2**20, 3**30]))
         tau = float(rng.uniform(0.01, 10))
-        it = (np.float64(1 / tau), np.float64(abs(1 / tau) * 2.0**-40 + sf.TINY))
-        a = sf._gap_weights(gnum, sden, it)
-        b = sf._gap_weights_all(gnum, sden, it)
+        it = (np.float64(1 / tau), np.float64(abs(1 / tau) * 2.0**-40 + iv.TINY))
+        a = att._gap_weights(gnum, sden, it)
+        b = att._gap_weights_all(gnum, sden, it)
         assert a[0].tobytes() == b[0].tobytes() and a[1].tobytes() == b[1].tobytes()
         # two far-apart values (the memoised pair), and three (computed entry by entry)
         far = rng.choice([lo, lo + 10**9], size=gnum.size)
         for g in (far, np.concatenate([far, [lo + 5]])):
-            a = sf._gap_weights(g, sden, it)
-            b = sf._gap_weights_all(g, sden, it)
+            a = att._gap_weights(g, sden, it)
+            b = att._gap_weights_all(g, sden, it)
             assert a[0].tobytes() == b[0].tobytes() and a[1].tobytes() == b[1].tobytes()
 
 
@@ -260,11 +267,11 @@ def test_gap_weights_memo_follows_the_rounding_constants(monkeypatch):
     """A test that zeroes the allowances must see their effect, memo or not."""
     gnum = np.array([3, 4, 3], dtype=np.int64)
     it = (np.float64(0.5), np.float64(2.0**-50))
-    before = sf._gap_weights(gnum, 5, it)
-    monkeypatch.setattr(sf, "TINY", 0.0)
-    monkeypatch.setattr(sf, "SLACK", 0.0)
-    after = sf._gap_weights(gnum, 5, it)
-    assert after[1].tobytes() == sf._gap_weights_all(gnum, 5, it)[1].tobytes()
+    before = att._gap_weights(gnum, 5, it)
+    patch_everywhere(monkeypatch, "TINY", 0.0)
+    patch_everywhere(monkeypatch, "SLACK", 0.0)
+    after = att._gap_weights(gnum, 5, it)
+    assert after[1].tobytes() == att._gap_weights_all(gnum, 5, it)[1].tobytes()
     assert (after[1] < before[1]).all()
 
 
@@ -277,7 +284,7 @@ def test_seq_sum_is_left_to_right():
     rounds away), where pairwise or reordered sums would not."""
     u = 2.0**-53
     x = np.array([[1.0] + [u] * 40] * 3)[None]  # (1, 3, 41): sum over axis 2
-    s = sf._seq_sum(x, 2)
+    s = iv.seq_sum(x, 2)
     assert (s == 1.0).all()
     rng = np.random.default_rng(3)
     for _ in range(200):
@@ -287,7 +294,7 @@ def test_seq_sum_is_left_to_right():
             ref = np.take(y, 0, axis=axis).copy()
             for j in range(1, shape[axis]):
                 ref += np.take(y, j, axis=axis)
-            assert sf._seq_sum(y, axis).tobytes() == ref.tobytes()
+            assert iv.seq_sum(y, axis).tobytes() == ref.tobytes()
 
 
 # ----------------------------------------------------------------------------------------
@@ -296,7 +303,7 @@ def test_seq_sum_is_left_to_right():
 
 def _fb(B, L, labels=True, accept=False):
     z = np.zeros(B, bool)
-    return sf.FloatBatch(
+    return fbm.FloatBatch(
         settled=z.copy(),
         err_lo=np.zeros((B, L)),
         err_hi=np.ones((B, L)),
@@ -313,7 +320,7 @@ def test_concat_parts_without_a_readout(order):
     """A chunk the double-double tier gave up on has no read-out (labels/accept None);
     joining it with chunks that have one keeps theirs, in place, with the right shape."""
     parts = [_fb(2, 3, labels=x, accept=x) for x in order]
-    got = sf._concat(parts)
+    got = fbm.concat(parts)
     assert got.labels is not None and got.labels.shape == (2 * len(order), 2)
     assert got.accept is not None and got.accept.shape == (2 * len(order),)
     for i, x in enumerate(order):
@@ -323,7 +330,7 @@ def test_concat_parts_without_a_readout(order):
             assert got.accept[2 * i : 2 * i + 2].all()
         else:
             assert (rows == -1).all() and not got.accept[2 * i : 2 * i + 2].any()
-    assert sf._concat([_fb(2, 3, labels=False)]).labels is None
+    assert fbm.concat([_fb(2, 3, labels=False)]).labels is None
 
 
 # ----------------------------------------------------------------------------------------
@@ -336,7 +343,7 @@ def lin_row_by_row(cols, rows):
         return {}
     R = {}
     out = {}
-    k = (len(cols) + 3) * sf.SUM_U
+    k = (len(cols) + 3) * iv.SUM_U
     for a, row in enumerate(rows):
         terms = [(c, w) for c, w in row if c in cols]
         if not terms:
@@ -358,7 +365,7 @@ def lin_row_by_row(cols, rows):
                 m += tm
                 r += tr
         r *= 1 + k
-        out[a] = (m, sf.guard(m, np.maximum(r, np.minimum(r * 2.0**300, sf.TINY))))
+        out[a] = (m, iv.guard(m, np.maximum(r, np.minimum(r * 2.0**300, iv.TINY))))
     return out
 
 
@@ -381,8 +388,8 @@ def test_lin_is_bit_identical(seed):
         if rng.random() < 0.7
     }
     before = {c: (m.copy(), r.copy()) for c, (m, r) in cols.items()}
-    assert _same(lin_row_by_row(cols, rows), sf.lin(cols, rows))
-    assert _same(lin_row_by_row(cols, rows), sf.lin(cols, rows))  # steps from the memo
+    assert _same(lin_row_by_row(cols, rows), wt.lin(cols, rows))
+    assert _same(lin_row_by_row(cols, rows), wt.lin(cols, rows))  # steps from the memo
     assert _same(before, cols)  # the inputs are not changed in place
 
 
@@ -406,9 +413,9 @@ def test_two_label_decisions_match_all_pairs(seed):
     dm[(special >= 0.03) & (special < 0.05)] = np.nan
     dr[(special >= 0.05) & (special < 0.07)] = np.inf
     den = int(rng.choice([1, 3, 2**10]))
-    off = sf._off_diagonal(2)
+    off = ro._off_diagonal(2)
     with np.errstate(all="ignore"):
-        got = sf._label_decisions(hard, den, dm, dr, off)
-        ref = sf._label_decisions_pairs(hard, den, dm, dr, off)
+        got = ro._label_decisions(hard, den, dm, dr, off)
+        ref = ro._label_decisions_pairs(hard, den, dm, dr, off)
     assert (got[0] == ref[0]).all() and (got[1] == ref[1]).all()
     assert (got[2][ref[0]] == ref[2][ref[0]]).all()  # the label, where there is one

@@ -17,7 +17,10 @@ import numpy as np
 import pytest
 
 from exactattn import model_from_dict
-from exactattn.engine import softfloat as sf
+from exactattn.engine.cascade import attention as att
+from exactattn.engine.cascade import float64 as f64
+from exactattn.engine.cascade import interval as iv
+from exactattn.engine.cascade import policy as pol
 from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.ratarray import RatArray
 from exactattn.engine.temperature import BASE_PREC, Temperatures
@@ -64,7 +67,7 @@ def test_limbs_float_is_correctly_rounded(b: int, n: int) -> None:
     vals = [v for v in _values(rng, bits) if abs(v) < 2 ** (bits - 1)]
     digits = [_to_limbs(v, b, n, rng) for v in vals]
     c = [np.array([d[i] for d in digits], dtype=np.int64) for i in range(n)]
-    got = sf._limbs_float(c, b)
+    got = att._limbs_float(c, b)
     assert got is not None
     want = np.array([float(v) for v in vals])
     assert np.array_equal(got.view(np.int64), want.view(np.int64))
@@ -73,9 +76,9 @@ def test_limbs_float_is_correctly_rounded(b: int, n: int) -> None:
 def test_limbs_float_refuses_what_does_not_fit() -> None:
     c = [np.zeros(3, np.int64) for _ in range(4)]
     c[3][1] = 2**40  # |X| ≥ 2^124: above 2^62·2^(2b)
-    assert sf._limbs_float(c, 28) is None
+    assert att._limbs_float(c, 28) is None
     c[3][1] = 2**33
-    assert sf._limbs_float(c, 28) is not None
+    assert att._limbs_float(c, 28) is not None
 
 
 def test_score_limbs_match_python_integers() -> None:
@@ -86,21 +89,21 @@ def test_score_limbs_match_python_integers() -> None:
         qr, kr = RatArray(q, 3), RatArray(k, 5)
         scores = qr.bmm(RatArray(np.swapaxes(k, 1, 2), 5))
         tr = SimpleNamespace(q=qr, k=kr, scores=scores)
-        got = sf._score_limbs(tr)  # type: ignore[arg-type]
+        got = att._score_limbs(tr)  # type: ignore[arg-type]
         assert got is not None
-        f = sf._limbs_float(*got)
+        f = att._limbs_float(*got)
         assert f is not None
         want = scores.num.astype(np.float64)
         assert np.array_equal(f.view(np.int64), want.view(np.int64))
         # and the gaps of two scores (what _head converts)
         g = [c - c[:, :, :1] for c in got[0]]
-        fg = sf._limbs_float(g, got[1])
+        fg = att._limbs_float(g, got[1])
         so = scores.num.astype(object)
         want = (so - so[:, :, :1]).astype(np.float64)
         assert fg is not None and np.array_equal(fg.view(np.int64), want.view(np.int64))
     # another denominator than q.den·k.den: not the hard scores' form
     tr = SimpleNamespace(q=qr, k=kr, scores=RatArray(scores.num, 7))
-    assert sf._score_limbs(tr) is None  # type: ignore[arg-type]
+    assert att._score_limbs(tr) is None  # type: ignore[arg-type]
 
 
 def test_exp_skips_clipped_entries_bit_for_bit() -> None:
@@ -114,10 +117,10 @@ def test_exp_skips_clipped_entries_bit_for_bit() -> None:
     )
     rng.shuffle(x)
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        got = sf._exp(x)
-        want = sf._exp_all(x)
+        got = iv._exp(x)
+        want = iv._exp_all(x)
     assert np.array_equal(got.view(np.int64), want.view(np.int64))
-    assert sf._EXP_LOW == sf._exp_all(np.array([-1e300]))[0] == 0.0
+    assert iv._EXP_LOW == iv._exp_all(np.array([-1e300]))[0] == 0.0
 
 
 def test_random_model_limbs_same_as_python_integers(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -132,21 +135,21 @@ def test_random_model_limbs_same_as_python_integers(monkeypatch: pytest.MonkeyPa
     cm = CompiledModel(m)
     n = 7
     hb = run_hard(cm, list(words_of_length(m.alphabet, n)), n)
-    taus = sf.tau_enclosures(Temperatures(m, None).at(n, BASE_PREC))
+    taus = iv.tau_enclosures(Temperatures(m, None).at(n, BASE_PREC))
     assert any(h.scores.num.dtype == object for lt in hb.layers for h in (lt.heads or []))
     calls = []
-    real = sf._score_limbs
+    real = att._score_limbs
 
     def counted(tr):  # type: ignore[no-untyped-def]
         got = real(tr)
         calls.append(got is not None)
         return got
 
-    monkeypatch.setattr(sf, "_score_limbs", counted)
-    fast = sf.certify_float(cm, hb, taus)
+    monkeypatch.setattr(att, "_score_limbs", counted)
+    fast = f64.certify_float(cm, hb, taus)
     assert calls and all(calls)
-    monkeypatch.setattr(sf, "_score_limbs", lambda tr: None)
-    slow = sf.certify_float(cm, hb, taus)
+    monkeypatch.setattr(att, "_score_limbs", lambda tr: None)
+    slow = f64.certify_float(cm, hb, taus)
     for name, v in vars(fast).items():
         w = getattr(slow, name)
         assert (v is None) == (w is None), name
@@ -157,7 +160,7 @@ def test_random_model_limbs_same_as_python_integers(monkeypatch: pytest.MonkeyPa
 def test_malloc_tuning_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     """EXACTATTN_MALLOC=0 leaves the allocator alone; on Linux/glibc the settings apply."""
     monkeypatch.setenv("EXACTATTN_MALLOC", "0")
-    assert sf._tune_malloc() is False
+    assert pol._tune_malloc() is False
     monkeypatch.delenv("EXACTATTN_MALLOC")
     if sys.platform.startswith("linux") and "glibc" in " ".join(__import__("platform").libc_ver()):
-        assert sf._tune_malloc() is True
+        assert pol._tune_malloc() is True

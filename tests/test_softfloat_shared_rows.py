@@ -1,7 +1,7 @@
 """The float filter's work on the compact rows of a :class:`~exactattn.engine.hard.Sharing`
 (each group's first word before q0, every word from q0) gives the numbers of the whole
-assembled batch bit for bit: the error bounds (``softfloat._errors_compact`` against
-``_layer_errors``) and the feed-forward layers (``_shared_ffn`` against ``ffn_linear`` on
+assembled batch bit for bit: the error bounds (``float64._errors_compact`` against
+``readout.layer_errors``) and the feed-forward layers (``_shared_ffn`` against ``ffn_linear`` on
 the assembled δ), including non-finite entries and δ columns nonzero only in some rows.
 """
 
@@ -12,8 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import exactattn.engine.softfloat as sf
 from exactattn import load_model
+from exactattn.engine.cascade import ffn as ffp
+from exactattn.engine.cascade import float64 as f64
+from exactattn.engine.cascade import interval as iv
+from exactattn.engine.cascade import readout as ro
+from exactattn.engine.cascade import weights as wt
 from exactattn.engine.hard import CompiledModel, Sharing, run_hard
 from exactattn.inputs import words_of_length
 
@@ -28,7 +32,7 @@ def _bits(x: np.ndarray) -> bytes:
 def _parts(rng: np.random.Generator, cols: list[int], F: int, q0: int, B: int, T: int):
     """Random compact parts; some columns absent from one part, some entries non-finite."""
 
-    def enc(shape: tuple[int, int]) -> sf.MR:
+    def enc(shape: tuple[int, int]) -> iv.MR:
         m = rng.normal(size=shape) * 10.0 ** rng.integers(-3, 3)
         r = np.abs(rng.normal(size=shape)) * 10.0 ** rng.integers(-9, 0)
         r[rng.random(shape) < 0.2] = 0.0
@@ -55,8 +59,8 @@ def test_compact_error_bounds_are_the_assembled_ones(seed: int) -> None:
     top, rest = _parts(rng, cols, F, q0, B, T)
     sh = Sharing(group=G, q0=q0, layers=1)
     with np.errstate(all="ignore"):
-        want = sf._layer_errors(sf._assemble(top, rest, sh, B, T), B, T, 19)
-        got = sf._errors_compact(top, rest, sh, B, T)
+        want = ro.layer_errors(f64._assemble(top, rest, sh, B, T), B, T, 19)
+        got = f64._errors_compact(top, rest, sh, B, T)
     assert [_bits(x) for x in got] == [_bits(x) for x in want]
 
 
@@ -66,7 +70,7 @@ def test_compact_error_bounds_see_a_first_word_row() -> None:
     top = {3: (np.array([[0.0, 5.0]]), np.array([[0.0, 1e-9]]))}
     rest = {3: (np.array([[1.0], [2.0]]), np.array([[1e-9], [1e-9]]))}
     sh = Sharing(group=2, q0=2, layers=1)
-    lo, hi, row = sf._errors_compact(top, rest, sh, 2, 3)
+    lo, hi, row = f64._errors_compact(top, rest, sh, 2, 3)
     assert row.tolist() == [1, 1]
     assert (hi > 5.0).all() and (hi < 5.0001).all() and (lo > 4.9999).all()
 
@@ -84,7 +88,7 @@ def test_shared_ffn_is_the_whole_batch(n: int) -> None:
     B, T = len(words), hb.x0.shape[1]
     lt = hb.layers[3]
     assert lt.pre is not None
-    fl = sf.float_weights(cm).layers[3]
+    fl = wt.float_weights(cm).layers[3]
     rng = np.random.default_rng(n)
     F = B // sh.group
     for trial in range(6):
@@ -100,11 +104,11 @@ def test_shared_ffn_is_the_whole_batch(n: int) -> None:
                 rng.normal(size=(B, T - sh.q0)) * 0.1,
                 np.abs(rng.normal(size=(B, T - sh.q0))) * 1e-9,
             )
-        delta = sf._assemble(top, rest, sh, B, T)
+        delta = f64._assemble(top, rest, sh, B, T)
         with np.errstate(all="ignore"):
             hidden, out_rows, ints = fl
-            want = sf.ffn_linear(sf.rat_pre(lt.pre), delta, ints, (B, T))
-            got, _ = sf._shared_ffn(lt.pre, delta, fl, sh, B, T)
+            want = ffp.ffn_linear(ffp.rat_pre(lt.pre), delta, ints, (B, T))
+            got, _ = f64._shared_ffn(lt.pre, delta, fl, sh, B, T)
         assert list(got) == list(want)
         for c in want:
             assert _bits(got[c][0]) == _bits(want[c][0])

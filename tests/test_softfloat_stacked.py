@@ -20,7 +20,11 @@ import numpy as np
 import pytest
 
 from exactattn import model_from_dict
-from exactattn.engine import softfloat as sf
+from exactattn.engine.cascade import attention as att
+from exactattn.engine.cascade import batch as fbm
+from exactattn.engine.cascade import interval as iv
+from exactattn.engine.cascade import readout as ro
+from exactattn.engine.cascade import weights as wt
 from exactattn.engine.hard import CompiledModel, HeadTrace, run_hard
 from exactattn.engine.ratarray import RatArray
 from exactattn.importers.tracr import import_tracr
@@ -29,7 +33,7 @@ from exactattn.inputs import words_of_length
 TRACR = Path(__file__).parent / "data" / "tracr_lib"
 
 
-def _same(a: sf.Cols, b: sf.Cols) -> None:
+def _same(a: iv.Cols, b: iv.Cols) -> None:
     assert list(a) == list(b)
     for c in a:
         for x, y in zip(a[c], b[c], strict=True):
@@ -89,13 +93,13 @@ def test_free_head_is_bit_identical(seed):
         O = O * int(rng.integers(1, 4))  # one, two or three output rows
     hw = {"Q": [], "K": [], "V": [], "O": O}
     lo = Fraction(int(rng.integers(1, 50)), int(rng.integers(1, 50)))
-    it = sf.inv_tau(lo, lo * Fraction(1 + 2**-40))
+    it = iv.inv_tau(lo, lo * Fraction(1 + 2**-40))
     with np.errstate(all="ignore"):
-        want = sf._head(tr, "average", {}, it, hw)
-        got = sf._head_free(tr, "average", it, hw)
+        want = att._head(tr, "average", {}, it, hw)
+        got = att._head_free(tr, "average", it, hw)
         if got is None:  # gaps neither in a short range nor two values: _head runs
             assert spread == 10**4
-            got = sf._head_any(tr, "average", {}, it, hw)
+            got = att.head_delta(tr, "average", {}, it, hw)
     _same(got, want)
 
 
@@ -135,7 +139,7 @@ def test_argmax_readouts_match_the_general_path(name, seed, monkeypatch):
     """The two-label and many-label read-outs decide, label and flag ties exactly as the
     general slot-group path, on random δ with exact zeros, ties, infinities and nan."""
     m, cm, hb, n = _lib(name)
-    fw = sf.float_weights(cm)
+    fw = wt.float_weights(cm)
     rng = np.random.default_rng(seed)
     B, T = hb.x0.shape[:2]
     d = hb.x0.shape[2]
@@ -153,16 +157,16 @@ def test_argmax_readouts_match_the_general_path(name, seed, monkeypatch):
         delta[c] = (mid, rad)
 
     def run():
-        res = sf.FloatBatch(
+        res = fbm.FloatBatch(
             np.ones(B, bool), np.zeros((B, 1)), np.zeros((B, 1)), np.zeros((B, 1), np.int64)
         )
         with np.errstate(all="ignore"):
-            sf._readout(cm, hb, delta, fw, res)
+            ro._readout(cm, hb, delta, fw, res)
         return res
 
     fast = run()
-    monkeypatch.setattr(sf, "_argmax_two", lambda *a: False)
-    monkeypatch.setattr(sf, "_argmax_many", lambda *a: False)
+    monkeypatch.setattr(ro, "_argmax_two", lambda *a: False)
+    monkeypatch.setattr(ro, "_argmax_many", lambda *a: False)
     slow = run()
     for k in ("settled", "labels", "tie"):
         a, b = getattr(fast, k), getattr(slow, k)
@@ -190,8 +194,8 @@ def test_errors_of_several_layers_in_one_pass(seed):
             delta[int(rng.integers(0, 10)) * 10 + c] = (mid, rad)
         pending.append((li, delta))
     err = (np.zeros((B, L)), np.zeros((B, L)), np.zeros((B, L), np.int64))
-    sf._errors_into(pending, err, B, T, 0)
+    ro.errors_into(pending, err, B, T, 0)
     for li, delta in pending:
-        want = sf._layer_errors(delta, B, T, 0)
+        want = ro.layer_errors(delta, B, T, 0)
         for got, w in zip(err, want, strict=True):
             np.testing.assert_array_equal(got[:, li].view(np.int64), np.asarray(w).view(np.int64))

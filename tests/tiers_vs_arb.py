@@ -13,11 +13,11 @@ import numpy as np
 
 from exactattn import model_from_dict
 from exactattn.core.numbers import arb_endpoints
+from exactattn.engine.cascade.batch import FloatBatch
 from exactattn.engine.certify import certify_word
 from exactattn.engine.hard import CompiledModel, HardBatch
 from exactattn.engine.measure import LengthAccumulator
 from exactattn.engine.soft import WeightCache
-from exactattn.engine.softfloat import FloatBatch
 from exactattn.engine.temperature import Temperatures
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from flint import arb
 
-from exactattn import bounds as B
+import exactattn.bounds as B
 from exactattn.core.numbers import arb_endpoints, arb_is_huge, to_arb
 from exactattn.model import AcceptOutput, ArgmaxOutput, AttentionLayer, Model
 from exactattn.results import LengthRecord

@@ -25,8 +25,9 @@ from typing import Any, Literal, overload
 
 from flint import arb, ctx
 
-from exactattn import bounds as B
+import exactattn.bounds as B
 from exactattn.bounds.compare import layer_constants, readout_constant
+from exactattn.certificate.rederive import Rederivation, conditional_keys, rederive
 from exactattn.core.errors import ModelError, UsageError
 from exactattn.core.numbers import arb_endpoints, arb_upper_str, to_arb
 from exactattn.engine.temperature import Temperatures
@@ -53,6 +54,7 @@ from exactattn.results.certificate import (
     LengthVerdict,
     PaperChain,
     ProofStep,
+    Provenance,
     TauGrid,
 )
 from exactattn.results.settings import TauChoice
@@ -101,13 +103,15 @@ def refuse_unless_h3(model: Model) -> None:
 
 @dataclass(frozen=True)
 class Prepared:
-    """What does not depend on n: constants, read-out constant, H3 checked, claims present."""
+    """What does not depend on n: constants, read-out constant, H3 checked, claims present,
+    and whether the model is what its builder produces (``rederived``: rederive.py)."""
 
     model: Model
     consts: list[B.LayerConstants]
     K: Fraction
     C: Fraction
     claims: Any
+    rederived: Rederivation
 
     @staticmethod
     def of(model: Model) -> Prepared:
@@ -116,7 +120,16 @@ class Prepared:
         cs = layer_constants(model)
         # a model without layers (a compiled program of token tests only) has K = 1, unused
         K = max((B.paper_K(c) for c in cs), default=Fraction(1))
-        return Prepared(model, cs, K, readout_constant(model), cl)
+        return Prepared(model, cs, K, readout_constant(model), cl, rederive(model))
+
+    @property
+    def conditional_on(self) -> tuple[str, ...]:
+        return conditional_keys(self.claims, self.rederived)
+
+    @property
+    def provenance(self) -> Provenance:
+        r = self.rederived
+        return Provenance(r.model_sha256, r.builder, r.rederived, r.reason)
 
 
 def _lower(c: Claim, n: int) -> Fraction:
@@ -197,18 +210,25 @@ def certify_length(
                 f"the claimed lower bound on γ({n}) is {q_text(gamma, False)}, not > 0",
                 "a gap bound must be positive where a certificate is asked for",
             )
-        x0 = max(_upper(cl.x_max_upper, n), Fraction(0))
+        x0 = _upper(cl.x_max_upper, n)
+        act = _upper(cl.activation_upper, n) if cl.activation_upper is not None else None
+        for key, bound in (("x_max_upper", x0), ("activation_upper", act)):
+            if bound is not None and bound < 0:  # |entries| ≤ a negative number: false
+                raise ModelError(
+                    f"claims.{key}.expr",
+                    f"the claimed upper bound at n = {n} is {q_text(bound, False)}, below 0",
+                    "a bound on absolute values must be >= 0 where a certificate is asked for",
+                )
         mu = _lower(cl.margin_lower, n) if cl.margin_lower is not None else None
         T = model.length(n)
         m = T - 1
         # Lemma G: a bound on the hard input of every layer (or the claimed activation bound,
         # when it is smaller)
-        act = _upper(cl.activation_upper, n) if cl.activation_upper is not None else None
         x_in = [x0]
         for c in prep.consts:
             a, cc = c.growth
             g = a * x_in[-1] + cc
-            x_in.append(g if act is None else min(g, max(act, Fraction(0))))
+            x_in.append(g if act is None else min(g, act))
         att = [li for li, layer in enumerate(model.layers) if isinstance(layer, AttentionLayer)]
         X = max([x_in[li] for li in att] + [Fraction(1)])
         L = len(model.layers)
@@ -365,22 +385,24 @@ def grid_tau(prep: Prepared, n: int, tau_thm_low: Fraction) -> TauGrid:
         )
 
 
+def _proved_in(prep: Prepared, j: Any) -> str:
+    """Where a claim is proved: its proofs/ citation only when the model is re-derived."""
+    if j.user:
+        return "asserted by the user (unproved)"
+    if prep.rederived.rederived:
+        return f"{j.file}, {j.statement}"
+    return f"cites {j.file}, {j.statement}; not proved for this file (the model is not re-derived)"
+
+
 def proof_chain(prep: Prepared, checked_to: int | None) -> tuple[ProofStep, ...]:
     """The steps of the argument, each with where it is proved."""
     cl = prep.claims
     steps = []
     for c in cl.items():
-        j = c.justification
         text = f"{CLAIM_MEANING[c.key]}: {c.expr.text} for n ≥ {cl.from_n}"
         if checked_to is not None:
             text += f"; also checked by enumeration for n ≤ {checked_to}"
-        steps.append(
-            ProofStep(
-                f"claim {c.key}",
-                text,
-                "asserted by the user (unproved)" if j.user else f"{j.file}, {j.statement}",
-            )
-        )
+        steps.append(ProofStep(f"claim {c.key}", text, _proved_in(prep, c.justification)))
     if cl.unique_top is not None:
         text = f"{CLAIM_MEANING[UNIQUE_TOP]}, for n ≥ {cl.from_n}"
         if checked_to is not None:
@@ -389,9 +411,7 @@ def proof_chain(prep: Prepared, checked_to: int | None) -> tuple[ProofStep, ...]
             ProofStep(
                 f"claim {UNIQUE_TOP}",
                 text + "; such a head equals average-hard attention",
-                "asserted by the user (unproved)"
-                if cl.unique_top.user
-                else f"{cl.unique_top.file}, {cl.unique_top.statement}",
+                _proved_in(prep, cl.unique_top),
             )
         )
     steps += [
@@ -446,10 +466,11 @@ def certificate(
         model.name,
         model_path,
         cl.to_json(),
-        tuple(cl.conditional),
+        prep.conditional_on,
         checked_to,
         proof_chain(prep, checked_to),
         body,
+        provenance=prep.provenance,
     )
 
 
@@ -480,8 +501,9 @@ def range_certificate(
         count,
         first_fail,
         prep.claims.to_json(),
-        tuple(prep.claims.conditional),
+        prep.conditional_on,
         proof_chain(prep, checked_to),
+        provenance=prep.provenance,
     )
 
 

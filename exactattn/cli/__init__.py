@@ -62,6 +62,7 @@ from exactattn.importers.tracr import import_tracr as _imp
 from exactattn.inputs import count_inputs, count_text
 from exactattn.inputs.work import job_too_large
 from exactattn.model import load_model
+from exactattn.model.provenance import model_sha256
 from exactattn.report import write_report
 from exactattn.report.certificate import write_certificate_report
 from exactattn.report.claims import main as claims_main
@@ -340,8 +341,8 @@ def check(
         try:
             try:
                 if checkpoint:
-                    text = Path(model_path).read_text(encoding="utf-8")
-                    ckpt = executor.checkpoint = Checkpoint(checkpoint, fingerprint(text, settings))
+                    fp = fingerprint(model_sha256(model), settings)
+                    ckpt = executor.checkpoint = Checkpoint(checkpoint, fp)
                 try:
                     result = _run_with_progress(checked, total, quiet)
                 finally:

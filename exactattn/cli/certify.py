@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +23,10 @@ from exactattn.certificate.verify import _claim_text
 from exactattn.cli.common import Console, FinishHold
 from exactattn.core.errors import UsageError
 from exactattn.core.jsonio import read_json, write_json_atomic
+from exactattn.core.limits import clip
 from exactattn.model import load_model
 from exactattn.model.claimed import UNIQUE_TOP
+from exactattn.model.provenance import model_sha256
 from exactattn.results.certificate import (
     Certificate,
     CertificateRange,
@@ -35,7 +37,7 @@ from exactattn.results.certificate import (
     q_written,
     up_text,
 )
-from exactattn.results.claims import length_entries, result_model
+from exactattn.results.claims import length_entries, result_model, result_model_sha256
 from exactattn.results.settings import TauChoice
 
 console = Console(soft_wrap=True, highlight=False, markup=False)  # user text: no markup
@@ -53,9 +55,20 @@ def _range(text: str) -> tuple[int, int]:
     return a, b
 
 
-def checked_to(result_path: str | Path, model: Any) -> int | None:
+@dataclass(frozen=True)
+class Checked:
+    """What a check result file says about the model's claims: verified by enumeration for
+    every n = from_n..``to`` (None: no length), or ``not_used``: why it says nothing."""
+
+    to: int | None
+    not_used: str | None = None
+
+
+def checked_evidence(result_path: str | Path, model: Any) -> Checked:
     """The largest K such that the result file verified, at every n = from_n..K, every claim
-    *with the value the model claims now* (a result for an older claim does not count)."""
+    *with the value the model claims now* (a result for an older claim does not count), on
+    *this model's content*: the result's ``model_sha256`` must be the model's, or the file
+    is not used (a check of other weights says nothing about these), with the reason."""
 
     data = read_json(str(result_path))
     entries = length_entries(data)
@@ -63,6 +76,21 @@ def checked_to(result_path: str | Path, model: Any) -> int | None:
         raise UsageError(f"--checked: {result_path} is not an exactattn-result/1 file")
     if result_model(data) != model.name:
         raise UsageError(f"--checked: {result_path} is a result for another model")
+    mine, theirs = model_sha256(model), result_model_sha256(data)
+    where = _rel(Path(result_path))
+    if theirs is None:
+        return Checked(
+            None,
+            f"{where} was not used: it does not name the content of the model it checked "
+            "(no model_sha256: written before results carried it); rerun `exactattn check`",
+        )
+    if theirs != mine:
+        return Checked(
+            None,
+            f"{where} was not used: it checked a model with other content (model_sha256 "
+            f"{clip(theirs[:12], 12)}…, this model's {mine[:12]}…), so its enumeration says "
+            "nothing about these weights and claims",
+        )
     cl = model.claims
     rows = {r.n: r.claims for r in entries}
 
@@ -77,7 +105,12 @@ def checked_to(result_path: str | Path, model: Any) -> int | None:
     n = cl.from_n
     while n in rows and held(n):
         k, n = n, n + 1
-    return k
+    return Checked(k)
+
+
+def checked_to(result_path: str | Path, model: Any) -> int | None:
+    """:func:`checked_evidence`'s K alone."""
+    return checked_evidence(result_path, model).to
 
 
 def _rel(p: Path) -> str:
@@ -92,7 +125,8 @@ def _rel(p: Path) -> str:
 
 
 def known_result(model_path: str, model: Any) -> Path | None:
-    """A stored check of a bundled model (reports/claims/<stem>.hard.json next to models/)."""
+    """A stored check of a bundled model (reports/claims/<stem>.hard.json next to models/);
+    whether it checked *this* content is :func:`checked_evidence`'s question."""
     p = Path(model_path).resolve()
     if p.parent.name != "models":
         return None
@@ -110,6 +144,8 @@ def print_certificate(c: Certificate) -> None:
     """The human-readable answer: the verdict first, then the chain and the numbers."""
     b = c.body
     head = "certified" if c.certified else "NOT certified"
+    if c.certified and c.conditional_on:
+        head += " (CONDITIONAL on the claims, below)"
     console.print(f"{c.model}, n = {c.n}, τ = {b.tau}: {head}")
     console.print(f"  {b.verdict.reason}")
     for layer in b.layers:
@@ -152,6 +188,8 @@ def print_certificate(c: Certificate) -> None:
     )
     if c.checked_in:
         console.print(f"  claims also verified by enumeration in {c.checked_in}")
+    if c.checked_not_used:
+        console.print(f"  note: {c.checked_not_used}")
     console.print("proof chain:")
     for s in c.proof_chain:
         console.print(f"  {s.step}: {s.statement} [{s.proved_in}]")
@@ -159,14 +197,25 @@ def print_certificate(c: Certificate) -> None:
 
 
 def _conditional(c: Certificate | CertificateRange) -> None:
-    if c.conditional_on:
+    p = c.provenance
+    if p is not None and not p.rederived:
+        console.print(
+            "CONDITIONAL: this answer assumes the claims "
+            + ", ".join(c.conditional_on)
+            + f", none of them proved for this file: {p.reason} (a claim counts as proved "
+            "only when certify rebuilds the model and finds the same one; docs/certify.md)"
+        )
+    elif c.conditional_on:
         console.print(
             "CONDITIONAL: this answer assumes the claims "
             + ", ".join(c.conditional_on)
             + ", asserted by the user and not proved"
         )
     else:
-        console.print("every claim used is proved (see the proof chain)")
+        console.print(
+            "every claim used is proved (see the proof chain): the model is what "
+            f"`build {p.built_by if p else '…'}` produces, rebuilt and compared"
+        )
 
 
 @click.command("certify")
@@ -201,12 +250,13 @@ def certify_cmd(
     choice = TauChoice.parse(tau)  # --tau, parsed once: a bad expression is exit 2 here
     hold = FinishHold.for_command()  # a Ctrl-C before the answer: exit 130, no file
     source = Path(checked) if checked else known_result(model_path, model)
-    k = checked_to(source, model) if source is not None else None
+    ev = checked_evidence(source, model) if source is not None else Checked(None)
+    k = ev.to
     if n is not None:
         where = _rel(source) if source is not None and k is not None else None
         c = certificate(model, n, choice, checked_to=k, model_path=model_path)
         hold.start()  # the answer is found: a Ctrl-C from here is held, the result wins
-        c = c.with_checked_in(where)
+        c = c.with_checked_in(where, ev.not_used)
         if json_out:
             write_json_atomic(Path(json_out), c.to_json())
         print_certificate(c)
@@ -218,7 +268,7 @@ def certify_cmd(
     hold.start()
     seconds = round(time.monotonic() - t0, 1)
     where = _rel(source) if source is not None and k is not None else None
-    r = replace(r, run=RangeRun(seconds, k, where))
+    r = replace(r, run=RangeRun(seconds, k, where, ev.not_used))
     if json_out:
         write_json_atomic(Path(json_out), r.to_json())
     f = r.first_failure
@@ -234,6 +284,8 @@ def certify_cmd(
             if f.n > lo
             else f"{model.name}, τ = {r.tau}: not certified already at n = {lo} ({f.reason})"
         )
+    if ev.not_used:
+        console.print(f"note: {ev.not_used}")
     _conditional(r)
     hold.say_if_hit(DONE)
     sys.exit(0 if f is None else 1)

@@ -27,6 +27,7 @@ from exactattn.inputs import words_of_length
 from exactattn.inputs.families import families_for
 from exactattn.inputs.work import job_too_large
 from exactattn.model import load_model
+from exactattn.model.provenance import model_sha256
 from exactattn.results.precision import (
     Enclosure,
     PrecisionResult,
@@ -72,7 +73,9 @@ def precision_json(
 ) -> dict[str, Any]:
     """The exactattn-precision/1 document of the sweeps' runs so far (``interrupted``: not
     every length is run yet, so the file is partial if the process ends here)."""
-    return PrecisionResult(model.name, settings, runs_of(runs), interrupted).to_json()
+    return PrecisionResult(
+        model.name, settings, runs_of(runs), interrupted, model_sha256=model_sha256(model)
+    ).to_json()
 
 
 def _short(x: Enclosure | None) -> str:
@@ -298,6 +301,7 @@ def precision_cmd(
     hold = FinishHold.for_command()  # Ctrl-C once every length is run: the result wins
     done = False  # every length run: only then does a save drop the "interrupted" mark
     saved: list[PrecisionResult] = []  # the last save's record (the line an interrupt prints)
+    digest = model_sha256(model)
 
     def complete() -> None:
         nonlocal done
@@ -306,7 +310,9 @@ def precision_cmd(
 
     def save(runs: list[Any]) -> None:
         with hold.saving():  # a Ctrl-C waits for the file, or is held
-            saved[:] = [PrecisionResult(model.name, settings, runs_of(runs), not done)]
+            saved[:] = [
+                PrecisionResult(model.name, settings, runs_of(runs), not done, model_sha256=digest)
+            ]
             if json_out:
                 write_json_atomic(Path(json_out), saved[0].to_json())
 
@@ -387,7 +393,7 @@ def precision_cmd(
                 markup=False,
             )
         raise
-    res = PrecisionResult(model.name, settings, runs_of(runs))
+    res = PrecisionResult(model.name, settings, runs_of(runs), model_sha256=digest)
     print_precision(list(res.runs))
     console.print(f"forward pass: {backend} ({settings.backend_version})", highlight=False)
     hold.say_if_hit("every length was already run and the result is complete")

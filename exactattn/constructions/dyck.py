@@ -31,6 +31,7 @@ from typing import Any
 
 from exactattn.constructions.rasp import Program, ProgramError
 from exactattn.model.claimed import claims_object
+from exactattn.model.provenance import stamp
 
 __all__ = ["BOS", "EOS", "SCHEDULE_C", "build_dyck", "catalog", "gamma", "temperature"]
 
@@ -141,7 +142,7 @@ def build_dyck(pairs: Sequence[str], *, scale: str = "integer", name: str | None
         min_length=1,
     )
     model["claims"] = claims(scale)
-    return model
+    return stamp(model, "dyck", {"pairs": list(pairs), "scale": scale})
 
 
 def claims(scale: str = "integer") -> dict[str, Any]:

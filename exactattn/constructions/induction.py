@@ -34,6 +34,7 @@ from exactattn.logic.ltl import (
     format_ltl,
     formula_depth,
 )
+from exactattn.model.provenance import stamp
 
 MAX_CASES = 100_000
 """Most reference cases (every word up to max_n) a built model may list (docs/limits.md):
@@ -171,7 +172,7 @@ def build_induction(
         if scheme == "temperature"
         else ("τ = 1, unbounded position embeddings")
     )
-    return {
+    model = {
         "format": "exactattn/1",
         "name": f"induction-k{hops}-{scheme}",
         "description": (
@@ -201,6 +202,8 @@ def build_induction(
             "reference_max_n": max_n,
         },
     }
+    args = dict(alphabet=alphabet, hops=hops, max_n=max_n, scheme=scheme)  # noqa: C408
+    return stamp(model, "induction", args)
 
 
 def catalog() -> dict[str, dict]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from exactattn.core.limits import MAX_NAME
 from exactattn.logic.ltl import (
     And,
     Atom,
@@ -45,6 +46,7 @@ from exactattn.logic.ltl import (
     parse_ltl,
 )
 from exactattn.model.claimed import claims_object
+from exactattn.model.provenance import stamp
 
 SCHEMES = ("temperature", "positions")
 #: effective score spacing (score/τ) of the Y, X, S, U heads: off-target mass ≤ e^{-3}
@@ -554,7 +556,7 @@ class _Compiler:
         for col, coord in enumerate(h.out):
             output[coord][col] = 1
         return {
-            "name": h.name,
+            "name": label(h.name),
             "mask": h.mask,
             "query": mat(h.query),
             "key": mat(h.key),
@@ -615,7 +617,7 @@ def compile_formulas(
             layers.append(
                 {
                     "kind": "attention",
-                    "name": spec["name"],
+                    "name": label(spec["name"]),
                     "heads": [comp.head_json(h, d) for h in spec["heads"]],
                 }
             )
@@ -639,7 +641,7 @@ def compile_formulas(
         "alphabet": list(alphabet),
         "bos": bos,
         "d": d,
-        "coordinates": list(comp.names),
+        "coordinates": [label(c) for c in comp.names],
         "embedding": {"token": token, "position": position},
         "temperature": "1/n" if scheme == "temperature" else "1",
         "layers": layers,
@@ -647,6 +649,12 @@ def compile_formulas(
     }
     coords = {label: comp.node_coord[f] for label, f in outputs.items()}
     return model, coords
+
+
+def label(name: str) -> str:
+    """A display name the loader accepts (at most MAX_NAME characters): names joined from
+    formulas ("round …", merged heads) outgrow it for larger alphabets (issue 41)."""
+    return name if len(name) <= MAX_NAME else name[: MAX_NAME - 1] + "…"
 
 
 def _pad_ffn(spec: dict[str, Any], d: int) -> dict[str, Any]:
@@ -659,7 +667,7 @@ def _pad_ffn(spec: dict[str, Any], d: int) -> dict[str, Any]:
     out = out + [[0] * width for _ in range(d - len(out))]
     return {
         "kind": "ffn",
-        "name": spec["name"],
+        "name": label(spec["name"]),
         "hidden": new_hidden,
         "output": {"weight": out, "bias": [0] * d},
     }
@@ -690,7 +698,7 @@ def compile_ltl(formula: str, alphabet: Sequence[str], scheme: str = "temperatur
         if scheme == "temperature"
         else "Unbounded position embeddings (i, n, i+1, n-i+1) and τ = 1"
     )
-    return {
+    model = {
         "format": "exactattn/1",
         "name": f"ltl-{scheme}",
         "description": f"Accept iff {format_ltl(f)} holds at the last position. "
@@ -712,6 +720,8 @@ def compile_ltl(formula: str, alphabet: Sequence[str], scheme: str = "temperatur
             "soft_error_bound_before_rounding": "e^-3 per head (proofs/constructions.md)",
         },
     }
+    args = {"formula": formula, "alphabet": list(alphabet), "scheme": scheme}
+    return stamp(model, "ltl", args)
 
 
 def claims(scheme: str, margin: str) -> dict[str, Any]:

@@ -52,7 +52,8 @@ class Sharing:
     or the layer is feed-forward, so rows before ``q0`` are the same for every word of a
     group: they can be computed once, on the group's first word. Both meanings use this.
     The hard meaning is unchanged bit for bit; the float filter's enclosures can differ in
-    their last bits where its batch-level pruning differs (softfloat.py, "Determinism").
+    their last bits where its batch-level pruning differs (engine/cascade/float64.py,
+    "Determinism").
     """
 
     group: int
@@ -708,7 +709,7 @@ def read_output(model: Model, x: RatArray, n: int) -> HardOutputs:
     The last two results are kept, by the identity of the model and of ``x`` (RatArrays
     are never changed in place): a check reads a batch's outputs for the hard meaning
     (measure.LengthAccumulator.add_hard) and again in the certified float read-out
-    (softfloat), which now gets the same object instead of a second exact product."""
+    (the float64 tier), which now gets the same object instead of a second exact product."""
     got = _READ.get(id(x))
     if got is not None and got[0] is model and got[1] is x and got[2] == n:
         return got[3]

@@ -4,18 +4,18 @@ Why: :mod:`exactattn.engine.longinput` gives the exact hard meaning of a word of
 in O(n·d) memory, but the soft meaning was certified only by the batched engines, which
 keep (T, T) arrays and one common denominator (n ≲ 40). Here the soft meaning is
 certified as *hard + δ*, exactly the formulation of :mod:`exactattn.engine.soft` and
-:mod:`exactattn.engine.softfloat` (read their docstrings): δ = soft − hard is propagated
+:mod:`exactattn.engine.cascade.float64` (read their docstrings): δ = soft − hard is propagated
 through the layers in float64 midpoint-radius enclosures with proven outward rounding
-(the primitives of softfloat, whose soundness argument applies unchanged), one block of
-query rows at a time against every visible key. Memory: O(T·d) for the activations and
-δ, plus one (keys × block rows) block.
+(the primitives of :mod:`exactattn.engine.cascade.interval`, whose soundness argument applies
+unchanged), one block of query rows at a time against every visible key. Memory: O(T·d) for
+the activations and δ, plus one (keys × block rows) block.
 
-Differences from softfloat (all keep the enclosures sound, none changes the formulas):
+Differences from the float64 tier (all keep the enclosures sound, none changes the formulas):
 
 * every activation row has its own denominator (``RowRat``), so exact rationals are turned
   into enclosures row by row (:func:`rows_mr`, relative error ≤ 3u < CONV);
 * sums over keys use numpy's reductions (any summation order): a K-term sum loses at most
-  (K − 1)·u·Σ|terms|, covered by the same (K + 2)·SUM_U allowance softfloat uses; numbers
+  (K − 1)·u·Σ|terms|, covered by the same (K + 2)·SUM_U allowance the float64 tier uses; numbers
   may therefore differ in the last bits between machines, the enclosures do not lose
   soundness;
 * v_j − v_ref(i) is an exact zero where the two hard values are equal (decided exactly,
@@ -40,7 +40,9 @@ from typing import Any
 import numpy as np
 
 from exactattn.core.numbers import arb_endpoints
-from exactattn.engine import softfloat as sf
+from exactattn.engine.cascade import ffn
+from exactattn.engine.cascade import interval as iv
+from exactattn.engine.cascade import weights as wt
 from exactattn.engine.certify import certify_word
 from exactattn.engine.hard import (
     CompiledFFN,
@@ -56,8 +58,8 @@ from exactattn.engine.soft import WeightCache
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model
 
-MR = sf.MR
-Cols = sf.Cols
+MR = iv.MR
+Cols = iv.Cols
 BLOCK_ENTRIES = 1 << 19  # keys × query rows per block (≈ 40 float arrays of this size live)
 ARB_MAX_N = 40  # the batched engine's length bound (its common denominator leaves int64)
 TINY_EXP = -800.0  # e^x < TINY for every x below this
@@ -101,7 +103,7 @@ def rows_mr(num: np.ndarray, inv_den: np.ndarray) -> MR:
     with np.errstate(over="ignore", invalid="ignore"):
         m = nf * inv_den.reshape(shape)
         nz = num != 0 if num.dtype != object else np.array(num != 0, dtype=bool)
-        r = np.abs(m) * sf.CONV + nz * sf.TINY
+        r = np.abs(m) * iv.CONV + nz * iv.TINY
     bad = ~np.isfinite(m)
     if bad.any():
         m = np.where(bad, 0.0, m)
@@ -141,33 +143,33 @@ def ksum(a: MR) -> MR:
     """Σ over axis 0 (K terms): midpoint loses ≤ (K − 1)u·Σ|m|, radius sum ≤ (K − 1)u·Σr."""
     m, r = a
     K = m.shape[0]
-    k = (K + 2) * sf.SUM_U
+    k = (K + 2) * iv.SUM_U
     sm = m.sum(axis=0)
-    return sm, sf.guard(sm, r.sum(axis=0) * (1 + k) + np.abs(m).sum(axis=0) * k)
+    return sm, iv.guard(sm, r.sum(axis=0) * (1 + k) + np.abs(m).sum(axis=0) * k)
 
 
 def kdot(a: MR, b: MR) -> MR:
-    """Σ_j a[j]·b[j] over axis 0 (the argument of softfloat's _dot_keys, any order)."""
+    """Σ_j a[j]·b[j] over axis 0 (the argument of interval.dot_keys, any order)."""
     K = a[0].shape[0]
-    rho = (K + 2) * sf.SUM_U
+    rho = (K + 2) * iv.SUM_U
     abm = np.abs(b[0])
     pm = a[0] * b[0]
     pr = np.abs(a[0]) * (b[1] + rho * abm)
     pr += a[1] * (abm + b[1])
     sm = pm.sum(axis=0)
-    sr = pr.sum(axis=0) * (1 + (K + 4) * sf.SUM_U)
-    return sm, sf.guard(sm, sf.floor_rad(sr))
+    sr = pr.sum(axis=0) * (1 + (K + 4) * iv.SUM_U)
+    return sm, iv.guard(sm, iv.floor_rad(sr))
 
 
 def _scale_cols(a: MR, s: MR) -> MR:
-    """a[j, i]·s[i] (s a per-query factor), as softfloat's _scale_rows."""
+    """a[j, i]·s[i] (s a per-query factor), as interval.scale_rows."""
     sm, sr = s[0][None, :], s[1][None, :]
     m = a[0] * sm
     r = np.abs(a[0]) * sr
     r += a[1] * (np.abs(sm) + sr)
-    r *= 1 + sf.WIDEN
-    r += np.abs(m) * sf.WIDEN
-    return m, sf.floor_rad(r)
+    r *= 1 + iv.WIDEN
+    r += np.abs(m) * iv.WIDEN
+    return m, iv.floor_rad(r)
 
 
 # ---------------------------------------------------------------------------------------
@@ -230,9 +232,9 @@ def head_long(
 ) -> Cols:
     """One head's contribution to δ (through its output matrix), (T,) columns."""
     T = x.num.shape[0]
-    dq = sf.lin(delta, hw["Q"])
-    dk = sf.lin(delta, hw["K"])
-    dv = sf.lin(delta, hw["V"])
+    dq = wt.lin(delta, hw["Q"])
+    dk = wt.lin(delta, hw["K"])
+    dv = wt.lin(delta, hw["V"])
     st = _setup(ch, x)
     rule = ch.head.hard
     mask = ch.head.mask
@@ -254,7 +256,7 @@ def head_long(
             touched.add(c)
     out: Cols = {c: (out_m[c], out_r[c]) for c in sorted(touched)}
     if hw["O"] is not None:
-        out = sf.lin(out, hw["O"])
+        out = wt.lin(out, hw["O"])
     return out
 
 
@@ -273,7 +275,7 @@ def _head_block(
 ) -> Cols:
     """δ of the head output for query rows ``rows`` (keys k0..k1-1), before O.
 
-    Arrays are key-major (K, b). Formulas: softfloat._head (δα from u = expm1(δs/τ) on the
+    Arrays are key-major (K, b). Formulas: attention._head (δα from u = expm1(δs/τ) on the
     argmax set, w = exp((δs − g)/τ) elsewhere; direct softmax − hard for rows where
     |δs/τ| ≥ 1)."""
     keys = slice(k0, k1)
@@ -301,7 +303,7 @@ def _head_block(
         for a in range(len(st.q)):
             if a in dq:
                 kk = st.k[a][0][keys], st.k[a][1][keys]
-                y = sf.add(kk, (dk[a][0][keys], dk[a][1][keys])) if a in dk else kk
+                y = iv.add(kk, (dk[a][0][keys], dk[a][1][keys])) if a in dk else kk
                 pairs.append(
                     ((dq[a][0][rows][None], dq[a][1][rows][None]), (y[0][None], y[1][None]))
                 )
@@ -312,7 +314,7 @@ def _head_block(
                         (dk[a][0][keys][None], dk[a][1][keys][None]),
                     )
                 )
-        m3, r3 = sf.outer_sum(pairs)  # (1, K, b)
+        m3, r3 = iv.outer_sum(pairs)  # (1, K, b)
         ds = (m3[0], r3[0])
     out: Cols = {}
     dalpha: MR | None = None
@@ -325,19 +327,19 @@ def _head_block(
         if c in dv:
             supf = sup.astype(np.float64)
             sm, sr = ksum((supf * dv[c][0][keys][:, None], supf * dv[c][1][keys][:, None]))
-            acc = sf.mul((sm, sr), (inv_cnt, np.abs(inv_cnt) * sf.CONV))
+            acc = iv.mul((sm, sr), (inv_cnt, np.abs(inv_cnt) * iv.CONV))
         if dalpha is not None:
             # Σ_j δα_ij = 0: Σ_j δα_ij vv_j = Σ_j δα_ij (vv_j − v_ref(i)), equal values drop out
             vm, vr = st.v_mr[c]
             same = st.v_ids[keys, c][:, None] == st.v_ids[jref, c][None, :]  # (K, b)
-            dmid, drad = sf.sub(
+            dmid, drad = iv.sub(
                 (vm[keys][:, None], vr[keys][:, None]), (vm[jref][None, :], vr[jref][None, :])
             )
             vd = (np.where(same, 0.0, dmid), np.where(same, 0.0, drad))
             if c in dv:
-                vd = sf.add(vd, (dv[c][0][keys][:, None], dv[c][1][keys][:, None]))
+                vd = iv.add(vd, (dv[c][0][keys][:, None], dv[c][1][keys][:, None]))
             t = kdot(dalpha, vd)
-            acc = t if acc is None else sf.add(acc, t)
+            acc = t if acc is None else iv.add(acc, t)
         if acc is not None:
             out[c] = acc
     del b
@@ -359,44 +361,44 @@ def _dalpha(
     ds: MR | None,
     inv_tau: MR,
 ) -> MR:
-    """δα (K, b) of one block (softfloat._head's formulas)."""
+    """δα (K, b) of one block (attention._head's formulas)."""
     shape = vis.shape
     uw_m = np.zeros(shape)
     uw_r = np.zeros(shape)
     if ds is not None and top.any():
-        um, ur = sf.mr_expm1(sf.mul((ds[0][top], ds[1][top]), inv_tau))
+        um, ur = iv.mr_expm1(iv.mul((ds[0][top], ds[1][top]), inv_tau))
         uw_m[top] = um
         uw_r[top] = ur
     if rest.any():
         gnum = (rmax - S).T[rest]  # exact, ≥ 0 (int64: both in [−2^62, 2^62])
         scale = np.broadcast_to(st.inv_qk[rows][None, :], shape)[rest]
         g = rows_mr(gnum, np.ones(1))  # integer enclosures
-        g = sf.mul(g, (scale, np.abs(scale) * sf.CONV))  # × 1/(den_i·kL) (within u)
+        g = iv.mul(g, (scale, np.abs(scale) * iv.CONV))  # × 1/(den_i·kL) (within u)
         if ds is None:
             X = (-g[0], g[1])
         else:
-            X = sf.sub((ds[0][rest], ds[1][rest]), g)
-        E = sf.mul(X, inv_tau)
-        wm, wr = sf.mr_exp(E)
+            X = iv.sub((ds[0][rest], ds[1][rest]), g)
+        E = iv.mul(X, inv_tau)
+        wm, wr = iv.mr_exp(E)
         tiny = (E[0] + E[1] < TINY_EXP) & np.isfinite(E[0] + E[1])
         uw_m[rest] = np.where(tiny, 0.0, wm)
-        uw_r[rest] = np.where(tiny, sf.TINY, wr)
+        uw_r[rest] = np.where(tiny, iv.TINY, wr)
     UR = ksum((uw_m, uw_r))
-    Z = sf.add((np.where(nA > 0, nA, 1.0), np.zeros_like(nA)), UR)
-    iz = sf.recip(Z)
+    Z = iv.add((np.where(nA > 0, nA, 1.0), np.zeros_like(nA)), UR)
+    iz = iv.recip(Z)
     topf = top.astype(np.float64)
     if rule == "average":
         safe = np.maximum(nA, 1.0)
         mm = UR[0] / safe
         mean = (
             mm,
-            UR[1] / safe * (1 + sf.WIDEN) + np.abs(mm) * sf.WIDEN + np.minimum(UR[1], sf.TINY),
+            UR[1] / safe * (1 + iv.WIDEN) + np.abs(mm) * iv.WIDEN + np.minimum(UR[1], iv.TINY),
         )
-        numer = sf.sub((uw_m, uw_r), (mean[0][None, :] * topf, mean[1][None, :] * topf))
+        numer = iv.sub((uw_m, uw_r), (mean[0][None, :] * topf, mean[1][None, :] * topf))
     else:
-        base = sf.sub((nA - 1.0, np.zeros_like(nA)), (-UR[0], UR[1]))  # nA − 1 + U + R
-        kst = sf.sub((uw_m, uw_r), (base[0][None, :], base[1][None, :]))
-        one_u = (uw_m + 1.0, uw_r * (1 + sf.WIDEN) + np.abs(uw_m + 1.0) * sf.WIDEN)
+        base = iv.sub((nA - 1.0, np.zeros_like(nA)), (-UR[0], UR[1]))  # nA − 1 + U + R
+        kst = iv.sub((uw_m, uw_r), (base[0][None, :], base[1][None, :]))
+        one_u = (uw_m + 1.0, uw_r * (1 + iv.WIDEN) + np.abs(uw_m + 1.0) * iv.WIDEN)
         numer = (np.where(sup, kst[0], one_u[0]), np.where(sup, kst[1], one_u[1]))
         numer = (np.where(top, numer[0], uw_m), np.where(top, numer[1], uw_r))
     da = _scale_cols(numer, iz)
@@ -429,18 +431,18 @@ def _direct_cols(
         v = vis[:, i]
         s = rows_mr(S[i], np.array([st.inv_qk[rows[i]]]))
         s = (s[0].reshape(-1), s[1].reshape(-1))
-        es = sf.mul(sf.add(s, (ds[0][:, i], ds[1][:, i])), inv_tau)
+        es = iv.mul(iv.add(s, (ds[0][:, i], ds[1][:, i])), inv_tau)
         shift = float(np.where(v, es[0], -np.inf).max())  # any float will do
         shift = shift if math.isfinite(shift) else 0.0
-        xx = sf.sub(es, (np.full_like(es[0], shift), np.zeros_like(es[0])))
+        xx = iv.sub(es, (np.full_like(es[0], shift), np.zeros_like(es[0])))
         xx = (np.where(v, xx[0], 0.0), np.where(v, xx[1], 0.0))
-        ws = sf.mr_exp(xx)
+        ws = iv.mr_exp(xx)
         ws = (np.where(v, ws[0], 0.0), np.where(v, ws[1], 0.0))
         Z = ksum((ws[0][:, None], ws[1][:, None]))
-        alpha = sf.div(ws, (np.full_like(ws[0], Z[0][0]), np.full_like(ws[0], Z[1][0])))
+        alpha = iv.div(ws, (np.full_like(ws[0], Z[0][0]), np.full_like(ws[0], Z[1][0])))
         inv = 1.0 / cnt[i] if cnt[i] > 0 else 0.0
         h = np.where(sup[:, i], inv, 0.0)
-        d = sf.sub(alpha, (h, h * sf.CONV))
+        d = iv.sub(alpha, (h, h * iv.CONV))
         da[0][:, i] = np.where(v, d[0], 0.0)
         da[1][:, i] = np.where(v, d[1], 0.0)
 
@@ -451,7 +453,7 @@ def _direct_cols(
 
 
 def ffn_long(layer: CompiledFFN, x: RowRat, delta: Cols, fw_layer: Any) -> Cols:
-    """δ through a feed-forward layer (softfloat's exact-coefficient tracking when it fits)."""
+    """δ through a feed-forward layer (ffn.ffn_linear's exact-coefficient tracking when it fits)."""
     if not delta:
         return {}
     hidden, out_rows, ints = fw_layer
@@ -471,8 +473,8 @@ def ffn_long(layer: CompiledFFN, x: RowRat, delta: Cols, fw_layer: Any) -> Cols:
 
     T = x.num.shape[0]
     if ints.ok:
-        return sf.ffn_linear(pre, delta, ints, (T,))
-    return sf.ffn_generic(pre, delta, hidden, out_rows)
+        return ffn.ffn_linear(pre, delta, ints, (T,))
+    return ffn.ffn_generic(pre, delta, hidden, out_rows)
 
 
 # ---------------------------------------------------------------------------------------
@@ -506,7 +508,7 @@ class LongSoft:
 def _layer_error(delta: Cols) -> tuple[float, float, int]:
     lo, hi, row = 0.0, 0.0, 0
     for _c, v in sorted(delta.items()):
-        al, au = sf.abs_bounds(v)
+        al, au = iv.abs_bounds(v)
         au = np.where(np.isnan(au), math.inf, au)
         lo = max(lo, float(np.nan_to_num(al).max(initial=0.0)))
         j = int(np.argmax(au)) if au.size else 0
@@ -516,7 +518,7 @@ def _layer_error(delta: Cols) -> tuple[float, float, int]:
 
 
 def _frac_arr(q: Fraction) -> MR:
-    m, r = sf.frac_mr(q)
+    m, r = iv.frac_mr(q)
     return np.array([m]), np.array([r])
 
 
@@ -524,7 +526,7 @@ def _slot_cols(delta: Cols, slot: int) -> Cols:
     return _take(delta, slice(slot, slot + 1))
 
 
-def _readout(model: Model, lh: LongHard, delta: Cols, fw: sf.FloatWeights) -> tuple[Any, ...]:
+def _readout(model: Model, lh: LongHard, delta: Cols, fw: wt.FloatWeights) -> tuple[Any, ...]:
     """(output, decided, readout enclosure, undecided_at) from the final δ."""
     o = model.output
     n = lh.n
@@ -533,16 +535,16 @@ def _readout(model: Model, lh: LongHard, delta: Cols, fw: sf.FloatWeights) -> tu
         slot = model.accept_slot(n)
         y = sum((w * x.fraction(slot, c) for c, w in enumerate(o.weight)), Fraction(0)) + o.bias
         c = y - o.threshold
-        got = sf.lin(_slot_cols(delta, slot), fw.out).get(0)
+        got = wt.lin(_slot_cols(delta, slot), fw.out).get(0)
         if got is None or not got[1].any():
-            m, r = sf.frac_mr(c)
+            m, r = iv.frac_mr(c)
             return c > 0, True, (m - r, m + r), None
-        val = sf.add(_frac_arr(c), got)
+        val = iv.add(_frac_arr(c), got)
         vm, vr = float(val[0][0]), float(val[1][0])
         if not (math.isfinite(vm) and math.isfinite(vr)):
             return None, False, (-math.inf, math.inf), None
-        lo = sf.float_down(Fraction(vm) - Fraction(vr))
-        hi = sf.float_up(Fraction(vm) + Fraction(vr))
+        lo = iv.float_down(Fraction(vm) - Fraction(vr))
+        hi = iv.float_up(Fraction(vm) + Fraction(vr))
         if vm > vr:
             return True, True, (lo, hi), None
         if -vm >= vr:
@@ -562,7 +564,7 @@ def _readout(model: Model, lh: LongHard, delta: Cols, fw: sf.FloatWeights) -> tu
             win = [i for i, v in enumerate(hard) if v == best]
             hard_lab = o.labels[win[0]] if len(win) == 1 else None
             hard_labels.append(hard_lab)
-            dys = sf.lin(_slot_cols(delta, p), fw.out)
+            dys = wt.lin(_slot_cols(delta, p), fw.out)
             if all(v[1][0] == 0 for v in dys.values()):
                 labels.append(hard_lab)
                 undecided.append(False)
@@ -575,8 +577,8 @@ def _readout(model: Model, lh: LongHard, delta: Cols, fw: sf.FloatWeights) -> tu
                 for j in range(nr):
                     if i == j:
                         continue
-                    diff = sf.add(
-                        _frac_arr(hard[j] - hard[i]), sf.sub(dys.get(j, z), dys.get(i, z))
+                    diff = iv.add(
+                        _frac_arr(hard[j] - hard[i]), iv.sub(dys.get(j, z), dys.get(i, z))
                     )
                     dm, dr = float(diff[0][0]), float(diff[1][0])
                     fin &= math.isfinite(dm) and math.isfinite(dr)
@@ -594,12 +596,12 @@ def _readout(model: Model, lh: LongHard, delta: Cols, fw: sf.FloatWeights) -> tu
         return labels, decided, None, undecided
     # value outputs: the soft rows are hard + δ; decided = every |δy| certainly within or
     # certainly outside the tolerance
-    tol_lo, tol_hi = sf.float_down(o.tolerance), sf.float_up(o.tolerance)
+    tol_lo, tol_hi = iv.float_down(o.tolerance), iv.float_up(o.tolerance)
     outside = False
     unknown = False
     for p in model.output_positions(n):
-        for v in sf.lin(_slot_cols(delta, p), fw.out).values():
-            lo, hi = sf.abs_bounds(v)
+        for v in wt.lin(_slot_cols(delta, p), fw.out).values():
+            lo, hi = iv.abs_bounds(v)
             outside |= bool(lo[0] > tol_hi)
             unknown |= not (hi[0] <= tol_lo or lo[0] > tol_hi)
     if outside:
@@ -624,8 +626,8 @@ def certify_long(
     model = cm.model
     n = lh.n
     temps = Temperatures(model, tau_override)
-    taus = sf.tau_enclosures(temps.at(n, BASE_PREC))
-    fw = sf.float_weights(cm)
+    taus = iv.tau_enclosures(temps.at(n, BASE_PREC))
+    fw = wt.float_weights(cm)
     delta: Cols = {}
     errs: list[tuple[float, float, int]] = []
     notes: list[str] = []
@@ -639,9 +641,9 @@ def certify_long(
                 row = taus[li]
                 assert row is not None
                 for hi_, ch in enumerate(layer):
-                    it = sf.inv_tau(*row[hi_])
+                    it = iv.inv_tau(*row[hi_])
                     contrib = head_long(ch, x, delta, it, fw.layers[li][hi_], block)
-                    total = sf.add_cols(total, contrib)
+                    total = wt.add_cols(total, contrib)
                 delta = total
             else:
                 delta = ffn_long(layer, x, delta, fw.layers[li])
@@ -677,8 +679,8 @@ def _arb(cm: CompiledModel, lh: LongHard, tau_override: Any, fl: LongSoft) -> Lo
         fhi = arb_endpoints(hi)[1] if hi.is_finite() else None
         errs.append(
             (
-                sf.float_down(max(flo, Fraction(0))),
-                math.inf if fhi is None else sf.float_up(fhi),
+                iv.float_down(max(flo, Fraction(0))),
+                math.inf if fhi is None else iv.float_up(fhi),
                 int(row),
             )
         )
@@ -693,13 +695,13 @@ def rounding_enclosure(a: np.ndarray, hard: RowRat, delta: Cols | None) -> tuple
     if not np.isfinite(a64).all():
         return math.inf, math.inf
     hm, hr = rowrat_mr(hard)
-    dm, dr = sf.sub((a64, np.zeros_like(a64)), (hm, hr))
+    dm, dr = iv.sub((a64, np.zeros_like(a64)), (hm, hr))
     lo, hi = 0.0, 0.0
     for c in range(a64.shape[1]):
         v = (dm[:, c], dr[:, c])
         if delta is not None and c in delta:
-            v = sf.sub(v, delta[c])
-        al, au = sf.abs_bounds(v)
+            v = iv.sub(v, delta[c])
+        al, au = iv.abs_bounds(v)
         lo = max(lo, float(al.max(initial=0.0)))
         hi = max(hi, float(np.where(np.isnan(au), math.inf, au).max(initial=0.0)))
     return lo, hi

@@ -520,10 +520,10 @@ class LengthAccumulator:
     def add_soft_float(self, hb: HardBatch, fb: Any, use: np.ndarray) -> None:
         """Fold in the words ``use`` of a batch settled by the float filter, vectorised.
 
-        ``fb`` is a :class:`exactattn.engine.softfloat.FloatBatch`: per word and layer, certified
-        float64 ends of max |δ| (exact dyadics) and the row of the upper end, plus the soft
-        read-out. Per-layer maxima and their first witnesses are found with numpy; only the
-        decisions go through the per-word path (which is cheap).
+        ``fb`` is a :class:`exactattn.engine.cascade.batch.FloatBatch`: per word and layer,
+        certified float64 ends of max |δ| (exact dyadics) and the row of the upper end, plus the
+        soft read-out. Per-layer maxima and their first witnesses are found with numpy; only
+        the decisions go through the per-word path (which is cheap).
         """
         idx = np.flatnonzero(use)
         if idx.size == 0:

@@ -17,6 +17,8 @@ supports and every input of length n:
 
 Each claim carries a ``justification``: ``"user"`` (an assertion; certificates that use it say
 they are conditional on it) or ``{"file": "proofs/….md", "statement": "…"}`` (where it is proved).
+A citation is parsed here for its shape only: ``certify`` counts it as a proof only for a model
+it re-derives from its ``built_by`` record (exactattn/certificate/rederive.py).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from exactattn.core.numbers import JsonConstant, JsonNumber, load_json_text, par
 from exactattn.logic.ltl import parse_ltl
 from exactattn.model.claimed import parse_claims
 from exactattn.model.expr import Expr, ExprError, parse_expression
+from exactattn.model.provenance import BUILT_BY, parse_built_by
 from exactattn.model.types import (
     DEFAULT_VALUE_TOLERANCE,
     HARD_RULES,
@@ -60,6 +61,7 @@ TOP_KEYS = {
     "coordinates",
     "meta",
     "claims",
+    "built_by",
 }
 
 
@@ -298,6 +300,7 @@ class _Reader:
         claims = None
         if "claims" in top:
             claims = parse_claims(top["claims"], output.kind, min_length)
+        built_by = parse_built_by(top[BUILT_BY]) if BUILT_BY in top else None
         if reference is not None:
             for k, (li, hi, _) in enumerate(reference.head_gap_bounds):
                 layer = layers[li] if 0 <= li < len(layers) else None
@@ -325,6 +328,7 @@ class _Reader:
             coordinates=coordinates,
             source=raw,
             claims=claims,
+            built_by=built_by,
         )
         return model
 

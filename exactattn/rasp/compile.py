@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from exactattn.constructions.rasp import Program as Builder
 from exactattn.constructions.rasp import ProgramError
+from exactattn.model.provenance import stamp
 from exactattn.rasp.ast import (
     MASK_TEXT,
     Attend,
@@ -842,6 +843,8 @@ def compile_program(prog: Program) -> Compiled:
     if prog.source is None:
         prog = Program(prog.name, prog.alphabet, prog.defs, prog.output, source=unparse(prog))
     try:
-        return _Compiler(prog).run()
+        out = _Compiler(prog).run()
     except ProgramError as exc:  # pragma: no cover - the back end's checks are invariants here
         raise RaspError(prog.output.loc, f"internal compile error: {exc}") from None
+    # how it was built (the program itself is reference.program): `certify` recompiles it
+    return replace(out, model=stamp(out.model, "rasp", {"name": prog.name}))

@@ -6,6 +6,7 @@ escaped with the report room's escapers, so a hostile name cannot inject markup.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,18 @@ def _lines(c: Cert, esc: Any) -> list[tuple[str, str]]:
     return out
 
 
+def _conditional(c: Cert, e: Callable[[str], str], word: str) -> str:
+    """The closing sentence: which claims the answer assumes and why (escaped by ``e``)."""
+    p = c.provenance
+    keys = ", ".join(e(k) for k in c.conditional_on)
+    if p is not None and not p.rederived:
+        why = e(p.reason or "the model is not re-derived")
+        return f"{word} on the claims {keys}: none is proved for this file ({why})."
+    if c.conditional_on:
+        return f"{word} on the claims {keys}, asserted by the user and not proved."
+    return "Every claim used is proved."
+
+
 def certificate_markdown(c: Cert) -> str:
     e = md_escape
     rows = ["| | |", "| --- | --- |"] + [f"| {e(k)} | {v} |" for k, v in _lines(c, e)]
@@ -68,13 +81,7 @@ def certificate_markdown(c: Cert) -> str:
         f"{i}. **{e(s.step)}**: {e(s.statement)} — {e(s.proved_in)}"
         for i, s in enumerate(c.proof_chain, 1)
     ]
-    cond = (
-        "**Conditional** on the claims "
-        + ", ".join(e(k) for k in c.conditional_on)
-        + ", asserted by the user and not proved."
-        if c.conditional_on
-        else "Every claim used is proved."
-    )
+    cond = _conditional(c, e, "**Conditional**")
     return "\n".join(
         [
             f"# Certificate: {e(c.model)}",
@@ -98,13 +105,7 @@ def certificate_latex(c: Cert) -> str:
         f"\\item \\textbf{{{e(s.step)}}}: {e(s.statement)} --- {e(s.proved_in)}"
         for s in c.proof_chain
     ]
-    cond = (
-        "\\textbf{Conditional} on the claims "
-        + ", ".join(e(k) for k in c.conditional_on)
-        + ", asserted by the user and not proved."
-        if c.conditional_on
-        else "Every claim used is proved."
-    )
+    cond = _conditional(c, e, "\\textbf{Conditional}")
     return "\n".join(
         [
             "\\documentclass[11pt]{article}",

@@ -11,8 +11,9 @@ import re
 from fractions import Fraction
 from typing import Any
 
+import exactattn.report.fmt as fmt
+import exactattn.report.table as table
 from exactattn.bounds.closedforms import evaluate_form, form_expr
-from exactattn.report import fmt, table
 from exactattn.report.escape import plain, text
 from exactattn.report.table import MISSING, Alt, Cell, Code, Column, Lit, Table, Text, rich
 from exactattn.results.sequences import (

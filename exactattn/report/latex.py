@@ -11,9 +11,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import exactattn.report.closed as closed
+import exactattn.report.fmt as fmt
+import exactattn.report.table as table_model
+import exactattn.report.tables as tables
 from exactattn.core.errors import UsageError
-from exactattn.report import closed, fmt, tables
-from exactattn.report import table as table_model
 from exactattn.report.data import ReportData, non_monotone_lines
 from exactattn.report.escape import _TEXT_ESCAPES, text  # noqa: F401  (re-exported)
 from exactattn.report.figures import ERROR_FIG, GAMMA_FIG, TAU_FIG

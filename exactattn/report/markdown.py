@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from exactattn.report import closed, fmt, tables
-from exactattn.report import table as table_model
+import exactattn.report.closed as closed
+import exactattn.report.fmt as fmt
+import exactattn.report.table as table_model
+import exactattn.report.tables as tables
 from exactattn.report.data import ReportData, non_monotone_lines
 from exactattn.report.escape import _MD_SPECIAL, _visible, plain  # noqa: F401  (re-exported)
 from exactattn.report.figures import ERROR_FIG, GAMMA_FIG, TAU_FIG

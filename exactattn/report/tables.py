@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from exactattn.report import fmt
+import exactattn.report.fmt as fmt
 from exactattn.report.data import ReportData
 from exactattn.report.fmt import Shown, Special
 from exactattn.report.table import (

@@ -29,6 +29,7 @@ from exactattn.core.numbers import (
     parse_rational,
 )
 from exactattn.model import AttentionLayer, Model
+from exactattn.model.provenance import model_sha256
 from exactattn.results.bounds import BoundsRecord, TauStarRecord
 from exactattn.results.closedforms import ClosedForms
 from exactattn.results.entry import ABSENT, LengthEntry
@@ -722,6 +723,7 @@ def result_json(
     return {
         "format": RESULT_FORMAT,
         "model": model.name,
+        "model_sha256": model_sha256(model),
         "model_info": {
             "description": model.description,
             "alphabet": list(model.alphabet),

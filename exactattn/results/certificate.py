@@ -367,6 +367,33 @@ class LengthCertificate:
 
 
 @dataclass(frozen=True)
+class Provenance:
+    """Whether the claims' ``proofs/`` citations are about this model: its content digest
+    (``model_sha256``), the builder its ``built_by`` names (None: none recorded), whether
+    ``certify`` rebuilt it and found the same model (``rederived``), and why not (``reason``)."""
+
+    model_sha256: str
+    built_by: str | None
+    rederived: bool
+    reason: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model_sha256": self.model_sha256,
+            "built_by": self.built_by,
+            "rederived": self.rederived,
+            "reason": self.reason,
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any] | None) -> Provenance | None:
+        """None for a certificate written before provenance was recorded."""
+        if d is None:
+            return None
+        return Provenance(d["model_sha256"], d["built_by"], d["rederived"], d["reason"])
+
+
+@dataclass(frozen=True)
 class Certificate:
     """A whole ``exactattn-certificate/1`` document for one length."""
 
@@ -379,6 +406,8 @@ class Certificate:
     body: LengthCertificate
     checked_in: str | None = None  # the result file that did (``exactattn certify``)
     says_where_checked: bool = False  # whether ``checked_in`` is written (the CLI writes it)
+    provenance: Provenance | None = None  # None only in files written before it existed
+    checked_not_used: str | None = None  # why a result file found was not trusted
 
     @property
     def n(self) -> int:
@@ -388,8 +417,8 @@ class Certificate:
     def certified(self) -> bool:
         return self.body.verdict.certified
 
-    def with_checked_in(self, path: str | None) -> Certificate:
-        return replace(self, checked_in=path, says_where_checked=True)
+    def with_checked_in(self, path: str | None, not_used: str | None = None) -> Certificate:
+        return replace(self, checked_in=path, says_where_checked=True, checked_not_used=not_used)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -398,12 +427,15 @@ class Certificate:
             "model_path": self.model_path,
             "claims": self.claims,
             "conditional_on": list(self.conditional_on),
+            **({"provenance": self.provenance.to_json()} if self.provenance else {}),
             "checked_by_enumeration_to": self.checked_to,
             "proof_chain": [s.to_json() for s in self.proof_chain],
             **self.body.to_json(),
         }
         if self.says_where_checked:
             d["checked_in"] = self.checked_in
+        if self.checked_not_used is not None:
+            d["checked_not_used"] = self.checked_not_used
         return d
 
     @staticmethod
@@ -418,6 +450,8 @@ class Certificate:
             LengthCertificate.from_json(d),
             d.get("checked_in"),
             "checked_in" in d,
+            Provenance.from_json(d.get("provenance")),
+            d.get("checked_not_used"),
         )
 
 
@@ -428,6 +462,7 @@ class RangeRun:
     seconds: float
     checked_to: int | None
     checked_in: str | None
+    checked_not_used: str | None = None  # why a result file found was not trusted
 
 
 @dataclass(frozen=True)
@@ -444,6 +479,7 @@ class CertificateRange:
     conditional_on: tuple[str, ...]
     proof_chain: tuple[ProofStep, ...]
     run: RangeRun | None = None
+    provenance: Provenance | None = None  # None only in files written before it existed
 
     @property
     def certified_through(self) -> int:
@@ -462,12 +498,15 @@ class CertificateRange:
             "certified_through": self.certified_through,
             "claims": self.claims,
             "conditional_on": list(self.conditional_on),
+            **({"provenance": self.provenance.to_json()} if self.provenance else {}),
             "proof_chain": [s.to_json() for s in self.proof_chain],
         }
         if self.run is not None:
             d["seconds"] = self.run.seconds
             d["checked_by_enumeration_to"] = self.run.checked_to
             d["checked_in"] = self.run.checked_in
+            if self.run.checked_not_used is not None:
+                d["checked_not_used"] = self.run.checked_not_used
         return d
 
     @staticmethod
@@ -476,7 +515,12 @@ class CertificateRange:
         lo, hi = d["range"]
         run = None
         if "seconds" in d:
-            run = RangeRun(d["seconds"], d["checked_by_enumeration_to"], d["checked_in"])
+            run = RangeRun(
+                d["seconds"],
+                d["checked_by_enumeration_to"],
+                d["checked_in"],
+                d.get("checked_not_used"),
+            )
         return CertificateRange(
             d["model"],
             lo,
@@ -488,6 +532,7 @@ class CertificateRange:
             tuple(d["conditional_on"]),
             tuple(ProofStep.from_json(s) for s in d["proof_chain"]),
             run,
+            Provenance.from_json(d.get("provenance")),
         )
 
 

@@ -327,3 +327,10 @@ def result_model(data: Any) -> str | None:
     """The model name of a JSON document that has one (a result file's ``model``)."""
     m = data.get("model") if isinstance(data, dict) else None
     return m if isinstance(m, str) else None
+
+
+def result_model_sha256(data: Any) -> str | None:
+    """The content digest of the model a JSON document was made of (``model_sha256``; None in
+    files written before results carried it)."""
+    h = data.get("model_sha256") if isinstance(data, dict) else None
+    return h if isinstance(h, str) else None

@@ -341,6 +341,8 @@ class PrecisionResult:
     legacy: frozenset[str] = frozenset()
     """The :data:`LEGACY` keys the file was written without (never by the current writer):
     read as their documented values and left out again by :meth:`to_json`."""
+    model_sha256: str | None = None
+    """The model's content digest (exactattn.model.provenance); None only with ``legacy``."""
 
     @property
     def flipped(self) -> bool:
@@ -364,8 +366,10 @@ class PrecisionResult:
         doc: dict[str, Any] = {
             "format": PRECISION_FORMAT,
             "model": self.model,
-            "settings": self.settings.to_json(self.legacy),
         }
+        if "model_sha256" not in self.legacy:
+            doc["model_sha256"] = self.model_sha256
+        doc["settings"] = self.settings.to_json(self.legacy)
         if self.interrupted:
             doc["interrupted"] = True
         doc["runs"] = [r.to_json(self.legacy) for r in self.runs]
@@ -385,6 +389,7 @@ class PrecisionResult:
             tuple(PrecisionRun.from_json(r, legacy) for r in d["runs"]),
             d.get("interrupted", False) is True,  # absent: complete, or written before the mark
             legacy,
+            None if "model_sha256" in legacy else d["model_sha256"],
         )
 
 
@@ -397,6 +402,7 @@ LEGACY = {
     "rounding_error is null)",
     "soft": "each length's soft, added with the certified soft decisions: absent = null "
     "(no decision was counted)",
+    "model_sha256": "the model's content digest, added by issue 41: absent = not recorded",
 }
 """Keys of ``exactattn-precision/1`` files written before the key existed, and what their
 absence means (docs/model-format.md, "Precision files"). A file lacks each of them
@@ -408,6 +414,8 @@ def legacy_keys(d: dict[str, Any]) -> frozenset[str]:
     missing in a way no earlier writer left it."""
     s = d["settings"]
     out = set()
+    if "model_sha256" not in d:
+        out.add("model_sha256")
     if "backend" not in s:
         if "backend_version" in s:
             raise ValueError("settings: backend_version without backend")

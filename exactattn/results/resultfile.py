@@ -139,6 +139,7 @@ def validate_result(data: Any, source: str = "result") -> None:
     top = _obj(data, source)
     _str(top.get("format"), "format")
     _opt(top.get("model"), "model", _str, MAX_NAME)
+    _opt(top.get("model_sha256"), "model_sha256", _str, 64)
     info = top.get("model_info")
     if info is not None:
         info = _obj(info, "model_info")

@@ -126,6 +126,7 @@ class SearchResult:
     seed: int
     budget: int
     witness: SearchWitness
+    model_sha256: str | None = None  # the model's content digest; None: a file from before it
 
     @property
     def meaning(self) -> str:
@@ -135,6 +136,7 @@ class SearchResult:
         return {
             "format": SEARCH_FORMAT,
             "model": self.model,
+            **({"model_sha256": self.model_sha256} if self.model_sha256 is not None else {}),
             "n": self.n,
             "objective": self.objective,
             "evaluated": self.evaluated,
@@ -156,4 +158,5 @@ class SearchResult:
             d["seed"],
             d["budget"],
             SearchWitness.from_json(d["witness"], obj),
+            d.get("model_sha256"),
         )

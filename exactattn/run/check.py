@@ -22,6 +22,7 @@ from exactattn.bounds.tau_search import search_tau
 from exactattn.certificate.verify import verify_claims
 from exactattn.core.errors import ClusterLost, ExactAttnError, UsageError
 from exactattn.core.guard import EXIT_CLUSTER_LOST
+from exactattn.engine.cascade.policy import current as current_policy
 from exactattn.engine.certify import MAX_PREC
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import (
@@ -54,7 +55,6 @@ from exactattn.run.shard import (  # noqa: F401  (re-exported: the check's API)
     LengthJob,
     _compiled,
     check_shard,
-    settle_dominated,
 )
 
 ProgressFn = Callable[[str, int, int], None]
@@ -151,6 +151,9 @@ def run_check(
     # the theorem's τ is found per length from a hard pass at the model's temperatures
     base = TauChoice.model() if choice.is_theorem else choice
     run = executor if executor is not None else InProcess()
+    # the float cascade's tiers for every job of the run: the environment's, as read at import
+    # (engine/cascade/policy.py), with the float tiers off for ``float_filter=False``
+    policy = current_policy(float_filter)
     result = CheckResult(
         model=model,
         settings=CheckSettings(
@@ -179,9 +182,7 @@ def run_check(
             temps = Temperatures(model, base)
             job_tau = base
             if choice.is_theorem and not hard_only:
-                pre = check_length(
-                    LengthJob(model, n, base, True, batch, max_prec, float_filter), run
-                )
+                pre = check_length(LengthJob(model, n, base, True, batch, max_prec, policy), run)
                 t_thm, _ = tau_theorem_value(model, pre)
                 if t_thm is None:
                     raise UsageError(
@@ -191,7 +192,7 @@ def run_check(
                 # the theorem's τ: the exact lower end of τ_thm(n), a constant for this length
                 job_tau = choice.at_theorem_value(dyadic_lower(t_thm))
                 temps = Temperatures(model, job_tau)
-            job = LengthJob(model, n, job_tau, hard_only, batch, max_prec, float_filter)
+            job = LengthJob(model, n, job_tau, hard_only, batch, max_prec, policy)
             rec = check_length(job, run, progress)
             if model.reference is not None and model.reference.kind == "rasp":
                 gb = gap_bound_entry(model, rec)

@@ -161,14 +161,16 @@ class Checkpoint:
             "tau": job.tau_text,
             "hard_only": job.hard_only,
             "max_prec": job.max_prec,
-            "float_filter": job.float_filter,
-            "dd_tier": job.dd_tier,
-            "centred_tier": job.centred_tier,
-            "coarse_tier": job.coarse_tier,
-            "blas": job.blas,
+            # the float cascade's switches (job.policy), under the keys they had as four
+            # booleans of the job (the same bytes: older checkpoints still resume)
+            "float_filter": job.policy.floats,
+            "dd_tier": job.policy.dd,
+            "centred_tier": job.policy.centred,
+            "coarse_tier": job.policy.coarse,
+            "blas": job.policy.blas,
             "shard": {"index": shard.index, "start": shard.start, "stop": shard.stop},
         }
-        if job.coarse_tier:
+        if job.policy.coarse:
             # version 2 of the coarse tier: fixed-order products by default (BLAS ones only
             # with blas); shards of version 1 (BLAS products always, other bits) lack the key
             # and are recomputed (docs/model-format.md); version 3: the words it leaves go to
@@ -295,11 +297,13 @@ def _stderr_line(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def fingerprint(model_text: str, settings: dict[str, Any]) -> dict[str, Any]:
-    """What a checkpoint must match: the model file, the check's settings, our version."""
+def fingerprint(model_sha256: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """What a checkpoint must match: the model's content digest (the one identity of a model,
+    exactattn.model.provenance.model_sha256, as in result files), the check's settings, our
+    version."""
 
     return {
-        "model_sha256": hashlib.sha256(model_text.encode("utf-8")).hexdigest(),
+        "model_sha256": model_sha256,
         "settings": settings,
         "shard_inputs": shard_inputs(),
         "exactattn": __version__,

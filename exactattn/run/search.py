@@ -28,6 +28,7 @@ from exactattn.engine.soft import WeightCache
 from exactattn.engine.temperature import Temperatures
 from exactattn.inputs.families import families_for
 from exactattn.model import Model
+from exactattn.model.provenance import model_sha256
 from exactattn.results.search import SEARCH_FORMAT, SearchResult, SearchValue, SearchWitness
 from exactattn.results.settings import TauChoice
 
@@ -199,4 +200,5 @@ def run_search(
         method=best.method,
         objective=objective,
     )
-    return SearchResult(model.name, n, objective, len(seen), seed, budget, witness)
+    digest = model_sha256(model)
+    return SearchResult(model.name, n, objective, len(seen), seed, budget, witness, digest)

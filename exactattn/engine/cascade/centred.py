@@ -1,7 +1,7 @@
 """The centred tier: float64 again, with the softmax of large perturbations centred on its winner.
 
-For the words the float64 filter (:mod:`exactattn.engine.softfloat`) cannot settle, before the
-double-double tier (:mod:`exactattn.engine.ddtier`). On badly conditioned models (the random
+For the words the float64 tier (:mod:`.float64`) cannot settle, before the double-double tier
+(:mod:`.dd`). On badly conditioned models (the random
 benchmark model: score perturbations |δs/τ| of 10^6–10^7 from the third attention layer on)
 float64 loses those words to *interval overestimation*, not to precision
 (docs/scale.md, "Centred tier"). The float64 filter computes a row with |δs/τ| ≥ 1 as
@@ -19,22 +19,24 @@ Through four attention layers those widths compound (each layer multiplies a rel
     α_j = E_j / Σ_k E_k,   E_t = 1 exactly,   E_j ∋ exp(((δs_j − δs_t) + (s_j − s_t))/τ),
 
 with t the key of the largest float estimate and s_j − s_t an *exact* integer difference of the
-hard scores, converted once. Everything else is the float64 filter itself (``certify_float``
-with :func:`softfloat.big_rows`), so every other rounding allowance is softfloat's, and a word's
-decisions come from the same proven code. ``EXACTATTN_CENTRED=0`` turns the tier off.
+hard scores, converted once. Everything else is the float64 tier itself (``certify_float``
+with :func:`.attention.big_rows`), so every other rounding allowance is the float64 tier's, and a
+word's decisions come from the same proven code. ``EXACTATTN_CENTRED=0`` turns the tier off
+(:mod:`.policy`).
 """
 
 from __future__ import annotations
 
-import os
 from fractions import Fraction
 
 import numpy as np
 
-from exactattn.engine import softfloat as sf
+from exactattn.engine.cascade import interval as iv
+from exactattn.engine.cascade.attention import big_rows
+from exactattn.engine.cascade.batch import FloatBatch
+from exactattn.engine.cascade.float64 import certify_float
 from exactattn.engine.hard import CompiledModel, HardBatch, HeadTrace
 
-USE_CENTRED = os.environ.get("EXACTATTN_CENTRED", "1") != "0"  # docs/scale.md, "Centred tier"
 ROW_U = 2.0**-52  # per-term relative allowance of the fixed-order key sum Σ_k E_k (≥ 2u)
 FAR = -800.0  # an argument certainly below this has 0 < e^x < e^-799 < TINY (Lemma C)
 
@@ -56,7 +58,7 @@ def row_sum(a: MR) -> MR:
         sr += r[:, j]
         sa += np.abs(m[:, j])
     k = (T + 2) * ROW_U
-    return sm, sf.guard(sm, sr * (1 + k) + sa * k)
+    return sm, iv.guard(sm, sr * (1 + k) + sa * k)
 
 
 def _below(num: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -78,9 +80,9 @@ def _below(num: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def centred_rows(tr: HeadTrace, ds: MR, inv_tau: MR, big: np.ndarray, da: MR) -> None:
     """Overwrite δα = α − α° on the query rows ``big`` (B, i) with the centred softmax.
 
-    ``ds`` and ``da`` are key-major (B, j, i), as in softfloat's head. Sound for any choice of
-    the centre t (proofs/centred_softmax.md, Lemma C); t is the visible key of the largest
-    float estimate of (s_j + δs_j)/τ, so that the other E_j are ≤ ≈ 1."""
+    ``ds`` and ``da`` are key-major (B, j, i), as in the attention pass's head. Sound for any
+    choice of the centre t (proofs/centred_softmax.md, Lemma C); t is the visible key of the
+    largest float estimate of (s_j + δs_j)/τ, so that the other E_j are ≤ ≈ 1."""
     bi, ii = np.nonzero(big)
     K = bi.size
     vis = tr.visible[ii]  # (K, T): a big row sees at least one key
@@ -98,32 +100,32 @@ def centred_rows(tr: HeadTrace, ds: MR, inv_tau: MR, big: np.ndarray, da: MR) ->
     est = np.where(vis, np.where(est > -np.inf, est, -np.finfo(np.float64).max), -np.inf)
     t = np.argmax(est, axis=1)  # any visible key is sound
     sdiff = below - below[rows, t][:, None]  # s_j − s_t, exact
-    dd = sf.sub((dm, dr), (dm[rows, t][:, None], dr[rows, t][:, None]))  # δs_j − δs_t
-    x = sf.mul(sf.add(dd, sf.from_rat(sdiff, den)), inv_tau)  # (s_j + δs_j − s_t − δs_t)/τ
-    e = sf.mr_exp((np.where(vis, x[0], 0.0), np.where(vis, x[1], 0.0)))
+    dd = iv.sub((dm, dr), (dm[rows, t][:, None], dr[rows, t][:, None]))  # δs_j − δs_t
+    x = iv.mul(iv.add(dd, iv.from_rat(sdiff, den)), inv_tau)  # (s_j + δs_j − s_t − δs_t)/τ
+    e = iv.mr_exp((np.where(vis, x[0], 0.0), np.where(vis, x[1], 0.0)))
     # far below the centre: fl(m + 2r) < −800 means m + r < −799, so 0 < E < e^-799 < TINY
     # (a wide argument there would otherwise give E, and so the whole row, an infinite radius)
     far = x[0] + 2.0 * x[1] < FAR
-    e = (np.where(far, 0.0, e[0]), np.where(far, sf.TINY, e[1]))
+    e = (np.where(far, 0.0, e[0]), np.where(far, iv.TINY, e[1]))
     is_t = np.arange(vis.shape[1])[None, :] == t[:, None]
     other = vis & ~is_t
     E = (np.where(other, e[0], np.where(is_t, 1.0, 0.0)), np.where(other, e[1], 0.0))
     Z = row_sum(E)  # ≥ 1: the centre's term is exactly 1
-    alpha = sf.div(E, (Z[0][:, None], Z[1][:, None]))
+    alpha = iv.div(E, (Z[0][:, None], Z[1][:, None]))
     cnt = tr.count[bi, ii].astype(np.float64)
     inv = np.where(cnt > 0, 1.0 / np.maximum(cnt, 1.0), 0.0)[:, None]  # fl(1/c): within u
     h = np.where(tr.support[bi, ii, :], inv, 0.0)
-    d = sf.sub(alpha, (h, h * sf.CONV))
+    d = iv.sub(alpha, (h, h * iv.CONV))
     da[0][bi, :, ii] = np.where(vis, d[0], 0.0)
     da[1][bi, :, ii] = np.where(vis, d[1], 0.0)
 
 
 def certify_centred(
     cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
-) -> sf.FloatBatch:
+) -> FloatBatch:
     """The float64 filter on every word of ``hb`` with :func:`centred_rows` for the rows of
-    large perturbations: a :class:`softfloat.FloatBatch` with the same contract as
+    large perturbations: a :class:`~.batch.FloatBatch` with the same contract as
     ``certify_float``'s and ``certify_dd``'s (a settled word has every decision certain and
     every reported enclosure tight)."""
-    with sf.big_rows(centred_rows):
-        return sf.certify_float(cm, hb, taus, share=False)
+    with big_rows(centred_rows):
+        return certify_float(cm, hb, taus, share=False)

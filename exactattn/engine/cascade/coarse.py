@@ -1,9 +1,9 @@
 """The coarse float tier (issue 25): loose but certified error ends at about float64's cost.
 
-Most words of a length never need a tight error enclosure: ``run.shard.settle_dominated``
+Most words of a length never need a tight error enclosure: ``chain.settle_dominated``
 settles a word whose read-out is decided and whose per-layer error upper end is below a
 certified *lower* end of another word's error. This tier gives every word of a batch such
-loose ends cheaply, so only the words it cannot settle go on to ``softfloat.certify_float``
+loose ends cheaply, so only the words it cannot settle go on to ``float64.certify_float``
 (docs/scale.md, "Coarse tier"). It runs the plain float64 forward pass of the soft meaning and
 carries one radius — a bound on |computed − exact| — per entry of every tensor, by forward
 error analysis:
@@ -15,7 +15,7 @@ error analysis:
 * an attention row's midpoint is v̂_t (t = the key of the largest computed argument), its
   radius R_v[t] + Σ_{j≠t} e^{x̂_j − x̂_t + ρ_ij + ρ_it} · (value spread + 2 max R_v), the
   exponentials rounded up from float bits and the sum capped at 1 — where that off-key mass may
-  exceed 2^-50 the row is computed instead with softfloat's proven interval softmax
+  exceed 2^-50 the row is computed instead with the float64 tier's proven interval softmax
   (``mr_exp``, ``div``, the centred tier's ``row_sum``; E_t = 1 exactly), kept where smaller;
 * residual sums add radii and a rounding; hard values converted within 2^-50.
 
@@ -37,22 +37,23 @@ every product is a fixed-order sum of elementwise IEEE operations (``_prod``, ``
 exact ones: max, argmax), so the bits are the same on every machine and BLAS kernel
 (tests/test_coarse_determinism.py). Tensors are feature-major (d, B, T), so that each term is
 one multiply and one add over a contiguous column, and zero weights are skipped (their terms
-are exactly 0). ``EXACTATTN_BLAS=1`` (``softfloat.blas_on``, recorded as ``blas`` in checkpoint
+are exactly 0). ``EXACTATTN_BLAS=1`` (``policy.blas_on``, recorded as ``blas`` in checkpoint
 identities) uses numpy/BLAS matrix products instead: the enclosures hold for any summation
 order, but the last bits then depend on the BLAS kernel (docs/scale.md, "Coarse tier").
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import islice
 
 import numpy as np
 
-from exactattn.engine import softfloat as sf
-from exactattn.engine.centred import row_sum as centred_row_sum
+from exactattn.engine.cascade import interval as iv
+from exactattn.engine.cascade.batch import FloatBatch
+from exactattn.engine.cascade.centred import row_sum as centred_row_sum
+from exactattn.engine.cascade.policy import blas_on, malloc_tuned
 from exactattn.engine.hard import (
     CompiledModel,
     HardBatch,
@@ -64,7 +65,6 @@ from exactattn.engine.hard import (
 from exactattn.inputs import words_of_length
 from exactattn.model import AcceptOutput, AttentionLayer
 
-USE_COARSE = os.environ.get("EXACTATTN_COARSE", "1") != "0"  # docs/scale.md, "Coarse tier"
 RULE_WORDS = 64  # coarse_pays's sample: the first words of the length in rank order
 BIG_SCORE = 2**53  # ... on when some hard score numerator reaches this (docs/scale.md)
 EXACT_FIRST = True  # the first layer's heads from the exact hard scores and values (_head)
@@ -80,17 +80,17 @@ MARGIN = 1.0 + 2.0**-18  # err_hi is raised by this before domination (docs/scal
 MAX_DIM = 2**12
 MIN_WEIGHT = Fraction(2) ** -1022
 MIN_TAU = Fraction(1, 2**50)
-L2E_LO = sf.float_down(Fraction(1) / Fraction(0.6931471805599453094172321214581766))
+L2E_LO = iv.float_down(Fraction(1) / Fraction(0.6931471805599453094172321214581766))
 
 
 def gamma(k: int) -> float:
     """γ_k = k·u/(1 − k·u), rounded up (Higham, Lemma 3.1): any-order k-term dot products."""
-    return sf.float_up(Fraction(k) * Fraction(U) / (1 - Fraction(k) * Fraction(U)))
+    return iv.float_up(Fraction(k) * Fraction(U) / (1 - Fraction(k) * Fraction(U)))
 
 
 def _norm_inf(w: tuple[tuple[Fraction, ...], ...]) -> float:
     """max_r Σ_c |W_rc|, exact, rounded up."""
-    return sf.float_up(max((sum(abs(x) for x in row) for row in w), default=Fraction(0)))
+    return iv.float_up(max((sum(abs(x) for x in row) for row in w), default=Fraction(0)))
 
 
 def _f(w: tuple[tuple[Fraction, ...], ...]) -> np.ndarray:
@@ -114,10 +114,10 @@ class _Lin:
     def of(w: tuple[tuple[Fraction, ...], ...], b: tuple[Fraction, ...] | None) -> _Lin:
         d = len(w[0]) if w else 0
         bb = None if b is None or not any(b) else np.array([float(x) for x in b])
-        bmax = sf.float_up(max((abs(x) for x in b), default=Fraction(0))) if b else 0.0
+        bmax = iv.float_up(max((abs(x) for x in b), default=Fraction(0))) if b else 0.0
         # × SAFE: the term g·(‖W‖∞·max|x̂| + max|b|) is itself computed in five roundings
         # (proofs/coarse_tier.md, Lemma L; the factors (1 + U) in float arithmetic are 1.0)
-        g = sf.float_up((Fraction(gamma(d + 1)) + Fraction(U)) * (1 + Fraction(U)) * Fraction(SAFE))
+        g = iv.float_up((Fraction(gamma(d + 1)) + Fraction(U)) * (1 + Fraction(U)) * Fraction(SAFE))
         wt = _f(w).T.copy()
         aw = np.abs(wt) * ((1 + 2.0**-50) * SAFE)
         return _Lin(wt, bb, _norm_inf(w), bmax, g, aw, _terms(wt), _terms(aw))
@@ -133,9 +133,9 @@ class _Lin:
 
         Lemma L: |ŷ − y| ≤ R·|W|ᵀ + g·(‖W‖∞·‖x̂‖∞ + max|b|) per entry (with ‖Ŵ‖∞ ≤ (1+u)‖W‖∞
         absorbed in g's factor (1 + u)). Fixed-order products (:func:`_prod`) unless BLAS
-        products are switched on (``softfloat.blas_on``)."""
+        products are switched on (``policy.blas_on``)."""
         rnd = self.g * (self.norm * (1 + U) * xn + self.bmax)
-        if not sf.blas_on():
+        if not blas_on():
             y = _prod(x, self.terms)
             if self.b is not None:
                 y += self.b[:, None, None]
@@ -289,7 +289,7 @@ class CoarseWeights:
             assert isinstance(out, AcceptOutput)
             self.read = _Lin.of((tuple(out.weight),), (out.bias,))
             self.thr = float(out.threshold)
-            self.thr_err = sf.float_up(abs(Fraction(self.thr) - out.threshold))
+            self.thr_err = iv.float_up(abs(Fraction(self.thr) - out.threshold))
 
 
 def _in_range(w: tuple[tuple[Fraction, ...], ...]) -> bool:
@@ -400,8 +400,8 @@ def _head_fm(
     ``exact``: the head's hard trace, given only where the head's input is the exact hard
     one (the first layer: both meanings start from the same embeddings), so that its scores
     and values are the hard ones, converted (Lemma H) instead of computed (Lemmas L, D).
-    Fixed-order products unless ``softfloat.blas_on()``."""
-    blas = sf.blas_on()
+    Fixed-order products unless ``policy.blas_on()``."""
+    blas = blas_on()
     T = x.shape[2]
     if exact is not None:
         # Lemma H: the exact scores and values converted, |ŝ − s| ≤ CONV·|ŝ| + ETA per entry
@@ -490,7 +490,7 @@ def _softmax_rows(
     rmix: np.ndarray,
 ) -> None:
     """Overwrite the rows ``rows`` = (word, query) of ``mix``/``rmix`` with the softmax
-    computed in softfloat's proven midpoint-radius arithmetic (Lemma W): E_j ∋
+    computed in the proven midpoint-radius arithmetic of :mod:`.interval` (Lemma W): E_j ∋
     e^{x_j − x_t} from z_j = x̂_j − x̂_t ± (2ρ + u|z_j|), E_t = 1 exactly, α = E/ΣE, then
     Σ_j α_j v_j with v̂_j ± R_v[j]. ``v``, ``rv``, ``mix``, ``rmix`` feature-major (m, B, T)."""
     bi, ii = rows
@@ -504,18 +504,18 @@ def _softmax_rows(
     # only the visible keys other than t need an exponential (E_t = 1, 0 off V(i))
     z = (xr - np.take_along_axis(xr, tt, axis=1))[other]
     zr = ((rr + np.take_along_axis(rr, tt, axis=1))[other] + U * np.abs(z)) * SAFE + ETA
-    e = sf.mr_exp((z, zr))
+    e = iv.mr_exp((z, zr))
     E = (is_t.astype(np.float64), np.zeros(is_t.shape))
     E[0][other] = e[0]
     E[1][other] = e[1]
     Z = centred_row_sum(E)
-    a_m, a_r = sf.div(E, (Z[0][:, None], Z[1][:, None]))
+    a_m, a_r = iv.div(E, (Z[0][:, None], Z[1][:, None]))
     a_m = np.where(vis, a_m, 0.0)
     a_r = np.where(vis, a_r, 0.0)
     B, T = xs.shape[:2]
     # Σ_j α_j v_j ± (Σ_j (a_r + γ_T|a_m|)|v̂_j| + (|a_m| + a_r)R_v[j]): sums of products in
     # any order (γ_T covers the midpoint's rounding, the radius terms are non-negative)
-    if not sf.blas_on():  # fixed order: over the keys left to right, the rows innermost
+    if not blas_on():  # fixed order: over the keys left to right, the rows innermost
         gT = gamma(T)
         am = np.ascontiguousarray(a_m.T)  # (T, K)
         ar = np.ascontiguousarray(a_r.T)
@@ -607,8 +607,8 @@ def coarse_pays(cm: CompiledModel, n: int) -> bool:
 
 def certify_coarse(
     cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
-) -> sf.FloatBatch | None:
-    """The coarse tier on every word of ``hb``: a :class:`softfloat.FloatBatch` of certified
+) -> FloatBatch | None:
+    """The coarse tier on every word of ``hb``: a :class:`~.batch.FloatBatch` of certified
     but loose ends of every layer's max |δ| (``err_hi`` already raised by MARGIN), the row of
     each upper end, and the soft accept decision where certain (``read``, also ``decided``).
     Nothing is ``tight`` or ``settled``: the ends serve only ``settle_dominated``. None when
@@ -619,11 +619,11 @@ def certify_coarse(
     for row in taus:
         if row is not None and any(lo < MIN_TAU for lo, _ in row):
             return None
-    # softfloat's allocator setting (once per process; no bit depends on it): the tier's
-    # (B, T, T) and (d, B, T) temporaries of 3-30 MB otherwise cost fresh pages each time,
+    # the allocator setting (policy.malloc_tuned: once per process; no bit depends on it): the
+    # tier's (B, T, T) and (d, B, T) temporaries of 3-30 MB otherwise cost fresh pages each time,
     # ≈ 35% of its CPU time (docs/scale.md, "Coarse tier: built"); certify_float made the
     # setting only at its own first call, after the first batch's coarse pass
-    sf.malloc_tuned()
+    malloc_tuned()
     try:
         cw = coarse_weights(cm, hb.x0.shape[1])
         if not cw.ok:  # outside the range of proofs/coarse_tier.md
@@ -638,7 +638,7 @@ def _certify(
     cw: CoarseWeights,
     hb: HardBatch,
     taus: list[list[tuple[Fraction, Fraction]] | None],
-) -> sf.FloatBatch:
+) -> FloatBatch:
     B = len(hb.words)
     L = len(cw.layers)
     err_lo = np.zeros((B, L))
@@ -659,8 +659,8 @@ def _certify(
                 traces = lt.heads if li == 0 and EXACT_FIRST else None  # exact input
                 for h, (hd, (lo, hi)) in enumerate(zip(layer, row, strict=True)):
                     c = float(2 / (lo + hi))
-                    itau_hi = sf.float_up(1 / lo)
-                    dc = sf.float_up(max(abs(Fraction(c) - 1 / lo), abs(Fraction(c) - 1 / hi)))
+                    itau_hi = iv.float_up(1 / lo)
+                    dc = iv.float_up(max(abs(Fraction(c) - 1 / lo), abs(Fraction(c) - 1 / hi)))
                     tr = None if traces is None else traces[h]
                     out, outn, rout = _head_fm(hd, x, xn, r, c, itau_hi, dc, tr)
                     new += out
@@ -713,7 +713,7 @@ def _certify(
         hard_tie = np.array(num * t.denominator == t.numerator * vals.den, dtype=bool)
         read = fin & (yes | no) & ~hard_tie
     never = np.zeros(B, dtype=bool)
-    return sf.FloatBatch(
+    return FloatBatch(
         never,
         err_lo,
         err_hi,

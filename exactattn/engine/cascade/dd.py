@@ -1,6 +1,6 @@
-"""The second float tier: double-double midpoint–radius intervals (proofs/double_double.md).
+"""The double-double tier: double-double midpoint–radius intervals (proofs/double_double.md).
 
-For the words the float64 filter (:mod:`exactattn.engine.softfloat`) cannot settle, δ = soft −
+For the words the float64 tier (:mod:`.float64`) and the centred tier leave, δ = soft −
 hard is recomputed in the same *hard + δ* form (scores as δs − g with the exact hard gap g,
 δα = α − α°, relu(z + δz) − relu(z)) with double-double midpoints: a number is the real
 interval [h + l − r, h + l + r] of three float64 arrays, h + l the midpoint (an exact sum of two
@@ -26,6 +26,16 @@ from typing import NamedTuple
 
 import numpy as np
 
+from exactattn.engine.cascade.batch import (
+    CHUNK_ENTRIES,
+    SUB_BATCH,
+    FloatBatch,
+    concat,
+    slice_batch,
+)
+from exactattn.engine.cascade.interval import TINY, Cols
+from exactattn.engine.cascade.readout import finish, layer_errors
+from exactattn.engine.cascade.weights import float_weights
 from exactattn.engine.hard import CompiledFFN, CompiledModel, HardBatch, HeadTrace
 from exactattn.engine.ratarray import RatArray
 
@@ -648,3 +658,52 @@ def _spread(delta: Delta, alive: np.ndarray, B: int, T: int) -> Delta:
             r[alive] = 0.0  # exactly zero for the kept words
         out.append((h, lo, r))
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# the tier: a FloatBatch of every word, decided as the float64 tier's (readout.finish)
+# ---------------------------------------------------------------------------------------
+
+DD_PREC = 220  # bits of the temperature balls the second tier reads (τ to ≈ 2^-220)
+
+
+def certify_dd(
+    cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
+) -> FloatBatch:
+    """The second float tier on every word of ``hb``: a :class:`FloatBatch` like
+    :func:`~.float64.certify_float`'s, from double-double enclosures of the direct soft forward pass
+    (this module). Sound in the same sense: a word it settles has every
+    decision certain and every reported enclosure tight; the rest goes on to arb."""
+    B = len(hb.words)
+    T = hb.x0.shape[1]
+    chunk = max(1, min(SUB_BATCH, CHUNK_ENTRIES // (T * T)))
+    parts = [
+        _certify_dd_chunk(cm, slice_batch(hb, slice(i, i + chunk)), taus)
+        for i in range(0, B, chunk)
+    ]
+    return concat(parts)
+
+
+def _certify_dd_chunk(
+    cm: CompiledModel, hb: HardBatch, taus: list[list[tuple[Fraction, Fraction]] | None]
+) -> FloatBatch:
+    fw = float_weights(cm)
+    B = len(hb.words)
+    T = hb.x0.shape[1]
+    d = hb.x0.shape[2]
+    L = len(cm.layers)
+    err_lo = np.zeros((B, L))
+    err_hi = np.full((B, L), np.inf)
+    err_row = np.zeros((B, L), dtype=np.int64)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
+        deltas = dd_deltas(cm, hb, taus)
+        if deltas is None:  # numbers beyond the conversion: nothing settled here
+            no = np.zeros(B, dtype=bool)
+            return FloatBatch(
+                no, err_lo, err_hi, err_row, decided=no, tight=np.zeros((B, L), bool), read=no
+            )
+        delta: Cols = {}
+        for li, cols in enumerate(deltas):
+            delta = {c: to_mr(v, TINY) for c, v in enumerate(cols) if v is not None}
+            err_lo[:, li], err_hi[:, li], err_row[:, li] = layer_errors(delta, B, T, d)
+        return finish(cm, hb, delta, fw, err_lo, err_hi, err_row)

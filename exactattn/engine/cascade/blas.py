@@ -15,9 +15,9 @@ rounding of that product (γ_2k), of B1/B2 and of the final scaling. The radii a
 lifted to ``TINY`` (2^-500) wherever an entry may be nonzero (A', B'), so that every
 entry where anything may be inexact has R ≥ 2^-1001 and the underflow terms (≤ 4k·2^-1074)
 are covered by a relative 2^-30 in F; an entry whose terms are all exactly zero gets
-M = R = 0 (structural zeros stay exact, as softfloat's arithmetic needs).
+M = R = 0 (structural zeros stay exact, as the interval arithmetic (interval.py) needs).
 
-Overflow (softfloat's rule): a non-finite midpoint or radius gets an infinite radius; a
+Overflow (interval.py's rule): a non-finite midpoint or radius gets an infinite radius; a
 finite midpoint implies that no operation of its sum overflowed (±inf and nan propagate
 through + and fma), so the error bound applies to it.
 
@@ -36,7 +36,7 @@ from fractions import Fraction
 
 import numpy as np
 
-TINY = 2.0**-500  # the radius floor of softfloat (TINY² is a normal number)
+TINY = 2.0**-500  # the radius floor of interval.py (TINY² is a normal number)
 _U = Fraction(1, 2**53)
 MAX_K = (
     2**20
