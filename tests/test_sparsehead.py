@@ -293,8 +293,10 @@ def test_diagnosis_from_candidates_is_the_dense_diagnosis(models_dir, name):
     assert {"overflow", "absorption", "rounding"} <= causes
 
 
-def test_f64_is_correctly_rounded():
-    """int64 and Python-integer quotients, random and at float64 midpoints (± 1)."""
+def _quotient_cases() -> tuple[list[int], list[int]]:
+    """int64 pairs: random, near float64 midpoints, and just below a power of two, where a
+    quotient first rounded to 64 bits lands on a float64 midpoint (the x87 double-rounding
+    cases: spacing/2 in a binade, spacing/4 just under 2^k where the spacing halves)."""
     rng = np.random.default_rng(11)
     nums, dens = [], []
     for _ in range(20000):
@@ -306,13 +308,53 @@ def test_f64_is_correctly_rounded():
             a = (2 * m + 1) * b // 2 + int(rng.integers(-1, 2))
         nums.append(a)
         dens.append(b)
+    for _ in range(2000):  # a/b ≈ 2^-1 - 2^-55, the midpoint just below 1/2 (± 1 in a)
+        b = int(rng.integers(2**61, 2**62))
+        a = b * (2**54 - 1) // 2**55 + int(rng.integers(0, 2))
+        sign = 1 if rng.random() < 0.5 else -1
+        nums.append(sign * a)
+        dens.append(b)
+    return nums, dens
+
+
+@pytest.mark.parametrize("x87", [True, False], ids=["x87-filter", "exact-fallback"])
+def test_f64_is_correctly_rounded(monkeypatch, x87):
+    """int64 and Python-integer quotients, random, at float64 midpoints (± 1) and just under
+    powers of two; both the x87 extended-precision filter and the exact fallback that every
+    other platform takes (forced here)."""
+    import exactattn.engine.dtypes as dtypes_mod
+
+    if x87 and not dtypes_mod.LONGDOUBLE_64:
+        pytest.skip("longdouble is not x87 extended precision on this platform")
+    monkeypatch.setattr(dtypes_mod, "LONGDOUBLE_64", x87)
+    nums, dens = _quotient_cases()
     n, d = np.array(nums, dtype=np.int64), np.array(dens, dtype=np.int64)
     ref = np.array([_div(a, b) for a, b in zip(nums, dens, strict=True)])
     assert np.array_equal(_f64(n, d), ref)
     big_n = np.array(nums[:100] + [3**80, -(7**60)], dtype=object)
     big_d = np.array(dens[:100] + [5**30, 11], dtype=object)
-    ref = np.array([_div(int(a), int(b)) for a, b in zip(big_n, big_d, strict=True)])
-    assert np.array_equal(_f64(big_n, big_d), ref)
+    ref_big = np.array([_div(int(a), int(b)) for a, b in zip(big_n, big_d, strict=True)])
+    assert np.array_equal(_f64(big_n, big_d), ref_big)
+    if x87:  # the cases reach both repairs: plain double rounding errs in each kind
+        with np.errstate(all="ignore"):
+            ql = n.astype(np.longdouble) / d.astype(np.longdouble)
+        naive = ql.astype(np.float64)
+        wrong = naive != ref
+        q = np.abs(naive)
+        diff = np.abs(ql - naive.astype(np.longdouble))
+        sp = np.spacing(q).astype(np.longdouble)
+        assert (wrong & (diff == sp / 2)).any() and (wrong & (diff == sp / 4)).any()
+
+
+def test_x87_probe_asks_the_arithmetic():
+    """float64 and float32 arithmetic (what longdouble is on ARM, Windows, or x87 with a
+    53-bit precision-control word) fail the probe; x87 longdouble passes it."""
+    import exactattn.engine.dtypes as dtypes_mod
+
+    assert not dtypes_mod.arithmetic_is_x87(np.float64)
+    assert not dtypes_mod.arithmetic_is_x87(np.float32)
+    x87 = np.finfo(np.longdouble).nmant == 63
+    assert dtypes_mod.arithmetic_is_x87(np.longdouble) == x87 == dtypes_mod.LONGDOUBLE_64
 
 
 def test_bracket_alphabets_get_the_dyck_families(models_dir):

@@ -95,9 +95,30 @@ def _f64(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 
 INT64_LIMIT = 2**63
-# x87 extended precision (64-bit significand) holds every int64 exactly; elsewhere (ARM:
-# longdouble = double or binary128 in software) int64 quotients are rounded in Python
-LONGDOUBLE_64 = np.finfo(np.longdouble).nmant == 63
+
+
+def arithmetic_is_x87(ld: Any = np.longdouble) -> bool:
+    """Whether arithmetic in the float type ``ld`` is x87 extended precision (64 bits).
+
+    Asked of the arithmetic itself, not of ``finfo`` (which describes the storage format):
+    int64 operands convert exactly and a quotient keeps 64 bits, not 53 (float64, or an
+    x87 precision-control word set to double) nor more (binary128 would need its own
+    double-rounding argument). Anything else takes the exact integer-division path."""
+    with np.errstate(all="ignore"):
+        big = np.array([2**63 - 1, -(2**63), 2**62 + 1], dtype=np.int64).astype(ld)
+        exact_ints = (
+            big[0] - ld(2.0**62) * 2 == -1 and big[1] == -ld(2.0**63) and big[2] - ld(2.0**62) == 1
+        )
+        q = ld(2**63 - 1) / ld(2.0**63)  # 1 - 2^-63: needs 64 bits, rounds to 1 in 53
+        keeps_64 = q != 1 and (1 - q) * ld(2.0**63) == 1
+        r = (ld(1) + ld(2.0**-64)) / ld(1)  # 1 + 2^-64: kept only by a wider significand
+        not_wider = r == 1
+    return bool(exact_ints and keeps_64 and not_wider)
+
+
+# x87 extended precision holds every int64 exactly and divides to a 64-bit significand: the
+# fast path of _f64_int64. Elsewhere int64 quotients are rounded in Python (exact, slower).
+LONGDOUBLE_64 = np.finfo(np.longdouble).nmant == 63 and arithmetic_is_x87()
 
 
 def _f64_int64(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -109,7 +130,7 @@ def _f64_int64(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     exact quotient and a 64-bit result would be a nearer 64-bit number); those entries, and
     results near the ends of float64's range, are redone with Python's correctly rounded
     int division."""
-    if not LONGDOUBLE_64:
+    if not LONGDOUBLE_64:  # exact on every platform
         flat = [_div(int(a), int(b)) for a, b in zip(num.reshape(-1), den.reshape(-1), strict=True)]
         return np.array(flat, dtype=np.float64).reshape(num.shape)
     with np.errstate(all="ignore"):
