@@ -728,6 +728,28 @@ class LengthAccumulator:
                 [e is None or bool(e) == bool(a) for e, a in zip(exp, acc.tolist(), strict=True)]
             )
             idx = idx[~(plain & (acc == hard) & ref_ok)]
+        elif isinstance(o, ArgmaxOutput) and fb.labels is not None:
+            # the same for labels: no hard tie, each label the hard one where that is decided
+            # and the expected one where the reference has one (no disagreement, no mismatch)
+            names = o.labels
+            rows = fb.labels[idx].tolist()
+            keep = []
+            for b, row in zip(idx.tolist(), rows, strict=True):
+                lab = [names[k] if k >= 0 else None for k in row]
+                exp = self._expected[b]
+                if (
+                    b in self._tie_at
+                    or any(
+                        h is not None and s != h
+                        for s, h in zip(lab, self._hard_decisions[b], strict=True)
+                    )
+                    or (
+                        exp is not None
+                        and any(e is not None and s != e for s, e in zip(lab, exp, strict=True))
+                    )
+                ):
+                    keep.append(b)
+            idx = np.array(keep, dtype=np.intp)
         for b in idx.tolist():
             if isinstance(o, AcceptOutput):
                 v = SoftVerdict(True, bool(fb.accept[b]))
