@@ -517,9 +517,10 @@ class LengthAccumulator:
         vals = self._hard_out.values
         den = vals.den
         ok = True
+        rows = vals.num[b].tolist()
         for p in defined:
             # num/den == e exactly, as integers (both sides in lowest terms or not: the same)
-            row = vals.num[b, p].tolist()
+            row = rows[p]
             e = exp[p]
             ok &= len(row) == len(e) and all(
                 x * ev.denominator == ev.numerator * den for x, ev in zip(row, e, strict=True)
@@ -591,16 +592,20 @@ class LengthAccumulator:
             decided = True
             und_at: list[bool] = []
             hard_labels = self._hard_decisions[at]
+            # the hard rows as numerators over vals.den > 0: the same order and ties as the
+            # Fractions, and arb(fmpq(x, den)) is to_arb's ball (fmpq is canonical)
+            den = vals.den
+            nums = vals.num[b].tolist()
             for pi in range(len(slots)):
                 und_at.append(False)
-                hard_row = [Fraction(int(x), vals.den) for x in vals.num[b, pi]]
+                hard_row = nums[pi]
                 dys = dY[pi]
                 if all(x.is_zero() for x in dys):
                     best = max(hard_row)
                     win = [i for i, v in enumerate(hard_row) if v == best]
                     labels.append(o.labels[win[0]] if len(win) == 1 else None)
                     continue
-                soft_row = [to_arb(hv) + dv for hv, dv in zip(hard_row, dys, strict=True)]
+                soft_row = [arb(fmpq(hv, den)) + dv for hv, dv in zip(hard_row, dys, strict=True)]
                 cands = [
                     i
                     for i, si in enumerate(soft_row)
@@ -614,7 +619,7 @@ class LengthAccumulator:
                     zero_test(
                         slots[pi],
                         [x - y for x, y in zip(W[i], W[j], strict=True)],
-                        hard_row[i] - hard_row[j],
+                        Fraction(hard_row[i] - hard_row[j], den),
                     )
                     for i in cands
                     for j in cands
@@ -825,10 +830,11 @@ class LengthAccumulator:
         den = vals.den
         tol = self._read_arbs()[1]
         ok = True
+        rows = vals.num[b].tolist()
         for p, e in enumerate(exp):
             if e is None:
                 continue
-            row = vals.num[b, p].tolist()
+            row = rows[p]
             for r, ev in enumerate(e):
                 # to_arb(num/den − ev): fmpq is canonical, so the same ball
                 q = fmpq(row[r] * ev.denominator - ev.numerator * den, den * ev.denominator)
