@@ -211,9 +211,13 @@ class LengthAccumulator:
         elif isinstance(o, ArgmaxOutput):
             labels, margins = argmax_labels(m, out.values)
             self._hard_decisions = labels
-            for b, mg in enumerate(margins):
-                if mg is not None:
-                    self._margin(mg)
+            # every margin is k/den (den = the values' denominator): the batch's least one
+            # by its integer k, then one Fraction comparison with the record
+            den = out.values.den
+            given = [mg for mg in margins if mg is not None]
+            if given:
+                self._margin(min(given, key=lambda f: f.numerator * (den // f.denominator)))
+            for b in range(N):
                 tied = [p for p, lab in enumerate(labels[b]) if lab is None]
                 if tied:
                     self._tie_at[b] = tied
