@@ -3,8 +3,8 @@
 On a shared machine single benchmark runs move by ±20–30%; alternating an old copy of the
 cascade (``exactattn/engine/cascade`` of another revision, benchmarks/cascade_versions.py) and
 the current one in one process, on the same words, next to the uncertified float64 pass, and
-keeping the best of several rounds is the steadier measure (docs/scale.md, "Cheaper float64
-tier").
+keeping the best of several rounds is the steadier measure (notes/benchmark-rounds.md, "Cheaper
+float64 tier").
 
     git archive main exactattn/engine/cascade | tar -x -C /tmp/old
     python benchmarks/ab_softfloat_random.py /tmp/old/exactattn/engine/cascade \

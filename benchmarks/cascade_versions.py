@@ -2,7 +2,7 @@
 
 On a shared machine single benchmark runs move by ±20–30%; alternating an old copy of the
 cascade and the current one in one process, on the same words, is the steadier measure
-(docs/scale.md, "Cheaper float64 tier"). An old copy is a directory holding
+(notes/benchmark-rounds.md, "Cheaper float64 tier"). An old copy is a directory holding
 ``exactattn/engine/cascade`` of another revision:
 
     git archive REV exactattn/engine/cascade | tar -x -C /tmp/old

@@ -1,9 +1,11 @@
 """The coarse float tier (engine/cascade/coarse.py, issue 25): its measurement and arb check.
 
-This was the prototype of the tier (docs/scale.md, "Coarse tier"); its ``--vector`` computation
+This was the prototype of the tier (notes/benchmark-rounds.md, "Coarse tier"); its ``--vector``
+computation
 (one radius per entry) moved into ``exactattn/engine/cascade/coarse.py`` unchanged, and the
 check runs it first where its rule turns it on (engine/cascade/chain.py). The per-row variants
-measured on the way ("How it got there" in docs/scale.md) are in this file's history (git log).
+measured on the way ("How it got there" in notes/benchmark-rounds.md) are in this file's history
+(git log).
 
 A run prints the float64 baseline and the coarse pass (alternated, best of ``--reps``), the
 share it settles (``settle_dominated`` as in the check), the centred tier on the rest (as

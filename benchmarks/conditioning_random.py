@@ -1,5 +1,5 @@
 """How sensitive the random benchmark model's soft meaning is to a relative change of τ
-(issue 25, docs/scale.md "The random model's last third").
+(issue 25, notes/benchmark-rounds.md "The random model's last third").
 
 For the words whose decisions the float64 tier leaves open (read-out or ε ≤ 1), the soft
 meaning is computed in arb (certified, 192 bits) at τ and at τ·(1 ± η) for η = 2^-53 (one

@@ -588,8 +588,8 @@ MUTATIONS: list[Mutation] = [
             "known: add's own WIDEN and from_rat's CONV slack cover dr1's rounding"
         ),
     ),
-    # ---- exactattn/engine/cascade/chain.py: settle_dominated (docs/scale.md, "The random
-    # model's last third")
+    # ---- exactattn/engine/cascade/chain.py: settle_dominated (notes/benchmark-rounds.md, "The
+    # random model's last third")
     Mutation(
         "SD1",
         "exactattn/engine/cascade/chain.py",

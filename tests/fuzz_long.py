@@ -71,8 +71,11 @@ def main() -> int:
         kinds[kind] += 1
         codes["hang" if o.timed_out else ("exc" if o.traceback else o.code)] += 1
         probs = F.problems(o)
-        if kind == "report" and undo is None and o.code == 0 and args[-1].endswith(".tex"):
-            compiled += 1  # figures drawn, so the report compiles as a user would compile it
+        # figures drawn (or none to draw: certificate, precision and search reports, a share
+        # of them as of the check reports), so the report compiles as a user would compile it
+        drawn = undo is None and (kind == "report" or case_rng.random() < a.figures)
+        if kind in F.REPORT_KINDS and drawn and o.code == 0 and args[-1].endswith(".tex"):
+            compiled += 1
             probs += F.pdflatex_problems(work, Path(args[-1]))
         for p in probs:
             key = p.split(":")[0][:60]

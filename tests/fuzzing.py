@@ -320,14 +320,12 @@ def make_case(
     rng: random.Random, workdir: Path, base: Any = None, kind: str | None = None, big: bool = True
 ) -> tuple[str, list[str]]:
     """Write the files of one random case into ``workdir``; return (kind, CLI args)."""
-    kind = (
-        kind
-        or rng.choices(["model", "report", "tau", "checkpoint", "dask"], weights=[6, 3, 1, 1, 0.5])[
-            0
-        ]
-    )
+    kind = kind or rng.choices(KINDS, weights=WEIGHTS)[0]
     out = str(workdir / "out.json")
     (workdir / CASE_FILE).unlink(missing_ok=True)
+    if kind in NEW_KINDS:  # issue 40's surfaces (below)
+        _clean(workdir)
+        return kind, NEW_KINDS[kind](rng, workdir, big)
     if kind == "report":
         result = BASE_RESULT_CF if rng.random() < 0.5 else BASE_RESULT
         tree, raws = mutate_tree(result, rng, rng.randint(1, 4), big)
@@ -570,7 +568,7 @@ def run_case(kind: str, args: list[str], workdir: Path, timeout: float = 20.0) -
         if held is not None:
             held.release()
     out_json = workdir / "out.json"
-    extra: dict[str, Any] = {"case": case}
+    extra: dict[str, Any] = {"case": case, "after": _state(case)}
     if case.get("expect"):
         extra["expected"] = (workdir / case["expect"]).read_text(encoding="utf-8")
     if args and args[0] == "report":
@@ -641,6 +639,7 @@ def problems(o: Outcome) -> list[str]:
         out.append("resumed from a damaged checkpoint: result differs from a fresh run")
     for name, text in (o.extra.get("reports") or {}).items():
         out += [f"{name}: {p}" for p in report_injections(name, text)]
+    out += _state_problems(case, o.extra.get("after") or {})
     return out
 
 
@@ -716,7 +715,7 @@ def pdflatex_problems(workdir: Path, tex: Path) -> list[str]:
 
 
 _MD_TAGS = {"h1", "h2", "h3", "p", "ul", "li", "strong", "em", "code", "table", "thead", "tbody"}
-_MD_TAGS |= {"tr", "th", "td", "img", "br"}
+_MD_TAGS |= {"tr", "th", "td", "img", "br", "ol"}  # ol: a certificate's proof chain
 
 
 def stub_figures() -> Any:
@@ -730,6 +729,372 @@ def stub_figures() -> Any:
         rep.write_figures = real  # type: ignore[assignment]
 
     return undo
+
+
+# ------------------------------------------------------------------------------ issue 40
+# Surfaces of the hostile pass of issue 40: certificate, precision and search files through
+# `report`; an output path naming an input (also by a symlink, a hard link or another
+# spelling); checkpoint parts that are symlinks or FIFOs; deep and oversized RASP programs
+# (also as a model's reference); oversize inputs and malformed options of eval, export,
+# precision --inputs, certify --range and search.
+
+DATA = ROOT / "tests" / "data"
+_GENERATED: dict[str, Any] = {}
+
+
+def _quiet_cli(args: list[str]) -> int | None:
+    """Run the CLI in-process with its output swallowed; the exit code."""
+    from exactattn.cli import main
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            main.main(args=args, prog_name="exactattn", standalone_mode=True)
+        except SystemExit as exc:
+            return exc.code if isinstance(exc.code, int) else 0
+    return 0
+
+
+def generated_bases() -> dict[str, Any]:
+    """Valid certificate, precision and search documents to mutate (made once, in-process)."""
+    if _GENERATED:
+        return _GENERATED
+    import tempfile
+    from dataclasses import replace
+
+    from exactattn.certificate.certify import certificate, range_certificate
+    from exactattn.model import load_model
+    from exactattn.results.certificate import RangeRun
+
+    dyck1 = load_model(ROOT / "models" / "dyck1.json")
+    _GENERATED["certificate"] = certificate(dyck1, 6, "theorem", checked_to=14).to_json()
+    run = RangeRun(0.1, 14, "reports/claims/dyck1.hard.json")
+    _GENERATED["certificate range"] = replace(
+        range_certificate(dyck1, 1, 3, None), run=run
+    ).to_json()
+    mean = str(DATA / "mean_a_position.json")
+    with tempfile.TemporaryDirectory() as tmp:
+        jobs = {
+            "precision": ["precision", mean, "--max-n", "2", "--dtype", "float16"],
+            "precision family": [
+                "precision",
+                str(ROOT / "models" / "dyck1.json"),
+                "--family",
+                "nested",
+                "--family",
+                "alternating",
+                "--n",
+                "40",
+                "--dtype",
+                "float16",
+                "--dtype",
+                "float32",
+            ],  # fmt: skip
+            "search": ["search", mean, "--n", "5", "--objective", "error"],
+            "search margin": ["search", mean, "--n", "4", "--objective", "margin"],
+        }
+        for name, args in jobs.items():
+            path = Path(tmp) / "doc.json"
+            _quiet_cli([*args, "--json", str(path)])
+            _GENERATED[name] = json.loads(path.read_text(encoding="utf-8"))
+    return _GENERATED
+
+
+_NAMES = ("r.json", "m.json", "m.md", "d.json", "w.txt", "p.rasp", "in.txt", "victim.txt", "x.pt")
+_NAMES += ("params.npz", "meta.json", "elsewhere", "ck", "sub", "fifo")
+
+
+def _clean(workdir: Path) -> None:
+    """Remove what an earlier case of these kinds left (links, FIFOs, folders)."""
+    import shutil
+
+    for p in workdir.iterdir():
+        if p.name in _NAMES or p.name.startswith(("link-", "hard-", "sub")):
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+
+
+def _digest(path: Path) -> str | None:
+    import hashlib
+
+    if not path.is_file():
+        return None
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _state(case: dict[str, Any]) -> dict[str, Any]:
+    """What the oracle looks at after a run: the files that must be unchanged, the folders
+    that must stay empty, the special files that must stay special."""
+    import stat
+
+    out: dict[str, Any] = {}
+    for p in case.get("unchanged") or {}:
+        out[p] = _digest(Path(p))
+    for p in case.get("empty") or []:
+        out[p] = sorted(x.name for x in Path(p).iterdir()) if Path(p).is_dir() else None
+    for p in case.get("special") or []:
+        try:
+            out[p] = stat.S_ISFIFO(os.lstat(p).st_mode)
+        except OSError:
+            out[p] = None
+    return out
+
+
+def _state_problems(case: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    found = []
+    for p, digest in (case.get("unchanged") or {}).items():
+        if after.get(p) != digest:
+            found.append(f"an input was changed: {Path(p).name}")
+    for p in case.get("empty") or []:
+        if after.get(p) != []:
+            found.append(f"written through a symlink into {Path(p).name}: {after.get(p)}")
+    for p in case.get("special") or []:
+        if after.get(p) is not True:
+            found.append(f"a FIFO was replaced: {Path(p).name}")
+    return found
+
+
+def _hostile_strings(tree: Any, rng: random.Random) -> None:
+    """Hostile text (HTML, TeX) into one to three string leaves of a document."""
+    paths = [p for p in _paths(tree) if p and isinstance(_get(tree, p), str) and p[-1] != "format"]
+    for _ in range(rng.randint(1, 3)):
+        if paths:
+            p = rng.choice(paths)
+            _get(tree, p[:-1])[p[-1]] = rng.choice(_PAYLOADS)
+
+
+_PAYLOADS = [
+    "<img src=x onerror=alert(1)>",
+    "\\input{/etc/passwd}",
+    "$x$ \\def\\y{} ^^5c _ & # ~ %",
+    "a|b` ``` | <script>",
+    "](http://evil.example) ![i](http://evil.example/i.png)",
+    "\n# heading\n",
+    "1" * 500,
+    "x" * 3000,
+]
+
+
+def _document_case(names: list[str]) -> Any:
+    def make(rng: random.Random, workdir: Path, big: bool) -> list[str]:
+        doc = json.loads(json.dumps(generated_bases()[rng.choice(names)]))
+        if rng.random() < 0.6:
+            _hostile_strings(doc, rng)
+        if rng.random() < 0.7:
+            doc, raws = mutate_tree(doc, rng, rng.randint(1, 3), big)
+        else:
+            raws = {}
+        text = tree_text(doc, raws, rng)
+        (workdir / "r.json").write_text(text, encoding="utf-8", errors="surrogatepass")
+        fmt = rng.choice(["md", "tex"])
+        return ["report", str(workdir / "r.json"), "-o", str(workdir / f"out.{fmt}")]
+
+    return make
+
+
+def _samepath_case(rng: random.Random, workdir: Path, big: bool) -> list[str]:
+    """An output that names an input: exit 2, the input unchanged."""
+    import shutil
+
+    m, mmd, d = workdir / "m.json", workdir / "m.md", workdir / "d.json"
+    for target in (m, mmd):
+        target.write_text((DATA / "mean_a_position.json").read_text())
+    d.write_text((ROOT / "models" / "dyck1.json").read_text())
+    (workdir / "r.json").write_text((DATA / "result_small.json").read_text())
+    (workdir / "w.txt").write_text("ab\nba\n")
+    (workdir / "p.rasp").write_text((ROOT / "models" / "rasp" / "majority.rasp").read_text())
+    shutil.copy(DATA / "tracr" / "length.npz", workdir / "params.npz")
+    shutil.copy(DATA / "tracr" / "length.json", workdir / "meta.json")
+    r_md = workdir / "sub-r.md"  # a result file named like a report
+    r_md.write_text((DATA / "result_small.json").read_text())
+    w = str(workdir)
+    cases = [
+        (m, ["check", str(m), "--max-n", "2", "-q", "--json", "OUT"]),
+        (mmd, ["check", str(mmd), "--max-n", "2", "--report", "OUT"]),
+        (d, ["certify", str(d), "--n", "3", "--json", "OUT"]),
+        (m, ["precision", str(m), "--max-n", "2", "--json", "OUT"]),
+        (workdir / "w.txt", ["precision", str(m), "--inputs", f"{w}/w.txt", "--json", "OUT"]),
+        (m, ["search", str(m), "--n", "3", "--objective", "margin", "--json", "OUT"]),
+        (workdir / "p.rasp", ["build", "rasp", f"{w}/p.rasp", "-q", "-o", "OUT"]),
+        (r_md, ["report", str(r_md), "-o", "OUT"]),
+        (m, ["export", "torch", str(m), "-o", "OUT"]),
+        (m, ["export", "transformer-lens", str(m), "-o", "OUT"]),
+        (workdir / "meta.json",
+         ["import", "tracr", f"{w}/params.npz", f"{w}/meta.json", "-o", "OUT"]),
+    ]  # fmt: skip
+    victim, args = rng.choice(cases)
+    spelling = rng.choice(["same", "dots", "symlink", "hard link"])
+    if spelling == "same":
+        out = victim
+    elif spelling == "dots":
+        (workdir / "sub").mkdir(exist_ok=True)
+        out = workdir / "sub" / ".." / victim.name
+    elif spelling == "symlink":
+        out = workdir / f"link-{victim.name}"
+        out.symlink_to(victim)
+    else:
+        out = workdir / f"hard-{victim.name}"
+        os.link(victim, out)
+    _write_case(workdir, expect_exit=2, unchanged={str(victim): _digest(victim)})
+    return [str(out) if a == "OUT" else a for a in args]
+
+
+def _symlink_case(rng: random.Random, workdir: Path, big: bool) -> list[str]:
+    """A checkpoint whose lock, manifest, shard folder or shard file is a symlink or FIFO."""
+    import shutil
+
+    model = rng.choice([BASE_MODEL, DYCK1])
+    (workdir / "m.json").write_text(json.dumps(model), encoding="utf-8")
+    ck = workdir / "ck"
+    env = {"EXACTATTN_SHARD_INPUTS": rng.choice(["1", "2"])}
+    args = ["check", str(workdir / "m.json"), "--max-n", "2", "--checkpoint", str(ck)]
+    with _environ(env):
+        _quiet_cli([*args, "-q", "--json", str(workdir / "expect.json")])
+    victim = workdir / "victim.txt"
+    victim.write_text("precious\n")
+    elsewhere = workdir / "elsewhere"
+    elsewhere.mkdir()
+    what = rng.choice(["lock link", "lock fifo", "manifest fifo", "folder link", "shard link"])
+    settings: dict[str, Any] = {"env": env, "unchanged": {str(victim): _digest(victim)}}
+    settings["empty"] = [str(elsewhere)]
+    if what == "lock link":
+        (ck / "lock").unlink(missing_ok=True)
+        (ck / "lock").symlink_to(victim)
+        settings["expect_exit"] = 2
+    elif what in ("lock fifo", "manifest fifo"):
+        name = "lock" if what == "lock fifo" else "manifest.json"
+        (ck / name).unlink(missing_ok=True)
+        os.mkfifo(ck / name)
+        settings["expect_exit"] = 2
+    elif what == "folder link":
+        folder = rng.choice(sorted(p for p in ck.iterdir() if p.is_dir()))
+        shutil.rmtree(folder)
+        folder.symlink_to(elsewhere, target_is_directory=True)
+        settings["expect_exit"] = 2
+    else:
+        shard = rng.choice(sorted(ck.glob("*/s*.json")))
+        victim.write_bytes(shard.read_bytes())  # a valid shard behind the link: still refused
+        settings["unchanged"] = {str(victim): _digest(victim)}
+        shard.unlink()
+        shard.symlink_to(victim)
+        settings["expect"], settings["expect_exit"] = "expect.json", 0  # recomputed
+    _write_case(workdir, **settings)
+    return [*args, *_flags(rng), "--json", str(workdir / "out.json")]
+
+
+_RASP_OPS = [("+", "int", "int(x)", "y > 3"), ("-", "int", "int(x)", "y > 3"),
+             ("or", "bool", "x", "y"), ("and", "bool", "x", "y")]  # fmt: skip
+
+
+def _rasp_chain(rng: random.Random) -> str:
+    op, kind, term, out = rng.choice(_RASP_OPS)
+    k = rng.choice([2, 50, 150, 199, 200, 201, 300, 500, 2000])
+    return (
+        f'alphabet "a" "b"\nbool x = token == "a"\n'
+        f"{kind} y = {f' {op} '.join([term] * k)}\naccept {out}\n"
+    )
+
+
+def _rasp_program(rng: random.Random) -> str:
+    r = rng.random()
+    if r < 0.35:
+        return _rasp_chain(rng)
+    if r < 0.5:  # many definitions in one layer (19+ made a layer name the loader refused)
+        k = rng.choice([5, 19, 40])
+        name = rng.choice(["v", "w" * rng.choice([30, 120, 250])])
+        defs = "\n".join(f"bool {name}{j} = c > {j}" for j in range(k))
+        ors = " or ".join(f"{name}{j}" for j in range(k))
+        return f'alphabet "a" "b"\nint c = psum(int(token == "a"))\n{defs}\naccept {ors}\n'
+    if r < 0.6:  # chained attends: small, or past the size limit (refused before building)
+        k = rng.choice([3, 8, 300, 480])
+        defs = ['bool a0 = token == "a"'] + [
+            f"bool a{j} = attend leftmost j < i where a{j - 1}[j] value a{j - 1}[j] default false"
+            for j in range(1, k)
+        ]
+        return 'alphabet "a" "b"\n' + "\n".join(defs) + f"\naccept a{k - 1}\n"
+    # a bundled program, its text damaged
+    src = rng.choice(sorted((ROOT / "models" / "rasp").glob("*.rasp"))).read_text()
+    for _ in range(rng.randint(1, 3)):
+        i = rng.randrange(len(src) + 1)
+        op = rng.random()
+        if op < 0.4:
+            src = src[:i] + src[i + 1 :]
+        elif op < 0.8:
+            src = src[:i] + rng.choice(_RASP_BITS) + src[i:]
+        else:
+            lines = src.splitlines()
+            j = rng.randrange(len(lines))
+            src = "\n".join([*lines[: j + 1], lines[j], *lines[j + 1 :]]) + "\n"
+    return src
+
+
+_RASP_BITS = ["(", ")", " + ", " or ", " not ", "\t", "\n", "\n  ", '"', "x", "1" * 40, "[j]",
+              "attend", "psum(", "int(", "==", "\u2028", "\x00", " if ", "#", "\\"]  # fmt: skip
+
+
+def _deeprasp_case(rng: random.Random, workdir: Path, big: bool) -> list[str]:
+    src = _rasp_program(rng)
+    if rng.random() < 0.3:  # the program as a model's reference, read by check or eval
+        m = json.loads((ROOT / "models" / "rasp_majority.json").read_text())
+        chain = "int z = " + " + ".join(["as"] * rng.choice([10, 199, 250, 600]))
+        m["reference"]["program"] = m["reference"]["program"].replace(
+            "accept as", chain + "\naccept as"
+        )
+        (workdir / "m.json").write_text(json.dumps(m), encoding="utf-8")
+        if rng.random() < 0.3:
+            return ["eval", str(workdir / "m.json"), "ab"]
+        out = str(workdir / "out.json")
+        return ["check", str(workdir / "m.json"), "--max-n", "2", "-q", "--json", out]
+    (workdir / "p.rasp").write_text(src, encoding="utf-8", errors="surrogatepass")
+    return ["build", "rasp", str(workdir / "p.rasp"), "-q", "-o", str(workdir / "out.json")]
+
+
+def _oversize_case(rng: random.Random, workdir: Path, big: bool) -> list[str]:
+    m = workdir / "m.json"
+    m.write_text(json.dumps(rng.choice([BASE_MODEL, DYCK1])), encoding="utf-8")
+    out = str(workdir / "out.json")
+    what = rng.choice(["eval", "export", "precision", "certify", "search tau", "export tau"])
+    if what == "eval":
+        n = rng.choice([20, 400, 6_000, 100_000])
+        return ["eval", str(m), "".join(rng.choice("ab()") for _ in range(n))]
+    if what == "export":
+        n = rng.choice(["0", "10001", "1000000000", "-5"])
+        return ["export", "torch", str(m), "-o", str(workdir / "x.pt"), "--n", n, "--json", out]
+    if what == "precision":
+        data = rng.choice([
+            b"ab\nb\xffa\n", b"\xfe\xff", b"ab\n" * 50, b"a" * 5_000 + b"\n", b"\n\n",
+            b"ab\nzz\n", b"()\n" * 3, "ab\u2028ba\n".encode(),
+        ])  # fmt: skip
+        (workdir / "in.txt").write_bytes(data)
+        max_inputs = rng.choice(["10", "1000000"])
+        return ["precision", str(m), "--inputs", str(workdir / "in.txt"), "--dtype", "float32",
+                "--max-inputs", max_inputs, "--json", out]  # fmt: skip
+    if what == "certify":
+        rng_text = rng.choice(["1..1000000000000", "1..1000001", "5..2", "1..10", "0..3"])
+        dyck = workdir / "d.json"
+        dyck.write_text((ROOT / "models" / "dyck1.json").read_text())
+        return ["certify", str(dyck), "--range", rng_text, "--tau", "theorem", "--json", out]
+    if what == "search tau":
+        tau = rng.choice(["0", "-1", "n-5", "1/(n-5)", "0*n"])
+        obj = rng.choice(["margin", "gamma", "error"])
+        return ["search", str(m), "--n", "5", "--objective", obj, "--tau", tau, "--json", out]
+    tau = rng.choice(["0", "-n"])
+    dtype = rng.choice(["float16", "float32"])
+    return ["export", "torch", str(m), "-o", str(workdir / "x.pt"), "--tau", tau, "--dtype", dtype]
+
+
+NEW_KINDS: dict[str, Any] = {
+    "certreport": _document_case(["certificate", "certificate range"]),
+    "runreport": _document_case(["precision", "precision family", "search", "search margin"]),
+    "samepath": _samepath_case,
+    "symlink": _symlink_case,
+    "deeprasp": _deeprasp_case,
+    "oversize": _oversize_case,
+}
+KINDS = ["model", "report", "tau", "checkpoint", "dask", *NEW_KINDS]
+WEIGHTS = [6, 3, 1, 1, 0.5, 1, 1, 0.5, 0.5, 0.5, 0.5]
+REPORT_KINDS = ("report", "certreport", "runreport")
 
 
 if __name__ == "__main__":  # pragma: no cover

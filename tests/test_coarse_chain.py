@@ -1,4 +1,5 @@
-"""The coarse float tier in the check's chain (engine/cascade/coarse.py and chain.py; docs/scale.md
+"""The coarse float tier in the check's chain (engine/cascade/coarse.py and chain.py;
+notes/benchmark-rounds.md
 "Coarse tier"): where the rule turns it on, that the switch turns it off, that the chain with
 it keeps the arb-only path's exact fields and the 1e-6 accuracy, and that its results do not
 depend on scheduling (--jobs, resume). Its soundness against arb: tests/test_coarse_sound*.py.

@@ -1,4 +1,5 @@
-"""The coarse float tier gives the same bits on every machine (engine/coarse.py; docs/scale.md,
+"""The coarse float tier gives the same bits on every machine (engine/coarse.py;
+notes/benchmark-rounds.md,
 "Coarse tier: built", determinism): its default products are fixed-order elementwise IEEE
 operations, so neither the BLAS kernel nor numpy's CPU dispatch can change which words it
 settles. Each run below is a subprocess with another OpenBLAS kernel (``OPENBLAS_CORETYPE``):

@@ -79,6 +79,14 @@ def test_bad_cluster_addresses(seed: int) -> None:
     _check("dask", seed)
 
 
+@settings(max_examples=20, deadline=None, derandomize=True)
+@given(st.sampled_from(sorted(F.NEW_KINDS)), st.integers(0, 2**32))
+def test_issue_40_surfaces(kind: str, seed: int) -> None:
+    """Certificate, precision and search files through report; an output naming an input;
+    symlinked or FIFO checkpoint parts; deep and oversized RASP programs; oversize inputs."""
+    _check(kind, seed)
+
+
 def test_contract_checker_catches_breaks() -> None:
     """The oracle itself: a traceback, exit 4, a two-line exit 2 and a lying file all count."""
     ok = F.Outcome("model", ["check"], 2, "error: d: bad (fix: x)\n", False, None)
@@ -106,6 +114,14 @@ def test_contract_checker_catches_breaks() -> None:
     assert F.report_injections("out.md", "x <img src=x onerror=alert(1)> y")
     assert not F.report_injections("out.md", "x \\<img src=x\\> `<s>`")
     assert F.report_injections("out.md", "| a | b |\n|---|---|\n| 1 | 2 | 3 |\n")
+    # issue 40: an input changed, a write through a symlink, a FIFO replaced
+    case = {"unchanged": {"/m": "abc"}, "empty": ["/e"], "special": ["/f"]}
+    after = {"/m": "abd", "/e": ["s0.json"], "/f": False}
+    broken = F.Outcome("samepath", ["check"], 2, "error: x: y\n", False, None)
+    broken.extra = {"case": case, "after": after}
+    assert len(F.problems(broken)) == 3
+    broken.extra = {"case": case, "after": {"/m": "abc", "/e": [], "/f": True}}
+    assert F.problems(broken) == []
 
 
 def test_pdflatex_check_catches_a_read(tmp_path: Path) -> None:

@@ -44,3 +44,33 @@ def test_a_long_rational_marked_dagger_compiles(tmp_path: Path) -> None:
 def test_markdown_reports_never_crash(tmp_path: Path, name: str) -> None:
     res = CliRunner().invoke(main, ["report", str(DATA / name), "-o", str(tmp_path / "r.md")])
     assert res.exit_code in (0, 2), res.output
+
+
+def test_a_precision_file_with_backend_but_no_version_is_bad_input(tmp_path: Path) -> None:
+    """Seed 2040 (issue 40's run), case 15,728: ``settings.backend`` without
+    ``backend_version`` passed the validation and crashed the precision record (exit 4)."""
+    src = DATA / "precision_backend_without_version.json"
+    res = CliRunner().invoke(main, ["report", str(src), "-o", str(tmp_path / "r.md")])
+    assert res.exit_code == 2, res.output
+    assert "settings.backend_version: missing" in res.output
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "name, needle",
+    [
+        ("certificate_provenance_not_object.json", "provenance: expected an object"),
+        ("certificate_provenance_without_reason.json", "provenance.reason: missing"),
+        ("certificate_provenance_without_digest.json", "provenance.model_sha256: expected a"),
+    ],
+)
+def test_a_certificate_with_a_malformed_provenance_is_bad_input(
+    tmp_path: Path, name: str, needle: str
+) -> None:
+    """Seeds 2040 and 2041 on the merge of issue 41 (cases 1,005, 3,785 and 5,185):
+    certificates gained ``provenance`` after ``report``'s validation was written, and a
+    mutated one crashed the certificate record (exit 4)."""
+    res = CliRunner().invoke(main, ["report", str(DATA / name), "-o", str(tmp_path / "r.md")])
+    assert res.exit_code == 2, res.output
+    assert needle in res.output
+    assert not any(tmp_path.iterdir())

@@ -1,4 +1,4 @@
-"""The third round of the cheaper hard meaning (docs/scale.md, "Cheaper hard meaning"):
+"""The third round of the cheaper hard meaning (notes/benchmark-rounds.md, "Cheaper hard meaning"):
 each shortcut against the computation it replaces.
 
 * column bounds carried by ``RatArray.add_columns``/``reduced`` and set by the embedding are

@@ -1,4 +1,4 @@
-"""The hard meaning's and the measurements' cheaper paths (docs/scale.md, "Cheaper hard
+"""The hard meaning's and the measurements' cheaper paths (notes/benchmark-rounds.md, "Cheaper hard
 meaning") give the numbers of the plain paths, bit for bit.
 
 Each fast path is cross-checked against the path it replaces: the int64 score and average

@@ -1,4 +1,5 @@
-"""run/shard.py's settle_dominated (issue 25, docs/scale.md "The random model's last third"):
+"""run/shard.py's settle_dominated (issue 25, notes/benchmark-rounds.md "The random model's last
+third"):
 a loose word is settled without arb when every layer is tight or below a certified lower end
 of any word of the length, and its read-out is decided; its own ε ≤ 1 test may stay open only
 where a lower end > 1 that enters the record already makes ε > 1 certain there. The results

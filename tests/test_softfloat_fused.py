@@ -1,6 +1,6 @@
 """The fused (vectorised) float-filter code computes the same bits as the straightforward code.
 
-The certified float path was sped up for small batches (docs/scale.md, "Fused float
+The certified float path was sped up for small batches (notes/benchmark-rounds.md, "Fused float
 filter"): every hidden unit of a feed-forward layer at once, exp of score gaps once per
 distinct gap, sums of stacked arrays. Each must give the bits of the unit-by-unit /
 entry-by-entry computation it replaced (benchmarks/compare_softfloat.py checks whole

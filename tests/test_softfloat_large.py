@@ -1,7 +1,7 @@
 """The float64 tier's large-batch shortcuts compute the same bits as the plain code.
 
-docs/scale.md, "Cheaper float64 tier": exact hard scores from int64 limbs of q and k instead
-of Python integers (their float conversion must be Python's correctly rounded float(int)),
+notes/benchmark-rounds.md, "Cheaper float64 tier": exact hard scores from int64 limbs of q and k
+instead of Python integers (their float conversion must be Python's correctly rounded float(int)),
 exp that skips entries clipped to −760, and the random benchmark model's whole float batch
 with the Python-integer path forced.
 """

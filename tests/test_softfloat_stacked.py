@@ -1,6 +1,6 @@
 """The small-batch layouts of the float filter compute the same bits as the general code.
 
-docs/scale.md, "Stacked heads (issue 25, tracr programs, third round)": a head with no δ
+notes/benchmark-rounds.md, "Stacked heads (issue 25, tracr programs, third round)": a head with no δ
 coming in is computed laid out [key, query, word] (``_head_free``), the argmax read-out
 without per-slot loops (``_argmax_two``, ``_argmax_many``) and a call's layer error bounds
 in one pass (``_errors_into``). Each must give exactly the numbers and decisions of the code

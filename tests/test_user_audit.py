@@ -290,17 +290,26 @@ def test_docs_name_only_cli_options_that_exist() -> None:
                 assert opt in helptext, (page.name, line)
 
 
-def test_report_of_a_precision_file_is_one_line_naming_the_format(tmp_path: Path) -> None:
-    """`report` given a precision or search file: one `error:` line naming the format found and
-    the files it renders (it was click's three-line usage error, 'is not an
-    exactattn-result/1 file')."""
+def test_report_of_a_file_it_does_not_render_is_one_line_naming_the_format(
+    tmp_path: Path,
+) -> None:
+    """`report` given a file it does not render (a model): one `error:` line naming the format
+    found and the files it renders (it was click's three-line usage error, 'is not an
+    exactattn-result/1 file'). A precision or search file is rendered since issue 40; a
+    malformed one is one line naming the JSON path."""
     f = tmp_path / "p.json"
+    f.write_text(json.dumps({"format": "exactattn/1", "runs": []}))
+    res = CliRunner().invoke(main, ["report", str(f), "-o", str(tmp_path / "x.md")])
+    line = res.output.strip()
+    assert res.exit_code == 2 and "\n" not in line, res.output
+    assert line.startswith(f"error: {f}: format: the file has format 'exactattn/1'")
+    assert "precision (exactattn-precision/1) and search (exactattn-search/1)" in line
+    assert "(fix: give the --json file of one of these commands)" in line
     f.write_text(json.dumps({"format": "exactattn-precision/1", "runs": []}))
     res = CliRunner().invoke(main, ["report", str(f), "-o", str(tmp_path / "x.md")])
     line = res.output.strip()
     assert res.exit_code == 2 and "\n" not in line, res.output
-    assert line.startswith(f"error: {f}: format: the file has format 'exactattn-precision/1'")
-    assert "(fix: give the --json file of `exactattn check` or `exactattn certify`)" in line
+    assert line.startswith("error: model: expected a string, got None (fix: regenerate")
     assert not (tmp_path / "x.md").exists()
 
 

@@ -19,6 +19,7 @@ theorem`` refuses at a length where such a head ties — unless its claims inclu
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal, overload
@@ -480,8 +481,11 @@ def range_certificate(
     hi: int,
     tau: TauChoice | str | None = None,
     checked_to: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> CertificateRange:
-    """Every n in [lo, hi], each evaluated (no monotonicity is assumed): the first failure."""
+    """Every n in [lo, hi], each evaluated (no monotonicity is assumed): the first failure.
+
+    ``progress(lengths evaluated, lengths in the range)`` is called after each length."""
     prep = Prepared.of(model)
     choice = TauChoice.of(tau)  # parsed once, not per length
     first_fail = None
@@ -490,6 +494,8 @@ def range_certificate(
         r = certify_length(prep, n, choice, brief=True)
         assert isinstance(r, LengthVerdict)
         count += 1
+        if progress is not None:
+            progress(count, hi - lo + 1)
         if not r.certified:
             first_fail = r
             break

@@ -21,7 +21,6 @@ from typing import Any, NoReturn
 import click
 from rich import box
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from exactattn.bounds.closedforms import summary_lines
@@ -37,11 +36,14 @@ from exactattn.cli.common import (  # noqa: F401  (re-exported: tests and extra 
     _snapshot,
     err_console,
     ignore_late_ctrl_c,
+    refuse_overwrite,
 )
 from exactattn.cli.export import export_group
 from exactattn.cli.extra import precision_cmd, search_cmd
+from exactattn.cli.progress import check_progress
 from exactattn.cli.rasp import build_rasp_cmd
-from exactattn.cli.show import show_evaluation
+from exactattn.cli.repo import need_repository
+from exactattn.cli.show import failure_lines, show_evaluation
 from exactattn.constructions.catalog import catalog
 from exactattn.constructions.dyck import build_dyck
 from exactattn.constructions.induction import build_induction
@@ -54,7 +56,7 @@ from exactattn.core.guard import (
     internal_error,
     interrupted,
 )
-from exactattn.core.jsonio import read_json, write_json_atomic, write_text_atomic
+from exactattn.core.jsonio import is_special, read_json, write_json_atomic, write_text_atomic
 from exactattn.core.limits import cap_message, clip
 from exactattn.core.numbers import MAX_INT_DIGITS, parse_decimal, short_decimal, short_sci_huge
 from exactattn.engine.temperature import BASE_PREC, Temperatures
@@ -63,12 +65,15 @@ from exactattn.inputs import count_inputs, count_text
 from exactattn.inputs.work import job_too_large
 from exactattn.model import load_model
 from exactattn.model.provenance import model_sha256
-from exactattn.report import write_report
+from exactattn.report import report_files, write_report
+from exactattn.report.attention import attention_figure, check_plot_path
 from exactattn.report.certificate import write_certificate_report
 from exactattn.report.claims import main as claims_main
 from exactattn.report.data import non_monotone_lines
 from exactattn.report.latex import safe_report_name
 from exactattn.report.regenerate import regenerate
+from exactattn.report.runs import FORMATS as RUN_FORMATS
+from exactattn.report.runs import write_run_report
 from exactattn.results import RESULT_FORMAT
 from exactattn.results.bounds import TauBracket, tau_star_brackets
 from exactattn.results.resultfile import validate_result
@@ -76,7 +81,7 @@ from exactattn.results.settings import TauChoice
 from exactattn.results.views import ABSENT, ResultView, format_of
 from exactattn.run.check import estimate, run_check
 from exactattn.run.evaluate import evaluate
-from exactattn.run.executors import Checkpoint, fingerprint, make_executor
+from exactattn.run.executors import LOCK_NAME, Checkpoint, fingerprint, make_executor
 
 console = Console()
 
@@ -100,7 +105,9 @@ def _usage_error(exc: click.UsageError) -> NoReturn:
         exc.show()
         sys.exit(exc.exit_code)
     where = exc.ctx.command_path if exc.ctx is not None else "exactattn"
-    bad_input(f"{where}: {exc.format_message()} (fix: see '{where} --help')")
+    message = exc.format_message()
+    fix = "" if "(fix:" in message else f" (fix: see '{where} --help')"  # one fix, not two
+    bad_input(f"{where}: {message}{fix}")
 
 
 class _Group(click.Group):
@@ -232,6 +239,13 @@ def check(
 ) -> None:
     """Enumerate every input up to --max-n and compare the hard and soft meanings."""
 
+    reports = (
+        report_files(Path(report)) if report and Path(report).suffix in (".md", ".tex") else []
+    )
+    lock = [("--checkpoint", Path(checkpoint) / LOCK_NAME)] if checkpoint else []  # rewritten
+    refuse_overwrite(
+        [("MODEL", model_path)], [("--json", json_out), *_named("--report", reports), *lock]
+    )
     model = load_model(model_path)
     lo = model.min_length if min_n is None else min_n
     if max_n < lo:
@@ -239,6 +253,7 @@ def check(
     for n in (lo, max_n):  # before the estimate, which already evaluates inputs
         model.check_length(n)
     choice = TauChoice.parse(tau)  # --tau, parsed once: a bad expression is exit 2 here
+    tau_text = None if choice.is_theorem else tau  # what `eval --tau` takes for a failing input
     ignored = [o for o, on in (("--bounds", bounds), ("--find-tau", find_tau)) if on]
     if hard_only and ignored:  # the result's settings still say they were asked for
         _say(
@@ -294,10 +309,12 @@ def check(
 
     hold = FinishHold()  # Ctrl-C once every length is checked: the complete result wins
 
-    def save(result: Any) -> None:
+    special = json_out is not None and is_special(json_out)
 
-        if not json_out:
-            return
+    def save(result: Any, final: bool = False) -> None:
+
+        if not json_out or (special and not final):
+            return  # a device or FIFO (--json /dev/stdout) gets one document: the last
         with hold.saving():  # a Ctrl-C waits for the file (and its imports), or is held
             write_json_atomic(Path(json_out), result.to_json())
 
@@ -344,13 +361,14 @@ def check(
                     fp = fingerprint(model_sha256(model), settings)
                     ckpt = executor.checkpoint = Checkpoint(checkpoint, fp)
                 try:
-                    result = _run_with_progress(checked, total, quiet)
+                    with check_progress(total, quiet) as progress:
+                        result = checked(progress)
                 finally:
                     if ckpt is not None:
                         ckpt.close()  # the directory's lock: free for the next run (also on errors)
             finally:
                 executor.close()
-            save(result)
+            save(result, final=True)
             data = result.to_json()
             if not quiet:
                 print_table(data, all_layers=all_layers)
@@ -380,13 +398,28 @@ def check(
             sys.exit(code)
         v = result.verdict()
         style = "green" if v.ok else ("red" if v.status == "problems" else "yellow")
-        if not quiet:
-            console.print(f"[bold {style}]{v.status}[/]: {escape(v.summary)}", highlight=False)
+        if not quiet and v.status in ("problems", "undecided"):
+            view = ResultView.from_json(data)
+            for line in failure_lines(model, view, tau_text, model_path, choice.is_theorem):
+                console.print(line, highlight=False, markup=False, soft_wrap=True)
+        # the verdict line, also with -q (a script reads the exit code, a person this line)
+        console.print(
+            f"[bold {style}]{v.status}[/]: {escape(v.summary)}"
+            + ("" if model.reference is not None else f" — {escape(NO_REFERENCE)}"),
+            highlight=False,
+            soft_wrap=True,
+        )
         # Ctrl-C after every length was checked: the complete result wins
         hold.say_if_hit("every length was already checked and the result is complete")
         sys.exit(code)
     finally:
         hold.stop()  # in-process callers (tests) get their Ctrl-C back
+
+
+NO_REFERENCE = (
+    'no reference: what the model is meant to compute was not checked (add a "reference" '
+    "to the model file: docs/model-format.md, 'Reference')"
+)
 
 
 def _fmt_secs(s: float) -> str:
@@ -399,31 +432,6 @@ def _fmt_secs(s: float) -> str:
     if s < 7200:
         return f"about {s / 60:.0f} min"
     return f"about {s / 3600:.1f} h"
-
-
-def _run_with_progress(fn: Any, total: int | None, quiet: bool) -> Any:
-    if quiet or total is None or total < 2000:
-        return fn(None)
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed:,}/{task.total:,}"),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-    ) as prog:
-        task = prog.add_task("checking", total=total)
-        offsets: dict[str, int] = {}
-        base = [0]  # where the next stage starts on the bar
-
-        def progress(stage: str, done: int, stage_total: int) -> None:
-            if stage not in offsets:
-                offsets[stage] = base[0]
-                base[0] += stage_total
-            prog.update(task, completed=offsets[stage] + done, description=stage)
-
-        return fn(progress)
 
 
 COMPACT_LAYERS = 6
@@ -618,9 +626,20 @@ def _sci(s: str | None, up: bool = True) -> str:
     default=None,
     help="Token separator in INPUT (default: per character, or spaces if INPUT contains spaces).",
 )
-def eval_cmd(model_path: str, word: str, tau: str | None, sep: str | None) -> None:
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also draw each head's attention weights, hard beside soft (.png, .pdf or .svg).",
+)
+def eval_cmd(
+    model_path: str, word: str, tau: str | None, sep: str | None, plot: str | None
+) -> None:
     """Show one input: activations, attention weights and output, hard and soft."""
 
+    if plot is not None:  # a bad file type or directory: exit 2 before any work
+        check_plot_path(Path(plot))
+        _writable_parent(Path(plot), "--plot")
     model = load_model(model_path)
     if sep == "":
         raise click.UsageError('--sep "" splits nothing: give a non-empty separator or omit --sep')
@@ -634,6 +653,10 @@ def eval_cmd(model_path: str, word: str, tau: str | None, sep: str | None) -> No
         tokens = [word]
     ev = evaluate(model, tokens, tau=tau)
     show_evaluation(ev, _table_console())
+    if plot is not None:
+        err_console.print(
+            f"wrote {attention_figure(ev, Path(plot))}", highlight=False, markup=False
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -679,7 +702,32 @@ def model_text(model: dict[str, Any]) -> str:
     "-o", "--output", "out", type=click.Path(dir_okay=False), help="Model file (default: stdout)."
 )
 def build_ltl(formula: str, alphabet: str, scheme: str, out: str | None) -> None:
-    """Compile an LTL formula (with counting) into a softmax-friendly transformer."""
+    """Compile an LTL formula (with counting) into a softmax-friendly transformer.
+
+    A word is accepted iff FORMULA holds at its last position (positions 1..n).
+
+    \b
+    formula := disj
+    disj    := conj ('|' conj)*
+    conj    := temp ('&' temp)*
+    temp    := unary (('S' | 'U') temp)?         right-associative
+    unary   := ('!' | 'Y' | 'X') unary | primary
+    primary := 'true' | 'false' | SYMBOL | '(' formula ')' | lin CMP lin
+    lin     := ['-'] term (('+' | '-') term)*
+    term    := INT ['*' count] | count ['*' INT]
+    count   := '#[' formula ']' | '#>[' formula ']'
+    CMP     := '<' | '<=' | '=' | '>=' | '>' | '!='
+
+    \b
+    a      the symbol at i is a        Y φ    φ at i-1 (false at 1)
+    X φ    φ at i+1 (false at n)       #[φ]   how many j <= i have φ
+    φ S ψ  some j < i has ψ, and φ at every k with j < k < i
+    φ U ψ  some j > i has ψ, and φ at every k with i < k < j
+    #>[φ]  how many j >= i have φ
+
+    There is no G or F: at the last position, "φ everywhere" is #[!φ] = 0 and
+    "φ somewhere" is #[φ] >= 1. Example: exactattn build ltl '#[a] > #[b]' --alphabet a,b
+    """
 
     _emit(_build(compile_ltl, formula, _split(alphabet), scheme), out)
 
@@ -735,8 +783,15 @@ def build_models(directory: str, verify: bool) -> None:
     """Regenerate every bundled model in models/ (or verify it is current)."""
 
     d = Path(directory)
+    models = catalog()
+    if verify:  # outside a checkout there is nothing to compare with: exit 2, not "stale"
+        need_repository(
+            "build models --check",
+            [d / f"{k}.json" for k in models],
+            f"the bundled models ({directory}/*.json)",
+        )
     stale = []
-    for name, model in sorted(catalog().items()):
+    for name, model in sorted(models.items()):
         path = d / f"{name}.json"
         text = model_text(model)
         if verify:
@@ -752,6 +807,12 @@ def build_models(directory: str, verify: bool) -> None:
             highlight=False,
         )
         sys.exit(1)
+    if verify:
+        err_console.print(
+            f"{directory}: every bundled model is up to date ({len(models)} files)",
+            highlight=False,
+            markup=False,
+        )
 
 
 @build.command("reports")
@@ -776,6 +837,8 @@ def build_models(directory: str, verify: bool) -> None:
 def build_reports(models_dir: str, out_dir: str, verify: bool, only: tuple[str, ...]) -> None:
     """Rerun the checks behind reports/ and rewrite (or verify) the reports."""
 
+    if not verify:  # the reports' JSON files are named like the models
+        refuse_overwrite([("--models", models_dir)], [("--out", out_dir)])
     stale = regenerate(Path(models_dir), Path(out_dir), verify=verify, only=list(only) or None)
     if stale:
         err_console.print(
@@ -791,10 +854,27 @@ def build_reports(models_dir: str, out_dir: str, verify: bool, only: tuple[str, 
 def build_claims(rerun: bool, verify: bool) -> None:
     """Regenerate (or verify) the claims ledger docs/claims.md from reports/claims/."""
 
+    root = Path(".")
+    need_repository(
+        "build claims" + (" --check" if verify else ""),
+        [root / "reports" / "claims"],
+        "the stored results (reports/claims/)",
+    )
+    if verify:
+        need_repository("build claims --check", [root / "docs" / "claims.md"], "docs/claims.md")
     args = (["--rerun"] if rerun else []) + (["--check"] if verify else [])
     code = claims_main([*args, "--root", "."])
     if code:
         sys.exit(code)
+    if verify:
+        err_console.print(
+            "docs/claims.md is up to date with reports/claims/", highlight=False, markup=False
+        )
+
+
+def _named(option: str, paths: list[Any]) -> list[tuple[str, Any]]:
+    """``(option, path)`` for each file an option writes (a report: its figures too)."""
+    return [(option, p) for p in paths]
 
 
 def _split(s: str) -> list[str]:
@@ -813,8 +893,13 @@ def import_() -> None:
     "-o", "--output", "out", type=click.Path(dir_okay=False), help="Model file (default: stdout)."
 )
 def import_tracr(params: str, meta: str, out: str | None) -> None:
-    """A tracr-compiled program (PARAMS.npz, META.json) as an exactattn model."""
+    """A tracr-compiled program (PARAMS.npz, META.json) as an exactattn model.
 
+    From your own RASP program: python -m exactattn.importers.tracr_compile PROGRAM.py
+    --vocab a,b --max-seq-len 5 -o build/NAME writes the pair (needs tracr and JAX:
+    docs/tracr.md, "Your own program")."""
+
+    refuse_overwrite([("PARAMS", params), ("META", meta)], [("-o", out)])
     _emit(_imp(Path(params), Path(meta)), out)
 
 
@@ -831,8 +916,10 @@ def import_tracr(params: str, meta: str, out: str | None) -> None:
     "-o", "--output", "out", type=click.Path(dir_okay=False), required=True, help="R.md or R.tex."
 )
 def report(result_path: str, fmt: str | None, out: str) -> None:
-    """Write a Markdown or LaTeX report of a result file."""
+    """Write a Markdown or LaTeX report of a check, certify, precision or search file."""
 
+    outs = report_files(Path(out), fmt) if Path(out).suffix in (".md", ".tex") or fmt else [out]
+    refuse_overwrite([("RESULT", result_path)], _named("-o", outs))
     try:
         data = read_json(result_path)
     except UnicodeDecodeError:
@@ -842,13 +929,17 @@ def report(result_path: str, fmt: str | None, out: str) -> None:
     if format_of(data) == "exactattn-certificate/1":  # issue 23
         err_console.print(f"wrote {write_certificate_report(data, Path(out), fmt)}", markup=False)
         return
+    if format_of(data) in RUN_FORMATS:  # precision and search files (issue 40)
+        err_console.print(f"wrote {write_run_report(data, Path(out), fmt)}", markup=False)
+        return
     if format_of(data) != RESULT_FORMAT:
         found = format_of(data)
         what = f"format {clip(str(found))!r}" if isinstance(found, str) else "no format"
         bad_input(  # one line, exit 2
-            f"{result_path}: format: the file has {what}; report renders check results "
-            "(exactattn-result/1) and certificates (exactattn-certificate/1) (fix: give the "
-            "--json file of `exactattn check` or `exactattn certify`)"
+            f"{result_path}: format: the file has {what}; report renders the results of "
+            "check (exactattn-result/1), certify (exactattn-certificate/1), precision "
+            "(exactattn-precision/1) and search (exactattn-search/1) (fix: give the --json "
+            "file of one of these commands)"
         )
     validate_result(data, result_path)
     for p in write_report(data, Path(out), fmt):

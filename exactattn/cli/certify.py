@@ -13,17 +13,21 @@ import os
 import sys
 import time
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import click
+from flint import arb, ctx
 
 from exactattn.certificate.certify import _need_claims, certificate, range_certificate
 from exactattn.certificate.verify import _claim_text
-from exactattn.cli.common import Console, FinishHold
+from exactattn.cli.common import Console, FinishHold, refuse_overwrite
+from exactattn.cli.progress import progress_bar
 from exactattn.core.errors import UsageError
 from exactattn.core.jsonio import read_json, write_json_atomic
 from exactattn.core.limits import clip
+from exactattn.core.numbers import arb_lower_str, decimal_up
 from exactattn.model import load_model
 from exactattn.model.claimed import UNIQUE_TOP
 from exactattn.model.provenance import model_sha256
@@ -32,7 +36,6 @@ from exactattn.results.certificate import (
     CertificateRange,
     RangeRun,
     ball_ends,
-    ball_upper,
     exact_written,
     q_written,
     up_text,
@@ -42,6 +45,10 @@ from exactattn.results.settings import TauChoice
 
 console = Console(soft_wrap=True, highlight=False, markup=False)  # user text: no markup
 MAX_N = 10**12
+MAX_LENGTHS = 1_000_000
+"""Default ``--max-lengths`` of ``certify --range``: every length is certified on its own (no
+monotonicity is assumed), 0.5 ms to a few ms each (dyck1: 1,000 lengths in 0.5 CPU-s), so a
+million lengths is minutes and ``--range 1..10^12`` would have been years (issue 40)."""
 DONE = "the answer was already found and the result is complete"
 
 
@@ -140,6 +147,20 @@ def known_result(model_path: str, model: Any) -> Path | None:
     return cand if result_model(data) == model.name else None
 
 
+def grid_point_text(k: int, steps: int) -> str:
+    """A grid temperature 2^(k/steps) as its exact form and a short decimal: a power of two
+    is written exactly (2^-4 = 0.0625), never as an outward-rounded ball end
+    (0.0625000000000001); any other grid point as 2^(k/steps) ≈ 6 digits."""
+    if k % steps == 0:
+        e = k // steps
+        if abs(e) <= 30:
+            return f"2^{e} = {decimal_up(Fraction(2) ** e, 40)}"
+        return f"2^{e}"
+    with ctx.workprec(64):
+        value = (arb(k) / steps * arb(2).log()).exp()
+    return f"2^({k}/{steps}) ≈ {arb_lower_str(value, 6)}"
+
+
 def print_certificate(c: Certificate) -> None:
     """The human-readable answer: the verdict first, then the chain and the numbers."""
     b = c.body
@@ -154,10 +175,14 @@ def print_certificate(c: Certificate) -> None:
             "for every input of this length"
         )
     e = b.eps_le_1
+    # one verdict per line: the three facts about ε ≤ 1 are separate answers
+    console.print("  ε ≤ 1: not needed by Theorem 4(iii)")
     console.print(
-        "  ε ≤ 1: not needed by Theorem 4(iii); certified after every feeding layer: "
-        f"{'yes' if e.certified_after_every_feeding_layer else 'no'}; "
-        "Theorem 4(ii)'s invariant B_(L−1) ≤ 1: "
+        "  ε ≤ 1 certified after every feeding layer: "
+        + ("yes" if e.certified_after_every_feeding_layer else "no")
+    )
+    console.print(
+        "  Theorem 4(ii)'s invariant B_(L−1) ≤ 1: "
         + {True: "holds", False: "not certified", None: "n/a (Theorem 4(ii) does not apply)"}[
             e.theorem_4ii_invariant
         ]
@@ -172,13 +197,16 @@ def print_certificate(c: Certificate) -> None:
         last, fail = g.last_certified, g.first_not_certified
         if last:
             console.print(
-                f"  on the grid τ = {g.grid} the chain still certifies at τ = "
-                f"{ball_upper(last.tau)} (every grid τ from τ_thm(n) up to it evaluated)"
-                + (f"; first grid τ not certified: {ball_upper(fail.tau)}" if fail else "")
+                f"  on the grid τ = {g.grid}, warming up from τ_thm(n) (every grid τ on the way "
+                "evaluated):"
             )
+            console.print(f"    still certified at τ = {grid_point_text(last.k, g.steps)}")
+            if fail:
+                console.print(f"    first grid τ not certified: {grid_point_text(fail.k, g.steps)}")
         elif fail:
             console.print(
-                f"  the first grid τ above τ_thm(n), {ball_upper(fail.tau)}, is not certified"
+                "  the first grid τ above τ_thm(n), "
+                f"{grid_point_text(fail.k, g.steps)}, is not certified"
             )
     k = b.constants
     console.print(
@@ -230,6 +258,14 @@ def _conditional(c: Certificate | CertificateRange) -> None:
     help="A check result file: say up to which n the claims were also enumerated.",
 )
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Write the JSON here.")
+@click.option(
+    "--max-lengths",
+    type=int,
+    default=MAX_LENGTHS,
+    show_default=True,
+    help="Refuse a --range of more lengths unless --force.",
+)
+@click.option("--force", is_flag=True, help="Run even if --range has more than --max-lengths.")
 def certify_cmd(
     model_path: str,
     n: int | None,
@@ -237,6 +273,8 @@ def certify_cmd(
     tau: str | None,
     checked: str | None,
     json_out: str | None,
+    max_lengths: int = MAX_LENGTHS,
+    force: bool = False,
 ) -> None:
     """Certify every input of length N (or every N in a range) from the model's claims."""
 
@@ -244,12 +282,23 @@ def certify_cmd(
         raise UsageError("give exactly one of --n N and --range A..B")
     if n is not None and not 1 <= n <= MAX_N:
         raise UsageError(f"--n: expected 1 <= N <= {MAX_N}, got {n}")
+    if rng is not None:  # the work guard, before the model is read
+        lo, hi = _range(rng)
+        if hi - lo + 1 > max_lengths and not force:
+            raise UsageError(
+                f"--range {lo:,}..{hi:,}: {hi - lo + 1:,} lengths, each certified on its own "
+                f"(no monotonicity is assumed), more than --max-lengths {max_lengths:,} "
+                "(docs/limits.md) (fix: a shorter range, raise --max-lengths, or pass --force)"
+            )
+    refuse_overwrite([("MODEL", model_path), ("--checked", checked)], [("--json", json_out)])
     model = load_model(model_path)
 
     _need_claims(model)
     choice = TauChoice.parse(tau)  # --tau, parsed once: a bad expression is exit 2 here
     hold = FinishHold.for_command()  # a Ctrl-C before the answer: exit 130, no file
     source = Path(checked) if checked else known_result(model_path, model)
+    if checked is None and source is not None:  # the bundled check it reads
+        refuse_overwrite([("the stored check", source)], [("--json", json_out)])
     ev = checked_evidence(source, model) if source is not None else Checked(None)
     k = ev.to
     if n is not None:
@@ -264,7 +313,8 @@ def certify_cmd(
         sys.exit(0 if c.certified else 1)
     lo, hi = _range(rng or "")
     t0 = time.monotonic()
-    r = range_certificate(model, lo, hi, choice, checked_to=k)
+    with progress_bar(f"certify n = {lo}..{hi}", hi - lo + 1) as update:
+        r = range_certificate(model, lo, hi, choice, checked_to=k, progress=update)
     hold.start()
     seconds = round(time.monotonic() - t0, 1)
     where = _rel(source) if source is not None and k is not None else None

@@ -16,8 +16,9 @@ from typing import Any
 import click
 import rich.console
 
+from exactattn.core.errors import UsageError
 from exactattn.core.guard import deferred_interrupt
-from exactattn.core.jsonio import atomic_path, write_json_atomic
+from exactattn.core.jsonio import atomic_path, is_special, write_json_atomic
 from exactattn.core.numbers import short_decimal
 from exactattn.model import model_from_dict
 
@@ -46,14 +47,15 @@ err_console = Console(stderr=True, soft_wrap=True)
 
 def _snapshot(path: str | None) -> bytes | None:
     """A result file's bytes before the run (None: no such file)."""
-    if path is None or not Path(path).is_file():
+    if path is None or is_special(path) or not Path(path).is_file():
         return None
     return Path(path).read_bytes()
 
 
 def _restore(path: str | None, before: bytes | None) -> None:
-    """Put a result file back as it was before the run (removed if it did not exist)."""
-    if path is None:
+    """Put a result file back as it was before the run (removed if it did not exist). A
+    special file (``--json /dev/null``) is left alone: removing it as root removed the device."""
+    if path is None or is_special(path):
         return
     p = Path(path)
     try:
@@ -141,6 +143,38 @@ def ignore_late_ctrl_c() -> None:
     """
     if is_command_line() and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+Named = tuple[str, str | Path | None]
+"""A file a command reads or writes, with how the user named it (``--json``, ``MODEL``)."""
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether two paths name one file: the same inode (hard links, symlinks) or, when a path
+    does not exist yet, the same resolved path (``./m.json`` and ``m.json``, a symlink to
+    where the other will be)."""
+    try:
+        if os.path.samefile(a, b):
+            return True
+    except OSError:  # one does not exist
+        pass
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def refuse_overwrite(inputs: list[Named], outputs: list[Named]) -> None:
+    """Exit 2 before any work when an output would replace an input or another output
+    (``check m.json --json m.json`` overwrote the model; issue 40). Special files
+    (``/dev/null``, ``/dev/stdout``) may be given more than once: they are written in place."""
+    outs = [(what, p) for what, p in outputs if p is not None and not is_special(p)]
+    for k, (what, out) in enumerate(outs):
+        for other_what, other in [*inputs, *outs[:k]]:
+            if other is None or not same_file(out, other):
+                continue
+            role = "the input" if (other_what, other) in inputs else "the output"
+            raise UsageError(
+                f"{what} {out}: the same file as {role} {other_what} {other}, which it would "
+                "overwrite (fix: write to another path)"
+            )
 
 
 LONG_EXACT = 40

@@ -11,10 +11,11 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from exactattn.cli.common import Console
+from exactattn.cli.common import Console, refuse_overwrite
+from exactattn.core.errors import UsageError
 from exactattn.core.jsonio import write_json_atomic
-from exactattn.engine.temperature import parse_tau
-from exactattn.export import require
+from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
+from exactattn.export import DEFAULT_DTYPE, require
 from exactattn.model import load_model
 
 console = Console()
@@ -23,9 +24,22 @@ err_console = Console(stderr=True, soft_wrap=True)
 DTYPES = ["float64", "float32", "float16", "bfloat16"]
 
 
+MAX_EXPORT_N = 10_000
+"""Longest ``--n`` of an export: the export evaluates the exact position embeddings at every
+position and checks each tensor's rounding, which grows faster than n (dyck1: n = 10,000 in
+4 CPU-s and 350 MB, n = 100,000 in 96 CPU-s and 8 GB; ``--n 1000000000`` ground on; issue 40)."""
+
+
 def _n_for(model: Any, n: int | None) -> int:
     """The length to evaluate position embeddings at: --n, else 16 (or the model's limit)."""
     if n is not None:
+        if not 1 <= n <= MAX_EXPORT_N:
+            raise UsageError(
+                f"--n {n:,}: an export is built for one length 1 <= n <= {MAX_EXPORT_N:,} "
+                "(docs/limits.md) (fix: a shorter length; `exactattn precision --n N` runs "
+                "longer inputs in the dtypes)"
+            )
+        model.check_length(n)
         return n
     return min(16, model.max_length) if model.max_length is not None else 16
 
@@ -53,6 +67,17 @@ def print_rounding(rounding: list[dict[str, Any]], dtype: str, shown: int = 20) 
         console.print(f"  … and {len(rounding) - shown} more tensors", highlight=False)
 
 
+def _refuse_overflow(names: list[str], dtype: str) -> None:
+    """Exit 2, nothing written, when the dtype cannot hold the model (docs/export.md)."""
+    if names:
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        raise UsageError(
+            f"--dtype {dtype}: {len(names)} exported tensor(s) do not fit the dtype: {shown} "
+            "(a value past its range became ±inf, or a temperature became 0) (fix: a wider "
+            "dtype such as float32, or a model with smaller weights)"
+        )
+
+
 @click.group("export")
 def export_group() -> None:
     """Export a model into PyTorch or TransformerLens (optional extra 'torch')."""
@@ -66,9 +91,9 @@ def export_group() -> None:
 @click.option(
     "--dtype",
     type=click.Choice(DTYPES),
-    default="float64",
+    default=DEFAULT_DTYPE,
     show_default=True,
-    help="Weights rounded once to this dtype.",
+    help="Weights rounded once to this dtype (the same default for both exports).",
 )
 @click.option("--n", "n", type=int, default=None, help="Input length (default 16).")
 @click.option(
@@ -106,12 +131,18 @@ def export_torch_cmd(
     """MODEL at one length n as a PyTorch module file (config + state dict; load it with
     exactattn.export.torch.load). Lists every weight that rounds in the dtype."""
 
+    refuse_overwrite([("MODEL", model_path)], [("-o", out), ("--json", json_out)])
     require("torch", "exactattn export torch")
-    from exactattn.export.torch import export_torch, save  # lazy: torch, an optional extra
+    # lazy: torch, an optional extra
+    from exactattn.export.torch import export_torch, overflows, save
 
     model = load_model(model_path)
     length = _n_for(model, n)
-    exp = export_torch(model, length, dtype, attention, kernel, parse_tau(tau) if tau else None)
+    override = parse_tau(tau) if tau else None
+    if override is not None:  # τ(n) > 0, said as --tau's own error (not as an overflow)
+        Temperatures(model, override).at(length, BASE_PREC)
+    exp = export_torch(model, length, dtype, attention, kernel, override)
+    _refuse_overflow(overflows(exp.module.state_dict()), dtype)
     save(exp, Path(out))
     if json_out:
         write_json_atomic(
@@ -143,9 +174,9 @@ def export_torch_cmd(
 @click.option(
     "--dtype",
     type=click.Choice(DTYPES),
-    default="float32",
+    default=DEFAULT_DTYPE,
     show_default=True,
-    help="Weights rounded once to this dtype.",
+    help="Weights rounded once to this dtype (the same default for both exports).",
 )
 @click.option("--n", "n", type=int, default=None, help="Input length (default 16).")
 @click.option(
@@ -160,15 +191,19 @@ def export_tl_cmd(
     """MODEL as a TransformerLens HookedTransformer: config + state dict (load it with
     exactattn.export.transformer_lens.load_hooked). Exit 2 naming the feature that does not
     fit (per-head temperatures; with --no-mask-hooks, masks other than causal/none)."""
-    require("torch", "exactattn export transformer-lens")
+    require("torch", "exactattn export transformer-lens", extra="transformer-lens")
     require("transformer_lens", "exactattn export transformer-lens")
     # lazy: torch and transformer_lens, optional extras
     from exactattn.export.transformer_lens import describe, export_transformer_lens, save
 
+    path = Path(out) if out else Path(Path(model_path).stem + ".transformer-lens.pt")
+    refuse_overwrite([("MODEL", model_path)], [("-o", path)])
     model = load_model(model_path)
     length = _n_for(model, n)
     doc = export_transformer_lens(model, length, dtype, mask_hooks)
-    path = Path(out) if out else Path(Path(model_path).stem + ".transformer-lens.pt")
+    from exactattn.export.torch import overflows  # lazy: torch, an optional extra
+
+    _refuse_overflow(overflows(doc["state_dict"]), dtype)
     save(doc, path)
     err_console.print(
         f"wrote {path} ({model.name}, n = {length}, {dtype})", highlight=False, markup=False

@@ -19,13 +19,23 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from exactattn.cli.common import Console, FinishHold, _exact_cell, _restore, _snapshot
+from exactattn.cli.common import (
+    Console,
+    FinishHold,
+    _exact_cell,
+    _restore,
+    _snapshot,
+    refuse_overwrite,
+)
+from exactattn.cli.progress import progress_bar
 from exactattn.core.errors import ExactAttnError
-from exactattn.core.jsonio import write_json_atomic
+from exactattn.core.jsonio import is_special, write_json_atomic
+from exactattn.core.limits import clip
 from exactattn.core.numbers import parse_decimal, short_decimal, short_sci_huge
+from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import words_of_length
 from exactattn.inputs.families import families_for
-from exactattn.inputs.work import job_too_large
+from exactattn.inputs.work import WORK_PER_INPUT, input_work, job_too_large, listed_too_large
 from exactattn.model import load_model
 from exactattn.model.provenance import model_sha256
 from exactattn.results.precision import (
@@ -90,63 +100,89 @@ def _short(x: Enclosure | None) -> str:
     return short_sci_huge(u, 3, True) or short_decimal(parse_decimal(u), True)
 
 
+def _precision_console() -> Console:
+    """stdout's console; when piped, one wide enough that no cell is cut or wrapped."""
+    if console.is_terminal:
+        return console
+    return Console(file=sys.stdout, width=100_000, color_system=None, highlight=False)
+
+
+def _table(title: str, columns: list[tuple[str, bool]]) -> Table:
+    """A table whose cells are never cut: no column wraps or ends in '…' (at 80 columns a
+    cut τ or error read as another number); headers may take two lines."""
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=title, title_justify="left")
+    for name, right in columns:
+        t.add_column(name, justify="right" if right else "left", no_wrap=True, overflow="fold")
+    return t
+
+
 def print_precision(runs: list[PrecisionRun]) -> None:
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in (
-        "dtype",
-        "τ",
-        "n",
-        "inputs",
-        "flips",
-        "first flip (cause)",
-        "‖dtype−hard‖",
-        "y err",
-    ):
-        t.add_column(col, justify="right" if col in ("n", "inputs", "flips") else "left")
-    split = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="error split (upper ends)")
-    for col in (
-        "dtype",
-        "τ",
-        "n",
-        "softmax (soft−hard)",
-        "rounding (dtype−soft)",
-        "certified soft",
-    ):
-        split.add_column(col, justify="right" if col == "n" else "left")
-    any_split = False
-    for r in runs:
-        for e in r.lengths:
-            ff = e.first_flip
-            ffs = "—"
-            if ff:
-                word = "".join(ff.input) if len(ff.input) <= 16 else f"{ff.family}"
-                ffs = escape(f"{word} ({ff.cause})")  # tokens are the user's strings
-            te = _short(e.total_error)
-            ye = _short(e.readout_error)
-            tau = escape(r.tau)  # a --tau expression, as the user typed it
-            t.add_row(r.dtype, tau, str(e.n), str(e.inputs), str(e.flips), ffs, te, ye)
-            so = e.soft
-            if so or e.softmax_error:
-                any_split = True
-                sos = "—"
-                if so:
-                    sos = f"{so.differs_from_hard}/{so.decided} ≠ hard"
-                    if so.undecided:
-                        sos += f", {so.undecided} undecided"
-                split.add_row(
+    """One table per τ (the τ in its title, so the columns fit 80 characters), then the
+    certified error split, then one line per (dtype, τ)."""
+    out = _precision_console()
+    taus = list(dict.fromkeys(r.tau for r in runs))
+    for tau_text in taus:
+        title = f"τ = {escape(tau_text)}"  # a --tau expression, as the user typed it
+        t = _table(
+            title,
+            [
+                ("dtype", False),
+                ("n", True),
+                ("inputs", True),
+                ("flips", True),
+                ("first\nflip", False),
+                ("cause", False),
+                ("‖dtype −\nhard‖", False),
+                ("y err", False),
+            ],
+        )
+        split = _table(
+            f"error split (upper ends), {title}",
+            [
+                ("dtype", False),
+                ("n", True),
+                ("softmax\n(soft−hard)", False),
+                ("rounding\n(dtype−soft)", False),
+                ("certified\nsoft", False),
+            ],
+        )
+        any_split = False
+        for r in runs:
+            if r.tau != tau_text:
+                continue
+            for e in r.lengths:
+                ff = e.first_flip
+                word, cause = "—", ""
+                if ff:  # tokens are the user's strings
+                    word = escape("".join(ff.input) if len(ff.input) <= 16 else f"{ff.family}")
+                    cause = ff.cause
+                t.add_row(
                     r.dtype,
-                    tau,
                     str(e.n),
-                    _short(e.softmax_error),
-                    _short(e.rounding_error),
-                    sos,
+                    str(e.inputs),
+                    str(e.flips),
+                    word,
+                    cause,
+                    _short(e.total_error),
+                    _short(e.readout_error),
                 )
-    console.print(t)
-    if any_split:
-        console.print(split)
+                so = e.soft
+                if so or e.softmax_error:
+                    any_split = True
+                    sos = "—"
+                    if so:
+                        sos = f"{so.differs_from_hard}/{so.decided} ≠ hard"
+                        if so.undecided:
+                            sos += f", {so.undecided} undecided"
+                    split.add_row(
+                        r.dtype, str(e.n), _short(e.softmax_error), _short(e.rounding_error), sos
+                    )
+        out.print(t)
+        if any_split:
+            out.print(split)
     for r in runs:
         fn = r.first_flip_n
-        console.print(
+        out.print(
             f"{r.dtype} at τ = {escape(r.tau)}: "
             + (f"first flip at n = {fn}" if fn is not None else "no flip at the lengths run"),
             highlight=False,
@@ -159,6 +195,65 @@ def _check_n(n: int, option: str) -> None:
             f"{option} {n:,} is longer than the limit of {MAX_FAMILY_N:,} = 2^24 "
             "(fix: a shorter length; docs/limits.md)"
         )
+
+
+MAX_INPUT_LINE = 4 * MAX_FAMILY_N
+"""Longest line of ``precision --inputs`` in characters (read in pieces of this size, so a
+file of one endless line is refused, not read into memory)."""
+
+
+def _read_inputs(
+    path: str, sep: str | None, model: Any, max_inputs: int, force: bool
+) -> dict[int, list[tuple[str, ...]]]:
+    """The inputs of ``precision --inputs FILE`` by length: one per non-empty line, each of
+    at most MAX_FAMILY_N symbols of the alphabet, together within ``--max-inputs`` (weighed
+    by their work, as ``--max-n``) unless ``--force``; a file that is not UTF-8 is exit 2
+    (it was an internal error, exit 4; issue 40)."""
+    words_by_n: dict[int, list[tuple[str, ...]]] = {}
+    alphabet = set(model.alphabet)
+    layers, units, budget = len(model.layers), 0, max(max_inputs, 0) * WORK_PER_INPUT
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            ln = 0
+            while line := f.readline(MAX_INPUT_LINE + 1):
+                ln += 1
+                if len(line) > MAX_INPUT_LINE:
+                    raise click.UsageError(
+                        f"{path}:{ln}: a line of more than {MAX_INPUT_LINE:,} characters "
+                        f"(fix: inputs of at most {MAX_FAMILY_N:,} symbols, one per line)"
+                    )
+                line = line.strip()
+                if not line:
+                    continue
+                w = tuple(t for t in line.split(sep) if t) if sep else tuple(line)
+                if len(w) > MAX_FAMILY_N:
+                    raise click.UsageError(
+                        f"{path}:{ln}: an input of {len(w):,} symbols is longer than the limit "
+                        f"of {MAX_FAMILY_N:,} = 2^24 (fix: a shorter input; docs/limits.md)"
+                    )
+                bad = next((t for t in w if t not in alphabet), None)
+                if bad is not None:
+                    raise click.UsageError(
+                        f"{path}:{ln}: unknown symbol {clip(bad)!r} (fix: inputs use the "
+                        f"alphabet: {clip(', '.join(model.alphabet), 200)})"
+                    )
+                words_by_n.setdefault(len(w), []).append(w)
+                units += max(WORK_PER_INPUT, input_work(layers, model.d, len(w)))
+                if not force and units > budget:  # refused before the rest is read
+                    counts = {n: len(ws) for n, ws in words_by_n.items()}
+                    where = f"{path} up to line {ln:,}"
+                    raise click.UsageError(
+                        listed_too_large(layers, model.d, counts, max_inputs, where) or ""
+                    )
+    except UnicodeDecodeError:
+        raise click.UsageError(
+            f"{path}: not UTF-8 text (fix: save the inputs as UTF-8, one per line)"
+        ) from None
+    if not words_by_n:  # "no flip" over zero inputs would be no answer
+        raise click.UsageError(
+            f"{path}: no input (every line is empty) (fix: write one input per line)"
+        )
+    return words_by_n
 
 
 PRECISION_MAX_INPUTS = 1_000_000
@@ -234,9 +329,9 @@ def _check_range(model: Any, lo: int, hi: int, max_inputs: int, force: bool) -> 
     type=int,
     default=PRECISION_MAX_INPUTS,
     show_default=True,
-    help="Refuse a --max-n enumeration of more inputs unless --force.",
+    help="Refuse --max-n or --inputs with more inputs (weighed by their work) unless --force.",
 )
-@click.option("--force", is_flag=True, help="Run even if --max-n gives more than --max-inputs.")
+@click.option("--force", is_flag=True, help="Run even past --max-inputs.")
 @click.option("-v", "--verbose", is_flag=True, help="Timing per word (families).")
 @click.option(
     "--backend",
@@ -282,6 +377,7 @@ def precision_cmd(
     # lazy: the precision sweep (dtype engines) only for this command (start-up time)
     from exactattn.run.precision import backend_version, sweep_family, sweep_words
 
+    refuse_overwrite([("MODEL", model_path), ("--inputs", inputs_file)], [("--json", json_out)])
     model = load_model(model_path)
     dts = list(dtypes) or ["float16", "bfloat16", "float32", "float64"]
     tl = _taus(taus)
@@ -308,12 +404,15 @@ def precision_cmd(
         done = True
         hold.start()
 
-    def save(runs: list[Any]) -> None:
+    special = json_out is not None and is_special(json_out)
+
+    def save(runs: list[Any], final: bool = False) -> None:
         with hold.saving():  # a Ctrl-C waits for the file, or is held
             saved[:] = [
                 PrecisionResult(model.name, settings, runs_of(runs), not done, model_sha256=digest)
             ]
-            if json_out:
+            # a device or FIFO (--json /dev/stdout) gets one document: the complete one
+            if json_out and (final or not special):
                 write_json_atomic(Path(json_out), saved[0].to_json())
 
     log = (lambda s: err_console.print(s, highlight=False)) if verbose else None
@@ -326,61 +425,46 @@ def precision_cmd(
             if not nlist:
                 raise click.UsageError("--family needs --n N (repeatable) or --n-pow2 A:B")
             settings = replace(settings, mode="family", families=tuple(fams), ns=tuple(nlist))
-            runs = sweep_family(
-                model,
-                fams,
-                nlist,
-                dts,
-                tl,
-                seed,
-                stop_after_flip,
-                on_length=save,
-                log=log,
-                certified=certified,
-                backend=backend,
-                on_complete=complete,
-            )
+            with progress_bar("precision (family inputs)", len(fams) * len(nlist)) as update:
+                runs = sweep_family(
+                    model,
+                    fams,
+                    nlist,
+                    dts,
+                    tl,
+                    seed,
+                    stop_after_flip,
+                    on_length=save,
+                    log=log,
+                    certified=certified,
+                    backend=backend,
+                    on_complete=complete,
+                    progress=update,
+                )
         else:
             if inputs_file:
-                words_by_n: dict[int, list[tuple[str, ...]]] = {}
-                for ln, line in enumerate(
-                    Path(inputs_file).read_text(encoding="utf-8").splitlines()
-                ):
-                    line = line.strip()
-                    if not line:
-                        continue
-                    w = tuple(line.split(sep) if sep else line)
-                    bad = [t for t in w if t not in model.alphabet]
-                    if bad:
-                        raise click.UsageError(
-                            f"{inputs_file}:{ln + 1}: unknown symbol '{bad[0]}' (fix: inputs "
-                            f"use the alphabet: {', '.join(model.alphabet)})"
-                        )
-                    words_by_n.setdefault(len(w), []).append(w)
-                if not words_by_n:  # "no flip" over zero inputs would be no answer
-                    raise click.UsageError(
-                        f"{inputs_file}: no input (every line is empty) (fix: write one input "
-                        "per line)"
-                    )
+                words_by_n = _read_inputs(inputs_file, sep, model, max_inputs, force)
             else:
                 assert max_n is not None
                 lo = min_n if min_n is not None else model.min_length
                 _check_range(model, lo, max_n, max_inputs, force)
                 words_by_n = {n: words_of_length(model.alphabet, n) for n in range(lo, max_n + 1)}
                 settings = replace(settings, mode="enumerate", min_n=lo, max_n=max_n)
-            runs = sweep_words(
-                model,
-                words_by_n,
-                dts,
-                tl,
-                certified=certified,
-                on_length=save,
-                log=log,
-                backend=backend,
-                on_complete=complete,
-            )
+            with progress_bar("precision (inputs)", None) as update:  # total: the sweep's
+                runs = sweep_words(
+                    model,
+                    words_by_n,
+                    dts,
+                    tl,
+                    certified=certified,
+                    on_length=save,
+                    log=log,
+                    backend=backend,
+                    on_complete=complete,
+                    progress=update,
+                )
         complete()
-        save(runs)
+        save(runs, final=True)
     except (ExactAttnError, click.UsageError, OSError):
         _restore(json_out, before)
         raise
@@ -431,12 +515,26 @@ def search_cmd(
     # lazy: the search only for this command (start-up time)
     from exactattn.run.search import run_search
 
+    refuse_overwrite([("MODEL", model_path)], [("--json", json_out)])
     model = load_model(model_path)
     if beam < 1:
         raise click.UsageError("--beam must be at least 1 (the number of inputs kept per step)")
     _check_n(n, "--n")
+    choice = TauChoice.parse(tau, False)
+    if tau is not None:  # τ(n) > 0 for every objective (margin and gamma ignore it: say so)
+        Temperatures(model, choice).at(n, BASE_PREC)
     hold = FinishHold.for_command()
-    res = run_search(model, n, objective, budget, seed, beam, TauChoice.parse(tau, False))
+    with progress_bar(f"search n = {n} ({objective})", budget) as update:
+        res = run_search(
+            model,
+            n,
+            objective,
+            budget,
+            seed,
+            beam,
+            choice,
+            progress=None if update is None else (lambda done, _best: update(done)),
+        )
     hold.start()  # the search is done: a Ctrl-C from here is held, the result wins
     if json_out:
         write_json_atomic(Path(json_out), res.to_json())
@@ -450,6 +548,7 @@ def search_cmd(
         f"layer {w.layer} position {w.position}",
         highlight=False,
         markup=False,  # the model name and the witness are the user's strings
+        soft_wrap=True,  # lines as written: wrapping depends on a terminal stdout may not be
     )
     hold.say_if_hit("the search was already done and its result is complete")
 

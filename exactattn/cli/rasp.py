@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from exactattn.cli.common import _emit, err_console
+from exactattn.cli.common import _emit, err_console, refuse_overwrite
 from exactattn.core.guard import bad_input
 from exactattn.rasp.ast import RaspError
 from exactattn.rasp.compile import compile_program
@@ -23,6 +23,7 @@ from exactattn.rasp.parse import parse_program
 def build_rasp_cmd(program: str, out: str | None, quiet: bool) -> None:
     """Compile a B-RASP / B-RASP[pos] / S-RASP program file (syntax: docs/rasp.md)."""
 
+    refuse_overwrite([("PROGRAM", program)], [("-o", out)])
     path = Path(program)
     try:
         text = path.read_text(encoding="utf-8")

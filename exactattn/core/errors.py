@@ -32,7 +32,7 @@ class ModelError(ExactAttnError):
         self.message = message
         self.fix = fix
         text = f"{path}: {message}" if path else message
-        if fix:
+        if fix and "(fix:" not in message:  # a wrapped message may carry its own (issue 40)
             text += f" (fix: {fix})"
         super().__init__(cap_message(text))  # one short line whatever the user text holds
 

@@ -1,8 +1,10 @@
 """Files in and out: atomic writes, and JSON read without binary floats.
 
 Every file exactattn writes (results, checkpoints, reports, figures, models) goes through
-:func:`atomic_path` (temp file, then rename), so a reader — or a run killed half-way —
-never sees half a file. Readers of result-like files use
+:func:`atomic_path` (temp file, then rename), so a reader — or a run killed half-way, or a
+full disk — never sees half a file. A special file (``--json /dev/null``, a FIFO, a
+terminal) is written directly instead: a rename would replace the device by a regular file
+(as root, /dev/null itself; issue 40). Readers of result-like files use
 :func:`read_json`: numbers stay exact (counts become ints, anything else stays text).
 """
 
@@ -10,20 +12,37 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 from exactattn.core.numbers import JsonNumber, load_json_text
 
 
+def is_special(path: str | Path) -> bool:
+    """Whether ``path`` (after symlinks) is a device, FIFO or socket: written in place, never
+    renamed over, never removed."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # absent (or unreadable: the write will say so)
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """A temporary path beside ``path``; on success it replaces ``path``, on error it is
-    removed (a crash, exit 2/4 or Ctrl-C never leaves half a file)."""
+    removed (a crash, exit 2/4, Ctrl-C or a full disk never leaves half a file).
+
+    A special file (:func:`is_special`) is yielded itself: the writer writes into it."""
     path = Path(path)
+    if is_special(path):
+        yield path
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
@@ -32,11 +51,50 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; outputs are ordinary files
     try:
         yield Path(tmp)
-        os.replace(tmp, path)
+        staged = _STAGED.get()
+        if staged is None:
+            os.replace(tmp, path)
+        else:  # moved in with the other files of the group (all_or_nothing)
+            staged.append((Path(tmp), path))
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+_STAGED: ContextVar[list[tuple[Path, Path]] | None] = ContextVar("_STAGED", default=None)
+
+
+@contextmanager
+def all_or_nothing() -> Iterator[None]:
+    """Files written inside the block (through :func:`atomic_path`) are moved in together at
+    its end, or, when the block fails, none is: a report and its figures appear whole or not
+    at all (a full disk at the last figure left the report beside exit 2; issue 40). Inside
+    another such block it joins that one."""
+    if _STAGED.get() is not None:
+        yield
+        return
+    staged: list[tuple[Path, Path]] = []
+    token = _STAGED.set(staged)
+    try:
+        yield
+    except BaseException:
+        _discard(staged)
+        raise
+    finally:
+        _STAGED.reset(token)
+    for k, (tmp, path) in enumerate(staged):
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            _discard(staged[k:])
+            raise
+
+
+def _discard(staged: list[tuple[Path, Path]]) -> None:
+    for tmp, _ in staged:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:

@@ -35,9 +35,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from exactattn.core.errors import UsageError
+from exactattn.core.jsonio import write_with
 from exactattn.engine.dtypes import DtypeModel, _frac_vec, dtype_of, rat_to_dtype
 from exactattn.engine.hard import CompiledModel
 from exactattn.engine.ratarray import RatArray
+from exactattn.export import DEFAULT_DTYPE
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model, load_model
 
 TORCH_FORMAT = "exactattn-torch/1"
@@ -263,7 +265,10 @@ class ExportedModel(nn.Module):
         return self.config.get("n")
 
     def encode(self, words: Sequence[Sequence[str]]) -> torch.Tensor:
-        """Words over the alphabet as an id tensor (batch, n)."""
+        """Words over the alphabet as an id tensor (batch, n); each word of the exported n."""
+        for w in words:
+            if self.n is not None and len(w) != self.n:
+                raise UsageError(f"word {list(w)!r}: {self._wrong_length(len(w))}")
         index = {t: i for i, t in enumerate(self.config["vocab"])}
         try:
             return torch.tensor([[index[t] for t in w] for w in words], dtype=torch.long)
@@ -276,7 +281,7 @@ class ExportedModel(nn.Module):
         if self.token_embedding is None or self.position_embedding is None:
             raise UsageError("this module was built without embeddings (kernel use only)")
         if ids.shape[1] != cfg["n"]:
-            raise UsageError(f"the module was exported for n = {cfg['n']}, got {ids.shape[1]}")
+            raise UsageError(self._wrong_length(ids.shape[1]))
         cols = [ids]
         N = ids.shape[0]
         if cfg["bos"] is not None:
@@ -290,6 +295,7 @@ class ExportedModel(nn.Module):
         self, x: torch.Tensor, taus: list[list[Any] | None] | None = None
     ) -> list[torch.Tensor]:
         """Activations after every layer (index 0: x itself); ``taus`` overrides τ per head."""
+        self._check_slots(x)
         acts = [x]
         with torch.no_grad():
             for li, layer in enumerate(self.layers):
@@ -307,7 +313,9 @@ class ExportedModel(nn.Module):
         return acts
 
     def readout(self, x: torch.Tensor) -> torch.Tensor:
-        """The read-out of final activations x (batch, T, d)."""
+        """The read-out of final activations x (batch, T, d): accept → y (batch,), accepted
+        iff y > ``threshold``; argmax/value → (batch, n, rows) at the input positions."""
+        self._check_slots(x)
         cfg = self.config
         if cfg["output"] == "accept":
             return F.linear(x[:, cfg["accept_slot"], :], self.readout_weight, self.readout_bias)[
@@ -320,6 +328,18 @@ class ExportedModel(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         return self.readout(self.run(self.embed(ids))[-1])
+
+    def _wrong_length(self, got: int) -> str:
+        return (
+            f"this module was exported for inputs of length n = {self.n}, got {got} (fix: "
+            "export the model again with --n for that length; the position embeddings and "
+            "τ(n) depend on n)"
+        )
+
+    def _check_slots(self, x: torch.Tensor) -> None:
+        """An exported module runs at its own length only (kernel modules have no n)."""
+        if self.n is not None and x.shape[1] != self.n + self.config["extra_slots"]:
+            raise UsageError(self._wrong_length(x.shape[1] - self.config["extra_slots"]))
 
     def decide(self, y: torch.Tensor) -> list[Any]:
         """Decisions as ``precision`` states them: accept → bool (None: NaN); argmax → labels
@@ -443,7 +463,7 @@ def _parts(dm: DtypeModel, n: int | None, tau_override: Any = None) -> dict[str,
 def export_torch(
     model: Model,
     n: int,
-    dtype: str = "float64",
+    dtype: str = DEFAULT_DTYPE,
     attention: str = "softmax",
     kernel: str = "eager",
     tau: Any = None,
@@ -463,7 +483,7 @@ def export_torch(
 
 
 def torch_module(
-    model: Model | str | Path, n: int, dtype: str = "float64", **kw: Any
+    model: Model | str | Path, n: int, dtype: str = DEFAULT_DTYPE, **kw: Any
 ) -> ExportedModel:
     """The model (a Model or a model file) at length n as an ``nn.Module``; keyword
     arguments as :func:`export_torch` (the rounding report is ``export_torch(...).rounding``)."""
@@ -615,13 +635,29 @@ def rounding_report(
 # ---------------------------------------------------------------------------
 
 
+def overflows(tensors: dict[str, Any]) -> list[str]:
+    """The exported tensors the dtype cannot hold: an entry became ±inf or NaN (float16 tops
+    out at 65,504, so a weight of 10^5 is inf), or a temperature τ became 0 (its scale 1/τ
+    is then infinite). Such an export is not the model: ``exactattn export`` refuses it
+    (exit 2, nothing written; docs/export.md). It wrote the file and exited 0 (issue 40)."""
+    out = []
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor) or not torch.is_floating_point(t):
+            continue
+        if not bool(torch.isfinite(t).all()) or (
+            name.split(".")[-1] == "tau" and bool((t <= 0).any())
+        ):
+            out.append(name)
+    return out
+
+
 def save(exp: Export, path: Path) -> None:
     """``{"config", "state_dict", "rounding"}`` via torch.save (loadable with weights_only)."""
     mod = exp.module
     doc = {"config": mod.config, "state_dict": mod.state_dict(), "rounding": exp.rounding}
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(doc, tmp)
-    tmp.replace(path)
+    # a unique temporary file beside it, then a rename (a fixed OUT.pt.tmp was shared by two
+    # exports and followed a planted symlink; issue 40)
+    write_with(path, lambda tmp: torch.save(doc, tmp))
 
 
 def load(path: str | Path) -> ExportedModel:

@@ -87,6 +87,26 @@ def sample_length(layers: int, d: int, max_n: int) -> int:
     return max(1, min(max_n, math.isqrt(SAMPLE_WORK // c) - 2))
 
 
+def listed_too_large(
+    layers: int, d: int, lengths: dict[int, int], max_inputs: int, where: str
+) -> str | None:
+    """The ``--max-inputs`` refusal for a list of inputs (``lengths``: how many of each
+    length), weighed as :func:`job_too_large` weighs a range; None if they fit."""
+    count = sum(lengths.values())
+    units = sum(k * max(WORK_PER_INPUT, input_work(layers, d, n)) for n, k in lengths.items())
+    if units <= max(max_inputs, 0) * WORK_PER_INPUT:
+        return None
+    weight = -(-units // WORK_PER_INPUT)
+    return (
+        f"--max-inputs: the {count:,} input{'' if count == 1 else 's'} of {where} (longest "
+        f"{max(lengths):,}) weigh{'s' if count == 1 else ''} as {_about(weight)} inputs by "
+        "their work, more than "
+        f"--max-inputs {max_inputs:,} (an input of length n counts as one input per "
+        f"{WORK_PER_INPUT:,} units of L·(n+2)²·d) (fix: fewer or shorter inputs, raise "
+        "--max-inputs, or pass --force)"
+    )
+
+
 def _about(x: int) -> str:
     """A large integer for people: exact up to 10^15, else 'about 1.3×10^18'."""
     if x < 10**15:
@@ -132,6 +152,7 @@ __all__ = [
     "WORK_PER_INPUT",
     "input_work",
     "job_too_large",
+    "listed_too_large",
     "relative_work",
     "sample_length",
     "weighted_units",

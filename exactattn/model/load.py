@@ -7,11 +7,15 @@ format 1 that this module accepts are listed in ``docs/model-format.md``.
 
 from __future__ import annotations
 
+import math
 import re
+import warnings
 from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from exactattn.core.errors import ModelError
 from exactattn.core.limits import MAX_HEADS, MAX_LAYERS, MAX_LENGTH, check_name, clip
@@ -80,33 +84,90 @@ def load_model(path: str | Path) -> Model:
     return model_from_raw(raw)
 
 
+class FloatTakenExactly(UserWarning):
+    """A model built from Python (or numpy) floats: each float was taken as the exact binary
+    rational it is, which is rarely the decimal it was typed as (0.1 is 3602879701896397/2^55)."""
+
+
+FLOATS_NOTE = "python_floats"
+"""Key under ``meta`` where :func:`model_from_dict` records that floats were taken exactly."""
+
+
 def model_from_dict(d: dict[str, Any]) -> Model:
-    """Validate a model given as a Python dict (as built by the builders).
+    """Validate a model given as a Python dict (as built by the builders or in a notebook).
 
-    Python floats are refused: they have already lost exactness.
+    Numbers may be ``int``, ``Fraction``, ``"p/q"`` strings, numpy arrays and scalars, and
+    Python floats. A float is an exact binary rational and is taken **exactly** as that
+    rational (``Fraction(0.1)`` = 3602879701896397/36028797018963968, not 1/10), never
+    rounded; the model then says so: a :class:`FloatTakenExactly` warning, and
+    ``model.source["meta"]["python_floats"]`` (how many, how many are not the decimal they
+    print as, and one such float's path and exact value). Write ``Fraction(1, 10)`` or
+    ``"1/10"`` for the decimal. NaN and ±∞ are refused.
     """
-    return model_from_raw(_to_raw(d, "$"))
-
-
-def _to_raw(x: Any, path: str) -> Any:
-    if isinstance(x, bool) or x is None:
-        return x
-    if isinstance(x, int):
-        return JsonNumber(str(x))
-    if isinstance(x, float):
-        raise ModelError(
-            path.removeprefix("$."),
-            f"the Python float {x!r} is not exact",
-            'build models with int, Fraction or "p/q" strings',
+    floats: list[tuple[str, float]] = []
+    raw = _to_raw(d, "$", floats)
+    if floats:
+        # the example: the first float that is not the decimal it prints as (0.1), if any
+        off = [(p, x) for p, x in floats if Fraction(repr(x)) != Fraction(x)]
+        path, x = (off or floats)[0]
+        q = Fraction(x)
+        exact = f"{q.numerator}/{q.denominator}" if q.denominator != 1 else str(q.numerator)
+        note = {
+            "count": len(floats),
+            "not_their_decimal": len(off),
+            "note": "Python floats taken exactly as the binary rationals they are, not as "
+            "the decimals they print as; write Fraction or 'p/q' strings for decimals",
+            "example": {"path": path, "float": repr(x), "exact": exact},
+        }
+        if isinstance(raw, dict):
+            meta = raw.get("meta")
+            if meta is None:
+                raw["meta"] = {FLOATS_NOTE: note}
+            elif isinstance(meta, dict):
+                meta[FLOATS_NOTE] = note
+        warnings.warn(
+            FloatTakenExactly(
+                f"{len(floats)} Python float(s) taken exactly as the binary rationals they are; "
+                + (
+                    f"{len(off)} of them not the decimal it prints as, e.g. {path} = {x!r} is "
+                    f"{exact} (write Fraction or 'p/q' strings for decimals)"
+                    if off
+                    else f"each is the decimal it prints as (e.g. {path} = {x!r} = {exact})"
+                )
+            ),
+            stacklevel=2,
         )
+    return model_from_raw(raw)
+
+
+def _to_raw(x: Any, path: str, floats: list[tuple[str, float]]) -> Any:
+    if isinstance(x, (bool, np.bool_)) or x is None:
+        return None if x is None else bool(x)
+    if isinstance(x, (int, np.integer)):
+        return JsonNumber(str(int(x)))
+    if isinstance(x, (float, np.floating)):
+        where = path.removeprefix("$.")
+        if not math.isfinite(float(x)):
+            raise ModelError(where, f"{x!r} is not a number a model can hold", "use a finite value")
+        num, den = x.as_integer_ratio()  # exact (float16/32/64 are all binary rationals)
+        floats.append((where, float(x) if isinstance(x, np.floating) else x))
+        return _to_raw(Fraction(num, den), path, floats)
     if isinstance(x, Fraction):
         return (
             JsonNumber(str(x.numerator)) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
         )
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind not in "biuf" and x.dtype != object:
+            raise ModelError(
+                path.removeprefix("$."),
+                f"a numpy array of dtype {x.dtype} is not numbers",
+                "use an integer, float or object array of Fractions",
+            )
+        return _to_raw(x.tolist(), path, floats)  # floats stay floats: taken exactly below
     if isinstance(x, dict):
-        return {k: _to_raw(v, f"{path}.{k}") for k, v in x.items()}
+        return {k: _to_raw(v, f"{path}.{k}", floats) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_to_raw(v, f"{path}[{i}]") for i, v in enumerate(x)]
+        return [_to_raw(v, f"{path}[{i}]", floats) for i, v in enumerate(x)]
     return x
 
 

@@ -16,6 +16,7 @@ from exactattn.rasp.ast import (
     Def,
     Expr,
     Ite,
+    Loc,
     Not,
     Program,
     RaspError,
@@ -23,11 +24,31 @@ from exactattn.rasp.ast import (
     TokenTest,
 )
 
-__all__ = ["check_program", "infer", "refs", "BUILTINS"]
+__all__ = ["check_program", "depth", "infer", "refs", "BUILTINS", "MAX_EXPR_DEPTH"]
 
 BUILTINS = {"pos": "int", "n": "int"}
 MAX_DEFS = 500  # definitions per program (the dependency walk recurses once per definition)
+MAX_EXPR_DEPTH = 200
+"""Deepest expression tree, a chain ``x + y + z`` counting one level per operator: the checker,
+the interpreter and the compiler recurse once or twice per level, and a chain of 500 terms
+passed Python's recursion limit (RecursionError, exit 4, also in ``check`` through a model's
+reference; issue 40). Parentheses alone nest at most 60 deep (parse.py)."""
 _CMP = ("<", "<=", ">", ">=")
+
+
+def _children(x: Expr) -> list[Expr]:
+    """The direct subexpressions of x, left to right."""
+    if isinstance(x, Not):
+        return [x.arg]
+    if isinstance(x, Bin):
+        return [x.left, x.right]
+    if isinstance(x, Call):
+        return list(x.args)
+    if isinstance(x, Ite):
+        return [x.cond, x.then, x.other]
+    if isinstance(x, Attend):
+        return [x.where, x.value, x.default]
+    return []
 
 
 def refs(e: Expr) -> list[Ref]:
@@ -38,17 +59,30 @@ def refs(e: Expr) -> list[Ref]:
         x = stack.pop()
         if isinstance(x, Ref):
             out.append(x)
-        elif isinstance(x, Not):
-            stack.append(x.arg)
-        elif isinstance(x, Bin):
-            stack += [x.right, x.left]
-        elif isinstance(x, Call):
-            stack += list(reversed(x.args))
-        elif isinstance(x, Ite):
-            stack += [x.other, x.then, x.cond]
-        elif isinstance(x, Attend):
-            stack += [x.default, x.value, x.where]
+        stack += reversed(_children(x))
     return out
+
+
+def depth(e: Expr) -> int:
+    """The number of levels of e's tree (a leaf: 1), without recursion."""
+    deepest = 0
+    stack = [(e, 1)]
+    while stack:
+        x, k = stack.pop()
+        deepest = max(deepest, k)
+        stack += [(c, k + 1) for c in _children(x)]
+    return deepest
+
+
+def _shallow(e: Expr, loc: Loc) -> None:
+    """Refuse an expression deeper than MAX_EXPR_DEPTH, naming the line it is on."""
+    k = depth(e)
+    if k > MAX_EXPR_DEPTH:
+        raise RaspError(
+            loc,
+            f"an expression {k} levels deep (limit {MAX_EXPR_DEPTH}; a chain x + y + z "
+            "counts one level per operator) (fix: split it into named definitions)",
+        )
 
 
 def _int_literal(e: Expr) -> int | None:
@@ -179,6 +213,9 @@ def check_program(p: Program) -> list[Def]:
         raise RaspError(p.output.loc, "the alphabet is empty")
     if len(p.defs) > MAX_DEFS:
         raise RaspError(p.defs[MAX_DEFS].loc, f"more than {MAX_DEFS} definitions")
+    for d in p.defs:  # first: every later step recurses over the expressions
+        _shallow(d.expr, d.loc)
+    _shallow(p.output.expr, p.output.loc)
     types: dict[str, str] = {}
     by_name: dict[str, Def] = {}
     for d in p.defs:

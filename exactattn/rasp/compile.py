@@ -26,6 +26,7 @@ from typing import Any
 
 from exactattn.constructions.rasp import Program as Builder
 from exactattn.constructions.rasp import ProgramError
+from exactattn.core.limits import MAX_HEADS, MAX_LAYERS, MAX_NAME, MAX_STRING, clip
 from exactattn.model.provenance import stamp
 from exactattn.rasp.ast import (
     MASK_TEXT,
@@ -52,6 +53,12 @@ from exactattn.rasp.unparse import unparse
 __all__ = ["compile_program", "HeadInfo", "Compiled"]
 
 MAX_ATOMS = 8  # Boolean atoms in one attention predicate (truth table of 2^8 rows)
+MAX_MODEL_NUMBERS = 2_000_000
+"""Most numbers (weights, biases, embedding entries) a compiled model may hold, counted from
+the lowered program before the dense model is built (issue 40): the format's matrices are d
+wide, so a chain of k attends holds about 130·k² numbers (120 attends: 1.9 million, a 38 MB
+file, 430 MB and 7 CPU-s to build; 480: 30 million and a MemoryError at 3.9 GB). The bundled
+programs hold at most 7,400."""
 BOS = "<bos>"
 
 
@@ -116,6 +123,7 @@ class _Op:
     outputs: dict[str, dict[int, int]] = field(default_factory=dict)
     info: HeadInfo | None = None
     label: str = ""
+    loc: Loc = field(default_factory=Loc)  # the program line it implements (size errors)
 
 
 @dataclass
@@ -174,7 +182,10 @@ class _Compiler:
     def _fresh(self, hint: str) -> str:
         self.counter += 1
         base = self.cur.name if self.cur is not None else "out"
-        return f"{base}.{hint}{self.counter}"
+        return f"{_fit(base, 200)}.{hint}{self.counter}"  # unique by the counter
+
+    def _loc(self) -> Loc:
+        return self.cur.loc if self.cur is not None else self.prog.output.loc
 
     def _err(self, loc: Loc, msg: str) -> RaspError:
         return RaspError(loc, f"{msg} (not supported by the compiler; the interpreter runs it)")
@@ -220,7 +231,16 @@ class _Compiler:
         r = self._ready_of([c for c, _ in raw])
         slot = r if r % 2 == 1 else r + 1
         name = self._fresh(hint)
-        self.ops.append(_Op(slot, "ffn", units=raw, outputs={name: dict(out)}, label=self._label()))
+        self.ops.append(
+            _Op(
+                slot,
+                "ffn",
+                units=raw,
+                outputs={name: dict(out)},
+                label=self._label(),
+                loc=self._loc(),
+            )
+        )
         self.ready[name] = slot + 1
         self.ctype[name] = t
         self.crange[name] = rng
@@ -230,7 +250,7 @@ class _Compiler:
 
     def _label(self) -> str:
         d = self.cur
-        return f"line {d.loc.line} ({d.name})" if d is not None else "output"
+        return f"line {d.loc.line} ({_fit(d.name, 100)})" if d is not None else "output"
 
     def attention(
         self,
@@ -253,9 +273,9 @@ class _Compiler:
             "values": {names[k]: v for k, v in values.items()},
             "mask": mask,
             "hard": hard,
-            "name": f"{self._label()}: {info.primitive}" + (f" {detail}" if detail else ""),
+            "name": _fit(f"{self._label()}: {info.primitive}" + (f" {detail}" if detail else "")),
         }
-        self.ops.append(_Op(slot, "attention", head=head, info=info))
+        self.ops.append(_Op(slot, "attention", head=head, info=info, loc=self._loc()))
         for k, nm in names.items():
             self.ready[nm] = slot + 1
             self.ctype[nm], self.crange[nm] = types[k]
@@ -289,8 +309,9 @@ class _Compiler:
             toks = tuple(sorted(set(e.tokens)))
             name = self.token_coord.get(toks)
             if name is None:
-                name = (
-                    "token in {" + ", ".join(json.dumps(t, ensure_ascii=False) for t in toks) + "}"
+                name = _fit(
+                    "token in {" + ", ".join(json.dumps(t, ensure_ascii=False) for t in toks) + "}",
+                    200,
                 )
                 while name in self.ready:
                     name += "'"
@@ -745,10 +766,47 @@ class _Compiler:
         y = self.low(out_expr)
         return self.emit(y, out_type)
 
+    def bound_size(self) -> int:
+        """Refuse, before the dense model is built, one the loader would refuse (more than
+        MAX_LAYERS layers or MAX_HEADS heads) or more than MAX_MODEL_NUMBERS numbers, naming
+        the program line whose layer crosses the limit; else the number of numbers (an upper
+        bound: every weight, bias and embedding entry the model will hold)."""
+        d = len(self.embed_token) + len(self.embed_pos)
+        d += sum(len(op.head["values"]) if op.head else len(op.outputs) for op in self.ops)
+        numbers = (len(self.prog.alphabet) + 2) * d + 2 * d + 2  # embeddings, read-out
+        heads = 0
+        for layer, s in enumerate(sorted({op.slot for op in self.ops})):
+            ops = [op for op in self.ops if op.slot == s]
+            if layer == MAX_LAYERS:
+                raise RaspError(ops[0].loc, _too_big(f"more than {MAX_LAYERS:,} layers"))
+            if s % 2 == 0:
+                for op in ops:
+                    assert op.head is not None
+                    heads += 1
+                    if heads > MAX_HEADS:
+                        raise RaspError(op.loc, _too_big(f"more than {MAX_HEADS:,} heads"))
+                    values = len(op.head["values"])
+                    numbers += 2 * max(1, len(op.head["score"])) * d + 2 * values * d
+            else:
+                units = sum(len(op.units) for op in ops)
+                numbers += 2 * units * d + units + d
+            if numbers > MAX_MODEL_NUMBERS:
+                raise RaspError(
+                    ops[0].loc,
+                    _too_big(
+                        f"about {numbers:,} numbers by this line's layer {layer} (d = {d:,}), "
+                        f"more than the limit of {MAX_MODEL_NUMBERS:,}"
+                    ),
+                )
+        return numbers
+
     def emit(self, y: Aff, out_type: str) -> Compiled:
         prog = self.prog
-        desc = f"compiled from the RASP program {prog.name!r} (exactattn build rasp)"
-        b = Builder(f"rasp_{prog.name}", list(prog.alphabet), bos=self.bos_token, description=desc)
+        self.bound_size()
+        desc = f"compiled from the RASP program {_fit(prog.name, 200)!r} (exactattn build rasp)"
+        b = Builder(
+            _fit(f"rasp_{prog.name}"), list(prog.alphabet), bos=self.bos_token, description=desc
+        )
         for name, toks in self.embed_token.items():
             b.indicator(name, toks)
         for name, expr in self.embed_pos.items():
@@ -786,7 +844,7 @@ class _Compiler:
                         outputs[o] = {k + off: c for k, c in combo.items()}
                     if op.label not in labels:
                         labels.append(op.label)
-                b.ffn(units, outputs, name="ffn: " + ", ".join(labels))
+                b.ffn(units, outputs, name=_ffn_name(labels))
             layer += 1
         idx = {c: k for k, c in enumerate(b.coords)}
         if prog.output.kind == "accept":
@@ -831,6 +889,33 @@ class _Compiler:
         return Compiled(model, infos, bound)
 
 
+def _fit(name: str, limit: int = MAX_NAME) -> str:
+    """A compiler-made name within the model format's limit (MAX_NAME characters)."""
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def _ffn_name(labels: list[str]) -> str:
+    """``ffn: line 3 (x), line 4 (y)``; with many definitions in one layer (19 made a name of
+    271 characters, which the loader refused; issue 40), the first ones and the count."""
+    name = "ffn: " + ", ".join(labels)
+    if len(name) <= MAX_NAME:
+        return name
+    tail = f", … ({len(labels)} definitions)"
+    kept: list[str] = []
+    for label in labels:
+        if len("ffn: " + ", ".join([*kept, label]) + tail) > MAX_NAME:
+            break
+        kept.append(label)
+    return "ffn: " + ", ".join(kept) + tail
+
+
+def _too_big(what: str) -> str:
+    return (
+        f"the compiled model would have {what} (docs/limits.md) (fix: fewer chained attends, "
+        "or split the program into smaller ones)"
+    )
+
+
 def _temperature(bound: str) -> str:
     """τ(n) = γ_bound(n) / (8·log(n + 2)): the softmax leak e^(−γ/τ) ≤ (n + 2)^(−8)."""
     if bound == "1/(n + 1)":
@@ -842,6 +927,21 @@ def compile_program(prog: Program) -> Compiled:
     """Compile a checked program; RaspError (line, column) for what the compiler cannot do."""
     if prog.source is None:
         prog = Program(prog.name, prog.alphabet, prog.defs, prog.output, source=unparse(prog))
+    if len(prog.source or "") > MAX_STRING:  # the model keeps it as its reference
+        raise RaspError(
+            Loc(1, 1),
+            f"a program of {len(prog.source or ''):,} characters; the model keeps it as its "
+            f"reference, a string of at most {MAX_STRING:,} (fix: shorten it, e.g. its comments)",
+        )
+    for s in prog.alphabet:  # the model's tokens: printable names of at most MAX_NAME
+        if len(s) > MAX_NAME or not s.isprintable():
+            lines = (prog.source or "").splitlines()
+            at = next((k for k, t in enumerate(lines, 1) if t.startswith("alphabet")), 0)
+            raise RaspError(
+                Loc(at, 1) if at else prog.output.loc,
+                f"alphabet symbol {clip(s)!r}: a model token is 1 to {MAX_NAME} printable "
+                "characters (fix: a shorter symbol without control characters)",
+            )
     try:
         out = _Compiler(prog).run()
     except ProgramError as exc:  # pragma: no cover - the back end's checks are invariants here

@@ -17,16 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from exactattn.core.errors import UsageError
-from exactattn.core.jsonio import write_text_atomic
+from exactattn.core.jsonio import all_or_nothing, write_text_atomic
 from exactattn.report import latex, markdown
 from exactattn.report.data import ReportData, load
-from exactattn.report.figures import figure_names, write_figures
+from exactattn.report.figures import ERROR_FIG, GAMMA_FIG, TAU_FIG, figure_names, write_figures
 
-__all__ = ["FORMATS", "render", "write_report"]
+__all__ = ["FORMATS", "render", "report_files", "write_report"]
 
 #: Report formats by file suffix.
 FORMATS = {".md": "md", ".markdown": "md", ".tex": "tex"}
 _FIGURE_SUFFIX = {"md": "png", "tex": "pdf"}
+FIGURES = (GAMMA_FIG, ERROR_FIG, TAU_FIG)
 
 
 def _format_of(path: Path, fmt: str | None) -> str:
@@ -45,6 +46,16 @@ def _format_of(path: Path, fmt: str | None) -> str:
 
 def _fragment_path(path: Path) -> Path:
     return path.with_name(f"{path.stem}-fragment.tex")
+
+
+def report_files(path: Path, fmt: str | None = None) -> list[Path]:
+    """Every file a report at ``path`` may write (the main file, the LaTeX fragment, each
+    figure), so a command can refuse one that is also an input before any work."""
+    path = Path(path)
+    kind = _format_of(path, fmt)
+    stem = path.with_name(path.stem)
+    figures = [stem.with_name(f"{stem.name}-{n}.{_FIGURE_SUFFIX[kind]}") for n in FIGURES]
+    return [path, *([_fragment_path(path)] if kind == "tex" else []), *figures]
 
 
 def render(result: dict[str, Any], path: Path, fmt: str | None = None) -> dict[Path, str]:
@@ -79,9 +90,10 @@ def write_report(result: dict[str, Any], path: Path, fmt: str | None = None) -> 
     data = load(result)
     texts = _render(data, path, kind)  # everything rendered before the first file is written
     written = []
-    for target, content in texts.items():
-        write_text_atomic(target, content)  # each file whole or not at all
-        written.append(target)
-    stem = path.with_name(path.stem)
-    written += [file for _name, file in write_figures(data, stem, _FIGURE_SUFFIX[kind])]
+    with all_or_nothing():  # the report and its figures appear together, or none (full disk)
+        for target, content in texts.items():
+            write_text_atomic(target, content)
+            written.append(target)
+        stem = path.with_name(path.stem)
+        written += [file for _name, file in write_figures(data, stem, _FIGURE_SUFFIX[kind])]
     return written

@@ -1,7 +1,11 @@
 """Markdown and LaTeX renderings of an ``exactattn-certificate/1`` file (``exactattn report``).
 
-Every string that came from a model file (its name, claim expressions, justifications) is
-escaped with the report room's escapers, so a hostile name cannot inject markup.
+A file's dict is validated first (:func:`~exactattn.results.resultfile.validate_certificate`:
+exit 2 naming the JSON path), and every field printed — names, claim expressions,
+justifications, reasons and the numbers too — goes through the report room's escapers, so a
+hand-edited file cannot inject markup (issue 40: an ``error_bound`` of ``<img onerror>`` reached
+the Markdown raw, a ``tau_theorem`` end of ``\\input{/etc/passwd}`` the LaTeX). Numbers of more
+than 100 digits are abbreviated as in the check report.
 """
 
 from __future__ import annotations
@@ -12,9 +16,10 @@ from typing import Any
 
 from exactattn.core.errors import UsageError
 from exactattn.core.jsonio import write_text_atomic
+from exactattn.report.escape import plain as md_escape
+from exactattn.report.escape import text as tex_escape
+from exactattn.report.fmt import long_digits
 from exactattn.report.latex import PACKAGES
-from exactattn.report.latex import text as tex_escape
-from exactattn.report.markdown import plain as md_escape
 from exactattn.results.certificate import (
     Certificate,
     CertificateRange,
@@ -23,42 +28,49 @@ from exactattn.results.certificate import (
     certificate_from_json,
     up_text,
 )
+from exactattn.results.resultfile import validate_certificate
 
 Cert = Certificate | CertificateRange
 
 
-def _lines(c: Cert, esc: Any) -> list[tuple[str, str]]:
+def _escaper(escape: Callable[[str], str]) -> Callable[[object], str]:
+    """Every value printed, numbers too (a file may hold anything), long digit runs cut."""
+    return lambda x: escape(long_digits(str(x)))
+
+
+def _lines(c: Cert, esc: Callable[[object], str]) -> list[tuple[str, str]]:
     """(label, text) pairs shared by both formats; every text already escaped."""
     out: list[tuple[str, str]] = []
     if isinstance(c, CertificateRange):
         f = c.first_failure
         verdict = (
-            f"certified for every n = {c.lo}..{c.hi}"
+            f"certified for every n = {esc(c.lo)}..{esc(c.hi)}"
             if f is None
-            else f"first length not certified: n = {f.n} ({esc(str(f.reason))})"
+            else f"first length not certified: n = {esc(f.n)} ({esc(f.reason)})"
         )
         out.append(("verdict", verdict))
-        out.append(("τ", esc(str(c.tau))))
-        out.append(("lengths evaluated", str(c.evaluated)))
+        out.append(("τ", esc(c.tau)))
+        out.append(("lengths evaluated", esc(c.evaluated)))
     else:
         b = c.body
-        out.append(("verdict", f"{esc(str(b.verdict.status))}: {esc(str(b.verdict.reason))}"))
-        out.append(("n", str(c.n)))
-        out.append(("τ", esc(str(b.tau))))
+        out.append(("verdict", f"{esc(b.verdict.status)}: {esc(b.verdict.reason)}"))
+        out.append(("n", esc(c.n)))
+        out.append(("τ", esc(b.tau)))
         for layer in b.layers:
             out.append(
                 (
                     f"error bound after layer {layer.index} ({layer.kind})",
-                    up_text(layer.error_bound),
+                    esc(up_text(layer.error_bound)),
                 )
             )
         lo, hi = ball_ends(b.tau_theorem)
-        out.append(("τ_thm(n) (Theorem 5)", f"[{lo}, {hi}]"))
+        out.append(("τ_thm(n) (Theorem 5)", f"[{esc(lo)}, {esc(hi)}]"))
         g = b.tau_grid
         if g is not None and g.last_certified is not None:
-            out.append(("last grid τ certified (2^(k/8))", ball_upper(g.last_certified.tau)))
+            last = ball_upper(g.last_certified.tau)
+            out.append((f"last grid τ certified ({g.grid})", esc(last)))
         if g is not None and g.first_not_certified is not None:
-            out.append(("first grid τ not certified", ball_upper(g.first_not_certified.tau)))
+            out.append(("first grid τ not certified", esc(ball_upper(g.first_not_certified.tau))))
     return out
 
 
@@ -75,7 +87,7 @@ def _conditional(c: Cert, e: Callable[[str], str], word: str) -> str:
 
 
 def certificate_markdown(c: Cert) -> str:
-    e = md_escape
+    e = _escaper(md_escape)
     rows = ["| | |", "| --- | --- |"] + [f"| {e(k)} | {v} |" for k, v in _lines(c, e)]
     chain = [
         f"{i}. **{e(s.step)}**: {e(s.statement)} — {e(s.proved_in)}"
@@ -99,7 +111,7 @@ def certificate_markdown(c: Cert) -> str:
 
 
 def certificate_latex(c: Cert) -> str:
-    e = tex_escape
+    e = _escaper(tex_escape)
     rows = [f"{e(k)} & {v} \\\\" for k, v in _lines(c, e)]
     chain = [
         f"\\item \\textbf{{{e(s.step)}}}: {e(s.statement)} --- {e(s.proved_in)}"
@@ -134,10 +146,8 @@ def write_certificate_report(c: Cert | dict[str, Any], out: Path, fmt: str | Non
     if kind is None:
         raise UsageError(f"{out}: give --format md|tex or a .md/.tex path")
     if isinstance(c, dict):
-        try:
-            c = certificate_from_json(c)
-        except ValueError:
-            raise UsageError("not a complete exactattn-certificate/1 file") from None
+        validate_certificate(c)  # exit 2 naming the JSON path; then the record reads it
+        c = certificate_from_json(c)
     text = certificate_markdown(c) if kind == "md" else certificate_latex(c)
     write_text_atomic(out, text)
     return out

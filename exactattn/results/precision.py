@@ -309,6 +309,20 @@ class PrecisionSettings:
             d["certified"] = self.certified
         return d
 
+    def describe(self) -> str:
+        """What was run, in one sentence (the report's settings line)."""
+        what = {
+            "family": f"families {', '.join(self.families)} at n = {', '.join(map(str, self.ns))}",
+            "enumerate": f"every input of length {self.min_n}..{self.max_n}",
+            "inputs": "the inputs of a file",
+        }.get(self.mode, self.mode)
+        version = f" ({self.backend_version})" if self.backend_version else ""
+        certified = "; the soft meaning certified" if self.certified else ""
+        return (
+            f"dtypes {', '.join(self.dtypes)}; τ: {', '.join(self.taus)}; {what}; forward pass "
+            f"{self.backend}{version}{certified}."
+        )
+
     @staticmethod
     def from_json(d: dict[str, Any], legacy: frozenset[str] = frozenset()) -> PrecisionSettings:
         """``legacy``: the keys of :data:`LEGACY` the file lacks (their documented values)."""

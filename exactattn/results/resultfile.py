@@ -53,9 +53,14 @@ def _fail(path: str, message: str) -> None:
     )
 
 
-def _int(x: Any, path: str, minimum: int = 0) -> None:
-    if isinstance(x, bool) or not isinstance(x, int) or x < minimum:
+def _int(x: Any, path: str, minimum: int | None = 0, maximum: int | None = None) -> None:
+    if isinstance(x, bool) or not isinstance(x, int):
+        want = "an integer" if minimum is None else f"an integer >= {minimum}"
+        _fail(path, f"expected {want}, got {clip(repr(x))}")
+    if minimum is not None and x < minimum:
         _fail(path, f"expected an integer >= {minimum}, got {clip(repr(x))}")
+    if maximum is not None and x > maximum:
+        _fail(path, f"{clip(str(x))} is beyond the limit of {maximum:,}")
 
 
 def _str(x: Any, path: str, limit: int | None = None) -> None:
@@ -444,3 +449,350 @@ def _closed_forms(x: Any) -> None:
         if form is not None:
             ns = [*(rec.get("fitted_on") or []), *(rec.get("verified_on") or [])]
             _form_work(form, ns, f"{p}.form")
+
+
+# ---------------------------------------------------------------------------------------------
+# exactattn-certificate/1 (issue 40: `report` printed its fields raw — `<img onerror>` reached
+# the Markdown, `\input{/etc/passwd}` the LaTeX — and a number where text belongs was exit 4)
+
+#: Largest length a certificate names (``certify --n``, ``--range`` ends).
+MAX_CERT_N = 10**12
+#: Longest free text of a certificate (a reason, a proof step's statement: claim expressions
+#: of up to 10,000 characters appear in them).
+MAX_CERT_TEXT = 20_000
+_CERT_FIX = "regenerate the file with `exactattn certify --json` (docs/limits.md)"
+_GRID = re.compile(r"2\^\(k/([1-9][0-9]{0,3})\)")
+
+
+def _text(x: Any, path: str) -> None:
+    _str(x, path, MAX_CERT_TEXT)
+
+
+def _num(x: Any, path: str) -> None:
+    """A written certified or exact value: a decimal, ``p/q`` or ``inf``."""
+    _number(x, path, True, True)
+
+
+def _cert_verdict(d: dict[str, Any], path: str) -> None:
+    _int(d.get("n"), f"{path}n", 1, MAX_CERT_N)
+    if d.get("status") not in ("certified", "not certified"):
+        _fail(
+            f"{path}status",
+            f"expected 'certified' or 'not certified', got {clip(repr(d.get('status')))}",
+        )
+    _text(d.get("reason"), f"{path}reason")
+
+
+def _proof(top: dict[str, Any]) -> None:
+    for i, s in enumerate(_list(top.get("proof_chain"), "proof_chain")):
+        p = f"proof_chain[{i}]"
+        _obj(s, p)
+        _str(s.get("step"), f"{p}.step", MAX_NAME)
+        _text(s.get("statement"), f"{p}.statement")
+        _str(s.get("proved_in"), f"{p}.proved_in", 1_000)
+    for i, k in enumerate(_list(top.get("conditional_on"), "conditional_on")):
+        _str(k, f"conditional_on[{i}]", MAX_NAME)
+    _obj(top.get("claims"), "claims")  # the model's claims object, not rendered
+    pv = top.get("provenance")  # absent in files written before issue 41
+    if pv is not None:
+        pv = _obj(pv, "provenance")
+        _str(pv.get("model_sha256"), "provenance.model_sha256", 64)
+        _bool(pv.get("rederived"), "provenance.rederived")
+        _need(pv, ("built_by", "reason"), "provenance.")
+        _opt(pv["built_by"], "provenance.built_by", _str, MAX_NAME)
+        _opt(pv["reason"], "provenance.reason", _text)
+    _opt(top.get("checked_not_used"), "checked_not_used", _text)
+
+
+def _grid_point(x: Any, path: str) -> None:
+    if x is None:
+        return
+    _obj(x, path)
+    _int(x.get("k"), f"{path}.k", None)
+    _interval(x.get("tau"), f"{path}.tau", rational=True)
+    _opt(x.get("reason"), f"{path}.reason", _text)
+
+
+def _length_certificate(top: dict[str, Any]) -> None:
+    _cert_verdict(top, "")
+    _need(top, ("model_path", "checked_by_enumeration_to", "tau_grid", "tau_exact"))
+    _need(_obj(top.get("claims_at_n"), "claims_at_n"), ("margin_lower",), "claims_at_n.")
+    g = top.get("tau_grid")
+    if g is not None:
+        _obj(g, "tau_grid")
+        if not isinstance(g.get("grid"), str) or not _GRID.fullmatch(g["grid"]):
+            _fail(
+                "tau_grid.grid",
+                f"expected '2^(k/S)' with 1 <= S <= 9999, got {clip(repr(g.get('grid')))}",
+            )
+        _need(g, ("last_certified", "first_not_certified"), "tau_grid.")
+        for k in ("last_certified", "first_not_certified"):
+            _grid_point(g[k], f"tau_grid.{k}")
+    _text(top.get("tau"), "tau")
+    _opt(top.get("tau_exact"), "tau_exact", _text)
+    for i, row in enumerate(_list(top.get("tau_values"), "tau_values")):
+        if row is not None:
+            for h, t in enumerate(_list(row, f"tau_values[{i}]")):
+                _interval(t, f"tau_values[{i}][{h}]", rational=True)
+    c = _obj(top.get("claims_at_n"), "claims_at_n")
+    _num(c.get("gamma_lower"), "claims_at_n.gamma_lower")
+    _num(c.get("x_max_upper"), "claims_at_n.x_max_upper")
+    _opt(c.get("margin_lower"), "claims_at_n.margin_lower", _num)
+    k = _obj(top.get("constants"), "constants")
+    for name in ("L", "T", "m"):
+        _int(k.get(name), f"constants.{name}")
+    for name in ("K", "X", "readout_lipschitz", "eps_star"):
+        _num(k.get(name), f"constants.{name}")
+    for i, x in enumerate(_list(k.get("layer_input_bounds"), "constants.layer_input_bounds")):
+        _num(x, f"constants.layer_input_bounds[{i}]")
+    for i, e in enumerate(_list(top.get("layers"), "layers")):
+        p = f"layers[{i}]"
+        _obj(e, p)
+        _int(e.get("index"), f"{p}.index")
+        _str(e.get("kind"), f"{p}.kind", MAX_NAME)
+        _num(e.get("error_bound"), f"{p}.error_bound")
+    e = _obj(top.get("eps_le_1"), "eps_le_1")
+    _bool(
+        e.get("certified_after_every_feeding_layer"), "eps_le_1.certified_after_every_feeding_layer"
+    )
+    _need(e, ("theorem_4ii_invariant",), "eps_le_1.")
+    _bool(e.get("theorem_4ii_invariant"), "eps_le_1.theorem_4ii_invariant", True)
+    pc = _obj(top.get("paper_chain"), "paper_chain")
+    _bool(pc.get("applies"), "paper_chain.applies")
+    if pc["applies"]:
+        _need(pc, ("invariant_B_L_minus_1_le_1",), "paper_chain.")
+        _num(pc.get("a"), "paper_chain.a")
+        _num(pc.get("b"), "paper_chain.b")
+        for i, x in enumerate(_list(pc.get("layers"), "paper_chain.layers")):
+            _num(x, f"paper_chain.layers[{i}]")
+        _bool(pc.get("invariant_B_L_minus_1_le_1"), "paper_chain.invariant_B_L_minus_1_le_1", True)
+    else:
+        _need(pc, ("why",), "paper_chain.")
+        _opt(pc.get("why"), "paper_chain.why", _text)
+    _num(top.get("final_error_bound"), "final_error_bound")
+    _interval(top.get("tau_theorem"), "tau_theorem", rational=True)
+    _num(top.get("tau_theorem_lower"), "tau_theorem_lower")
+
+
+def _need(d: dict[str, Any], keys: tuple[str, ...], path: str = "") -> None:
+    """Keys the record reads even when their value may be null."""
+    for k in keys:
+        if k not in d:
+            _fail(f"{path}{k}", "missing (write null when there is none)")
+
+
+def _bool(x: Any, path: str, nullable: bool = False) -> None:
+    if not isinstance(x, bool) and not (nullable and x is None):
+        want = "true, false or null" if nullable else "true or false"
+        _fail(path, f"expected {want}, got {clip(repr(x))}")
+
+
+def _range_certificate(top: dict[str, Any]) -> None:
+    r = _list(top.get("range"), "range")
+    if len(r) != 2:
+        _fail("range", f"expected [A, B], got {len(r)} entries")
+    _int(r[0], "range[0]", 1, MAX_CERT_N)
+    _int(r[1], "range[1]", r[0], MAX_CERT_N)
+    _text(top.get("tau"), "tau")
+    _need(top, ("first_failure",))
+    _int(top.get("evaluated"), "evaluated", 0, r[1] - r[0] + 1)
+    f = top.get("first_failure")
+    if f is not None:
+        _cert_verdict(_obj(f, "first_failure"), "first_failure.")
+        if not r[0] <= f["n"] <= r[1]:
+            _fail("first_failure.n", f"n = {f['n']} is outside the range {r[0]}..{r[1]}")
+    _int(top.get("certified_through"), "certified_through", 0, MAX_CERT_N)
+    if "seconds" in top:  # the run's record: time taken, where the claims were checked
+        _need(top, ("checked_by_enumeration_to", "checked_in"))
+        s = top["seconds"]
+        if not (isinstance(s, int) and not isinstance(s, bool)):
+            _number(s, "seconds", False)
+        _opt(top.get("checked_by_enumeration_to"), "checked_by_enumeration_to", _int, 1)
+        _opt(top.get("checked_in"), "checked_in", _str, 10_000)
+
+
+def validate_certificate(data: Any, source: str = "certificate") -> None:
+    """Raise :class:`ModelError` (exit 2) naming the first malformed field of an
+    ``exactattn-certificate/1`` file: every field its record (``results/certificate.py``)
+    reads and ``report`` prints has its type and shape checked, so a hand-edited file ends
+    in one message naming the JSON path, never in a traceback."""
+    try:
+        top = _obj(data, source)
+        _str(top.get("model"), "model", MAX_NAME)
+        _proof(top)
+        if "range" in top:
+            _range_certificate(top)
+            return
+        _opt(top.get("model_path"), "model_path", _str, 10_000)
+        _opt(top.get("checked_by_enumeration_to"), "checked_by_enumeration_to", _int, 1)
+        _opt(top.get("checked_in"), "checked_in", _str, 10_000)
+        _length_certificate(top)
+    except ModelError as e:
+        raise ModelError(e.path, e.message, _CERT_FIX) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# exactattn-precision/1 and exactattn-search/1 (``report`` renders them too; issue 40)
+
+_PRECISION_FIX = "regenerate the file with `exactattn precision --json` (docs/limits.md)"
+_SEARCH_FIX = "regenerate the file with `exactattn search --json` (docs/limits.md)"
+_MODES = ("family", "inputs", "enumerate")
+_DTYPES = ("float16", "bfloat16", "float32", "float64")
+#: Most lengths of one precision run (``--n-pow2 0:24`` gives 25; enumerations up to 10^6
+#: inputs have fewer lengths than that).
+MAX_RUN_LENGTHS = 10_000
+
+
+def _enc(x: Any, path: str) -> None:
+    """An error enclosure ``{lower, upper}`` (decimals or ``inf``), or null."""
+    if x is not None:
+        _interval(x, path)
+
+
+def _diagnosis(d: Any, path: str) -> None:
+    _obj(d, path)
+    _int(d.get("layer"), f"{path}.layer")
+    for k in ("head", "query", "key", "top_key"):
+        _opt(d.get(k), f"{path}.{k}", _int)
+    _opt(d.get("exact_gap"), f"{path}.exact_gap", _rat, MAX_NUMBER_TEXT)
+    _str(d.get("detail"), f"{path}.detail", 1_000)
+    errors = d.get("layer_errors")
+    if errors is not None:
+        for i, e in enumerate(_list(errors, f"{path}.layer_errors")):
+            if not (isinstance(e, int) and not isinstance(e, bool)) and not (
+                isinstance(e, str) and e in ("Infinity", "-Infinity", "NaN")
+            ):
+                _number(e, f"{path}.layer_errors[{i}]", False)
+
+
+def _first_flip(f: Any, path: str) -> None:
+    _obj(f, path)
+    _word(f.get("input"), f"{path}.input")
+    _need(f, ("family", "hard", "dtype_output", "replayed"), f"{path}.")
+    _opt(f.get("family"), f"{path}.family", _str, MAX_NAME)
+    _str(f.get("cause"), f"{path}.cause", MAX_NAME)
+    _diagnosis(f.get("diagnosis"), f"{path}.diagnosis")
+    _bool(f.get("replayed"), f"{path}.replayed")
+
+
+def _precision_length(e: Any, path: str, ns: set[int]) -> None:
+    _obj(e, path)
+    _int(e.get("n"), f"{path}.n", 1, MAX_RESULT_N)
+    if e["n"] in ns:
+        _fail(f"{path}.n", f"n = {e['n']} appears twice")
+    ns.add(e["n"])
+    _int(e.get("inputs"), f"{path}.inputs")
+    _int(e.get("flips"), f"{path}.flips", 0, e["inputs"])
+    _need(
+        e,
+        ("first_flip", "rounding_error", "softmax_error", "total_error", "readout_error"),
+        f"{path}.",
+    )
+    if e["first_flip"] is not None:
+        _first_flip(e["first_flip"], f"{path}.first_flip")
+    for k in ("rounding_error", "softmax_error", "total_error", "readout_error"):
+        _enc(e[k], f"{path}.{k}")
+    soft = e.get("soft")
+    if soft is not None:
+        _obj(soft, f"{path}.soft")
+        for k in ("decided", "undecided", "differs_from_hard"):
+            _int(soft.get(k), f"{path}.soft.{k}")
+
+
+def validate_precision(data: Any, source: str = "precision") -> None:
+    """Raise :class:`ModelError` (exit 2) naming the first malformed field of an
+    ``exactattn-precision/1`` file: every field its record (``results/precision.py``) reads
+    and ``report`` prints, and the documented rules for files older than a key (LEGACY)."""
+    # lazy: results/precision imports numpy; only this file format needs it
+    from exactattn.results.precision import legacy_keys
+
+    try:
+        top = _obj(data, source)
+        _str(top.get("model"), "model", MAX_NAME)
+        _opt(top.get("model_sha256"), "model_sha256", _str, 64)
+        s = _obj(top.get("settings"), "settings")
+        for k in ("dtypes", "taus"):
+            for i, x in enumerate(_list(s.get(k), f"settings.{k}")):
+                _str(x, f"settings.{k}[{i}]", 10_000)
+        _int(s.get("seed"), "settings.seed", None)
+        if s.get("mode") not in _MODES:
+            _fail(
+                "settings.mode",
+                f"expected one of {', '.join(_MODES)}, got {clip(repr(s.get('mode')))}",
+            )
+        if "backend" in s:  # both or neither (LEGACY: files before issue 26 have neither)
+            _need(s, ("backend_version",), "settings.")
+            _str(s["backend"], "settings.backend", MAX_NAME)
+        _opt(s.get("backend_version"), "settings.backend_version", _str, MAX_NAME)
+        _opt(s.get("certified"), "settings.certified", _bool)
+        for i, x in enumerate(_list(s.get("families", []), "settings.families")):
+            _str(x, f"settings.families[{i}]", MAX_NAME)
+        _lengths(s.get("ns", []), "settings.ns")
+        for k in ("min_n", "max_n"):
+            _opt(s.get(k), f"settings.{k}", _int, 1, MAX_RESULT_N)
+        if "interrupted" in top:
+            _bool(top["interrupted"], "interrupted")
+        runs = _list(top.get("runs"), "runs")
+        if not runs:
+            _fail("runs", "a precision result needs a non-empty list of runs (dtype, τ)")
+        for r, run in enumerate(runs):
+            p = f"runs[{r}]"
+            _obj(run, p)
+            if run.get("dtype") not in _DTYPES:
+                _fail(
+                    f"{p}.dtype",
+                    f"expected one of {', '.join(_DTYPES)}, got {clip(repr(run.get('dtype')))}",
+                )
+            _str(run.get("tau"), f"{p}.tau", 10_000)
+            _need(run, ("first_flip_n",), f"{p}.")
+            _opt(run["first_flip_n"], f"{p}.first_flip_n", _int, 1, MAX_RESULT_N)
+            lengths = _list(run.get("lengths"), f"{p}.lengths")
+            if len(lengths) > MAX_RUN_LENGTHS:
+                _fail(f"{p}.lengths", f"{len(lengths):,} lengths (limit {MAX_RUN_LENGTHS:,})")
+            ns: set[int] = set()
+            for k, e in enumerate(lengths):
+                _precision_length(e, f"{p}.lengths[{k}]", ns)
+        try:
+            legacy_keys(top)  # a key missing in a way no earlier writer left it
+        except (ValueError, KeyError, TypeError) as exc:
+            _fail("settings", f"an inconsistent file: {clip(str(exc), 200)}")
+    except ModelError as e:
+        raise ModelError(e.path, e.message, _PRECISION_FIX) from None
+
+
+_OBJECTIVES = ("margin", "gamma", "error")
+
+
+def validate_search(data: Any, source: str = "search") -> None:
+    """Raise :class:`ModelError` (exit 2) naming the first malformed field of an
+    ``exactattn-search/1`` file (every field ``results/search.py`` reads and ``report``
+    prints)."""
+    try:
+        top = _obj(data, source)
+        _str(top.get("model"), "model", MAX_NAME)
+        _opt(top.get("model_sha256"), "model_sha256", _str, 64)
+        _int(top.get("n"), "n", 1, MAX_RESULT_N)
+        if top.get("objective") not in _OBJECTIVES:
+            _fail(
+                "objective",
+                f"expected one of {', '.join(_OBJECTIVES)}, got {clip(repr(top.get('objective')))}",
+            )
+        _int(top.get("evaluated"), "evaluated")
+        _int(top.get("seed"), "seed", None)
+        _int(top.get("budget"), "budget")
+        _opt(top.get("meaning"), "meaning", _str, 1_000)
+        w = _obj(top.get("witness"), "witness")
+        _word(w.get("input"), "witness.input")
+        if len(w["input"]) != top["n"]:
+            _fail("witness.input", f"{len(w['input']):,} symbols, but n = {top['n']:,}")
+        v = _obj(w.get("value"), "witness.value")
+        _interval(v, "witness.value", rational=True)
+        _need(w, ("layer", "position"), "witness.")
+        _opt(w["layer"], "witness.layer", _int)
+        _opt(w["position"], "witness.position", _int)
+        _opt(w.get("decision"), "witness.decision", _bool, True)
+        for k in ("head", "prec"):
+            _opt(w.get(k), f"witness.{k}", _int)
+        _opt(w.get("method"), "witness.method", _str, MAX_NAME)
+    except ModelError as e:
+        raise ModelError(e.path, e.message, _SEARCH_FIX) from None

@@ -204,7 +204,10 @@ def run_check(
                 rec = with_claims(rec, verify_claims(model, rec))
             if find_tau and not hard_only:
                 rec = with_extras(
-                    rec, tau_star=search_tau(model, _compiled(model), n, None, batch, max_prec)
+                    rec,
+                    tau_star=search_tau(
+                        model, _compiled(model), n, None, batch, max_prec, progress=progress
+                    ),
                 )
             result.lengths.append(rec)
             if on_length:

@@ -9,6 +9,7 @@ shards are stored atomically as they arrive and skipped when the same job runs a
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -98,6 +99,7 @@ class Checkpoint:
         self._store_failed = False
         self._lock()
         try:
+            self._no_links()
             self._manifest()
         except BaseException:
             self.close()
@@ -119,6 +121,16 @@ class Checkpoint:
             self.close()
         except Exception:  # noqa: BLE001, S110 - at interpreter exit the OS drops the lock anyway
             pass
+
+    def _no_links(self) -> None:
+        """Refuse a symlink (or a FIFO, a device) among the directory's entries: the lock,
+        the manifest and the shard folders are written and read in place, so a planted link
+        was written through (issue 40) and a FIFO hung the read."""
+        for entry in sorted(self.dir.iterdir()):
+            if entry.name == LOCK_NAME:
+                continue  # checked when it was opened (DirectoryLock)
+            if entry.is_symlink() or not (entry.is_dir() or entry.is_file()):
+                raise UsageError(_not_plain(self.dir, entry))
 
     def _manifest(self) -> None:
         manifest = self.dir / "manifest.json"
@@ -188,9 +200,12 @@ class Checkpoint:
     def load(self, job: LengthJob, shard: Shard) -> LengthRecord | None:
         """The shard's verified record; None when absent or rejected (then in ``rejected``)."""
         p = self._path(job, shard)
-        if not p.exists():
+        if not p.exists() and not p.is_symlink():
             return None
         why = None
+        if p.is_symlink() or p.parent.is_symlink() or not p.is_file():
+            self.rejected.append((shard, "not a regular file (a link, a directory or a FIFO)"))
+            return None
         try:
             data = read_json(p)
         except RecursionError:
@@ -232,8 +247,11 @@ class Checkpoint:
             "sha256": canonical_digest([ident, data]),
             "record": data,
         }
+        path = self._path(job, shard)
         try:
-            write_json_atomic(self._path(job, shard), wrapped, indent=None)
+            if path.parent.is_symlink():  # never written through (a link planted mid-run)
+                raise OSError(f"{path.parent.name} is a symbolic link")
+            write_json_atomic(path, wrapped, indent=None)
         except OSError as exc:  # a checkpoint saves work; failing to keep a shard loses no result
             if not self._store_failed:
                 self.notice(
@@ -272,7 +290,17 @@ class DirectoryLock:
         fix = "wait for that run to finish or use another directory"
         if self.key in _HELD:
             raise UsageError(busy + fix)
-        fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+        lock = directory / LOCK_NAME
+        if lock.is_symlink() or (lock.exists() and not lock.is_file()):
+            raise UsageError(_not_plain(directory, lock))
+        # O_NOFOLLOW: a link planted between the test and the open is not followed either
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            fd = os.open(lock, flags, 0o666)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise UsageError(_not_plain(directory, lock)) from None
         try:
             # lazy: POSIX only (no fcntl on Windows)
             import fcntl
@@ -293,6 +321,14 @@ class DirectoryLock:
             os.close(self.fd)  # closing the descriptor drops the POSIX lock
             self.fd = None
             _HELD.discard(self.key)
+
+
+def _not_plain(directory: Path, entry: Path) -> str:
+    what = "a symbolic link" if entry.is_symlink() else "not a regular file or folder"
+    return (
+        f"--checkpoint {directory}: {entry.name} is {what}, which a checkpoint never writes "
+        "through (fix: remove it, or use another directory)"
+    )
 
 
 def _short(exc: BaseException) -> str:
@@ -451,6 +487,9 @@ class Processes(_Base):
 
 
 DASK_SCHEMES = ("tcp", "tls", "ws", "wss")
+DASK_MISSING = (
+    '--dask needs dask.distributed (fix: in the exactattn checkout, pip install -e ".[dask]")'
+)
 """Address schemes a scheduler can be reached by from another process."""
 
 
@@ -489,7 +528,7 @@ def parse_dask_address(address: str) -> str:
         _, loc = parse_address(text if "://" in text else f"tcp://{text}")
         host, port = parse_host_port(loc)
     except ImportError:
-        raise UsageError("--dask needs dask.distributed: pip install 'exactattn[dask]'") from None
+        raise UsageError(DASK_MISSING) from None
     except (ValueError, TypeError) as exc:
         why = f"not a scheduler address ({_short(exc)})"
         raise UsageError(f"--dask {shown}: {why}; {fix}") from None
@@ -520,9 +559,7 @@ class Dask(_Base):
             # lazy: dask.distributed, an optional extra (≈ 1 s to import)
             from dask.distributed import Client
         except ImportError:
-            raise UsageError(
-                "--dask needs dask.distributed: pip install 'exactattn[dask]'"
-            ) from None
+            raise UsageError(DASK_MISSING) from None
         if not isinstance(address, str):
             raise UsageError(f"--dask expects an address string, got {type(address).__name__}")
         self.address = parse_dask_address(address)

@@ -24,7 +24,7 @@ through + and fma), so the error bound applies to it.
 Determinism: the bound holds for every summation order, so soundness never depends on the
 BLAS build, kernel or thread count — but the midpoint's last bits can. :func:`one_thread`
 pins BLAS to one thread (threadpoolctl) around the callers, so a result does not depend on
-OPENBLAS_NUM_THREADS or --jobs; see docs/scale.md ("BLAS products") for what can still
+OPENBLAS_NUM_THREADS or --jobs; see notes/benchmark-rounds.md ("BLAS products") for what can still
 differ between machines with different BLAS kernels.
 """
 

@@ -4,7 +4,7 @@ For the words the float64 tier (:mod:`.float64`) cannot settle, before the doubl
 (:mod:`.dd`). On badly conditioned models (the random
 benchmark model: score perturbations |δs/τ| of 10^6–10^7 from the third attention layer on)
 float64 loses those words to *interval overestimation*, not to precision
-(docs/scale.md, "Centred tier"). The float64 filter computes a row with |δs/τ| ≥ 1 as
+(notes/benchmark-rounds.md, "Centred tier"). The float64 filter computes a row with |δs/τ| ≥ 1 as
 α_j = e^{x_j − m} / Σ_k e^{x_k − m} with x_j = (s_j + δs_j)/τ and a float shift m:
 
 * the hard score s_j (≈ 10^9·τ there) enters rounded, so every argument carries ≈ 2^-50·|s/τ|

@@ -1,8 +1,8 @@
 """The cascade: which float tier settles which word of a batch, and arb for the rest.
 
 ``run/shard.py`` asks :class:`Cascade` for the certified soft meaning of each batch of a shard
-and nothing more. Per batch (docs/scale.md, "Coarse tier", "Centred tier", "Double-double
-tier"), as the job's :class:`~.policy.Policy` allows:
+and nothing more. Per batch (notes/benchmark-rounds.md, "Coarse tier", "Centred tier",
+"Double-double tier"), as the job's :class:`~.policy.Policy` allows:
 
 1. the coarse tier (:mod:`.coarse`), where its rule turns it on (:func:`~.coarse.coarse_pays`,
    a function of the model and n): loose certified ends for every word, which settle the words
@@ -178,7 +178,8 @@ def _float_chain(
     """The float tiers on one batch: per word one tier's row and whether it is settled
     ((None, None): arb for the whole batch).
 
-    With ``use_coarse`` (docs/scale.md, "Coarse tier"), :func:`~.coarse.certify_coarse` runs on
+    With ``use_coarse`` (notes/benchmark-rounds.md, "Coarse tier"), :func:`~.coarse.certify_coarse`
+    runs on
     every word first and :func:`settle_dominated` settles what its loose ends allow (its upper
     ends already carry the relative margin 1 + 2^-18); the tiers of :func:`_tiers` then run
     on the words left as a sub-batch, with the coarse lower ends of every word of the batch
@@ -192,7 +193,7 @@ def _float_chain(
     leaves are those of large perturbations, which the centred tier settles and
     ``certify_float`` mostly does not (random benchmark model, n = 6–12: the centred tier
     alone settles every word left, ``certify_float`` 1–21 of 2–35 per batch), while each
-    call costs ≈ 12 ms of fixed per-layer work on a handful of words (docs/scale.md,
+    call costs ≈ 12 ms of fixed per-layer work on a handful of words (notes/benchmark-rounds.md,
     "Coarse tier: built"). The rule is a function of the policy, the model and n only."""
     fc = certify_coarse(cm, hb, ftaus) if use_coarse else None
     if fc is None:
@@ -283,7 +284,8 @@ def settle_dominated(
     lower: list[float],
     known: Sequence[np.ndarray] = (),
 ) -> np.ndarray:
-    """Also settle the words whose loose enclosures are reported by no one (docs/scale.md).
+    """Also settle the words whose loose enclosures are reported by no one
+    (notes/benchmark-rounds.md).
 
     A word is settled here when its read-out is decided, no error underflowed, and per layer:
 

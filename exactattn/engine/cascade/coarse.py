@@ -4,7 +4,8 @@ Most words of a length never need a tight error enclosure: ``chain.settle_domina
 settles a word whose read-out is decided and whose per-layer error upper end is below a
 certified *lower* end of another word's error. This tier gives every word of a batch such
 loose ends cheaply, so only the words it cannot settle go on to ``float64.certify_float``
-(docs/scale.md, "Coarse tier"). It runs the plain float64 forward pass of the soft meaning and
+(notes/benchmark-rounds.md, "Coarse tier"). It runs the plain float64 forward pass of the soft
+meaning and
 carries one radius — a bound on |computed − exact| — per entry of every tensor, by forward
 error analysis:
 
@@ -23,7 +24,8 @@ Every radius is multiplied by SAFE = 1 + 2^-20. The "Lemma" labels in the commen
 maps, D scores, A attention rows, E the exp bound, H hard values, R ReLU, S sums, W interval
 softmax rows) name these bounds; proofs/coarse_tier.md proves them under the same labels. The
 formulas are those of the prototype ``benchmarks/coarse_probe.py --vector`` (its measurement in
-docs/scale.md) but one: the first layer's heads (whose input, the embeddings, is the same for
+notes/benchmark-rounds.md) but one: the first layer's heads (whose input, the embeddings, is the
+same for
 both meanings) take the exact hard scores and values converted by Lemma H instead of Lemmas L
 and D (``EXACT_FIRST``).
 
@@ -39,7 +41,7 @@ exact ones: max, argmax), so the bits are the same on every machine and BLAS ker
 one multiply and one add over a contiguous column, and zero weights are skipped (their terms
 are exactly 0). ``EXACTATTN_BLAS=1`` (``policy.blas_on``, recorded as ``blas`` in checkpoint
 identities) uses numpy/BLAS matrix products instead: the enclosures hold for any summation
-order, but the last bits then depend on the BLAS kernel (docs/scale.md, "Coarse tier").
+order, but the last bits then depend on the BLAS kernel (notes/benchmark-rounds.md, "Coarse tier").
 """
 
 from __future__ import annotations
@@ -68,14 +70,14 @@ from exactattn.inputs import words_of_length
 from exactattn.model import AcceptOutput, AttentionLayer
 
 RULE_WORDS = 64  # coarse_pays's sample: the first words of the length in rank order
-BIG_SCORE = 2**53  # ... on when some hard score numerator reaches this (docs/scale.md)
+BIG_SCORE = 2**53  # ... on when some hard score numerator reaches this (notes/benchmark-rounds.md)
 EXACT_FIRST = True  # the first layer's heads from the exact hard scores and values (_head)
 BATCHED_ROWS = 1  # _softmax_rows: products per word from this many rows per word on
 U = 2.0**-53  # unit roundoff of binary64
 SAFE = 1.0 + 2.0**-20  # every radius is multiplied by this (covers the radius formula's roundings)
 CONV = 2.0**-50  # relative error of num.astype(float64) / float(den) (three roundings, Lemma H)
 ETA = 2.0**-1000  # absolute allowance per radius for underflow (≥ d·2^-1074 for d ≤ 2^70)
-MARGIN = 1.0 + 2.0**-18  # err_hi is raised by this before domination (docs/scale.md)
+MARGIN = 1.0 + 2.0**-18  # err_hi is raised by this before domination (notes/benchmark-rounds.md)
 # the range proofs/coarse_tier.md assumes (otherwise the tier declines): every nonzero weight a
 # normal float (its rounding relative), inner dimensions ≤ 2^12 (the magnitude factor 1 + 2^-40
 # covers γ_{d+1} + 4u), τ ≥ 2^-50 (ETA covers the underflow of the scores times 1/τ)
@@ -588,8 +590,8 @@ _PAYS: dict[tuple[int, int], tuple[CompiledModel, bool]] = {}
 
 
 def coarse_pays(cm: CompiledModel, n: int) -> bool:
-    """Whether the check runs the coarse tier at length ``n`` (docs/scale.md, "Coarse tier",
-    the rule): the model has an accept read-out and some head's exact hard score numerator on
+    """Whether the check runs the coarse tier at length ``n`` (notes/benchmark-rounds.md, "Coarse
+    tier", the rule): the model has an accept read-out and some head's exact hard score numerator on
     the first RULE_WORDS words of length n (rank order) reaches 2^53, i.e. the scores are not
     float64 numbers. That is where certify_float pays for Python-integer scores and its
     enclosures are loose anyway (the random models: 76–91 bits, 96–99.7% settled by this
@@ -682,8 +684,8 @@ def certify_coarse(
             return None
     # the allocator setting (policy.malloc_tuned: once per process; no bit depends on it): the
     # tier's (B, T, T) and (d, B, T) temporaries of 3-30 MB otherwise cost fresh pages each time,
-    # ≈ 35% of its CPU time (docs/scale.md, "Coarse tier: built"); certify_float made the
-    # setting only at its own first call, after the first batch's coarse pass
+    # ≈ 35% of its CPU time (notes/benchmark-rounds.md, "Coarse tier: built"); certify_float made
+    # the setting only at its own first call, after the first batch's coarse pass
     malloc_tuned()
     try:
         cw = coarse_weights(cm, hb.x0.shape[1])

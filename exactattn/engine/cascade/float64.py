@@ -13,7 +13,7 @@ inner dimension (weights, keys) in a fixed order — no BLAS, no numpy float sum
 exception is opt-in: ``EXACTATTN_BLAS=1`` computes the score perturbations in
 :func:`outer_sum` with BLAS and Rump's order-independent bound, proofs/blas_bound.md — sound
 in any order, bit-identical for any thread count, but its last bits depend on the BLAS kernel
-of the machine; docs/scale.md, "BLAS products".) A word's
+of the machine; notes/benchmark-rounds.md, "BLAS products".) A word's
 numbers do not depend on the order of the batch, but the *last bits* of its enclosures can
 depend on which other words share its batch: work is skipped for δ columns that are exactly
 zero for the whole batch (a head where nothing moves, an FFN coefficient that vanishes),

@@ -234,7 +234,7 @@ def outer_sum(pairs: list[tuple[MR, MR]], kqw: bool = False) -> MR:
 
     Fixed-order elementwise sums by default (bit-identical on every machine); with
     ``EXACTATTN_BLAS=1`` one BLAS product per word with Rump's a priori bound (sound for any
-    summation order, but its last bits depend on the BLAS kernel: docs/scale.md)."""
+    summation order, but its last bits depend on the BLAS kernel: notes/benchmark-rounds.md)."""
     if blas_on():
         m, r = _outer_sum_blas(pairs)
         if kqw:

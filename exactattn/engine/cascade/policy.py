@@ -25,7 +25,8 @@ from dataclasses import dataclass, replace
 
 @dataclass(frozen=True)
 class Policy:
-    """The cascade's switches for one job (picklable; docs/scale.md has each tier's story)."""
+    """The cascade's switches for one job (picklable; docs/scale.md lists them,
+    notes/benchmark-rounds.md has each tier's story)."""
 
     floats: bool = True  # the float tiers at all (False: ``--arb-only``, every word in arb)
     coarse: bool = True  # the coarse tier, where coarse.coarse_pays's rule turns it on
@@ -89,8 +90,8 @@ def _tune_malloc() -> bool:
     mmap pages and returns heap tops above M_TRIM_THRESHOLD to the system, so nearly every
     temporary of a (1024 words × 13 × 13) batch was first-touch page faults: ≈ 75,000 per
     4,096 words of the random benchmark model, ≈ 20% of the float64 tier's CPU time
-    (docs/scale.md, "Cheaper float64 tier"). Arrays below 32 MiB now come from the heap and
-    up to 64 MiB of free heap top is kept. Linux/glibc only; ``EXACTATTN_MALLOC=0`` leaves
+    (notes/benchmark-rounds.md, "Cheaper float64 tier"). Arrays below 32 MiB now come from the heap
+    and up to 64 MiB of free heap top is kept. Linux/glibc only; ``EXACTATTN_MALLOC=0`` leaves
     the allocator alone. Returns whether the settings were applied."""
     if os.environ.get("EXACTATTN_MALLOC", "1") == "0" or not sys.platform.startswith("linux"):
         return False
