@@ -26,7 +26,8 @@ from exactattn.rasp.claims import activation_bound, x_max_bound
 from exactattn.run.check import run_check
 
 ROOT = Path(__file__).resolve().parent.parent
-COMPILED = catalog()
+# the unbounded compilations (Proposition R); the bounded ones are tests/test_rasp_bounded.py's
+COMPILED = {k: v for k, v in catalog().items() if not k.endswith("_bounded")}
 STEMS = sorted(COMPILED)
 MARGIN = {"accept": "1/2", "argmax": "1"}
 

@@ -920,7 +920,7 @@ class _Reader:
         o = self.obj(
             x,
             "reference",
-            {"kind", "program", "gap_bound", "head_gap_bounds"},
+            {"kind", "program", "gap_bound", "head_gap_bounds", "output_scale"},
             required=("program",),
         )
         text = self.string(o["program"], "reference.program")
@@ -952,6 +952,7 @@ class _Reader:
                     raise ModelError(path, str(exc), 'an expression in n, or "inf"') from None
             return b
 
+        int_output = False
         if prog.output.kind == "output":
             types = {d.name: d.type for d in prog.defs}
             t = infer(prog.output.expr, types, prog.alphabet, "i")
@@ -967,6 +968,7 @@ class _Reader:
                     'use an argmax output with labels ["0", "1"] for Booleans, a one-row '
                     "value output for integers",
                 )
+            int_output = t == "int"
         gap = None
         if "gap_bound" in o and o["gap_bound"] is not None:
             gap = bound(o["gap_bound"], "reference.gap_bound")
@@ -987,7 +989,27 @@ class _Reader:
             li = self.integer(item[0], f"{path}[0]", minimum=0)
             hi = self.integer(item[1], f"{path}[1]", minimum=0)
             heads.append((li, hi, bound(item[2], f"{path}[2]")))
-        return Reference("rasp", program=text, gap_bound=gap, head_gap_bounds=tuple(heads))
+        scale = None
+        if o.get("output_scale") is not None:
+            path = "reference.output_scale"
+            scale = self.string(o["output_scale"], path)
+            if not int_output:
+                raise ModelError(
+                    path,
+                    "an output scale applies only to an integer output (a one-row value output)",
+                    "remove output_scale",
+                )
+            try:
+                parse_expression(scale, ("n",))
+            except ExprError as exc:
+                raise ModelError(path, str(exc), "an expression in n, e.g. 1/(n+1)") from None
+        return Reference(
+            "rasp",
+            program=text,
+            gap_bound=gap,
+            head_gap_bounds=tuple(heads),
+            output_scale=scale,
+        )
 
     def case_output(self, x: Any, path: str, output: Output, n: int) -> Any:
         if isinstance(output, AcceptOutput):

@@ -102,6 +102,7 @@ class Reference:
     program: str | None = None  # kind "rasp": the program text (exactattn/rasp)
     gap_bound: str | None = None  # kind "rasp": the compiler's lower bound on γ(n)
     head_gap_bounds: tuple[tuple[int, int, str], ...] = ()  # kind "rasp": (layer, head, bound)
+    output_scale: str | None = None  # kind "rasp": an integer output k is shown as k·scale(n)
 
 
 @dataclass(frozen=True)
