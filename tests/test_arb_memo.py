@@ -72,3 +72,24 @@ def test_dalpha_memo_gives_fresh_balls(name: str) -> None:
         calls = len(words) * heads
         assert 0 < len(shared.dalpha) <= calls
         assert name == "random" or len(shared.dalpha) < calls
+
+
+def test_dalpha_memo_stays_within_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memo is emptied before it would pass DALPHA_CELLS (T² cells per entry), and the
+    balls stay a fresh computation's."""
+    import exactattn.engine.soft as soft
+
+    model, n = _model("random")
+    T = model.length(n)
+    monkeypatch.setattr(soft, "DALPHA_CELLS", 3 * T * T)
+    cm = CompiledModel(model)
+    words = list(words_of_length(model.alphabet, n))
+    hb = run_hard(cm, words, n)
+    taus = Temperatures(model, None).at(n, 64)
+    shared = WeightCache(cm)
+    with ctx.workprec(64):
+        for b in range(len(words)):
+            got = run_soft(cm, hb, b, taus, shared).deltas
+            want = run_soft(cm, hb, b, taus, WeightCache(cm)).deltas
+            assert [_bits(d) for d in got] == [_bits(d) for d in want]
+            assert shared.dalpha_cells == T * T * len(shared.dalpha) <= 3 * T * T

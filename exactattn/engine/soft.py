@@ -26,6 +26,7 @@ from exactattn.engine.hard import CompiledFFN, CompiledHead, CompiledModel, Hard
 from exactattn.engine.ratarray import RatArray
 
 _ZERO = arb(0)
+DALPHA_CELLS = 1 << 20  # the δα memo's bound (WeightCache.dalpha), in T² cells
 
 
 def rat_to_arb_mat(num: np.ndarray, den: int) -> arb_mat:
@@ -58,6 +59,7 @@ class WeightCache:
         # δα of a head whose input δ is exactly zero, by everything it is a function of
         # (_soft_head): words of one length repeat few score patterns
         self.dalpha: dict[tuple[object, ...], tuple[arb, arb_mat | None]] = {}
+        self.dalpha_cells = 0  # T² summed over its entries: the memo's size, bounded
 
     def get(self, layer: int, idx: int, which: str, ra: RatArray) -> arb_mat:
         key = (layer, idx, which, ctx.prec)
@@ -269,9 +271,14 @@ def _soft_head(
         out = ah * dv
     da = arb_mat(dalpha_rows) if any_nonzero else None
     if memo is not None:
-        if len(weights.dalpha) >= 1 << 14:  # bounded: a long run meets many patterns
+        # bounded in T² cells (a 48-byte ball and ~11 key bytes each): 2^20 cells, ~60 MB;
+        # a long run meets many patterns, a long word has large ones
+        if weights.dalpha_cells + T * T > DALPHA_CELLS:
             weights.dalpha.clear()
-        weights.dalpha[memo] = (tau, da)
+            weights.dalpha_cells = 0
+        if T * T <= DALPHA_CELLS:
+            weights.dalpha[memo] = (tau, da)
+            weights.dalpha_cells += T * T
     if da is not None:
         v = rat_to_arb_mat(tr.v.num[b], tr.v.den)
         vv = v if dv is None else v + dv
