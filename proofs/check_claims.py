@@ -86,8 +86,8 @@ for scheme in ("temperature", "positions"):
 # ---------------------------------------------------------------- Proposition R (compiled RASP)
 from fractions import Fraction  # noqa: E402
 
-from exactattn.rasp import claims as rc  # noqa: E402
-from exactattn.rasp.bundled import catalog as rasp_catalog  # noqa: E402
+from exactattn.constructions import rasp_claims as rc  # noqa: E402
+from exactattn.constructions.rasp_bundled import catalog as rasp_catalog  # noqa: E402
 
 p = sp.symbols("p")
 Pn = n - p  # >= 0 for positions 0 <= p <= n; p >= 0 and n - 1 >= 0 (n >= 1)

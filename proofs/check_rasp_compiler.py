@@ -2,8 +2,9 @@
 unbounded and with bounded embeddings).
 
 Unlike the other scripts, this one imports the compiler: each lemma is checked on the weights
-`exactattn/rasp/compile.py` actually emits for a small program exercising one primitive — so a
-change to a gadget's bias or a selector's weight fails here (mutation rows RC1–RC9).
+`exactattn/constructions/rasp_compile.py` actually emits for a small program exercising one
+primitive — so a change to a gadget's bias or a selector's weight fails here (mutation rows
+RC1–RC9).
 
 Run: PYTHONPATH=. python3 proofs/check_rasp_compiler.py   (exit status 0 iff every check passes)
 """
@@ -22,9 +23,9 @@ sys.path.insert(0, str(ROOT))  # the repository this script belongs to (mutation
 
 from checklib import check, finish, ok  # noqa: E402
 
+from exactattn.constructions.rasp_bundled import program_paths  # noqa: E402
+from exactattn.constructions.rasp_compile import compile_program  # noqa: E402
 from exactattn.rasp.ast import RaspError  # noqa: E402
-from exactattn.rasp.bundled import program_paths  # noqa: E402
-from exactattn.rasp.compile import compile_program  # noqa: E402
 from exactattn.rasp.parse import parse_program  # noqa: E402
 
 n, i, j, b, c = sp.symbols("n i j b c", integer=True)

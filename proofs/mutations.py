@@ -244,7 +244,7 @@ MUTATIONS: list[Mutation] = [
     # ---- the compiled RASP models' claims (proofs/claims.md, Proposition R)
     Mutation(
         "P2",
-        "exactattn/rasp/claims.py",
+        "exactattn/constructions/rasp_claims.py",
         'X_MAX = "n^2"',
         'X_MAX = "n"',
         "Prop. R(b): the compiler's x_max claim n² → n (a factor n dropped)",
@@ -252,7 +252,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "P4",
-        "exactattn/rasp/claims.py",
+        "exactattn/constructions/rasp_claims.py",
         'texts = ["n^2"] if squares else []',
         "texts = []",
         "Prop. R(e): the activation bound forgets the squares (p², K² ≤ n²)",
@@ -744,7 +744,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC1",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "{0: 1, 1: -2, 2: 1}",
         "{0: 1, 1: -1, 2: 1}",
         "Lemma C3: the == gadget's middle output −2 → −1",
@@ -752,7 +752,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC2",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         'score += [(one, self.pos_frac, 1 if e.choice == "rightmost" else -1)]',
         'score += [(one, self.pos_frac, -1 if e.choice == "rightmost" else 1)]',
         "Lemma C6: tie-break sign swapped (rightmost picks the leftmost key)",
@@ -760,7 +760,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC3",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         'return self.ffn("and", [(tot, -(m - 1))], {0: 1}, "bool", b01)',
         'return self.ffn("and", [(tot, -(m - 2))], {0: 1}, "bool", b01)',
         "Lemma C3: the and gadget's bias −(m−1) → −(m−2)",
@@ -768,7 +768,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC4",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "score += self.bil(Aff({}, 1), Aff({self.bos: 1}), -1, one)",
         "score += self.bil(Aff({}, 1), Aff({self.bos: 1}), 0, one)",
         "Lemma C6: the BOS key is not penalised",
@@ -776,7 +776,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC5",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "[(share, self.pos, 2), (self.inv, self.pos_sq, -1)]",
         "[(share, self.pos, 2), (self.inv, self.pos_sq, -2)]",
         "Lemma C4: count lookup score −j²/(i+1) → −2j²/(i+1)",
@@ -784,7 +784,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC6",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         'return self.ffn("ge", [(d, 1), (d, 0)], {0: 1, 1: -1}, "bool", b01)',
         'return self.ffn("ge", [(d, 0), (d, -1)], {0: 1, 1: -1}, "bool", b01)',
         "Lemma C3: the ≥ gadget's biases shifted (it becomes >)",
@@ -792,7 +792,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC7",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "[(Aff({b: 1, self.bos: -1}), 0)]",
         "[(Aff({b: 1}), 0)]",
         "Lemma C4: BOS not cleared before counting",
@@ -800,7 +800,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC8",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "self.bil(a, Aff({self.pos: 1}), 2, self.one)",
         "self.bil(a, Aff({self.pos: 1}), 1, self.one)",
         "Lemma C5: square lookup score 2|K|·j → |K|·j",
@@ -808,7 +808,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC9",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         'Not(AffNode(ret["bos"].key(), "bool")),',
         'AffNode(ret["bos"].key(), "bool"),',
         "Lemma C6: the check accepts a chosen BOS key",
@@ -816,7 +816,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC10",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "if not (h0 <= 1 and h0 + h1 <= 1 and -l0 <= 1 and -l0 - l1 <= 1):",
         "if not (h0 <= 1 and h0 + h1 <= 2 and -l0 <= 1 and -l0 - l1 <= 1):",
         "Lemma C5: square lookup allowed for a key up to n + 1",
@@ -824,7 +824,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC11",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         '"ite", [(c + a, -1), (b - c, 0)]',
         '"ite", [(c + a, 0), (b - c, 0)]',
         "Lemma C3: the if/then/else gadget's bias −1 → 0",
@@ -832,7 +832,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC12",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "out = Aff({self.pos: arg.const})",
         "out = Aff({})",
         "Lemma C4: psum forgets the literal's c₀·i",
@@ -840,7 +840,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC13",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "score += self.bil(Q, K, 2, one)",
         "score += self.bil(Q, K, 1, one)",
         "Lemma C6: equality score 2QK → QK",
@@ -848,7 +848,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC14",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "{0: 1, 1: -1, 2: -1}",
         "{0: 1, 1: 1, 2: -1}",
         "Lemma C3: min gadget's ReLU(−x) sign flipped",
@@ -856,7 +856,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC15",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         'subst[x] = ret[f"k{k}"]',
         "subst[x] = kaff[k]",
         "Lemma C6: the check reads a key atom at the query, not at the chosen key",
@@ -864,7 +864,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC16",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "c[bits] -= c[bits[:t] + (0,) + bits[t + 1 :]]",
         "c[bits] += c[bits[:t] + (0,) + bits[t + 1 :]]",
         "Lemma C6: Möbius transform sign (wrong multilinear coefficients of f − 1)",
@@ -872,7 +872,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RC17",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         'got = self.attention("sel", score, values, e.mask, e.choice, info, vtypes, detail)',
         'got = self.attention("sel", score, values, "none", e.choice, info, vtypes, detail)',
         "Lemma C6: the select head ignores the program's mask",
@@ -880,7 +880,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RCB1",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "q = self.phys(d.scale(2) - Aff({}, 2 * k - 1))",
         "q = self.phys(d.scale(2) - Aff({}, 2 * k))",
         "Lemma CB3b: the compare head's threshold on the integer (ties at d = k), not half-way",
@@ -888,7 +888,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RCB2",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         '{"ge": {one: 1, bos: -1}}',
         '{"ge": {one: 1}}',
         "Lemma CB3b: the compare head's value forgets −bos (BOS reads 1)",
@@ -896,7 +896,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RCB3",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         'return ge0 - ge1 if op == "==" else Aff({}, 1) - ge0 + ge1',
         'return ge1 - ge0 if op == "==" else Aff({}, 1) - ge0 + ge1',
         "Lemma CB3b: [d = 0] as [d ≥ 1] − [d ≥ 0]",
@@ -904,7 +904,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RCB4",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         '"scale", [(Aff({b: 1, self.unit: 1}), -1)]',
         '"scale", [(Aff({b: 1, self.unit: 1}), 0)]',
         "Lemma CB2: a scaled Boolean ReLU(b + unit) (bias −1 dropped)",
@@ -912,7 +912,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RCB5",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "return out + Aff({self.unit: a.const}) if a.const else out",
         "return out + Aff({self.one: a.const}) if a.const else out",
         "Lemma CB2: a physical form's constant on `one` (unscaled), not on `unit`",
@@ -920,7 +920,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RCB6",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "[(Aff({b: 1, self.bos: -1, self.unit: 1}), -1)]",
         "[(Aff({b: 1, self.unit: 1}), -1)]",
         "Lemma CB4: BOS not cleared before counting",
@@ -928,7 +928,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RCB7",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "[(share, self.pos_frac, 2), (self.inv, self.pos_sq, -1)]",
         "[(share, self.pos_frac, 1), (self.inv, self.pos_sq, -1)]",
         "Lemma CB4: count lookup score 2·share·j/N → share·j/N",
@@ -936,7 +936,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RCB8",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         'score += [(self.unit_sq, self.pos_frac, 1 if e.choice == "rightmost" else -1)]',
         'score += [(self.unit, self.pos_frac, 1 if e.choice == "rightmost" else -1)]',
         "Lemma CB6: an equality select's tie-break j/N² (does not fit in one level 1/N²)",
@@ -944,7 +944,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RCB9",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         "(unit, pos, -2 * a * c)",
         "(unit, pos, -a * c)",
         "Lemma CB5: K̃² for K = a·pos + c with the cross term 2ac → ac",
@@ -952,7 +952,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "RCB10",
-        "exactattn/rasp/compile.py",
+        "exactattn/constructions/rasp_compile.py",
         'self.unit_sq = self._embed_pos("unit_sq", "1/(n+1)^2", "frac", b01)',
         'self.unit_sq = self._embed_pos("unit_sq", "1/(n+1)^3", "frac", b01)',
         "Lemma CB1: the embedding's unit_sq = 1/N³",

@@ -23,12 +23,13 @@ import pytest
 
 from exactattn import run_check
 from exactattn.certificate.certify import certificate, certify_range
+from exactattn.constructions.rasp_claims import activation_bound_scaled, x_max_bound
+from exactattn.constructions.rasp_compile import compile_program
+from exactattn.constructions.rasp_gap import bound_at
 from exactattn.core.errors import ModelError
 from exactattn.model import model_from_dict
 from exactattn.model.expr import parse_expression
-from exactattn.rasp import compile_program, parse_program, run
-from exactattn.rasp.claims import activation_bound_scaled, x_max_bound
-from exactattn.rasp.gap import bound_at
+from exactattn.rasp import parse_program, run
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT / "models" / "rasp"

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from exactattn import load_model, run_check
-from exactattn.rasp import compile_program, parse_program, run
-from exactattn.rasp.gap import bound_at
+from exactattn.constructions.rasp_compile import compile_program
+from exactattn.constructions.rasp_gap import bound_at
+from exactattn.rasp import parse_program, run
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT / "models" / "rasp"

@@ -362,7 +362,7 @@ def test_claim_values() -> None:
 
 
 def test_bundled_rasp_programs_compile_to_the_bundled_models() -> None:
-    from exactattn.rasp.bundled import catalog
+    from exactattn.constructions.rasp_bundled import catalog
 
     cat = catalog()
     files = sorted(p.stem for p in (ROOT / "models").glob("rasp_*.json"))

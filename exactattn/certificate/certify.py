@@ -36,12 +36,11 @@ from exactattn.model import AttentionLayer, Model, ValueOutput
 from exactattn.model.claimed import (
     CLAIM_MEANING,
     UNIQUE_TOP,
-    Claim,
+    ModelClaim,
     claim_exact,
     claim_value,
     q_text,
 )
-from exactattn.model.expr import Expr
 from exactattn.results.certificate import (
     CERT_FORMAT,
     Certificate,
@@ -58,7 +57,7 @@ from exactattn.results.certificate import (
     Provenance,
     TauGrid,
 )
-from exactattn.results.settings import TauChoice
+from exactattn.results.settings import TauChoice, TauOverride
 
 __all__ = ["CERT_FORMAT", "Prepared", "certificate", "certify_length", "certify_range"]
 PREC = 128  # bits of the balls; every reported bound is an outward-rounded upper end
@@ -133,17 +132,17 @@ class Prepared:
         return Provenance(r.model_sha256, r.builder, r.rederived, r.reason)
 
 
-def _lower(c: Claim, n: int) -> Fraction:
+def _lower(c: ModelClaim, n: int) -> Fraction:
     ex = claim_exact(c, n)
     return ex if ex is not None else arb_endpoints(claim_value(c, n, PREC))[0]
 
 
-def _upper(c: Claim, n: int) -> Fraction:
+def _upper(c: ModelClaim, n: int) -> Fraction:
     ex = claim_exact(c, n)
     return ex if ex is not None else arb_endpoints(claim_value(c, n, PREC))[1]
 
 
-def _taus(model: Model, override: Expr | None, n: int) -> list[list[arb] | None]:
+def _taus(model: Model, override: TauOverride, n: int) -> list[list[arb] | None]:
 
     return Temperatures(model, override).at(n, PREC)
 

@@ -59,7 +59,6 @@ from exactattn.core.guard import (
 from exactattn.core.jsonio import is_special, read_json, write_json_atomic, write_text_atomic
 from exactattn.core.limits import cap_message, clip
 from exactattn.core.numbers import MAX_INT_DIGITS, parse_decimal, short_decimal, short_sci_huge
-from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.importers.tracr import import_tracr as _imp
 from exactattn.inputs import count_inputs, count_text
 from exactattn.inputs.work import job_too_large
@@ -77,9 +76,8 @@ from exactattn.report.runs import write_run_report
 from exactattn.results import RESULT_FORMAT
 from exactattn.results.bounds import TauBracket, tau_star_brackets
 from exactattn.results.resultfile import validate_result
-from exactattn.results.settings import TauChoice
 from exactattn.results.views import ABSENT, ResultView, format_of
-from exactattn.run.check import estimate, run_check
+from exactattn.run.check import LengthRangeError, check_request, estimate, run_check
 from exactattn.run.evaluate import evaluate
 from exactattn.run.executors import LOCK_NAME, Checkpoint, fingerprint, make_executor
 
@@ -247,12 +245,10 @@ def check(
         [("MODEL", model_path)], [("--json", json_out), *_named("--report", reports), *lock]
     )
     model = load_model(model_path)
-    lo = model.min_length if min_n is None else min_n
-    if max_n < lo:
-        raise click.UsageError(f"--max-n {max_n} is below the smallest length {lo}")
-    for n in (lo, max_n):  # before the estimate, which already evaluates inputs
-        model.check_length(n)
-    choice = TauChoice.parse(tau)  # --tau, parsed once: a bad expression is exit 2 here
+    try:  # run_check's own checks, before the estimate (which already evaluates inputs)
+        lo, choice = check_request(model, max_n, min_n, tau, hard_only=hard_only)
+    except LengthRangeError as exc:  # an argument of this command: one line naming it
+        raise click.UsageError(str(exc)) from None
     tau_text = None if choice.is_theorem else tau  # what `eval --tau` takes for a failing input
     ignored = [o for o, on in (("--bounds", bounds), ("--find-tau", find_tau)) if on]
     if hard_only and ignored:  # the result's settings still say they were asked for
@@ -260,11 +256,6 @@ def check(
             f"warning: --hard-only skips the soft meaning, so {' and '.join(ignored)} "
             "compute nothing (the result has no bounds, τ_thm or τ*)"
         )
-    if not hard_only and not choice.is_theorem:  # an out-of-range τ: one line, no estimate
-        temps = Temperatures(model, choice)
-        for n in (lo, max_n):  # run_check checks every n in between
-            temps.at(n, BASE_PREC)
-            temps.display(n)
     k = len(model.alphabet)
     # counted by arithmetic (--max-n 10**6 has a count of 300,000 digits), refused before the
     # estimate, which would build inputs of that length
@@ -337,14 +328,12 @@ def check(
         hold.start()  # an interrupted or stopped run: its file is final too
         return res
 
-    if choice.is_theorem:
-        bounds = True
-    settings = {
+    settings = {  # the checkpoint's identity (a theorem run always had bounds: kept so)
         "min_n": lo,
         "max_n": max_n,
         "tau": choice.record_text(),
         "hard_only": hard_only,
-        "bounds": bounds,
+        "bounds": bounds or choice.is_theorem,
         "find_tau": find_tau,
         "arb_only": arb_only,
     }

@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 
 from exactattn.cli.common import _emit, err_console, refuse_overwrite
+from exactattn.constructions.rasp_compile import EMBEDDINGS, compile_program
 from exactattn.core.guard import bad_input
 from exactattn.rasp.ast import RaspError
-from exactattn.rasp.compile import EMBEDDINGS, compile_program
 from exactattn.rasp.parse import parse_program
 
 

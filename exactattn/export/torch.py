@@ -41,6 +41,7 @@ from exactattn.engine.hard import CompiledModel
 from exactattn.engine.ratarray import RatArray
 from exactattn.export import DEFAULT_DTYPE
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model, load_model
+from exactattn.results.settings import TauOverride
 
 TORCH_FORMAT = "exactattn-torch/1"
 KERNELS = ("eager", "sdpa", "sdpa-math", "sdpa-flash", "sdpa-efficient")
@@ -410,7 +411,7 @@ def _config(model: Model, n: int | None, dtype: str, attention: str, kernel: str
     }
 
 
-def _parts(dm: DtypeModel, n: int | None, tau_override: Any = None) -> dict[str, Any]:
+def _parts(dm: DtypeModel, n: int | None, tau_override: TauOverride = None) -> dict[str, Any]:
     """The dtype-rounded tensors of a DtypeModel (the same arrays the numpy backend uses)."""
     name = dm.name
     m = dm.model
@@ -466,7 +467,7 @@ def export_torch(
     dtype: str = DEFAULT_DTYPE,
     attention: str = "softmax",
     kernel: str = "eager",
-    tau: Any = None,
+    tau: TauOverride = None,
 ) -> Export:
     """The model at length n as an ``nn.Module`` in ``dtype``, with its rounding report."""
     if attention not in ATTENTION_MODES:
@@ -498,7 +499,7 @@ def kernel_module(dm: DtypeModel, kernel: str) -> ExportedModel:
 
 
 def run_torch(
-    dm: DtypeModel, x0: np.ndarray, n: int, kernel: str, tau_override: Any = None
+    dm: DtypeModel, x0: np.ndarray, n: int, kernel: str, tau_override: TauOverride = None
 ) -> list:
     """The layers on a dtype batch x0 (N, T, d), in torch: activations as numpy (dtype)."""
     mod = getattr(dm, "_torch_module", None)
@@ -555,7 +556,7 @@ def _round_check(name: str, ra: RatArray, rounded: np.ndarray, shown: int = 5) -
 
 
 def rounding_report(
-    model: Model, cm: CompiledModel, dm: DtypeModel, n: int, tau: Any = None
+    model: Model, cm: CompiledModel, dm: DtypeModel, n: int, tau: TauOverride = None
 ) -> list[dict[str, Any]]:
     """Every exported tensor with entries that round in the dtype (exact comparison with the
     Fraction value); τ(n) is listed when it is irrational or not representable."""

@@ -132,7 +132,7 @@ class Model:
     max_length: int | None
     coordinates: tuple[str, ...] | None = None
     source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    claims: Any = None  # exactattn.model.claimed.Claims | None (docs/model-format.md)
+    claims: Any = None  # exactattn.model.claimed.ModelClaims | None (docs/model-format.md)
     built_by: Any = None  # exactattn.model.provenance.BuiltBy | None: how a builder made it
 
     # -- sequence layout --------------------------------------------------------

@@ -17,8 +17,8 @@ from exactattn.engine.measure import LengthAccumulator, delta_bounds
 from exactattn.engine.soft import WeightCache
 from exactattn.engine.temperature import Temperatures, parse_tau
 from exactattn.model import Model
-from exactattn.model.expr import Expr
 from exactattn.model.reference import Oracle
+from exactattn.results.settings import TauOverride
 
 
 @dataclass
@@ -109,7 +109,7 @@ def eval_size(model: Model, n: int) -> int:
     return (len(model.layers) + 1) * t * model.d + len(model.attention_heads()) * t * t
 
 
-def evaluate(model: Model, word: Sequence[str], tau: str | Expr | None = None) -> Evaluation:
+def evaluate(model: Model, word: Sequence[str], tau: TauOverride | str = None) -> Evaluation:
     """Both meanings of one input with every intermediate value."""
     word = tuple(word)
     n = len(word)

@@ -92,7 +92,7 @@ from exactattn.results.precision import (  # noqa: F401  (PRECISION_FORMAT re-ex
     SoftCounts,
     plain_output,
 )
-from exactattn.results.settings import TauChoice
+from exactattn.results.settings import TauChoice, TauOverride
 
 
 def backend_version(backend: str) -> str:
@@ -108,7 +108,11 @@ def backend_version(backend: str) -> str:
 
 
 def run_dtype(
-    dm: DtypeModel, x0: np.ndarray, n: int, tau_override: Any = None, block: int | None = None
+    dm: DtypeModel,
+    x0: np.ndarray,
+    n: int,
+    tau_override: TauOverride = None,
+    block: int | None = None,
 ) -> DtypeRun:
     """The deployed soft meaning of a batch of words of length n (numpy or PyTorch)."""
     if dm.backend != "numpy":  # PyTorch's kernels do the forward pass, same rounded weights
@@ -141,7 +145,7 @@ def evaluate_long(
     model: Model,
     word: Sequence[str],
     dtypes: Sequence[str],
-    tau_override: Any = None,
+    tau_override: TauOverride = None,
     cm: CompiledModel | None = None,
     lh: LongHard | None = None,
     diagnose_flips: bool = True,
@@ -284,7 +288,7 @@ def record_word(
     dtype_y: Any,
     final_hard: RowRat | RatArray,
     label: str | None = None,
-    tau_override: Any = None,
+    tau_override: TauOverride = None,
 ) -> None:
     """Fold one evaluated word into the run's entry for its length."""
     n = len(word)
@@ -368,7 +372,7 @@ def _long_word(
     word: tuple[str, ...],
     dms: dict[str, DtypeModel],
     runs: dict[tuple[str, str], RunAcc],
-    taus: Sequence[tuple[str, Any]],
+    taus: Sequence[tuple[str, TauChoice | TauOverride]],
     certified: bool,
     label: str | None,
     log: Any,
@@ -435,7 +439,7 @@ def sweep_family(
     families: Sequence[str],
     ns: Sequence[int],
     dtypes: Sequence[str],
-    taus: Sequence[tuple[str, Any]],
+    taus: Sequence[tuple[str, TauChoice | TauOverride]],
     seed: int = 0,
     stop_after_flip: bool = False,
     on_length: Any = None,
@@ -478,7 +482,7 @@ def sweep_words(
     model: Model,
     words_by_n: dict[int, Any],
     dtypes: Sequence[str],
-    taus: Sequence[tuple[str, Any]],
+    taus: Sequence[tuple[str, TauChoice | TauOverride]],
     certified: bool = True,
     on_length: Any = None,
     batch: int = 2048,

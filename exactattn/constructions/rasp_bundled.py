@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from exactattn.rasp.compile import compile_program
+from exactattn.constructions.rasp_compile import compile_program
 from exactattn.rasp.parse import parse_program
 
 PROGRAMS = Path(__file__).resolve().parent.parent.parent / "models" / "rasp"

@@ -35,6 +35,12 @@ from typing import Any
 
 from exactattn.constructions.rasp import Program as Builder
 from exactattn.constructions.rasp import ProgramError
+from exactattn.constructions.rasp_claims import (
+    activation_bound,
+    activation_bound_scaled,
+    claims_for,
+)
+from exactattn.constructions.rasp_gap import PRIMITIVE_BOUND, PRIMITIVE_BOUND_BOUNDED, min_bound
 from exactattn.core.limits import MAX_HEADS, MAX_LAYERS, MAX_NAME, MAX_STRING, clip
 from exactattn.model.provenance import stamp
 from exactattn.rasp.ast import (
@@ -53,10 +59,8 @@ from exactattn.rasp.ast import (
     Ref,
     TokenTest,
 )
-from exactattn.rasp.check import _int_literal, check_program, infer, refs
-from exactattn.rasp.claims import activation_bound, activation_bound_scaled, claims_for
-from exactattn.rasp.gap import PRIMITIVE_BOUND, PRIMITIVE_BOUND_BOUNDED, min_bound
-from exactattn.rasp.interpret import _ev
+from exactattn.rasp.check import check_program, infer, int_literal, refs
+from exactattn.rasp.interpret import value_at
 from exactattn.rasp.unparse import unparse
 
 __all__ = ["compile_program", "HeadInfo", "Compiled", "EMBEDDINGS"]
@@ -387,10 +391,10 @@ class _Compiler:
                 a, b = self.low(e.left, subst), self.low(e.right, subst)
                 return a + b if e.op == "+" else a - b
             if e.op == "*":
-                lit = _int_literal(e.left)
+                lit = int_literal(e.left)
                 other = e.right
                 if lit is None:
-                    lit, other = _int_literal(e.right), e.left
+                    lit, other = int_literal(e.right), e.left
                 return self.low(other, subst).scale(int(lit or 0))
             if e.op in ("and", "or"):
                 items = self._flatten(e, e.op)
@@ -647,9 +651,9 @@ class _Compiler:
             c = self._split_linear(e.left, sign, key, query)
             return c + self._split_linear(e.right, sign if e.op == "+" else -sign, key, query)
         if isinstance(e, Bin) and e.op == "*":
-            lit, other = _int_literal(e.left), e.right
+            lit, other = int_literal(e.left), e.right
             if lit is None:
-                lit, other = _int_literal(e.right), e.left
+                lit, other = int_literal(e.right), e.left
             return self._split_linear(other, sign * int(lit or 0), key, query)
         raise self._err(e.loc, "an integer mixing i and j other than by + and −")
 
@@ -826,7 +830,7 @@ class _Compiler:
         if isinstance(e, Ite):
             c = self._eval_const(e.cond, env)
             return self._eval_const(e.then if c else e.other, env)
-        return bool(_ev(e, {}, (), 0, 0))
+        return bool(value_at(e, {}, (), 0, 0))
 
     @staticmethod
     def _mobius(g: dict[tuple[int, ...], int], m: int) -> dict[tuple[int, ...], int]:
