@@ -13,7 +13,7 @@ from exactattn.core.guard import start_of_command_line
 start_of_command_line()  # before the heavy imports below: a Ctrl-C among them is exit 130
 
 from exactattn.core.errors import ExactAttnError, ModelError, UsageError  # noqa: E402
-from exactattn.model import Model, load_model, model_from_dict  # noqa: E402
+from exactattn.model import FloatTakenExactly, Model, load_model, model_from_dict  # noqa: E402
 from exactattn.results import LengthRecord, Verdict, merge_lengths  # noqa: E402
 from exactattn.run.check import CheckResult, estimate, run_check  # noqa: E402
 from exactattn.run.evaluate import Evaluation, evaluate  # noqa: E402
@@ -22,6 +22,7 @@ __all__ = [
     "CheckResult",
     "Evaluation",
     "ExactAttnError",
+    "FloatTakenExactly",
     "Model",
     "ModelError",
     "UsageError",

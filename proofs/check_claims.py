@@ -1,4 +1,4 @@
-"""Checks for Propositions D, L and R (proofs/claims.md): the builders' claimed bounds.
+"""Checks for Propositions D, L, R and RB (proofs/claims.md): the builders' claimed bounds.
 
 Run: PYTHONPATH=. python3 proofs/check_claims.py   (exit status 0 iff every check passes)
 """
@@ -86,8 +86,8 @@ for scheme in ("temperature", "positions"):
 # ---------------------------------------------------------------- Proposition R (compiled RASP)
 from fractions import Fraction  # noqa: E402
 
-from exactattn.rasp import claims as rc  # noqa: E402
-from exactattn.rasp.bundled import catalog as rasp_catalog  # noqa: E402
+from exactattn.constructions import rasp_claims as rc  # noqa: E402
+from exactattn.constructions.rasp_bundled import catalog as rasp_catalog  # noqa: E402
 
 p = sp.symbols("p")
 Pn = n - p  # >= 0 for positions 0 <= p <= n; p >= 0 and n - 1 >= 0 (n >= 1)
@@ -144,7 +144,8 @@ for trial in range(300):
 ok("R(e): the n^2 identity, and activation_bound >= every interval (300 random cases)")
 # the compiler emits what is proved, on every bundled program
 MARGIN = {"accept": "1/2", "argmax": "1"}
-for stem, m in sorted(rasp_catalog().items()):
+RASP = sorted(rasp_catalog().items())
+for stem, m in [(k, v) for k, v in RASP if not k.endswith("_bounded")]:
     emb = m["embedding"]
     pos = [str(x) for x in emb["position"]]
     check(set(pos) <= set(rc.EMBED_BOUNDS) | {"0"}, f"{stem}: position expressions {set(pos)}")
@@ -179,5 +180,85 @@ for stem, m in sorted(rasp_catalog().items()):
             check(": select " in name, f"{stem}: a {hard} head that is not a select head: {name}")
     check(("unique_top" in cl) == any(h != "average" for h, _ in hards), f"{stem}: unique_top")
     ok(f"rasp {stem}: embedding, read-out and claims are the ones Proposition R covers")
+
+# ---------------------------------------------------------------- Proposition RB (bounded)
+# RB(b): every bounded position expression lies in [0, 1] for 0 <= p <= n, n >= 1: 1 − value
+# and value as sums of products of factors >= 0 (n − p, p, n, n + 1, p + 1)
+RB_VALUES = {
+    "i/(n+1)": p / (n + 1),
+    "i^2/(n+1)^2": p**2 / (n + 1) ** 2,
+    "1/(i+1)": 1 / (p + 1),
+    "n/(n+1)": n / (n + 1),
+    "1/(n+1)": 1 / (n + 1),
+    "1/(n+1)^2": 1 / (n + 1) ** 2,
+}
+RB_CERTS = {  # 1 − value
+    "i/(n+1)": (Pn + 1) / (n + 1),
+    "i^2/(n+1)^2": (Pn + 1) * (n + 1 + p) / (n + 1) ** 2,
+    "1/(i+1)": p / (p + 1),
+    "n/(n+1)": 1 / (n + 1),
+    "1/(n+1)": n / (n + 1),
+    "1/(n+1)^2": n * (n + 2) / (n + 1) ** 2,
+}
+check(set(rc.BOUNDED_EMBED_BOUNDS) == set(RB_VALUES), "RB(b): covered expressions")
+for expr, value in RB_VALUES.items():
+    check(rc.BOUNDED_EMBED_BOUNDS[expr] == "1", f"RB(b) {expr}: the table says ≤ 1")
+    check(sp.simplify(1 - value - RB_CERTS[expr]) == 0, f"RB(b) {expr} <= 1: slack identity")
+    ok(f"RB(b) 0 <= {expr} <= 1: slack {RB_CERTS[expr]} (factors >= 0)")
+check(rc.x_max_bound(list(RB_VALUES)) == "1", "RB(b): x_max_bound of the bounded embedding is 1")
+# RB(e): |k/(n+1)| <= (a n + b)/(n + 1) <= max(a, b): max(a, b)(n + 1) − a n − b >= 0, and
+# activation_bound_scaled covers every integer interval it is given (random, n = 1..40, exact)
+a2, b2 = sp.symbols("a2 b2", nonnegative=True)
+check(
+    sp.expand(
+        sp.Max(a2, b2) * (n + 1) - a2 * n - b2 - ((sp.Max(a2, b2) - a2) * n + (sp.Max(a2, b2) - b2))
+    )
+    == 0,
+    "RB(e): max(a,b)(n+1) − (a n + b) = (max − a) n + (max − b)",
+)
+for trial in range(300):
+    ranges = []
+    for _ in range(rng.randint(0, 4)):
+        lo = (rng.randint(-3, 2), rng.randint(-3, 2))
+        ranges.append((lo, (lo[0] + rng.randint(0, 3), lo[1] + rng.randint(0, 3))))
+    top = Fraction(rc.activation_bound_scaled(ranges))
+    for nn in range(1, 41):
+        need = [
+            Fraction(max(abs(l0 * nn + l1), abs(h0 * nn + h1)), nn + 1)
+            for (l0, l1), (h0, h1) in ranges
+        ]
+        check(top >= 1 and all(top >= x for x in need), f"RB(e) trial {trial}")
+ok("RB(e): (a n + b)/(n + 1) <= max(a, b), and activation_bound_scaled >= every k/(n+1)")
+for stem, m in [(k, v) for k, v in RASP if k.endswith("_bounded")]:
+    emb = m["embedding"]
+    pos = [str(x) for x in emb["position"]]
+    check(set(pos) <= set(rc.BOUNDED_EMBED_BOUNDS) | {"0"}, f"{stem}: position expressions")
+    for k in range(m["d"]):
+        tok_nonzero = any(row[k] != 0 for row in emb["token"].values())
+        check(not (tok_nonzero and pos[k] != "0"), f"{stem}: coordinate {k} is token and position")
+    check({x for row in emb["token"].values() for x in row} <= {0, 1}, f"{stem}: token entries")
+    cl = m["claims"]
+    check(cl["gamma_lower"]["expr"] == m["reference"]["gap_bound"], f"{stem}: γ claim")
+    check(cl["x_max_upper"]["expr"] == "1", f"{stem}: x_max claim 1")
+    check(cl["activation_upper"]["expr"] == "1", f"{stem}: activation claim (RB(e): 1)")
+    kind = m["output"]["kind"]
+    check(cl.get("margin_lower", {}).get("expr") == MARGIN.get(kind), f"{stem}: margin claim")
+    check(
+        (m["reference"].get("output_scale") == "1/(n+1)") == (kind == "value"),
+        f"{stem}: an integer read-out says it shows k/(n+1)",
+    )
+    for layer in m["layers"]:
+        for h in layer.get("heads", []):
+            if h.get("hard", "average") != "average":
+                check(": select " in h["name"], f"{stem}: a unique-hard head that is not a select")
+    check(
+        all(
+            c["justification"]["statement"].startswith("Proposition RB(")
+            for c in cl.values()
+            if isinstance(c, dict)
+        ),
+        f"{stem}: every claim cites Proposition RB",
+    )
+    ok(f"rasp {stem}: embedding, read-out and claims are the ones Proposition RB covers")
 
 finish("claims")

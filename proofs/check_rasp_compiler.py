@@ -1,8 +1,10 @@
-"""Checks for proofs/rasp-compiler.md (Proposition C: the RASP compiler is correct).
+"""Checks for proofs/rasp-compiler.md (Propositions C and CB: the RASP compiler is correct, with
+unbounded and with bounded embeddings).
 
 Unlike the other scripts, this one imports the compiler: each lemma is checked on the weights
-`exactattn/rasp/compile.py` actually emits for a small program exercising one primitive — so a
-change to a gadget's bias or a selector's weight fails here (mutation rows RC1–RC9).
+`exactattn/constructions/rasp_compile.py` actually emits for a small program exercising one
+primitive — so a change to a gadget's bias or a selector's weight fails here (mutation rows
+RC1–RC9).
 
 Run: PYTHONPATH=. python3 proofs/check_rasp_compiler.py   (exit status 0 iff every check passes)
 """
@@ -21,9 +23,9 @@ sys.path.insert(0, str(ROOT))  # the repository this script belongs to (mutation
 
 from checklib import check, finish, ok  # noqa: E402
 
+from exactattn.constructions.rasp_bundled import program_paths  # noqa: E402
+from exactattn.constructions.rasp_compile import compile_program  # noqa: E402
 from exactattn.rasp.ast import RaspError  # noqa: E402
-from exactattn.rasp.bundled import program_paths  # noqa: E402
-from exactattn.rasp.compile import compile_program  # noqa: E402
 from exactattn.rasp.parse import parse_program  # noqa: E402
 
 n, i, j, b, c = sp.symbols("n i j b c", integer=True)
@@ -41,9 +43,9 @@ def F(x: object) -> Fraction:
 class Model:
     """A compiled model read back by coordinate name."""
 
-    def __init__(self, src: str) -> None:
+    def __init__(self, src: str, embedding: str = "unbounded") -> None:
         self.src = src
-        self.m = compile_program(parse_program(src)).model
+        self.m = compile_program(parse_program(src), embedding).model
         self.coords: list[str] = self.m["coordinates"]
         self.writer: dict[str, tuple[int, object]] = {}
         for li, layer in enumerate(self.m["layers"]):
@@ -147,7 +149,7 @@ def decided(e: sp.Expr) -> bool:
 # ---------------------------------------------------------------- C0: write-once residual stream
 def write_once(mod: Model) -> bool:
     m = mod.m
-    emb = set(POSITION) | {
+    emb = {k for k, e in zip(mod.coords, m["embedding"]["position"], strict=True) if e != "0"} | {
         k
         for k in mod.coords
         if any(F(v[mod.coords.index(k)]) for v in m["embedding"]["token"].values())
@@ -595,5 +597,362 @@ ok(
     f"C0: every coordinate written once into a zero slot, read only later "
     f"({len(PROGRAMS)} programs + the bundled ones)"
 )
+
+# ================================================================ Proposition CB (bounded)
+# N = n + 1; an `int` coordinate holds k/N for its integer value k.
+nb = sp.Symbol("n", integer=True, positive=True)  # n ≥ 1: the signs below are decided
+Nb = nb + 1
+POSITION_B = {
+    "pos_frac": "i/(n+1)",
+    "pos_frac_sq": "i^2/(n+1)^2",
+    "inv_pos": "1/(i+1)",
+    "len_frac": "n/(n+1)",
+    "unit": "1/(n+1)",
+    "unit_sq": "1/(n+1)^2",
+}
+PROGRAMS_B: list[str] = []
+
+
+def MB(src: str) -> Model:
+    PROGRAMS_B.append(src)
+    return Model(ALPHA + src, "bounded")
+
+
+def emb_env(p_: object) -> dict[str, object]:
+    """The bounded embedding's values at position p_ (Lemma CB1)."""
+    return {
+        "one": 1,
+        "pos_frac": p_ / Nb,
+        "pos_frac_sq": p_**2 / Nb**2,
+        "inv_pos": 1 / (p_ + 1),
+        "len_frac": nb / Nb,
+        "unit": 1 / Nb,
+        "unit_sq": 1 / Nb**2,
+    }
+
+
+# ---------------------------------------------------------------- CB1: embedding
+mod = MB('output psum(int(token == "a")) + int(token != "b")')
+pe = dict(zip(mod.coords, mod.m["embedding"]["position"], strict=True))
+for name, expr in POSITION_B.items():
+    check(pe.get(name) == expr, f"CB1 position embedding of {name} is {expr}")
+check(all(e == "0" for k, e in pe.items() if k not in POSITION_B), "CB1 other positions are 0")
+for t_, row in mod.m["embedding"]["token"].items():
+    row_ = dict(zip(mod.coords, row, strict=True))
+    check(F(row_["one"]) == 1 and F(row_["bos"]) == int(t_ == mod.m["bos"]), f"CB1 one/bos {t_}")
+    check(all(F(v) in (0, 1) for v in row), f"CB1 token entries 0/1 at {t_}")
+ok("CB1: bounded embedding — i/N, i²/N², 1/(i+1), n/N, 1/N, 1/N² (N = n + 1); tokens 0/1")
+
+
+def ffn_env(mod: Model, env: dict[str, object]) -> dict[str, object]:
+    """Evaluate every FFN coordinate whose inputs env has (layer order), symbolically."""
+    for cname in mod.coords:
+        if cname in mod.writer and mod.writer[cname][1].get("kind") == "ffn" and cname not in env:
+            try:
+                env[cname] = relu_eval(mod.units(cname), env)
+            except KeyError:
+                continue
+    return env
+
+
+# ---------------------------------------------------------------- CB2: physical forms
+aff = MB('output 2 * pos - n + 1 - (0 - 3) * int(token == "a") + -1 * int(not (token == "b"))')
+terms, const = aff.readout()
+check(aff.m["output"]["kind"] == "value" and const == 0, "CB2 integer read-out: no constant")
+check(aff.m["reference"].get("output_scale") == "1/(n+1)", "CB7 output_scale 1/(n+1)")
+for qa_, qb_ in itertools.product((0, 1), repeat=2):
+    env = {**emb_env(i), TA: qa_, TB: qb_}
+    got = form(terms, const, ffn_env(aff, env))
+    want = (2 * i - nb + 1 + 3 * qa_ - (1 - qb_)) / Nb
+    check(decided(got) and sp.simplify(got - want) == 0, f"CB2 phys form at {(qa_, qb_)}: {got}")
+for z in terms:
+    if z in aff.writer:  # a scaled Boolean: ReLU(b + unit − 1)
+        ((w, bias, coef),) = aff.units(z)
+        check(bias == -1 and coef == 1 and w.get("unit") == 1 and len(w) == 2, f"CB2 scaled {z}")
+ok("CB2: an integer form's physical form is its value over N (scaled Booleans, constant on unit)")
+
+# ---------------------------------------------------------------- CB3: gadgets
+for text, fn in BOOL.items():
+    mod = MB(DEFS + f"output {text}")
+    terms, const = mod.readout()
+    for bits in itertools.product((0, 1), repeat=3):
+        env = ffn_env(mod, dict(zip((TA, TB, TC), bits, strict=True)))
+        check(form(terms, const, env) == int(fn(*map(bool, bits))), f"CB3 Boolean {text} {bits}")
+mod = MB("output abs(pos - n)")
+units = mod.units(mod.output_coord())
+check(all(b_ == 0 for _, b_, _ in units), "CB3 abs: no bias (homogeneous)")
+for d, _s in SIGN_CASES:  # pos − n = d, every integer d by its sign
+    got = relu_eval(units, {"pos_frac": (b + d) / Nb, "len_frac": b / Nb})
+    check(decided(got) and sp.simplify(got - sp.Abs(d) / Nb) == 0, f"CB3 abs at d = {d}")
+for fname, col in (("min", 2), ("max", 3)):
+    mod = MB(f"output {fname}(pos, n)")
+    units = mod.units(mod.output_coord())
+    check(all(b_ == 0 for _, b_, _ in units), f"CB3 {fname}: no bias (homogeneous)")
+    for case in MINMAX_CASES:  # integer values of pos and n, stored over N
+        got = relu_eval(units, {"pos_frac": case[0] / Nb, "len_frac": case[1] / Nb})
+        check(decided(got) and sp.simplify(got - case[col] / Nb) == 0, f"CB3 {fname} on {case[:2]}")
+ok("CB3: Boolean gadgets unchanged; abs/min/max act on k/N with no bias (homogeneous)")
+
+
+def compare_outputs(mod: Model, env: dict[str, object]) -> dict[str, object]:
+    """Evaluate every compare head (reads one/bos at the key only) at the query env: the head
+    writes the mean of one − bos over the argmax of {BOS: s(bos = 1), others: s(bos = 0)}."""
+    for h in mod.heads():
+        if ": compare" not in h.get("name", ""):
+            continue
+        A = mod.bilinear(h)
+        check({k for _, k in A} <= {"one", "bos"}, "CB3b compare reads one/bos at the key")
+        check(h["mask"] == "none" and h.get("hard", "average") == "average", "CB3b no mask")
+        ((out, combo),) = mod.values(h).items()
+        check(combo == {"one": 1, "bos": -1}, "CB3b value one − bos")
+        try:
+            s_bos = sum(R(v) * env[q] * {"one": 1, "bos": 1}[k] for (q, k), v in A.items())
+            s_oth = sum(R(v) * env[q] * {"one": 1, "bos": 0}[k] for (q, k), v in A.items())
+        except KeyError:
+            continue
+        diff = sp.simplify(s_oth - s_bos)
+        check(diff != 0 and diff.is_positive is not None, f"CB3b decided sign: {diff}")
+        env[out] = 1 if diff.is_positive else 0
+        env[out + "#gap"] = sp.Abs(diff)
+    return env
+
+
+for op, fn in CMP.items():
+    mod = MB(f"output pos {op} n")
+    terms, const = mod.readout()
+    cmp_heads = [h for h in mod.heads() if ": compare" in h.get("name", "")]
+    check(len(cmp_heads) == (2 if op in ("==", "!=") else 1), f"CB3b {op}: compare heads")
+    check(not [L for L in mod.m["layers"] if L["kind"] == "ffn"], f"CB3b {op}: no FFN")
+    for d in range(-4, 5):
+        env = {"pos_frac": (b + d) / Nb, "len_frac": b / Nb, "unit": 1 / Nb, "one": 1}
+        env = compare_outputs(mod, env)
+        got = form(terms, const, env)
+        check(got == int(fn(d)), f"CB3b pos {op} n at d = {d}: {got}")
+        for h in cmp_heads:
+            ((out, _),) = mod.values(h).items()
+            g = env[out + "#gap"]
+            check(sp.simplify(g * Nb - sp.Abs(g * Nb)) == 0 and g * Nb >= 1, "CB3b gap ≥ 1/N")
+ok("CB3b: compare heads [d ≥ k]: score (2d − 2k + 1)/N against BOS's 0; ==, !=, <, ≤, >, ≥")
+
+# ---------------------------------------------------------------- CB4: prefix sums
+cnt = MB('output psum(int(token == "a") - int(token == "b") + 2)')
+terms, const = cnt.readout()
+check(const == 0 and terms.get("pos_frac") == 2, "CB4 psum: c₀·pos on pos_frac")
+counted = {}
+for z, coef in terms.items():
+    if z == "pos_frac":
+        continue
+    look = cnt.head(z)
+    A = cnt.bilinear(look)
+    (share,) = [q for (q, k) in A if k == "pos_frac"]
+    check(A == {(share, "pos_frac"): 2, ("inv_pos", "pos_frac_sq"): -1}, f"CB4 lookup score {A}")
+    check(look["mask"] == "leq" and look.get("hard", "average") == "average", "CB4 lookup mask")
+    check(cnt.values(look) == {z: {"pos_frac": 1}}, "CB4 lookup reads pos_frac")
+    p = sp.Symbol("p", integer=True, nonnegative=True)
+    env_q = {share: c / ((p + 1) * Nb), "inv_pos": 1 / (p + 1)}
+    env_k = {"pos_frac": j / Nb, "pos_frac_sq": j**2 / Nb**2}
+    s_ = sum(R(v) * env_q[q] * env_k[k] for (q, k), v in A.items())
+    check(sp.simplify(s_ - (c**2 - (c - j) ** 2) / ((p + 1) * Nb**2)) == 0, "CB4 lookup identity")
+    mean = cnt.head(share)
+    check(not cnt.bilinear(mean) and mean["mask"] == "leq", "CB4 mean head uniform, j ≤ i")
+    (nobos,) = cnt.values(mean)[share]
+    units = cnt.units(nobos)
+    (src,) = [k for k in units[0][0] if k not in ("bos", "unit")]
+    for bb, bos in itertools.product((0, 1), repeat=2):
+        got = relu_eval(units, {src: bb, "bos": bos, "unit": 1 / Nb})
+        check(decided(got) and sp.simplify(got - bb * (1 - bos) / Nb) == 0, f"CB4 b″ {bb, bos}")
+    counted[src] = coef
+check(counted == {TA: 1, TB: -1}, f"CB4 read-out Σ c_k count(b_k): {counted}")
+ok("CB4: b″ = b(1 − bos)/N; mean c/((p+1)N); lookup (c² − (c − j)²)/((p+1)N²) reads c/N")
+
+
+# ---------------------------------------------------------------- CB5, CB6: select heads
+def check_select_b(
+    label: str,
+    mod: Model,
+    *,
+    choice: str,
+    qatoms: dict[str, int],
+    katoms: list[tuple[dict[str, int], int]],
+    f,
+    eqs: list[tuple[sp.Expr, sp.Expr]],  # (Q's integer value at the query, K's at the key)
+    query_env: dict[str, sp.Expr],
+    key_env: dict[str, sp.Expr],
+) -> None:
+    """Lemma CB6 (★B) on the emitted score, for every 0/1 value of the atoms and of bos_j."""
+    h = select_head(mod)
+    check(h["hard"] == choice, f"{label}: hard rule")
+    A = mod.bilinear(h)
+    sigma = 1 if choice == "rightmost" else -1
+    tie = j / Nb**3 if eqs else j / Nb
+    for qbits in itertools.product((0, 1), repeat=len(qatoms)):
+        q_env = {**emb_env(i), **query_env, **dict(zip(qatoms, qbits, strict=True))}
+        consts = set()
+        for kbits in itertools.product((0, 1), repeat=len(katoms) + 1):
+            *kvals, bos = kbits
+            k_env = {**emb_env(j), "bos": bos, **key_env}
+            for (fm, k0), v in zip(katoms, kvals, strict=True):
+                ((coord, coef),) = fm.items()
+                k_env[coord] = sp.Rational(v - k0, coef)
+            for side, k_ in ((q_env, 0), (k_env, 1)):
+                for z in {pair[k_] for pair in A} - set(side):
+                    if z in mod.writer and mod.writer[z][1].get("kind") == "ffn":
+                        side[z] = relu_eval(mod.units(z), side)
+            try:
+                s_ = sum(R(v) * q_env[q] * k_env[k] for (q, k), v in A.items())
+            except KeyError as exc:
+                check(False, f"{label}: score reads an unexpected coordinate {exc}")
+                return
+            want = (int(bool(f(*qbits, *kvals))) - 1) - bos + sigma * tie
+            for Q, K in eqs:
+                want -= (Q - K) ** 2 / Nb**2
+            diff = sp.simplify(s_ - want)
+            check(not diff.free_symbols & KEYSYMS, f"{label}: score − (★B) depends on j: {diff}")
+            consts.add(diff)
+        check(len(consts) == 1, f"{label}: (★B) with one M(p) per query: {consts}")
+    check(sp.simplify(1 / Nb**2 - nb / Nb**3 - 1 / Nb**3) == 0, f"{label}: RB1 1/N² − n/N³ = 1/N³")
+
+
+sb1 = MB(
+    'bool y = attend rightmost j < i where (token[j] == "a") == (token == "a") and '
+    'token[j] != "c" value token[j] == "b" default token == "c"\noutput y'
+)
+check_select_b(
+    "CB6 mixed Boolean (tie-break j/N)",
+    sb1,
+    choice="rightmost",
+    qatoms={TA: 1},
+    katoms=[({TA: 1}, 0), ({TC: -1}, 1)],
+    f=lambda q, k1, k2: (k1 == q) and k2,
+    eqs=[],
+    query_env={},
+    key_env={},
+)
+sb2 = MB(
+    "bool y = attend leftmost j where pos[j] == n + 1 - pos "
+    'value token[j] == "a" default false\noutput y'
+)
+check_select_b(
+    "CB6 equality pos[j] == n + 1 − pos (K̃² from pos_frac_sq, unit)",
+    sb2,
+    choice="leftmost",
+    qatoms={},
+    katoms=[],
+    f=lambda: True,
+    eqs=[(nb + 1 - i, j)],
+    query_env={},
+    key_env={},
+)
+sb4 = MB(
+    "bool y = attend rightmost j where 2 * pos[j] - 1 == n - pos "
+    'value token[j] == "a" default false\noutput y'
+)
+check_select_b(
+    "CB6 equality 2·pos[j] − 1 == n − pos (K = a·pos + c, c ≠ 0: the cross term 2ac·j/N²)",
+    sb4,
+    choice="rightmost",
+    qatoms={},
+    katoms=[],
+    f=lambda: True,
+    eqs=[(nb - i, 2 * j - 1)],
+    query_env={},
+    key_env={},
+)
+sb3 = MB(
+    'int c = psum(int(token == "a"))\n'
+    'bool y = attend leftmost j >= i where c[j] == c and token[j] == "b" value true default false'
+    "\noutput y"
+)
+A3 = sb3.bilinear(select_head(sb3))
+(ccb,) = {k for (q, k) in A3 if k.startswith("c.") and "square" not in k}
+(sqb,) = {k for (q, k) in A3 if "square" in k}
+check_select_b(
+    "CB6 equality c[j] == c (square lookup K²/N²)",
+    sb3,
+    choice="leftmost",
+    qatoms={},
+    katoms=[({TB: 1}, 0)],
+    f=lambda k: bool(k),
+    eqs=[(Qc, Kc)],
+    query_env={ccb: Qc / Nb},
+    key_env={ccb: Kc / Nb, sqb: Kc**2 / Nb**2},
+)
+(sqh,) = [h for h in sb3.heads() if "square-lookup" in h.get("name", "")]
+A = sb3.bilinear(sqh)
+(absc,) = [q for (q, k) in A if k == "pos_frac"]
+check(A == {(absc, "pos_frac"): 2, ("one", "pos_frac_sq"): -1}, f"CB5 square lookup score {A}")
+check(sqh["mask"] == "none" and sb3.values(sqh) == {sqb: {"pos_frac_sq": 1}}, "CB5 reads j²/N²")
+al = sp.Symbol("alpha", integer=True, nonnegative=True)
+s_ = 2 * (al / Nb) * (j / Nb) - j**2 / Nb**2
+check(sp.simplify(s_ - (al**2 - (al - j) ** 2) / Nb**2) == 0, "CB5 (K² − (|K| − j)²)/N²")
+units = sb3.units(absc)
+check(all(b_ == 0 for _, b_, _ in units), "CB5 |K̃| with no bias")
+for d, _s in SIGN_CASES:
+    got = relu_eval(units, {ccb: d / Nb})
+    check(decided(got) and sp.simplify(got - sp.Abs(d) / Nb) == 0, f"CB5 α = |K|/N at K = {d}")
+check(
+    any(x[2] == "1/(n + 1)^3" for x in sb3.m["reference"]["head_gap_bounds"]),
+    "CB6 an equality select's bound is 1/(n + 1)^3",
+)
+ok("CB5/CB6: select score (★B) with levels (Q − K)²/N² and tie-break j/N³ (j/N without =)")
+
+
+def run_after(mod: Model, env: dict[str, object], after: int) -> dict[str, object]:
+    """Every FFN and compare head after layer ``after``, in layer order (numbers only)."""
+    for li, layer in enumerate(mod.m["layers"]):
+        if li <= after:
+            continue
+        if layer["kind"] == "ffn":
+            for z in mod.coords:
+                if z in mod.writer and mod.writer[z][0] == li:
+                    env[z] = relu_eval(mod.units(z), env)
+        else:
+            compare_outputs(mod, env)
+    return env
+
+
+one_c, bos_c, val_c, k_cs, e_cs = sel_outputs(sb3, 1, 1)
+terms, const = sb3.readout()
+for bits in itertools.product((0, 1), repeat=4):
+    one_s, bos_s, val_s, kv = bits
+    for d in range(-2, 3):
+        qv = 3
+        env = {
+            **emb_env(2),
+            "one": 1,
+            one_c: one_s,
+            bos_c: bos_s,
+            val_c: val_s,
+            k_cs[0]: kv,
+            e_cs[0]: sp.Rational(qv + d) / Nb,
+            ccb: sp.Rational(qv) / Nb,
+        }
+        got = form(terms, const, run_after(sb3, env, select_layer(sb3)))
+        cond = one_s and not bos_s and kv and d == 0
+        check(got == (val_s if cond else 0), f"CB6 check (equality by compare) {bits}, d = {d}")
+ok("CB6: the check — compare heads for [e_sel = Q], then C6's FFNs — gives V or D")
+
+# ---------------------------------------------------------------- CB7: read-out
+acc = MB('accept token == "a" and pos == n')
+check(
+    acc.m["output"]["kind"] == "accept" and F(acc.m["output"]["threshold"]) == Fraction(1, 2),
+    "CB7 accept at threshold 1/2",
+)
+check("output_scale" not in acc.m["reference"], "CB7 no output_scale for an accept")
+arg = MB('output token == "a"')
+check(arg.m["output"]["kind"] == "argmax" and arg.m["output"]["labels"] == ["0", "1"], "CB7 argmax")
+ok("CB7: read-outs — accept and argmax as C7; an integer value shows k/N (output_scale 1/(n+1))")
+
+# ---------------------------------------------------------------- CB0 on everything compiled here
+for src in PROGRAMS_B:
+    check(write_once(Model(ALPHA + src, "bounded")), f"CB0 write-once: {src[:40]!r}")
+for path in program_paths():
+    m_ = Model(path.read_text(encoding="utf-8"), "bounded")
+    check(write_once(m_), f"CB0 write-once: {path.name}")
+    check(
+        all(e in POSITION_B.values() for e in m_.m["embedding"]["position"] if e != "0"),
+        f"CB1 bounded embedding only: {path.name}",
+    )
+ok(f"CB0: write-once ({len(PROGRAMS_B)} programs + the bundled ones, bounded)")
 
 finish("check_rasp_compiler")

@@ -23,7 +23,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from exactattn import load_model, model_from_dict, run_check
-from exactattn.bounds.closedforms import closed_forms, evaluate_form, fit_sequence
+from exactattn.bounds.closedforms import (
+    KINDS_TRIED,
+    MAX_PARAMS,
+    MIN_VERIFY,
+    NONE_FITS,
+    closed_forms,
+    evaluate_form,
+    fit_sequence,
+    kinds_tried,
+    none_fits_reason,
+)
 from exactattn.results.resultfile import closed_form_problem
 from exactattn.results.sequences import values_of_rows
 
@@ -170,10 +180,35 @@ def test_smallest_form_and_minimal_data() -> None:
     rec = fit_sequence({n: f(n) for n in range(1, 7)})
     assert same(rec["expression"], "(n**2+1)/(n+3)")
     assert rec["fitted_on"] == [1, 2, 3, 4] and rec["verified_on"] == [5, 6]
-    # one length fewer: it cannot be verified twice, so nothing is reported
+    # one length fewer: it cannot be verified twice, so nothing is reported, and the record
+    # says why: five lengths fit and verify 3 parameters at most (issue 39)
     rec = fit_sequence({n: f(n) for n in range(1, 6)})
-    assert rec["expression"] is None and rec["reason"] == "no closed form of this kind fits"
+    assert rec["expression"] is None and rec["reason"].startswith(
+        "no closed form with at most 3 parameters fits; 5 lengths are too few for more"
+    )
     assert rec["lengths"] == [1, 2, 3, 4, 5]
+    assert rec["kinds_tried"][0].endswith("degrees summing to ≤ 2")
+
+
+def test_kinds_tried_says_which_degrees_were_tried() -> None:
+    """The record lists the degrees the data allowed, not the search's maximum (issue 39:
+    five lengths claimed degrees up to 4); from MAX_PARAMS + MIN_VERIFY lengths on, the
+    full list."""
+    assert kinds_tried(MAX_PARAMS + MIN_VERIFY) == tuple(KINDS_TRIED)
+    assert none_fits_reason(MAX_PARAMS + MIN_VERIFY) == NONE_FITS
+    assert kinds_tried(3) == ("constants",)  # one parameter, fitted on 1, verified on 2
+    four = kinds_tried(4)
+    assert four[0].endswith("degrees summing to ≤ 1") and four[1].startswith("r·k^n, r a constant")
+    assert not any("R(n)" in k for k in four)  # a hypergeometric form needs 3 parameters
+    assert any("skipping at most 1 first length" in k for k in four)
+    assert not any("even n" in k for k in four)  # halves of two lengths verify nothing
+    six = kinds_tried(6)
+    assert six[0].endswith("≤ 3") and "R rational of degrees summing to ≤ 2" in six[2]
+    assert six[-1].endswith("each with at most 1 parameter")
+    # and it is what the search does: (n+1)^-3 (4 parameters) is found from 6 lengths on
+    g = {n: Fraction(1, (n + 1) ** 3) for n in range(1, 7)}
+    assert fit_sequence(dict(list(g.items())[:5]))["expression"] is None
+    assert same(fit_sequence(g)["expression"], "(n+1)**(-3)")
 
 
 def test_a_contradicting_held_back_length_rejects_the_form() -> None:
@@ -373,3 +408,37 @@ def test_a_tampered_closed_form_is_not_drawn(tmp_path: Path) -> None:
     result["closed_forms"]["gamma"]["form"] = {"kind": "rational", "num": ["1"], "den": ["0", "1"]}
     md = render(result, tmp_path / "r.md")[tmp_path / "r.md"]
     assert "Dashed: the closed form" not in md and "γ(n) ≈" in md
+
+
+def test_brackets_that_describe_nothing_print_the_data_range() -> None:
+    """induction_k1's error after layer 2 (a copy of errors the construction keeps below
+    e^-3: 6e-6, 0.047, 0.0497, 0.0498) got the shape n^8, the search's bound: printed as a
+    bracket it read as a growth law. It is printed as the certified range of the data; a
+    tight bracket (Dyck-2's errors, factor < 2) keeps its shape (issue 39)."""
+    from exactattn.bounds.closedforms import summary_lines
+    from exactattn.results.sequences import closed_form_records
+
+    ind = json.loads((ROOT / "reports/claims/induction_k1.soft.json").read_text("utf-8"))
+    rec = closed_form_records(ind["closed_forms"])["error_layer_2"]
+    assert rec.shape == "n^8" and not rec.descriptive
+    assert rec.data_range == (
+        ind["closed_forms"]["error_layer_2"]["rests_on"]["3"]["lower"],
+        ind["closed_forms"]["error_layer_2"]["rests_on"]["6"]["upper"],
+    )
+    line = next(x for x in summary_lines(ind["closed_forms"]) if x.startswith("  ε L2"))
+    assert line.startswith("  ε L2 ∈ [6.45e-6, 4.98e-2] at n = 3..6 (certified range of the data")
+    assert "rising at every step" in line and "n^8" not in line
+    dyck = json.loads((ROOT / "reports/dyck2.json").read_text("utf-8"))
+    for key, r in closed_form_records(dyck["closed_forms"]).items():
+        if r.is_bracket and r.shape is not None and key.startswith("error_layer_"):
+            assert r.descriptive, key
+    lines = summary_lines(dyck["closed_forms"])
+    assert any("·n^(-5/2) at n = 1..5 (certified bracket of the data" in x for x in lines)
+    # a loose bracket (factor > 10) and one at the decay bound print the range too
+    thm = json.loads((ROOT / "reports/claims/dyck2.thm.json").read_text("utf-8"))
+    r = closed_form_records(thm["closed_forms"])["error_layer_1"]
+    assert r.shape.startswith("n^(-8)") and not r.descriptive
+    assert any(
+        x.startswith("  ε L1 ∈ [") and "falling at every step" in x
+        for x in summary_lines(thm["closed_forms"])
+    )

@@ -514,8 +514,8 @@ def _burn(frames: int, fn: Any, *args: Any) -> Any:
 def test_rasp_chain_at_the_limit_works_under_a_deep_caller(op: str) -> None:
     """Depth 200 (a chain of 200 Boolean terms, of 199 int(x) terms) parses, runs, compiles,
     unparses and checks with 400 frames of the recursion limit of 1,000 already used."""
+    from exactattn.constructions.rasp_compile import compile_program
     from exactattn.model import model_from_dict
-    from exactattn.rasp.compile import compile_program
     from exactattn.rasp.interpret import run as interpret
     from exactattn.rasp.parse import parse_program
     from exactattn.rasp.unparse import unparse
@@ -604,7 +604,7 @@ def test_rasp_model_size_is_bounded_before_building(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("stem", ["dyck2", "majority", "anbn"])
 def test_rasp_size_estimate_is_a_close_upper_bound(stem: str) -> None:
-    from exactattn.rasp.compile import _Compiler
+    from exactattn.constructions.rasp_compile import _Compiler
     from exactattn.rasp.parse import parse_program
 
     sources = [(ROOT / "models" / "rasp" / f"{stem}.rasp").read_text(), _attend_chain(30)]

@@ -32,10 +32,10 @@ PKG = Path(__file__).resolve().parent.parent / "exactattn"
 LAYERS = {
     "core": 0,  # numbers, errors, limits, JSON I/O, exit codes
     "logic": 1,  # LTL formulas
+    "rasp": 1,  # the RASP language: programs, parser, checker, interpreter (reference oracles)
     "model": 2,  # the validated Model, expressions, reference oracles
     "importers": 2,  # tracr → model dict
-    "constructions": 2,  # model dicts from formulas and programs
-    "rasp": 2,  # B-RASP/S-RASP programs: parser, interpreter (reference oracles), compiler
+    "constructions": 2,  # model dicts from formulas and programs (the RASP compiler too)
     "inputs": 3,  # enumeration, shards, long-input families
     "results": 4,  # the records and the result schema
     "engine": 5,  # hard and soft meanings, measurements, dtype emulation
@@ -224,21 +224,7 @@ def test_graph_is_seen() -> None:
 # Known cycles, each with the issue that removes it: a strongly connected component of the
 # import graph is allowed only if it lies inside one of these sets (a smaller one is progress; a
 # larger one, or any other cycle, fails), and an entry no cycle needs any more must be removed.
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset(
-        {
-            "exactattn.model",
-            "exactattn.model.load",
-            "exactattn.rasp",
-            "exactattn.rasp.claims",
-            "exactattn.rasp.compile",
-            "exactattn.rasp.gap",
-        }
-    ): (
-        "issue 37: model.load reads RASP reference programs through the rasp package, whose "
-        "compiler builds models; fixed when the RASP language moves to the floor beside logic/"
-    ),
-}
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 
 
 def graph_of(es: list[Edge]) -> dict[str, set[str]]:
@@ -314,3 +300,70 @@ def test_no_module_over_max_lines() -> None:
         if (n := len(p.read_text("utf-8").splitlines())) > MAX_LINES
     }
     assert not long, f"modules over {MAX_LINES} lines (split them): {long}"
+
+
+ARCHITECTURE = PKG.parent / "docs" / "architecture.md"
+
+
+def documented_stages(text: str) -> dict[str, tuple[int, set[str]]]:
+    """docs/architecture.md's stage table: stage → (rank, the stages it imports).
+
+    The table is the one with the header ``| rank | stage | produces | imports |``; a stage
+    is its first backticked name without the slash (``exactattn/`` is the root, ""), and the
+    imports are the backticked names of the last column (``—``: none)."""
+    lines = text.splitlines()
+    head = "| rank | stage | produces | imports |"
+    start = lines.index(head) + 2  # skip the separator row
+    out: dict[str, tuple[int, set[str]]] = {}
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        rank, name, imports = int(cells[0]), cells[1], cells[-1]
+        stage_name = name.split("`")[1].rstrip("/")
+        stage_name = "" if stage_name == "exactattn" else stage_name
+        assert stage_name not in out, f"stage {stage_name or 'root'} listed twice"
+        out[stage_name] = (rank, set(imports.split("`")[1::2]) - {""})
+    return out
+
+
+def stage_graph(es: list[Edge]) -> dict[str, set[str]]:
+    """Which other stages each stage imports (every edge: top-level, lazy and implicit)."""
+    out: dict[str, set[str]] = {s: set() for s in LAYERS}
+    for e in es:
+        if e.dst and stage(e.src) != stage(e.dst):
+            out[stage(e.src)].add(stage(e.dst))
+    return out
+
+
+def test_architecture_import_table() -> None:
+    """docs/architecture.md is true against the code: every stage folder is in its table, at
+    its rank in ``LAYERS``, and the table's imports are exactly the stages it imports (an
+    import added or removed across stages fails here until the doc says so)."""
+    doc = documented_stages(ARCHITECTURE.read_text(encoding="utf-8"))
+    real = stage_graph(edges())
+    assert set(doc) == set(LAYERS), (
+        f"stages in docs/architecture.md {sorted(doc)} differ from LAYERS {sorted(LAYERS)}"
+    )
+    ranks = {s: (doc[s][0], r) for s, r in LAYERS.items() if doc[s][0] != r}
+    assert not ranks, f"ranks (doc, LAYERS) that differ: {ranks}"
+    wrong = {
+        s or "root": {
+            "doc only": sorted(doc[s][1] - real[s]),
+            "code only": sorted(real[s] - doc[s][1]),
+        }
+        for s in LAYERS
+        if doc[s][1] != real[s]
+    }
+    assert not wrong, f"docs/architecture.md's import table differs from the code: {wrong}"
+
+
+def test_architecture_table_reader_sees_a_difference() -> None:
+    """The reader of the table finds what it must (a reader that sees nothing passes all)."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    doc = documented_stages(text)
+    assert doc["cli"][1] >= {"run", "report"} and doc["core"] == (0, set())
+    assert doc[""][0] == LAYERS[""]
+    row = next(line for line in text.splitlines() if line.startswith("| 3 | `inputs/`"))
+    changed = text.replace(row, row.replace("`model`, `core`", "`core`"))
+    assert documented_stages(changed)["inputs"][1] == {"core"} != stage_graph(edges())["inputs"]

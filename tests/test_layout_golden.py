@@ -28,7 +28,16 @@ CASES = {
         "4",
         "--bounds",
     ],
-    "induction_k1_n4_theorem": ["models/induction_k1.json", "--max-n", "4", "--tau", "theorem"],
+    # --bounds: the file was written when `--tau theorem` alone recorded settings.bounds true;
+    # the CLI now records what run_check records (issue 37), so the same bytes ask for both
+    "induction_k1_n4_theorem": [
+        "models/induction_k1.json",
+        "--max-n",
+        "4",
+        "--tau",
+        "theorem",
+        "--bounds",
+    ],
     "dyck1_n4_find_tau": ["models/dyck1.json", "--max-n", "4", "--find-tau"],
     "rasp_dyck1_n4_bounds": ["models/rasp_dyck1.json", "--max-n", "4", "--bounds"],
     "dyck1_n6_bounds_hard_only": ["models/dyck1.json", "--max-n", "6", "--bounds", "--hard-only"],

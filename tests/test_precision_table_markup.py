@@ -24,6 +24,7 @@ def test_tokens_and_tau_with_markup_are_printed_verbatim(monkeypatch) -> None:
     run = dataclasses.replace(run, tau="[red]1/n[/red]", lengths=(length,))
     con = Console(record=True, width=200, color_system=None)
     monkeypatch.setattr(extra, "console", con)
+    monkeypatch.setattr(extra, "_precision_console", lambda: con)
     extra.print_precision([run])
     text = con.export_text()
     assert "[bold]x[/bold]" in text

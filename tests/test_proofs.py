@@ -28,6 +28,7 @@ DEFAULT = (
     "R1",  # issue 22: the RASP compiler's gap lemmas
     "RC0",  # Proposition C: the compiler is correct (the check's own identity)
     "RC2",  # ... and a wrong weight in compile.py itself (the select tie-break)
+    "RCB1",  # issue 36: the bounded encoding's compare head (threshold on, not between, integers)
 )
 
 

@@ -28,13 +28,13 @@ from exactattn.cli import main
 from exactattn.constructions.dyck import build_dyck
 from exactattn.constructions.induction import build_induction
 from exactattn.constructions.ltl import compile_ltl
+from exactattn.constructions.rasp_bundled import catalog as rasp_catalog
 from exactattn.core.errors import ModelError
 from exactattn.core.jsonio import read_json
 from exactattn.core.numbers import load_json_text
 from exactattn.model import load_model, model_from_dict
 from exactattn.model.claimed import UNIQUE_TOP
 from exactattn.model.provenance import canonical_text, model_sha256
-from exactattn.rasp.bundled import catalog as rasp_catalog
 from exactattn.run.check import run_check
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,6 +7,7 @@ import itertools
 import pytest
 
 from exactattn import model_from_dict, run_check
+from exactattn.constructions.rasp_compile import compile_program
 from exactattn.rasp import RaspError
 from exactattn.rasp import api as r
 from exactattn.rasp.parse import parse_program
@@ -42,7 +43,7 @@ def test_api_dyck2_means_dyck2_and_compiles():
     # the recorded source parses back to the same meaning
     again = parse_program(prog.source or "")
     assert all(r.run(again, w) == _oracle(w) for w in itertools.product("()[]", repeat=4))
-    res = run_check(model_from_dict(r.compile(prog)), max_n=4, hard_only=True).to_json()
+    res = run_check(model_from_dict(compile_program(prog).model), max_n=4, hard_only=True).to_json()
     assert all(x["reference_mismatches"]["hard"] == 0 for x in res["lengths"])
     assert [x["gamma"] for x in res["lengths"]] == ["1/2", "1/3", "1/4", "1/5"]
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from exactattn import model_from_dict, run_check
-from exactattn.rasp import compile_program, parse_program, run
+from exactattn.constructions.rasp_compile import compile_program
+from exactattn.rasp import parse_program, run
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "rasp.md"
 BLOCK = re.compile(r"```rasp\n(.*?)```\non `(\w+)`: `([^`]*)`", re.S)

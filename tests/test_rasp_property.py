@@ -9,7 +9,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from exactattn import model_from_dict, run_check
-from exactattn.rasp import RaspError, compile_program, parse_program, run
+from exactattn.constructions.rasp_compile import compile_program
+from exactattn.constructions.rasp_gap import bound_at
+from exactattn.rasp import RaspError, parse_program, run
 from exactattn.rasp.ast import (
     Attend,
     Bin,
@@ -23,7 +25,6 @@ from exactattn.rasp.ast import (
     Ref,
     TokenTest,
 )
-from exactattn.rasp.gap import bound_at
 from exactattn.rasp.unparse import unparse
 
 ALPHABET = ("a", "b")

@@ -57,6 +57,7 @@ OTHER_SHAPE_KEYS: dict[tuple[str, str], str] = {
     ("constructions/dyck.py", "step"): "a hidden unit's name in a construction",
     ("importers/tracr.py", "positions"): "the importer's notes on tracr's outputs",
     ("importers/tracr.py", "expected"): "a case of tracr's export format",
+    ("importers/tracr_compile.py", "expected"): "a case of tracr's export format (the writer)",
     ("report/regenerate.py", "max_n"): "keyword arguments of run_check",
     ("report/regenerate.py", "bounds"): "keyword arguments of run_check",
     ("run/executors.py", "format"): _CHECKPOINT,

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from exactattn import load_model, run_check
 from exactattn.cli import main
 from exactattn.core.errors import UsageError
+from exactattn.core.jsonio import write_json_atomic
 from exactattn.model.expr import constant_expression, parse_expression
 from exactattn.results.settings import CheckSettings, TauChoice
 
@@ -53,14 +54,17 @@ def test_settings_round_trip() -> None:
 
 
 @pytest.mark.parametrize(
-    ("model", "tau", "extra"),
+    ("model", "tau", "extra", "kw"),
     [
-        ("models/induction_k1.json", "theorem", ["--bounds"]),
-        ("models/ltl_counting_temperature.json", "1/(n+1)", ["--bounds"]),
+        # the same request without --bounds: the CLI sets nothing run_check would not (it
+        # recorded settings.bounds true for --tau theorem while run_check recorded false)
+        ("models/induction_k1.json", "theorem", [], {}),
+        ("models/ltl_counting_temperature.json", "1/(n+1)", [], {}),
+        ("models/induction_k1.json", "theorem", ["--bounds"], {"bounds": True}),
     ],
 )
 def test_api_and_cli_give_the_same_bytes(
-    model: str, tau: str, extra: list[str], tmp_path: Path
+    model: str, tau: str, extra: list[str], kw: dict[str, bool], tmp_path: Path
 ) -> None:
     out = tmp_path / "cli.json"
     res = CliRunner().invoke(
@@ -80,10 +84,12 @@ def test_api_and_cli_give_the_same_bytes(
     )
     assert res.exit_code in (0, 1, 3), res.output
     m = load_model(ROOT / model)
-    by_choice = run_check(m, max_n=3, tau=TauChoice.parse(tau), bounds=True)
-    by_text = run_check(m, max_n=3, tau=tau, bounds=True)
+    by_choice = run_check(m, max_n=3, tau=TauChoice.parse(tau), **kw)
+    by_text = run_check(m, max_n=3, tau=tau, **kw)
     dump = lambda r: json.dumps(r.to_json(), indent=2, ensure_ascii=False)  # noqa: E731
     assert dump(by_choice) == dump(by_text)
+    api = tmp_path / "api.json"
+    write_json_atomic(api, by_choice.to_json())  # as the CLI writes it
+    assert out.read_bytes() == api.read_bytes()  # the same request, the same bytes
     cli = json.loads(out.read_text(encoding="utf-8"))
-    assert cli == json.loads(dump(by_choice))
     assert cli["settings"]["tau_override"] == tau

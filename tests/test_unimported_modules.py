@@ -362,11 +362,11 @@ def test_claim_values() -> None:
 
 
 def test_bundled_rasp_programs_compile_to_the_bundled_models() -> None:
-    from exactattn.rasp.bundled import catalog
+    from exactattn.constructions.rasp_bundled import catalog
 
     cat = catalog()
     files = sorted(p.stem for p in (ROOT / "models").glob("rasp_*.json"))
-    assert sorted(cat) == files and len(files) == 8
+    assert sorted(cat) == files and len(files) == 16  # 8 programs, unbounded and bounded
     for stem, model in cat.items():
         assert model == json.loads((ROOT / "models" / f"{stem}.json").read_text(encoding="utf-8"))
 

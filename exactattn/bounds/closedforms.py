@@ -40,12 +40,15 @@ from typing import Any
 
 from flint import arb, ctx, fmpz
 
-from exactattn.core.numbers import arb_endpoints, decimal_is_huge
+from exactattn.core.numbers import arb_endpoints, decimal_is_huge, parse_decimal, short_decimal
 from exactattn.results.closedforms import (
+    DESCRIPTIVE_SPREAD,
     HYPERGEOMETRIC,
     PARITY,
     POWER,
     RATIONAL,
+    SHAPE_A_MAX,
+    SHAPE_B_MAX,
     Bracket,
     ClosedFormRecord,
     ClosedForms,
@@ -96,6 +99,62 @@ KINDS_TRIED = [
 ]
 
 Point = tuple[int, Fraction]
+
+
+def max_params(lengths: int) -> int:
+    """The most free parameters a form can have and still be verified on ``lengths`` lengths
+    (fitted on c of them, verified on MIN_VERIFY more), capped at MAX_PARAMS."""
+    return min(MAX_PARAMS, lengths - MIN_VERIFY)
+
+
+def kinds_tried(lengths: int, consecutive: bool = True) -> tuple[str, ...]:
+    """What the search tried on ``lengths`` lengths, truthfully: with fewer than
+    MAX_PARAMS + MIN_VERIFY lengths the larger degrees cannot be fitted and verified, so they
+    were not tried, and the list says which degrees were (issue 39: it used to claim
+    degrees up to 4 on five lengths). With enough lengths it is :data:`KINDS_TRIED`."""
+    c = max_params(lengths)
+    if c >= MAX_PARAMS:
+        return tuple(KINDS_TRIED)
+    out = [
+        f"rational functions of n with numerator and denominator degrees summing to ≤ {c - 1}"
+        if c > 1
+        else "constants"
+    ]
+    if c >= 2:
+        r = f"r rational with degrees summing to ≤ {c - 2}" if c > 2 else "r a constant"
+        out.append(f"r·k^n, {r}, k read from the data or in {{2, 3, 4, 5, 6, 8}} and reciprocals")
+    if c >= 3:
+        out.append(
+            f"y(n+1) = R(n)·y(n) with R rational of degrees summing to ≤ {c - 2} "
+            "(hypergeometric: binomials, Catalan numbers)"
+        )
+    skip = min(MAX_SKIP, lengths - 1 - MIN_VERIFY)
+    if skip >= 1:
+        out.append(
+            f"each of the above from n₀ on, skipping at most {skip} first "
+            f"length{'s' if skip > 1 else ''} (with as many fewer parameters)"
+        )
+    half = max_params(lengths // 2)
+    if consecutive and half >= 1:
+        out.append(
+            f"one such form for even n and one for odd n, each with at most {half} "
+            f"parameter{'s' if half > 1 else ''}"
+        )
+    return tuple(out)
+
+
+def none_fits_reason(lengths: int) -> str:
+    """Why no form was found: :data:`NONE_FITS` when every kind was tried; with too few
+    lengths for the larger forms, that (the forms that fit are often just longer than
+    the data can verify: γ(n) = 1/(n+1)³ has 4 parameters, so it needs 6 lengths)."""
+    c = max_params(lengths)
+    if c >= MAX_PARAMS:
+        return NONE_FITS
+    return (
+        f"no closed form with at most {c} parameter{'s' if c > 1 else ''} fits; {lengths} "
+        f"lengths are too few for more (c parameters need c + {MIN_VERIFY} lengths; "
+        "1/(n+1)^3 has 4): check more lengths"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,8 +384,8 @@ def fit_record(values: dict[int, Fraction | None]) -> FitRecord:
                 return record
     return FitRecord(
         None,
-        reason=TOO_LONG if too_long else NONE_FITS,
-        kinds_tried=tuple(KINDS_TRIED),
+        reason=TOO_LONG if too_long else none_fits_reason(len(points)),
+        kinds_tried=kinds_tried(len(points), consecutive),
         lengths=ns,
         undefined_at=undefined,
     )
@@ -401,7 +460,7 @@ def form_expr(form: Form | Mapping[str, Any], n: Any = None) -> Any:
 
 _PREC = 128
 #: Largest |b| of the power n^b tried.
-MAX_B = 8
+MAX_B = SHAPE_B_MAX
 #: Lengths needed before an exponential factor e^(−a n) is considered at all.
 MIN_EXP_POINTS = 5
 _LOG2_SCALED = 6931471805599453 * 8 * 2**64 // 10**16  # log 2, for choosing a shape only
@@ -540,7 +599,7 @@ def _scaled(x: Any) -> int:
 def _best_a(spread: Any, jb: int) -> int:
     """The decay rate a = ka/8 ≥ 0 minimizing the bracket's spread for b = jb/2 (0 when it
     does as well)."""
-    lo, hi = 0, 64 * 8
+    lo, hi = 0, SHAPE_A_MAX * 8
     while hi - lo > 2:  # ternary search: the spread is convex and piecewise linear in a
         m1, m2 = lo + (hi - lo) // 3, hi - (hi - lo) // 3
         if spread(m1, jb) <= spread(m2, jb):
@@ -645,6 +704,23 @@ def _runs(ns: Sequence[int]) -> str:
     return ", ".join(map(str, ns))
 
 
+def trend_words(rests_on: Sequence[tuple[int, str, str]]) -> str:
+    """ ", rising at every step" / ", falling at every step" when the certified enclosures
+    say so for every pair of consecutive lengths (else nothing)."""
+    pts = sorted((n, parse_decimal(lo), parse_decimal(hi)) for n, lo, hi in rests_on)
+    if len(pts) < 2 or any(b[0] != a[0] + 1 for a, b in zip(pts, pts[1:], strict=False)):
+        return ""
+    steps = [
+        b[1] > a[2] and "up" or b[2] < a[1] and "down" or "open"
+        for a, b in zip(pts, pts[1:], strict=False)
+    ]
+    if set(steps) == {"up"}:
+        return ", rising at every step"
+    if set(steps) == {"down"}:
+        return ", falling at every step"
+    return ""
+
+
 def summary_lines(cf: dict[str, Any]) -> list[str]:
     """One line per quantity for the terminal: verified closed forms, then brackets."""
     lines = []
@@ -655,10 +731,20 @@ def summary_lines(cf: dict[str, Any]) -> list[str]:
         if rec.is_bracket:
             if rec.shape is None:
                 continue
-            lines.append(
-                f"  {name} ∈ [{rec.c_lower}, {rec.c_upper}]·{rec.shape} "
-                f"at n = {_runs(rec.on)} (certified bracket of the data, not a proof)"
-            )
+            span = rec.data_range
+            if rec.descriptive or span is None:
+                lines.append(
+                    f"  {name} ∈ [{rec.c_lower}, {rec.c_upper}]·{rec.shape} "
+                    f"at n = {_runs(rec.on)} (certified bracket of the data, not a proof)"
+                )
+            else:  # a shape at its search bound, or a loose one: it would read as a law
+                lo = short_decimal(parse_decimal(span[0]), False)
+                hi = short_decimal(parse_decimal(span[1]), True)
+                lines.append(
+                    f"  {name} ∈ [{lo}, {hi}] at n = {_runs(rec.on)} (certified range of the "
+                    f"data{trend_words(rec.rests_on)}; no c·n^b·e^(−an) within a factor "
+                    f"{DESCRIPTIVE_SPREAD} describes it)"
+                )
         elif rec.expression is not None:
             extra = f", from n = {rec.valid_from}" if rec.valid_from else ""
             lines.append(

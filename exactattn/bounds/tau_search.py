@@ -90,8 +90,17 @@ class Fact:
 class Prober:
     """Evaluates every input of length n at grid temperatures, remembering what it learns."""
 
-    def __init__(self, model: Model, cm: CompiledModel, n: int, batch: int, max_prec: int) -> None:
+    def __init__(
+        self,
+        model: Model,
+        cm: CompiledModel,
+        n: int,
+        batch: int,
+        max_prec: int,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> None:
         self.model = model
+        self.progress = progress  # (stage, inputs done, inputs of the probe): the CLI's bar
         self.cm = cm
         self.n = n
         self.batch = batch
@@ -161,6 +170,9 @@ class Prober:
         temps = Temperatures(self.model, constant_expression(grid_value(k)))
         acc = LengthAccumulator(self.model, self.n, None, len(self.model.layers))
         prec0 = BASE_PREC  # inputs of one length need similar precision
+        stage = f"τ* n={self.n}: probe {len(self.evaluated)} at τ = {grid_tau(k)}"
+        total = len(self.model.alphabet) ** self.n
+        done = 0
         for chunk in self._words():
             hb = run_hard(self.cm, chunk, self.n)
             acc.add_hard(hb)
@@ -200,6 +212,9 @@ class Prober:
                         break
                     if fact.inv is False and stop_on_invariant:
                         return fact
+            done += len(chunk)
+            if self.progress is not None:
+                self.progress(stage, min(done, total), total)
         fact.dec = True
         if fact.inv is None and not inv_open:
             fact.inv = True
@@ -279,14 +294,17 @@ def search_tau(
     oracle: Oracle | None,
     batch: int,
     max_prec: int,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> TauStarRecord:
     """Both certified brackets for length n, with the monotonicity scan (``tau_star`` entry).
 
     ``oracle`` is unused: τ* compares the soft meaning with the hard one, not with a reference.
+    ``progress(stage, done, total)`` is called as each probe's inputs finish (the number of
+    probes is not known in advance: each one is a stage of its own).
     """
     del oracle
 
-    pr = Prober(model, cm, n, batch, max_prec)
+    pr = Prober(model, cm, n, batch, max_prec, progress)
     with ctx.workprec(BASE_PREC):
         tau_n = arb_endpoints(Temperatures(model, None).display(n))[0]
     k_model = max(LO_EXP, min(HI_EXP, grid_floor(tau_n))) if tau_n > 0 else LO_EXP

@@ -19,6 +19,7 @@ theorem`` refuses at a length where such a head ties — unless its claims inclu
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal, overload
@@ -35,12 +36,11 @@ from exactattn.model import AttentionLayer, Model, ValueOutput
 from exactattn.model.claimed import (
     CLAIM_MEANING,
     UNIQUE_TOP,
-    Claim,
+    ModelClaim,
     claim_exact,
     claim_value,
     q_text,
 )
-from exactattn.model.expr import Expr
 from exactattn.results.certificate import (
     CERT_FORMAT,
     Certificate,
@@ -57,7 +57,7 @@ from exactattn.results.certificate import (
     Provenance,
     TauGrid,
 )
-from exactattn.results.settings import TauChoice
+from exactattn.results.settings import TauChoice, TauOverride
 
 __all__ = ["CERT_FORMAT", "Prepared", "certificate", "certify_length", "certify_range"]
 PREC = 128  # bits of the balls; every reported bound is an outward-rounded upper end
@@ -132,17 +132,17 @@ class Prepared:
         return Provenance(r.model_sha256, r.builder, r.rederived, r.reason)
 
 
-def _lower(c: Claim, n: int) -> Fraction:
+def _lower(c: ModelClaim, n: int) -> Fraction:
     ex = claim_exact(c, n)
     return ex if ex is not None else arb_endpoints(claim_value(c, n, PREC))[0]
 
 
-def _upper(c: Claim, n: int) -> Fraction:
+def _upper(c: ModelClaim, n: int) -> Fraction:
     ex = claim_exact(c, n)
     return ex if ex is not None else arb_endpoints(claim_value(c, n, PREC))[1]
 
 
-def _taus(model: Model, override: Expr | None, n: int) -> list[list[arb] | None]:
+def _taus(model: Model, override: TauOverride, n: int) -> list[list[arb] | None]:
 
     return Temperatures(model, override).at(n, PREC)
 
@@ -480,8 +480,11 @@ def range_certificate(
     hi: int,
     tau: TauChoice | str | None = None,
     checked_to: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> CertificateRange:
-    """Every n in [lo, hi], each evaluated (no monotonicity is assumed): the first failure."""
+    """Every n in [lo, hi], each evaluated (no monotonicity is assumed): the first failure.
+
+    ``progress(lengths evaluated, lengths in the range)`` is called after each length."""
     prep = Prepared.of(model)
     choice = TauChoice.of(tau)  # parsed once, not per length
     first_fail = None
@@ -490,6 +493,8 @@ def range_certificate(
         r = certify_length(prep, n, choice, brief=True)
         assert isinstance(r, LengthVerdict)
         count += 1
+        if progress is not None:
+            progress(count, hi - lo + 1)
         if not r.certified:
             first_fail = r
             break

@@ -19,14 +19,14 @@ from typing import Any
 from exactattn.constructions.dyck import build_dyck
 from exactattn.constructions.induction import build_induction
 from exactattn.constructions.ltl import compile_ltl
+from exactattn.constructions.rasp_compile import compile_program
 from exactattn.core.errors import ExactAttnError
 from exactattn.core.jsonio import plain
 from exactattn.core.limits import clip
 from exactattn.core.version import __version__
 from exactattn.model import Model
-from exactattn.model.claimed import UNIQUE_TOP, Claims
+from exactattn.model.claimed import UNIQUE_TOP, ModelClaims
 from exactattn.model.provenance import canonical_text, meaning, model_sha256
-from exactattn.rasp.compile import compile_program
 from exactattn.rasp.parse import parse_program
 
 
@@ -131,7 +131,7 @@ def rederive(model: Model) -> Rederivation:
     )
 
 
-def conditional_keys(claims: Claims, red: Rederivation) -> tuple[str, ...]:
+def conditional_keys(claims: ModelClaims, red: Rederivation) -> tuple[str, ...]:
     """The claims a certificate is conditional on: the ``"user"`` ones, or every claim when
     the model is not re-derived (then a ``proofs/`` citation proves nothing about it)."""
     if red.rederived:

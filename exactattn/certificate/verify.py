@@ -21,7 +21,7 @@ from exactattn.model.claimed import (
     CLAIM_MEANING,
     CLAIM_SYMBOL,
     UNIQUE_TOP,
-    Claim,
+    ModelClaim,
     claim_exact,
     claim_value,
     q_text,
@@ -41,7 +41,7 @@ MARGIN_WITNESS_SEARCH = 200_000  # inputs tried to exhibit a margin below a fals
 SYMBOL = CLAIM_SYMBOL  # the claims' names are the model format's (model/claimed.py)
 
 
-def _compare(c: Claim, n: int, measured: Fraction, lower: bool) -> str:
+def _compare(c: ModelClaim, n: int, measured: Fraction, lower: bool) -> str:
     """'holds', 'fails' or 'undecided': measured ≥ claim (``lower``) or measured ≤ claim."""
     ex = claim_exact(c, n)
     if ex is not None:
@@ -53,7 +53,7 @@ def _compare(c: Claim, n: int, measured: Fraction, lower: bool) -> str:
     return "holds" if measured <= lo else "fails" if measured > hi else "undecided"
 
 
-def _claim_text(c: Claim, n: int) -> str:
+def _claim_text(c: ModelClaim, n: int) -> str:
     ex = claim_exact(c, n)
     if ex is not None:
         return q_text(ex, up=c.key == "x_max_upper")
@@ -110,7 +110,7 @@ def verify_claims(model: Model, rec: LengthRecord) -> ClaimsEntry:
     items: dict[str, ClaimItem] = {}
     undecided = 0
 
-    def record(c: Claim, measured: Fraction | None, lower: bool, witness: Any) -> None:
+    def record(c: ModelClaim, measured: Fraction | None, lower: bool, witness: Any) -> None:
         nonlocal undecided
         if measured is None:  # γ = ∞ (no lower score) or no margin measured: nothing to hold
             items[c.key] = ClaimItem(_claim_text(c, n), None, "holds")

@@ -21,7 +21,6 @@ from typing import Any, NoReturn
 import click
 from rich import box
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from exactattn.bounds.closedforms import summary_lines
@@ -41,8 +40,10 @@ from exactattn.cli.common import (  # noqa: F401  (re-exported: tests and extra 
 )
 from exactattn.cli.export import export_group
 from exactattn.cli.extra import precision_cmd, search_cmd
+from exactattn.cli.progress import check_progress
 from exactattn.cli.rasp import build_rasp_cmd
-from exactattn.cli.show import show_evaluation
+from exactattn.cli.repo import need_repository
+from exactattn.cli.show import failure_lines, show_evaluation
 from exactattn.constructions.catalog import catalog
 from exactattn.constructions.dyck import build_dyck
 from exactattn.constructions.induction import build_induction
@@ -58,13 +59,13 @@ from exactattn.core.guard import (
 from exactattn.core.jsonio import is_special, read_json, write_json_atomic, write_text_atomic
 from exactattn.core.limits import cap_message, clip
 from exactattn.core.numbers import MAX_INT_DIGITS, parse_decimal, short_decimal, short_sci_huge
-from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.importers.tracr import import_tracr as _imp
 from exactattn.inputs import count_inputs, count_text
 from exactattn.inputs.work import job_too_large
 from exactattn.model import load_model
 from exactattn.model.provenance import model_sha256
 from exactattn.report import report_files, write_report
+from exactattn.report.attention import attention_figure, check_plot_path
 from exactattn.report.certificate import write_certificate_report
 from exactattn.report.claims import main as claims_main
 from exactattn.report.data import non_monotone_lines
@@ -75,9 +76,8 @@ from exactattn.report.runs import write_run_report
 from exactattn.results import RESULT_FORMAT
 from exactattn.results.bounds import TauBracket, tau_star_brackets
 from exactattn.results.resultfile import validate_result
-from exactattn.results.settings import TauChoice
 from exactattn.results.views import ABSENT, ResultView, format_of
-from exactattn.run.check import estimate, run_check
+from exactattn.run.check import LengthRangeError, check_request, estimate, run_check
 from exactattn.run.evaluate import evaluate
 from exactattn.run.executors import LOCK_NAME, Checkpoint, fingerprint, make_executor
 
@@ -245,23 +245,17 @@ def check(
         [("MODEL", model_path)], [("--json", json_out), *_named("--report", reports), *lock]
     )
     model = load_model(model_path)
-    lo = model.min_length if min_n is None else min_n
-    if max_n < lo:
-        raise click.UsageError(f"--max-n {max_n} is below the smallest length {lo}")
-    for n in (lo, max_n):  # before the estimate, which already evaluates inputs
-        model.check_length(n)
-    choice = TauChoice.parse(tau)  # --tau, parsed once: a bad expression is exit 2 here
+    try:  # run_check's own checks, before the estimate (which already evaluates inputs)
+        lo, choice = check_request(model, max_n, min_n, tau, hard_only=hard_only)
+    except LengthRangeError as exc:  # an argument of this command: one line naming it
+        raise click.UsageError(str(exc)) from None
+    tau_text = None if choice.is_theorem else tau  # what `eval --tau` takes for a failing input
     ignored = [o for o, on in (("--bounds", bounds), ("--find-tau", find_tau)) if on]
     if hard_only and ignored:  # the result's settings still say they were asked for
         _say(
             f"warning: --hard-only skips the soft meaning, so {' and '.join(ignored)} "
             "compute nothing (the result has no bounds, τ_thm or τ*)"
         )
-    if not hard_only and not choice.is_theorem:  # an out-of-range τ: one line, no estimate
-        temps = Temperatures(model, choice)
-        for n in (lo, max_n):  # run_check checks every n in between
-            temps.at(n, BASE_PREC)
-            temps.display(n)
     k = len(model.alphabet)
     # counted by arithmetic (--max-n 10**6 has a count of 300,000 digits), refused before the
     # estimate, which would build inputs of that length
@@ -334,14 +328,12 @@ def check(
         hold.start()  # an interrupted or stopped run: its file is final too
         return res
 
-    if choice.is_theorem:
-        bounds = True
-    settings = {
+    settings = {  # the checkpoint's identity (a theorem run always had bounds: kept so)
         "min_n": lo,
         "max_n": max_n,
         "tau": choice.record_text(),
         "hard_only": hard_only,
-        "bounds": bounds,
+        "bounds": bounds or choice.is_theorem,
         "find_tau": find_tau,
         "arb_only": arb_only,
     }
@@ -358,7 +350,8 @@ def check(
                     fp = fingerprint(model_sha256(model), settings)
                     ckpt = executor.checkpoint = Checkpoint(checkpoint, fp)
                 try:
-                    result = _run_with_progress(checked, total, quiet)
+                    with check_progress(total, quiet) as progress:
+                        result = checked(progress)
                 finally:
                     if ckpt is not None:
                         ckpt.close()  # the directory's lock: free for the next run (also on errors)
@@ -394,13 +387,28 @@ def check(
             sys.exit(code)
         v = result.verdict()
         style = "green" if v.ok else ("red" if v.status == "problems" else "yellow")
-        if not quiet:
-            console.print(f"[bold {style}]{v.status}[/]: {escape(v.summary)}", highlight=False)
+        if not quiet and v.status in ("problems", "undecided"):
+            view = ResultView.from_json(data)
+            for line in failure_lines(model, view, tau_text, model_path, choice.is_theorem):
+                console.print(line, highlight=False, markup=False, soft_wrap=True)
+        # the verdict line, also with -q (a script reads the exit code, a person this line)
+        console.print(
+            f"[bold {style}]{v.status}[/]: {escape(v.summary)}"
+            + ("" if model.reference is not None else f" — {escape(NO_REFERENCE)}"),
+            highlight=False,
+            soft_wrap=True,
+        )
         # Ctrl-C after every length was checked: the complete result wins
         hold.say_if_hit("every length was already checked and the result is complete")
         sys.exit(code)
     finally:
         hold.stop()  # in-process callers (tests) get their Ctrl-C back
+
+
+NO_REFERENCE = (
+    'no reference: what the model is meant to compute was not checked (add a "reference" '
+    "to the model file: docs/model-format.md, 'Reference')"
+)
 
 
 def _fmt_secs(s: float) -> str:
@@ -413,31 +421,6 @@ def _fmt_secs(s: float) -> str:
     if s < 7200:
         return f"about {s / 60:.0f} min"
     return f"about {s / 3600:.1f} h"
-
-
-def _run_with_progress(fn: Any, total: int | None, quiet: bool) -> Any:
-    if quiet or total is None or total < 2000:
-        return fn(None)
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed:,}/{task.total:,}"),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-    ) as prog:
-        task = prog.add_task("checking", total=total)
-        offsets: dict[str, int] = {}
-        base = [0]  # where the next stage starts on the bar
-
-        def progress(stage: str, done: int, stage_total: int) -> None:
-            if stage not in offsets:
-                offsets[stage] = base[0]
-                base[0] += stage_total
-            prog.update(task, completed=offsets[stage] + done, description=stage)
-
-        return fn(progress)
 
 
 COMPACT_LAYERS = 6
@@ -632,9 +615,20 @@ def _sci(s: str | None, up: bool = True) -> str:
     default=None,
     help="Token separator in INPUT (default: per character, or spaces if INPUT contains spaces).",
 )
-def eval_cmd(model_path: str, word: str, tau: str | None, sep: str | None) -> None:
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also draw each head's attention weights, hard beside soft (.png, .pdf or .svg).",
+)
+def eval_cmd(
+    model_path: str, word: str, tau: str | None, sep: str | None, plot: str | None
+) -> None:
     """Show one input: activations, attention weights and output, hard and soft."""
 
+    if plot is not None:  # a bad file type or directory: exit 2 before any work
+        check_plot_path(Path(plot))
+        _writable_parent(Path(plot), "--plot")
     model = load_model(model_path)
     if sep == "":
         raise click.UsageError('--sep "" splits nothing: give a non-empty separator or omit --sep')
@@ -648,6 +642,10 @@ def eval_cmd(model_path: str, word: str, tau: str | None, sep: str | None) -> No
         tokens = [word]
     ev = evaluate(model, tokens, tau=tau)
     show_evaluation(ev, _table_console())
+    if plot is not None:
+        err_console.print(
+            f"wrote {attention_figure(ev, Path(plot))}", highlight=False, markup=False
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -693,7 +691,32 @@ def model_text(model: dict[str, Any]) -> str:
     "-o", "--output", "out", type=click.Path(dir_okay=False), help="Model file (default: stdout)."
 )
 def build_ltl(formula: str, alphabet: str, scheme: str, out: str | None) -> None:
-    """Compile an LTL formula (with counting) into a softmax-friendly transformer."""
+    """Compile an LTL formula (with counting) into a softmax-friendly transformer.
+
+    A word is accepted iff FORMULA holds at its last position (positions 1..n).
+
+    \b
+    formula := disj
+    disj    := conj ('|' conj)*
+    conj    := temp ('&' temp)*
+    temp    := unary (('S' | 'U') temp)?         right-associative
+    unary   := ('!' | 'Y' | 'X') unary | primary
+    primary := 'true' | 'false' | SYMBOL | '(' formula ')' | lin CMP lin
+    lin     := ['-'] term (('+' | '-') term)*
+    term    := INT ['*' count] | count ['*' INT]
+    count   := '#[' formula ']' | '#>[' formula ']'
+    CMP     := '<' | '<=' | '=' | '>=' | '>' | '!='
+
+    \b
+    a      the symbol at i is a        Y φ    φ at i-1 (false at 1)
+    X φ    φ at i+1 (false at n)       #[φ]   how many j <= i have φ
+    φ S ψ  some j < i has ψ, and φ at every k with j < k < i
+    φ U ψ  some j > i has ψ, and φ at every k with i < k < j
+    #>[φ]  how many j >= i have φ
+
+    There is no G or F: at the last position, "φ everywhere" is #[!φ] = 0 and
+    "φ somewhere" is #[φ] >= 1. Example: exactattn build ltl '#[a] > #[b]' --alphabet a,b
+    """
 
     _emit(_build(compile_ltl, formula, _split(alphabet), scheme), out)
 
@@ -749,8 +772,15 @@ def build_models(directory: str, verify: bool) -> None:
     """Regenerate every bundled model in models/ (or verify it is current)."""
 
     d = Path(directory)
+    models = catalog()
+    if verify:  # outside a checkout there is nothing to compare with: exit 2, not "stale"
+        need_repository(
+            "build models --check",
+            [d / f"{k}.json" for k in models],
+            f"the bundled models ({directory}/*.json)",
+        )
     stale = []
-    for name, model in sorted(catalog().items()):
+    for name, model in sorted(models.items()):
         path = d / f"{name}.json"
         text = model_text(model)
         if verify:
@@ -766,6 +796,12 @@ def build_models(directory: str, verify: bool) -> None:
             highlight=False,
         )
         sys.exit(1)
+    if verify:
+        err_console.print(
+            f"{directory}: every bundled model is up to date ({len(models)} files)",
+            highlight=False,
+            markup=False,
+        )
 
 
 @build.command("reports")
@@ -807,10 +843,22 @@ def build_reports(models_dir: str, out_dir: str, verify: bool, only: tuple[str, 
 def build_claims(rerun: bool, verify: bool) -> None:
     """Regenerate (or verify) the claims ledger docs/claims.md from reports/claims/."""
 
+    root = Path(".")
+    need_repository(
+        "build claims" + (" --check" if verify else ""),
+        [root / "reports" / "claims"],
+        "the stored results (reports/claims/)",
+    )
+    if verify:
+        need_repository("build claims --check", [root / "docs" / "claims.md"], "docs/claims.md")
     args = (["--rerun"] if rerun else []) + (["--check"] if verify else [])
     code = claims_main([*args, "--root", "."])
     if code:
         sys.exit(code)
+    if verify:
+        err_console.print(
+            "docs/claims.md is up to date with reports/claims/", highlight=False, markup=False
+        )
 
 
 def _named(option: str, paths: list[Any]) -> list[tuple[str, Any]]:
@@ -834,7 +882,11 @@ def import_() -> None:
     "-o", "--output", "out", type=click.Path(dir_okay=False), help="Model file (default: stdout)."
 )
 def import_tracr(params: str, meta: str, out: str | None) -> None:
-    """A tracr-compiled program (PARAMS.npz, META.json) as an exactattn model."""
+    """A tracr-compiled program (PARAMS.npz, META.json) as an exactattn model.
+
+    From your own RASP program: python -m exactattn.importers.tracr_compile PROGRAM.py
+    --vocab a,b --max-seq-len 5 -o build/NAME writes the pair (needs tracr and JAX:
+    docs/tracr.md, "Your own program")."""
 
     refuse_overwrite([("PARAMS", params), ("META", meta)], [("-o", out)])
     _emit(_imp(Path(params), Path(meta)), out)

@@ -15,7 +15,7 @@ from exactattn.cli.common import Console, refuse_overwrite
 from exactattn.core.errors import UsageError
 from exactattn.core.jsonio import write_json_atomic
 from exactattn.engine.temperature import BASE_PREC, Temperatures, parse_tau
-from exactattn.export import require
+from exactattn.export import DEFAULT_DTYPE, require
 from exactattn.model import load_model
 
 console = Console()
@@ -91,9 +91,9 @@ def export_group() -> None:
 @click.option(
     "--dtype",
     type=click.Choice(DTYPES),
-    default="float64",
+    default=DEFAULT_DTYPE,
     show_default=True,
-    help="Weights rounded once to this dtype.",
+    help="Weights rounded once to this dtype (the same default for both exports).",
 )
 @click.option("--n", "n", type=int, default=None, help="Input length (default 16).")
 @click.option(
@@ -174,9 +174,9 @@ def export_torch_cmd(
 @click.option(
     "--dtype",
     type=click.Choice(DTYPES),
-    default="float32",
+    default=DEFAULT_DTYPE,
     show_default=True,
-    help="Weights rounded once to this dtype.",
+    help="Weights rounded once to this dtype (the same default for both exports).",
 )
 @click.option("--n", "n", type=int, default=None, help="Input length (default 16).")
 @click.option(
@@ -191,7 +191,7 @@ def export_tl_cmd(
     """MODEL as a TransformerLens HookedTransformer: config + state dict (load it with
     exactattn.export.transformer_lens.load_hooked). Exit 2 naming the feature that does not
     fit (per-head temperatures; with --no-mask-hooks, masks other than causal/none)."""
-    require("torch", "exactattn export transformer-lens")
+    require("torch", "exactattn export transformer-lens", extra="transformer-lens")
     require("transformer_lens", "exactattn export transformer-lens")
     # lazy: torch and transformer_lens, optional extras
     from exactattn.export.transformer_lens import describe, export_transformer_lens, save

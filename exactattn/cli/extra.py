@@ -27,6 +27,7 @@ from exactattn.cli.common import (
     _snapshot,
     refuse_overwrite,
 )
+from exactattn.cli.progress import progress_bar
 from exactattn.core.errors import ExactAttnError
 from exactattn.core.jsonio import is_special, write_json_atomic
 from exactattn.core.limits import clip
@@ -99,63 +100,89 @@ def _short(x: Enclosure | None) -> str:
     return short_sci_huge(u, 3, True) or short_decimal(parse_decimal(u), True)
 
 
+def _precision_console() -> Console:
+    """stdout's console; when piped, one wide enough that no cell is cut or wrapped."""
+    if console.is_terminal:
+        return console
+    return Console(file=sys.stdout, width=100_000, color_system=None, highlight=False)
+
+
+def _table(title: str, columns: list[tuple[str, bool]]) -> Table:
+    """A table whose cells are never cut: no column wraps or ends in '…' (at 80 columns a
+    cut τ or error read as another number); headers may take two lines."""
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=title, title_justify="left")
+    for name, right in columns:
+        t.add_column(name, justify="right" if right else "left", no_wrap=True, overflow="fold")
+    return t
+
+
 def print_precision(runs: list[PrecisionRun]) -> None:
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in (
-        "dtype",
-        "τ",
-        "n",
-        "inputs",
-        "flips",
-        "first flip (cause)",
-        "‖dtype−hard‖",
-        "y err",
-    ):
-        t.add_column(col, justify="right" if col in ("n", "inputs", "flips") else "left")
-    split = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="error split (upper ends)")
-    for col in (
-        "dtype",
-        "τ",
-        "n",
-        "softmax (soft−hard)",
-        "rounding (dtype−soft)",
-        "certified soft",
-    ):
-        split.add_column(col, justify="right" if col == "n" else "left")
-    any_split = False
-    for r in runs:
-        for e in r.lengths:
-            ff = e.first_flip
-            ffs = "—"
-            if ff:
-                word = "".join(ff.input) if len(ff.input) <= 16 else f"{ff.family}"
-                ffs = escape(f"{word} ({ff.cause})")  # tokens are the user's strings
-            te = _short(e.total_error)
-            ye = _short(e.readout_error)
-            tau = escape(r.tau)  # a --tau expression, as the user typed it
-            t.add_row(r.dtype, tau, str(e.n), str(e.inputs), str(e.flips), ffs, te, ye)
-            so = e.soft
-            if so or e.softmax_error:
-                any_split = True
-                sos = "—"
-                if so:
-                    sos = f"{so.differs_from_hard}/{so.decided} ≠ hard"
-                    if so.undecided:
-                        sos += f", {so.undecided} undecided"
-                split.add_row(
+    """One table per τ (the τ in its title, so the columns fit 80 characters), then the
+    certified error split, then one line per (dtype, τ)."""
+    out = _precision_console()
+    taus = list(dict.fromkeys(r.tau for r in runs))
+    for tau_text in taus:
+        title = f"τ = {escape(tau_text)}"  # a --tau expression, as the user typed it
+        t = _table(
+            title,
+            [
+                ("dtype", False),
+                ("n", True),
+                ("inputs", True),
+                ("flips", True),
+                ("first\nflip", False),
+                ("cause", False),
+                ("‖dtype −\nhard‖", False),
+                ("y err", False),
+            ],
+        )
+        split = _table(
+            f"error split (upper ends), {title}",
+            [
+                ("dtype", False),
+                ("n", True),
+                ("softmax\n(soft−hard)", False),
+                ("rounding\n(dtype−soft)", False),
+                ("certified\nsoft", False),
+            ],
+        )
+        any_split = False
+        for r in runs:
+            if r.tau != tau_text:
+                continue
+            for e in r.lengths:
+                ff = e.first_flip
+                word, cause = "—", ""
+                if ff:  # tokens are the user's strings
+                    word = escape("".join(ff.input) if len(ff.input) <= 16 else f"{ff.family}")
+                    cause = ff.cause
+                t.add_row(
                     r.dtype,
-                    tau,
                     str(e.n),
-                    _short(e.softmax_error),
-                    _short(e.rounding_error),
-                    sos,
+                    str(e.inputs),
+                    str(e.flips),
+                    word,
+                    cause,
+                    _short(e.total_error),
+                    _short(e.readout_error),
                 )
-    console.print(t)
-    if any_split:
-        console.print(split)
+                so = e.soft
+                if so or e.softmax_error:
+                    any_split = True
+                    sos = "—"
+                    if so:
+                        sos = f"{so.differs_from_hard}/{so.decided} ≠ hard"
+                        if so.undecided:
+                            sos += f", {so.undecided} undecided"
+                    split.add_row(
+                        r.dtype, str(e.n), _short(e.softmax_error), _short(e.rounding_error), sos
+                    )
+        out.print(t)
+        if any_split:
+            out.print(split)
     for r in runs:
         fn = r.first_flip_n
-        console.print(
+        out.print(
             f"{r.dtype} at τ = {escape(r.tau)}: "
             + (f"first flip at n = {fn}" if fn is not None else "no flip at the lengths run"),
             highlight=False,
@@ -398,20 +425,22 @@ def precision_cmd(
             if not nlist:
                 raise click.UsageError("--family needs --n N (repeatable) or --n-pow2 A:B")
             settings = replace(settings, mode="family", families=tuple(fams), ns=tuple(nlist))
-            runs = sweep_family(
-                model,
-                fams,
-                nlist,
-                dts,
-                tl,
-                seed,
-                stop_after_flip,
-                on_length=save,
-                log=log,
-                certified=certified,
-                backend=backend,
-                on_complete=complete,
-            )
+            with progress_bar("precision (family inputs)", len(fams) * len(nlist)) as update:
+                runs = sweep_family(
+                    model,
+                    fams,
+                    nlist,
+                    dts,
+                    tl,
+                    seed,
+                    stop_after_flip,
+                    on_length=save,
+                    log=log,
+                    certified=certified,
+                    backend=backend,
+                    on_complete=complete,
+                    progress=update,
+                )
         else:
             if inputs_file:
                 words_by_n = _read_inputs(inputs_file, sep, model, max_inputs, force)
@@ -421,17 +450,19 @@ def precision_cmd(
                 _check_range(model, lo, max_n, max_inputs, force)
                 words_by_n = {n: words_of_length(model.alphabet, n) for n in range(lo, max_n + 1)}
                 settings = replace(settings, mode="enumerate", min_n=lo, max_n=max_n)
-            runs = sweep_words(
-                model,
-                words_by_n,
-                dts,
-                tl,
-                certified=certified,
-                on_length=save,
-                log=log,
-                backend=backend,
-                on_complete=complete,
-            )
+            with progress_bar("precision (inputs)", None) as update:  # total: the sweep's
+                runs = sweep_words(
+                    model,
+                    words_by_n,
+                    dts,
+                    tl,
+                    certified=certified,
+                    on_length=save,
+                    log=log,
+                    backend=backend,
+                    on_complete=complete,
+                    progress=update,
+                )
         complete()
         save(runs, final=True)
     except (ExactAttnError, click.UsageError, OSError):
@@ -493,7 +524,17 @@ def search_cmd(
     if tau is not None:  # τ(n) > 0 for every objective (margin and gamma ignore it: say so)
         Temperatures(model, choice).at(n, BASE_PREC)
     hold = FinishHold.for_command()
-    res = run_search(model, n, objective, budget, seed, beam, choice)
+    with progress_bar(f"search n = {n} ({objective})", budget) as update:
+        res = run_search(
+            model,
+            n,
+            objective,
+            budget,
+            seed,
+            beam,
+            choice,
+            progress=None if update is None else (lambda done, _best: update(done)),
+        )
     hold.start()  # the search is done: a Ctrl-C from here is held, the result wins
     if json_out:
         write_json_atomic(Path(json_out), res.to_json())
@@ -507,6 +548,7 @@ def search_cmd(
         f"layer {w.layer} position {w.position}",
         highlight=False,
         markup=False,  # the model name and the witness are the user's strings
+        soft_wrap=True,  # lines as written: wrapping depends on a terminal stdout may not be
     )
     hold.say_if_hit("the search was already done and its result is complete")
 

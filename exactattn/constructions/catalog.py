@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from exactattn.constructions import dyck, induction, ltl
-from exactattn.rasp import bundled
+from exactattn.constructions import dyck, induction, ltl, rasp_bundled
 
 
 def catalog() -> dict[str, dict[str, Any]]:
     """Collect the builders' catalogs; a builder that is missing contributes nothing."""
     out: dict[str, dict[str, Any]] = {}
 
-    for mod in (ltl, induction, dyck, bundled):
+    for mod in (ltl, induction, dyck, rasp_bundled):
         for name, model in mod.catalog().items():
             if name in out:
                 raise ValueError(f"two builders produce models/{name}.json")

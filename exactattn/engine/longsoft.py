@@ -57,6 +57,7 @@ from exactattn.engine.measure import LengthAccumulator
 from exactattn.engine.soft import WeightCache
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model
+from exactattn.results.settings import TauOverride
 
 MR = iv.MR
 Cols = iv.Cols
@@ -614,7 +615,7 @@ def _readout(model: Model, lh: LongHard, delta: Cols, fw: wt.FloatWeights) -> tu
 def certify_long(
     cm: CompiledModel,
     lh: LongHard,
-    tau_override: Any = None,
+    tau_override: TauOverride = None,
     block: int | None = None,
     arb_fallback: bool = True,
 ) -> LongSoft:
@@ -664,7 +665,7 @@ def certify_long(
     return res
 
 
-def _arb(cm: CompiledModel, lh: LongHard, tau_override: Any, fl: LongSoft) -> LongSoft:
+def _arb(cm: CompiledModel, lh: LongHard, tau_override: TauOverride, fl: LongSoft) -> LongSoft:
     """The check's arb path on this one word (short words only)."""
 
     model = cm.model
@@ -734,7 +735,7 @@ def soft_differs(model: Model, hard: Any, ls: LongSoft) -> bool | None:
 
 
 def certify_word_long(
-    model: Model, word: Sequence[str], tau_override: Any = None, block: int | None = None
+    model: Model, word: Sequence[str], tau_override: TauOverride = None, block: int | None = None
 ) -> tuple[LongHard, LongSoft]:
     """Convenience: the exact hard and the certified soft meaning of one word."""
 

@@ -14,7 +14,7 @@ from flint import arb, ctx
 from exactattn.core.errors import ModelError
 from exactattn.model import AttentionLayer, Model
 from exactattn.model.expr import Expr, ExprError, LimitError, UndecidedError
-from exactattn.results.settings import TauChoice
+from exactattn.results.settings import TauChoice, TauOverride
 
 BASE_PREC = 96
 
@@ -25,7 +25,7 @@ which convert them to fractions. Tiny τ inside the range (e^(-10^6) included) t
 usual cheap path (tests/test_tiny_tau.py)."""
 
 
-def parse_tau(text: str | None) -> Expr | None:
+def parse_tau(text: str | None) -> TauOverride:
     """A --tau override: an expression in n (``None`` keeps the model's; no "theorem" word:
     :meth:`TauChoice.parse` with ``theorem=False``, for commands that take an expression)."""
     return TauChoice.parse(text, theorem=False).expr
@@ -34,7 +34,7 @@ def parse_tau(text: str | None) -> Expr | None:
 class Temperatures:
     """τ(n) of every head as certified balls, per precision; refuses τ(n) ≤ 0."""
 
-    def __init__(self, model: Model, override: TauChoice | Expr | None) -> None:
+    def __init__(self, model: Model, override: TauChoice | TauOverride) -> None:
         self.model = model
         # a choice's expression (None: the model's own; the theorem's is fixed per length)
         self.override = override.expr if isinstance(override, TauChoice) else override

@@ -39,7 +39,9 @@ from exactattn.core.jsonio import write_with
 from exactattn.engine.dtypes import DtypeModel, _frac_vec, dtype_of, rat_to_dtype
 from exactattn.engine.hard import CompiledModel
 from exactattn.engine.ratarray import RatArray
+from exactattn.export import DEFAULT_DTYPE
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model, load_model
+from exactattn.results.settings import TauOverride
 
 TORCH_FORMAT = "exactattn-torch/1"
 KERNELS = ("eager", "sdpa", "sdpa-math", "sdpa-flash", "sdpa-efficient")
@@ -264,7 +266,10 @@ class ExportedModel(nn.Module):
         return self.config.get("n")
 
     def encode(self, words: Sequence[Sequence[str]]) -> torch.Tensor:
-        """Words over the alphabet as an id tensor (batch, n)."""
+        """Words over the alphabet as an id tensor (batch, n); each word of the exported n."""
+        for w in words:
+            if self.n is not None and len(w) != self.n:
+                raise UsageError(f"word {list(w)!r}: {self._wrong_length(len(w))}")
         index = {t: i for i, t in enumerate(self.config["vocab"])}
         try:
             return torch.tensor([[index[t] for t in w] for w in words], dtype=torch.long)
@@ -277,7 +282,7 @@ class ExportedModel(nn.Module):
         if self.token_embedding is None or self.position_embedding is None:
             raise UsageError("this module was built without embeddings (kernel use only)")
         if ids.shape[1] != cfg["n"]:
-            raise UsageError(f"the module was exported for n = {cfg['n']}, got {ids.shape[1]}")
+            raise UsageError(self._wrong_length(ids.shape[1]))
         cols = [ids]
         N = ids.shape[0]
         if cfg["bos"] is not None:
@@ -291,6 +296,7 @@ class ExportedModel(nn.Module):
         self, x: torch.Tensor, taus: list[list[Any] | None] | None = None
     ) -> list[torch.Tensor]:
         """Activations after every layer (index 0: x itself); ``taus`` overrides τ per head."""
+        self._check_slots(x)
         acts = [x]
         with torch.no_grad():
             for li, layer in enumerate(self.layers):
@@ -308,7 +314,9 @@ class ExportedModel(nn.Module):
         return acts
 
     def readout(self, x: torch.Tensor) -> torch.Tensor:
-        """The read-out of final activations x (batch, T, d)."""
+        """The read-out of final activations x (batch, T, d): accept → y (batch,), accepted
+        iff y > ``threshold``; argmax/value → (batch, n, rows) at the input positions."""
+        self._check_slots(x)
         cfg = self.config
         if cfg["output"] == "accept":
             return F.linear(x[:, cfg["accept_slot"], :], self.readout_weight, self.readout_bias)[
@@ -321,6 +329,18 @@ class ExportedModel(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         return self.readout(self.run(self.embed(ids))[-1])
+
+    def _wrong_length(self, got: int) -> str:
+        return (
+            f"this module was exported for inputs of length n = {self.n}, got {got} (fix: "
+            "export the model again with --n for that length; the position embeddings and "
+            "τ(n) depend on n)"
+        )
+
+    def _check_slots(self, x: torch.Tensor) -> None:
+        """An exported module runs at its own length only (kernel modules have no n)."""
+        if self.n is not None and x.shape[1] != self.n + self.config["extra_slots"]:
+            raise UsageError(self._wrong_length(x.shape[1] - self.config["extra_slots"]))
 
     def decide(self, y: torch.Tensor) -> list[Any]:
         """Decisions as ``precision`` states them: accept → bool (None: NaN); argmax → labels
@@ -391,7 +411,7 @@ def _config(model: Model, n: int | None, dtype: str, attention: str, kernel: str
     }
 
 
-def _parts(dm: DtypeModel, n: int | None, tau_override: Any = None) -> dict[str, Any]:
+def _parts(dm: DtypeModel, n: int | None, tau_override: TauOverride = None) -> dict[str, Any]:
     """The dtype-rounded tensors of a DtypeModel (the same arrays the numpy backend uses)."""
     name = dm.name
     m = dm.model
@@ -444,10 +464,10 @@ def _parts(dm: DtypeModel, n: int | None, tau_override: Any = None) -> dict[str,
 def export_torch(
     model: Model,
     n: int,
-    dtype: str = "float64",
+    dtype: str = DEFAULT_DTYPE,
     attention: str = "softmax",
     kernel: str = "eager",
-    tau: Any = None,
+    tau: TauOverride = None,
 ) -> Export:
     """The model at length n as an ``nn.Module`` in ``dtype``, with its rounding report."""
     if attention not in ATTENTION_MODES:
@@ -464,7 +484,7 @@ def export_torch(
 
 
 def torch_module(
-    model: Model | str | Path, n: int, dtype: str = "float64", **kw: Any
+    model: Model | str | Path, n: int, dtype: str = DEFAULT_DTYPE, **kw: Any
 ) -> ExportedModel:
     """The model (a Model or a model file) at length n as an ``nn.Module``; keyword
     arguments as :func:`export_torch` (the rounding report is ``export_torch(...).rounding``)."""
@@ -479,7 +499,7 @@ def kernel_module(dm: DtypeModel, kernel: str) -> ExportedModel:
 
 
 def run_torch(
-    dm: DtypeModel, x0: np.ndarray, n: int, kernel: str, tau_override: Any = None
+    dm: DtypeModel, x0: np.ndarray, n: int, kernel: str, tau_override: TauOverride = None
 ) -> list:
     """The layers on a dtype batch x0 (N, T, d), in torch: activations as numpy (dtype)."""
     mod = getattr(dm, "_torch_module", None)
@@ -536,7 +556,7 @@ def _round_check(name: str, ra: RatArray, rounded: np.ndarray, shown: int = 5) -
 
 
 def rounding_report(
-    model: Model, cm: CompiledModel, dm: DtypeModel, n: int, tau: Any = None
+    model: Model, cm: CompiledModel, dm: DtypeModel, n: int, tau: TauOverride = None
 ) -> list[dict[str, Any]]:
     """Every exported tensor with entries that round in the dtype (exact comparison with the
     Fraction value); τ(n) is listed when it is irrational or not representable."""

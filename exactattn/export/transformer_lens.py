@@ -36,6 +36,7 @@ from exactattn.core.errors import ModelError, UsageError
 from exactattn.core.jsonio import write_with
 from exactattn.engine.dtypes import DtypeModel, _frac_vec, rat_to_dtype
 from exactattn.engine.hard import CompiledModel
+from exactattn.export import DEFAULT_DTYPE
 from exactattn.export.torch import TORCH_DTYPES, to_torch, visible
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model
 
@@ -109,7 +110,7 @@ def _mlp_pieces(layer: Any, d: int, D: int, w: int, dt: Any) -> list[dict[str, n
 
 
 def export_transformer_lens(
-    model: Model, n: int, dtype: str = "float32", mask_hooks: bool = True
+    model: Model, n: int, dtype: str = DEFAULT_DTYPE, mask_hooks: bool = True
 ) -> dict[str, Any]:
     """``{"format", "cfg", "state_dict", "mask_hooks", "layer_map", ...}`` for ``n``.
 
@@ -225,7 +226,15 @@ def export_transformer_lens(
     if isinstance(out, AcceptOutput):
         W = _frac_vec(out.weight, dt)[None, :]
         bU = _frac_vec([out.bias], dt)
-        readout = {"kind": "accept", "slot": model.accept_slot(n), "threshold": str(out.threshold)}
+        # the threshold as a number (the dtype's value of it, compared as y > threshold like
+        # the torch export's decide), and exactly as the model states it
+        thr = float(_frac_vec([out.threshold], dt)[0])
+        readout = {
+            "kind": "accept",
+            "slot": model.accept_slot(n),
+            "threshold": thr,
+            "threshold_exact": str(out.threshold),
+        }
     else:
         W = np.array([_frac_vec(r, dt) for r in out.weight])
         bU = _frac_vec(out.bias, dt)
@@ -316,15 +325,47 @@ def load_hooked(source: str | Path | dict[str, Any]) -> tuple[Any, dict[str, Any
     ht.load_state_dict(full, strict=True)
     for name, masks in doc["mask_hooks"].items():
         ht.add_perma_hook(name, _mask_hook(masks))
+    ht.add_perma_hook("hook_embed", _length_hook(doc))
     ht.eval()
     return ht, doc
 
 
+def _length_hook(doc: dict[str, Any]) -> Any:
+    """Refuse a run on sequences of another length: the position embeddings are P(p, n) for
+    the n exported (``i/n`` at another n is another model), so a shorter or longer input
+    would run silently wrong."""
+    T = doc["cfg"]["n_ctx"]
+
+    def hook(embed: torch.Tensor, hook: Any = None) -> torch.Tensor:
+        if embed.shape[1] != T:
+            raise UsageError(_wrong_length(doc, embed.shape[1]))
+        return embed
+
+    return hook
+
+
+def _wrong_length(doc: dict[str, Any], got_slots: int) -> str:
+    extra = (doc["bos"] is not None) + (doc["eos"] is not None)
+    return (
+        f"this export is for inputs of length n = {doc['n']} ({doc['cfg']['n_ctx']} positions "
+        f"with BOS/EOS), got {got_slots - extra} symbols ({got_slots} positions) (fix: export "
+        "the model again with --n for that length; the position embeddings depend on n)"
+    )
+
+
 def tokens(doc: dict[str, Any], words: list[list[str]]) -> torch.Tensor:
-    """Token ids of whole sequences (BOS/EOS included) for the exported vocabulary."""
+    """Token ids (batch, n_ctx) of whole sequences, BOS/EOS added, for the exported
+    vocabulary (``doc["vocab"]``): what ``HookedTransformer`` takes. Every word must have the
+    exported length n and symbols of the alphabet (else a UsageError naming the word)."""
     index = {t: i for i, t in enumerate(doc["vocab"])}
+    specials = {doc["bos"], doc["eos"]} - {None}
     seqs = []
     for w in words:
+        if len(w) != doc["n"]:
+            raise UsageError(f"word {list(w)!r}: " + _wrong_length(doc, len(w) + len(specials)))
+        bad = [t for t in w if t not in index or t in specials]
+        if bad:
+            raise UsageError(f"word {list(w)!r}: symbol {bad[0]!r} is not in the alphabet")
         s = ([doc["bos"]] if doc["bos"] is not None else []) + list(w)
         s += [doc["eos"]] if doc["eos"] is not None else []
         seqs.append([index[t] for t in s])
@@ -332,8 +373,13 @@ def tokens(doc: dict[str, Any], words: list[list[str]]) -> torch.Tensor:
 
 
 def readout(doc: dict[str, Any], logits: torch.Tensor) -> torch.Tensor:
-    """The model's read-out from TransformerLens logits (batch, T, rows), as the torch export
-    gives it: accept → (batch,), otherwise the input positions (batch, n, rows)."""
+    """The model's read-out from TransformerLens logits (batch, n_ctx, rows), as the torch
+    export gives it: accept → y (batch,), accepted iff y > ``doc["readout"]["threshold"]``
+    (a number; ``threshold_exact`` is the model's rational); argmax → (batch, n, labels), the
+    label of each position its largest entry (``doc["readout"]["labels"]``); value → (batch,
+    n, rows)."""
+    if logits.shape[1] != doc["cfg"]["n_ctx"]:
+        raise UsageError(_wrong_length(doc, logits.shape[1]))
     r = doc["readout"]
     if r["kind"] == "accept":
         return logits[:, r["slot"], 0]

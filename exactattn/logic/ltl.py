@@ -35,18 +35,28 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 KEYWORDS = frozenset({"true", "false", "Y", "X", "S", "U"})
+
+_READ = "this LTL has Y, X, S, U and counting, read at the last position"
+MISSING_OPERATORS = {
+    "G": f"{_READ}; 'φ at every position' (G φ) is #[!φ] = 0",
+    "F": f"{_READ}; 'φ at some position' (F φ) is #[φ] >= 1",
+    "H": f"{_READ}; 'φ at every position so far' (H φ) is #[!φ] = 0",
+    "O": f"{_READ}; 'φ at some position so far' (O φ) is #[φ] >= 1",
+}
+"""Hints for operators other LTLs have: a letter not in the alphabet that a user of those
+LTLs writes for G/F (future) or H/O (past) gets the formula that says it here."""
 COMPARATORS = ("<", "<=", "=", ">=", ">", "!=")
 
 
 class LTLSyntaxError(ValueError):
     """A formula that does not parse; the message names the offending text and offset."""
 
-    def __init__(self, message: str, text: str, offset: int) -> None:
+    def __init__(self, message: str, text: str, offset: int, hint: str = "") -> None:
         self.text = text
         self.offset = offset
         shown = text[offset : offset + 20] or "end of formula"
         whole = text if len(text) <= 80 else text[:80] + f"… ({len(text):,} characters)"
-        super().__init__(f"{message} at offset {offset} ({shown!r}) in {whole!r}")
+        super().__init__(f"{message} at offset {offset} ({shown!r}) in {whole!r}{hint}")
 
 
 # ---------------------------------------------------------------------------
@@ -293,8 +303,12 @@ class _Parser:
             if val in KEYWORDS:
                 raise self.fail(f"operator {val!r} where a formula was expected")
             if val not in self.alphabet:
+                hint = MISSING_OPERATORS.get(val)
                 raise LTLSyntaxError(
-                    f"unknown symbol {val!r} (alphabet: {sorted(self.alphabet)})", self.text, off
+                    f"unknown symbol {val!r} (alphabet: {sorted(self.alphabet)})",
+                    self.text,
+                    off,
+                    f" (fix: {hint}; grammar: exactattn build ltl --help)" if hint else "",
                 )
             self.take()
             return Atom(val)

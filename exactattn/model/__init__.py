@@ -3,6 +3,7 @@ expression language (``expr``). ``exactattn.model`` re-exports the first two."""
 
 from exactattn.model.load import (
     TOP_KEYS,
+    FloatTakenExactly,
     load_model,
     model_from_dict,
     model_from_raw,
@@ -32,6 +33,7 @@ __all__ = [
     "AttentionLayer",
     "DEFAULT_VALUE_TOLERANCE",
     "FFNLayer",
+    "FloatTakenExactly",
     "HARD_RULES",
     "Head",
     "Layer",

@@ -88,7 +88,10 @@ class Justification:
 
 
 @dataclass(frozen=True)
-class Claim:
+class ModelClaim:
+    """One bound a model file claims about itself (``claims.gamma_lower`` …), with its
+    justification. Not a paper claim: those are ``report.claims.PaperClaim``, the ledger's rows."""
+
     key: str
     expr: Expr
     justification: Justification
@@ -98,20 +101,21 @@ class Claim:
 
 
 @dataclass(frozen=True)
-class Claims:
-    """The parsed ``claims`` object. ``from_n``: the claims hold for n ≥ from_n.
+class ModelClaims:
+    """The parsed ``claims`` object of a model file, its ``ModelClaim`` items. ``from_n``: the
+    claims hold for n ≥ from_n.
 
     ``items()`` are the claims with an expression; ``unique_top`` (H3, no expression) is kept
     apart, as the justification alone."""
 
-    gamma_lower: Claim
-    x_max_upper: Claim
-    margin_lower: Claim | None
+    gamma_lower: ModelClaim
+    x_max_upper: ModelClaim
+    margin_lower: ModelClaim | None
     from_n: int
     unique_top: Justification | None = None
-    activation_upper: Claim | None = None
+    activation_upper: ModelClaim | None = None
 
-    def items(self) -> list[Claim]:
+    def items(self) -> list[ModelClaim]:
         cs = (self.gamma_lower, self.x_max_upper, self.margin_lower, self.activation_upper)
         return [c for c in cs if c]
 
@@ -168,7 +172,7 @@ def _justification(x: Any, path: str) -> Justification:
     return Justification(f, s)
 
 
-def parse_claims(raw: Any, output_kind: str, min_length: int, path: str = "claims") -> Claims:
+def parse_claims(raw: Any, output_kind: str, min_length: int, path: str = "claims") -> ModelClaims:
     """Validate the raw ``claims`` object (ModelError naming the JSON path on any problem)."""
     if not isinstance(raw, Mapping):
         raise ModelError(
@@ -210,7 +214,7 @@ def parse_claims(raw: Any, output_kind: str, min_length: int, path: str = "claim
                 "write the first length the claims hold for, such as 1 or 2",
             )
         from_n = max(int(t), min_length)
-    out: dict[str, Claim] = {}
+    out: dict[str, ModelClaim] = {}
     for k in (*CLAIM_KEYS, ACTIVATION):
         if k not in raw:
             continue
@@ -244,7 +248,7 @@ def parse_claims(raw: Any, output_kind: str, min_length: int, path: str = "claim
                 "use numbers, n, + - * / ^, parentheses, min, max, floor, ceil, mod, sqrt, "
                 "log, exp",
             ) from None
-        out[k] = Claim(k, e, _justification(c["justification"], f"{p}.justification"))
+        out[k] = ModelClaim(k, e, _justification(c["justification"], f"{p}.justification"))
     unique = None
     if UNIQUE_TOP in raw:
         p = f"{path}.{UNIQUE_TOP}"
@@ -258,7 +262,7 @@ def parse_claims(raw: Any, output_kind: str, min_length: int, path: str = "claim
         if "justification" not in c:
             raise ModelError(p, "missing required key 'justification'", fix)
         unique = _justification(c["justification"], f"{p}.justification")
-    return Claims(
+    return ModelClaims(
         out["gamma_lower"],
         out["x_max_upper"],
         out.get("margin_lower"),
@@ -271,7 +275,7 @@ def parse_claims(raw: Any, output_kind: str, min_length: int, path: str = "claim
 # --------------------------------------------------------------------------- evaluation
 
 
-def claim_value(c: Claim, n: int, prec: int = 128) -> arb:
+def claim_value(c: ModelClaim, n: int, prec: int = 128) -> arb:
     """The claim at length n as a ball: exact (radius 0) when the expression is rational."""
 
     try:
@@ -292,7 +296,7 @@ def claim_value(c: Claim, n: int, prec: int = 128) -> arb:
     return v
 
 
-def precheck(claims: Claims, lo: int, hi: int) -> None:
+def precheck(claims: ModelClaims, lo: int, hi: int) -> None:
     """Evaluate every claim at every n in [lo, hi] (n ≥ from_n) before any work is done, so a
     claim undefined or unusable at some length is refused up front (exit 2, nothing written)."""
     for n in range(max(lo, claims.from_n), hi + 1):
@@ -300,7 +304,7 @@ def precheck(claims: Claims, lo: int, hi: int) -> None:
             claim_value(c, n, prec=256)
 
 
-def claim_exact(c: Claim, n: int) -> Fraction | None:
+def claim_exact(c: ModelClaim, n: int) -> Fraction | None:
     """The exact value when the expression is rational, else None."""
     if not c.expr.is_rational_valued():
         return None

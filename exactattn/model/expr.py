@@ -334,9 +334,11 @@ class _Parser:
         name = tok.text
         if name not in _ARITY and name not in self.variables:
             allowed = ", ".join(sorted(self.variables)) or "none"
+            # only the functions this context takes (exp/log/sqrt: temperatures only)
+            funcs = sorted(f for f in _ARITY if self.transcendental or f not in TRANSCENDENTAL)
             raise self.error(
-                f"unknown name {name!r} (variables allowed here: {allowed}; functions: "
-                f"{', '.join(sorted(_ARITY))})",
+                f"unknown name {name!r} (variables allowed here: {allowed}; functions allowed "
+                f"here: {', '.join(funcs)})",
                 tok,
             )
         if name in TRANSCENDENTAL and not self.transcendental:

@@ -7,11 +7,15 @@ format 1 that this module accepts are listed in ``docs/model-format.md``.
 
 from __future__ import annotations
 
+import math
 import re
+import warnings
 from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from exactattn.core.errors import ModelError
 from exactattn.core.limits import MAX_HEADS, MAX_LAYERS, MAX_LENGTH, check_name, clip
@@ -80,33 +84,90 @@ def load_model(path: str | Path) -> Model:
     return model_from_raw(raw)
 
 
+class FloatTakenExactly(UserWarning):
+    """A model built from Python (or numpy) floats: each float was taken as the exact binary
+    rational it is, which is rarely the decimal it was typed as (0.1 is 3602879701896397/2^55)."""
+
+
+FLOATS_NOTE = "python_floats"
+"""Key under ``meta`` where :func:`model_from_dict` records that floats were taken exactly."""
+
+
 def model_from_dict(d: dict[str, Any]) -> Model:
-    """Validate a model given as a Python dict (as built by the builders).
+    """Validate a model given as a Python dict (as built by the builders or in a notebook).
 
-    Python floats are refused: they have already lost exactness.
+    Numbers may be ``int``, ``Fraction``, ``"p/q"`` strings, numpy arrays and scalars, and
+    Python floats. A float is an exact binary rational and is taken **exactly** as that
+    rational (``Fraction(0.1)`` = 3602879701896397/36028797018963968, not 1/10), never
+    rounded; the model then says so: a :class:`FloatTakenExactly` warning, and
+    ``model.source["meta"]["python_floats"]`` (how many, how many are not the decimal they
+    print as, and one such float's path and exact value). Write ``Fraction(1, 10)`` or
+    ``"1/10"`` for the decimal. NaN and ±∞ are refused.
     """
-    return model_from_raw(_to_raw(d, "$"))
-
-
-def _to_raw(x: Any, path: str) -> Any:
-    if isinstance(x, bool) or x is None:
-        return x
-    if isinstance(x, int):
-        return JsonNumber(str(x))
-    if isinstance(x, float):
-        raise ModelError(
-            path.removeprefix("$."),
-            f"the Python float {x!r} is not exact",
-            'build models with int, Fraction or "p/q" strings',
+    floats: list[tuple[str, float]] = []
+    raw = _to_raw(d, "$", floats)
+    if floats:
+        # the example: the first float that is not the decimal it prints as (0.1), if any
+        off = [(p, x) for p, x in floats if Fraction(repr(x)) != Fraction(x)]
+        path, x = (off or floats)[0]
+        q = Fraction(x)
+        exact = f"{q.numerator}/{q.denominator}" if q.denominator != 1 else str(q.numerator)
+        note = {
+            "count": len(floats),
+            "not_their_decimal": len(off),
+            "note": "Python floats taken exactly as the binary rationals they are, not as "
+            "the decimals they print as; write Fraction or 'p/q' strings for decimals",
+            "example": {"path": path, "float": repr(x), "exact": exact},
+        }
+        if isinstance(raw, dict):
+            meta = raw.get("meta")
+            if meta is None:
+                raw["meta"] = {FLOATS_NOTE: note}
+            elif isinstance(meta, dict):
+                meta[FLOATS_NOTE] = note
+        warnings.warn(
+            FloatTakenExactly(
+                f"{len(floats)} Python float(s) taken exactly as the binary rationals they are; "
+                + (
+                    f"{len(off)} of them not the decimal it prints as, e.g. {path} = {x!r} is "
+                    f"{exact} (write Fraction or 'p/q' strings for decimals)"
+                    if off
+                    else f"each is the decimal it prints as (e.g. {path} = {x!r} = {exact})"
+                )
+            ),
+            stacklevel=2,
         )
+    return model_from_raw(raw)
+
+
+def _to_raw(x: Any, path: str, floats: list[tuple[str, float]]) -> Any:
+    if isinstance(x, (bool, np.bool_)) or x is None:
+        return None if x is None else bool(x)
+    if isinstance(x, (int, np.integer)):
+        return JsonNumber(str(int(x)))
+    if isinstance(x, (float, np.floating)):
+        where = path.removeprefix("$.")
+        if not math.isfinite(float(x)):
+            raise ModelError(where, f"{x!r} is not a number a model can hold", "use a finite value")
+        num, den = x.as_integer_ratio()  # exact (float16/32/64 are all binary rationals)
+        floats.append((where, float(x) if isinstance(x, np.floating) else x))
+        return _to_raw(Fraction(num, den), path, floats)
     if isinstance(x, Fraction):
         return (
             JsonNumber(str(x.numerator)) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
         )
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind not in "biuf" and x.dtype != object:
+            raise ModelError(
+                path.removeprefix("$."),
+                f"a numpy array of dtype {x.dtype} is not numbers",
+                "use an integer, float or object array of Fractions",
+            )
+        return _to_raw(x.tolist(), path, floats)  # floats stay floats: taken exactly below
     if isinstance(x, dict):
-        return {k: _to_raw(v, f"{path}.{k}") for k, v in x.items()}
+        return {k: _to_raw(v, f"{path}.{k}", floats) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_to_raw(v, f"{path}[{i}]") for i, v in enumerate(x)]
+        return [_to_raw(v, f"{path}[{i}]", floats) for i, v in enumerate(x)]
     return x
 
 
@@ -859,7 +920,7 @@ class _Reader:
         o = self.obj(
             x,
             "reference",
-            {"kind", "program", "gap_bound", "head_gap_bounds"},
+            {"kind", "program", "gap_bound", "head_gap_bounds", "output_scale"},
             required=("program",),
         )
         text = self.string(o["program"], "reference.program")
@@ -891,6 +952,7 @@ class _Reader:
                     raise ModelError(path, str(exc), 'an expression in n, or "inf"') from None
             return b
 
+        int_output = False
         if prog.output.kind == "output":
             types = {d.name: d.type for d in prog.defs}
             t = infer(prog.output.expr, types, prog.alphabet, "i")
@@ -906,6 +968,7 @@ class _Reader:
                     'use an argmax output with labels ["0", "1"] for Booleans, a one-row '
                     "value output for integers",
                 )
+            int_output = t == "int"
         gap = None
         if "gap_bound" in o and o["gap_bound"] is not None:
             gap = bound(o["gap_bound"], "reference.gap_bound")
@@ -926,7 +989,27 @@ class _Reader:
             li = self.integer(item[0], f"{path}[0]", minimum=0)
             hi = self.integer(item[1], f"{path}[1]", minimum=0)
             heads.append((li, hi, bound(item[2], f"{path}[2]")))
-        return Reference("rasp", program=text, gap_bound=gap, head_gap_bounds=tuple(heads))
+        scale = None
+        if o.get("output_scale") is not None:
+            path = "reference.output_scale"
+            scale = self.string(o["output_scale"], path)
+            if not int_output:
+                raise ModelError(
+                    path,
+                    "an output scale applies only to an integer output (a one-row value output)",
+                    "remove output_scale",
+                )
+            try:
+                parse_expression(scale, ("n",))
+            except ExprError as exc:
+                raise ModelError(path, str(exc), "an expression in n, e.g. 1/(n+1)") from None
+        return Reference(
+            "rasp",
+            program=text,
+            gap_bound=gap,
+            head_gap_bounds=tuple(heads),
+            output_scale=scale,
+        )
 
     def case_output(self, x: Any, path: str, output: Output, n: int) -> Any:
         if isinstance(output, AcceptOutput):

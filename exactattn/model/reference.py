@@ -11,7 +11,13 @@ import numpy as np
 
 from exactattn.logic.ltl import accepts, parse_ltl
 from exactattn.model import Reference
+from exactattn.model.expr import Expr, parse_expression
 from exactattn.rasp.interpret import expected_output, oracle_from_text
+
+
+@lru_cache(maxsize=8)
+def _scale_expr(text: str) -> Expr:
+    return parse_expression(text, ("n",))
 
 
 def dyck_accepts(word: Sequence[str], pairs: Sequence[str]) -> bool:
@@ -162,5 +168,10 @@ class Oracle:
             return bool(accepts(_ltl(r.formula, self.alphabet), word))
         if r.kind == "rasp":
             assert r.program is not None
-            return expected_output(oracle_from_text(r.program), word)
+            out = expected_output(oracle_from_text(r.program), word)
+            if r.output_scale is None:
+                return out
+            # the bounded encoding shows the program's integer k as k·scale(n)
+            f = _scale_expr(r.output_scale).eval_exact({"n": len(word)})
+            return [tuple(v * f for v in row) for row in out]
         raise ValueError(r.kind)

@@ -102,6 +102,7 @@ class Reference:
     program: str | None = None  # kind "rasp": the program text (exactattn/rasp)
     gap_bound: str | None = None  # kind "rasp": the compiler's lower bound on γ(n)
     head_gap_bounds: tuple[tuple[int, int, str], ...] = ()  # kind "rasp": (layer, head, bound)
+    output_scale: str | None = None  # kind "rasp": an integer output k is shown as k·scale(n)
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ class Model:
     max_length: int | None
     coordinates: tuple[str, ...] | None = None
     source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    claims: Any = None  # exactattn.model.claimed.Claims | None (docs/model-format.md)
+    claims: Any = None  # exactattn.model.claimed.ModelClaims | None (docs/model-format.md)
     built_by: Any = None  # exactattn.model.provenance.BuiltBy | None: how a builder made it
 
     # -- sequence layout --------------------------------------------------------

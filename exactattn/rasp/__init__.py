@@ -1,14 +1,16 @@
-"""B-RASP, B-RASP[pos] and S-RASP: programs, their exact meaning, and their compilation.
+"""B-RASP, B-RASP[pos] and S-RASP programs and their exact meaning: the RASP language.
 
 ``parse_program`` (text, docs/rasp.md) and ``api`` (Python) build one representation
-(``ast``); ``interpret.run`` is its exact meaning (the oracle); ``compile_program`` emits an
-exactattn/1 model whose heads say which program line they implement; ``gap`` gives the
-compiler's per-head lower bound on the gap γ(n).
+(``ast``); ``check`` checks names, types and cycles; ``interpret.run`` is its exact meaning
+(the oracle); ``unparse`` writes a program back as text. The language sits on the floor
+beside ``logic/`` and imports nothing else of the package: its compiler
+(``constructions/rasp_compile.py``, with the per-head gap bounds ``constructions/rasp_gap.py``
+and the compiled models' claims ``constructions/rasp_claims.py``) is a construction, a stage
+above, like the LTL compiler.
 """
 
 from exactattn.rasp.ast import Program, RaspError
-from exactattn.rasp.compile import compile_program
 from exactattn.rasp.interpret import run
 from exactattn.rasp.parse import parse_program
 
-__all__ = ["Program", "RaspError", "compile_program", "parse_program", "run"]
+__all__ = ["Program", "RaspError", "parse_program", "run"]

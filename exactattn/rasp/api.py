@@ -10,7 +10,8 @@ program representation as the text syntax.
 
 Vectors combine with ``& | ~`` (Booleans), ``+ - *`` (integers; ``*`` by a literal) and
 comparisons; ``x.at_j`` reads x at the key inside a selector. ``r.run(prog, word)`` is the
-interpreter, ``r.compile(prog)`` the compiler.
+interpreter; the compiler is ``exactattn.constructions.rasp_compile.compile_program`` (a stage
+above the language: the language never imports the compiler).
 """
 
 from __future__ import annotations
@@ -36,12 +37,11 @@ from exactattn.rasp.ast import (
     TokenTest,
 )
 from exactattn.rasp.check import check_program
-from exactattn.rasp.compile import compile_program
 from exactattn.rasp.interpret import run as _run
 from exactattn.rasp.unparse import unparse
 
 __all__ = [
-    "V", "aggregate", "compile", "if_", "length", "max_", "min_", "abs_", "position",
+    "V", "aggregate", "if_", "length", "max_", "min_", "abs_", "position",
     "program", "psum", "run", "select", "to_int", "token_eq", "token_in",
 ]  # fmt: skip
 
@@ -255,9 +255,3 @@ def program(
 def run(prog: Program, word: Sequence[str]) -> Any:
 
     return _run(prog, word)
-
-
-def compile(prog: Program) -> dict[str, Any]:  # noqa: A001 - tracr's name
-    """The exactattn/1 model dict (``compile_program`` gives the head table too)."""
-
-    return compile_program(prog).model

@@ -85,11 +85,11 @@ def _shallow(e: Expr, loc: Loc) -> None:
         )
 
 
-def _int_literal(e: Expr) -> int | None:
+def int_literal(e: Expr) -> int | None:
     if isinstance(e, Const) and not isinstance(e.value, bool):
         return e.value
     if isinstance(e, Bin) and e.op == "-" and isinstance(e.left, Const) and e.left.value == 0:
-        v = _int_literal(e.right)
+        v = int_literal(e.right)
         return None if v is None else -v
     return None
 
@@ -148,7 +148,7 @@ def infer(e: Expr, types: dict[str, str], alphabet: tuple[str, ...], sides: str)
             return "bool"
         want(e.left, "int", f"'{e.op}'")
         want(e.right, "int", f"'{e.op}'")
-        if e.op == "*" and _int_literal(e.left) is None and _int_literal(e.right) is None:
+        if e.op == "*" and int_literal(e.left) is None and int_literal(e.right) is None:
             raise RaspError(e.loc, "'*' multiplies by an integer literal (e.g. 2 * x)")
         return "int"
     if isinstance(e, Call):

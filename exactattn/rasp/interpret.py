@@ -39,7 +39,7 @@ _MASK = {
 }
 
 
-def _ev(e: Expr, env: dict[str, list[Any]], word: Sequence[str], i: int, j: int) -> Any:
+def value_at(e: Expr, env: dict[str, list[Any]], word: Sequence[str], i: int, j: int) -> Any:
     """Value of e with query i and key j (1-based)."""
     if isinstance(e, Const):
         return e.value
@@ -54,14 +54,14 @@ def _ev(e: Expr, env: dict[str, list[Any]], word: Sequence[str], i: int, j: int)
         p = i if e.side == "i" else j
         return word[p - 1] in e.tokens
     if isinstance(e, Not):
-        return not _ev(e.arg, env, word, i, j)
+        return not value_at(e.arg, env, word, i, j)
     if isinstance(e, Bin):
-        a = _ev(e.left, env, word, i, j)
+        a = value_at(e.left, env, word, i, j)
         if e.op == "and":
-            return a and _ev(e.right, env, word, i, j)
+            return a and value_at(e.right, env, word, i, j)
         if e.op == "or":
-            return a or _ev(e.right, env, word, i, j)
-        b = _ev(e.right, env, word, i, j)
+            return a or value_at(e.right, env, word, i, j)
+        b = value_at(e.right, env, word, i, j)
         return {
             "==": lambda: a == b,
             "!=": lambda: a != b,
@@ -75,14 +75,14 @@ def _ev(e: Expr, env: dict[str, list[Any]], word: Sequence[str], i: int, j: int)
         }[e.op]()
     if isinstance(e, Call):
         if e.fn == "psum":
-            return sum(_ev(e.args[0], env, word, k, j) for k in range(1, i + 1))
-        xs = [_ev(a, env, word, i, j) for a in e.args]
+            return sum(value_at(e.args[0], env, word, k, j) for k in range(1, i + 1))
+        xs = [value_at(a, env, word, i, j) for a in e.args]
         if e.fn == "int":
             return int(xs[0])
         return {"min": min, "max": max, "abs": lambda x: abs(x)}[e.fn](*xs)
     if isinstance(e, Ite):
-        c = _ev(e.cond, env, word, i, j)
-        return _ev(e.then if c else e.other, env, word, i, j)
+        c = value_at(e.cond, env, word, i, j)
+        return value_at(e.then if c else e.other, env, word, i, j)
     raise RaspError(e.loc, f"cannot evaluate {type(e).__name__}")  # pragma: no cover
 
 
@@ -98,16 +98,16 @@ def run_vectors(prog: Program, word: Sequence[str]) -> dict[str, list[Any]]:
                 ks = [
                     j
                     for j in range(1, n + 1)
-                    if _MASK[e.mask](i, j) and _ev(e.where, env, word, i, j)
+                    if _MASK[e.mask](i, j) and value_at(e.where, env, word, i, j)
                 ]
                 if ks:
                     j = ks[0] if e.choice == "leftmost" else ks[-1]
-                    vals.append(_ev(e.value, env, word, i, j))
+                    vals.append(value_at(e.value, env, word, i, j))
                 else:
-                    vals.append(_ev(e.default, env, word, i, 0))
+                    vals.append(value_at(e.default, env, word, i, 0))
             env[d.name] = vals
         else:
-            env[d.name] = [_ev(e, env, word, i, 0) for i in range(1, n + 1)]
+            env[d.name] = [value_at(e, env, word, i, 0) for i in range(1, n + 1)]
     return env
 
 
@@ -116,8 +116,8 @@ def run(prog: Program, word: Sequence[str]) -> Any:
     env = run_vectors(prog, word)
     n = len(word)
     if prog.output.kind == "accept":
-        return bool(_ev(prog.output.expr, env, word, n, 0))
-    return [_ev(prog.output.expr, env, word, i, 0) for i in range(1, n + 1)]
+        return bool(value_at(prog.output.expr, env, word, n, 0))
+    return [value_at(prog.output.expr, env, word, i, 0) for i in range(1, n + 1)]
 
 
 def expected_output(prog: Program, word: Sequence[str]) -> Any:

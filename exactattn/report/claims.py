@@ -463,8 +463,9 @@ def invariant_everywhere(result: ResultView | None) -> str:
 
 
 @dataclass(frozen=True)
-class Claim:
-    """One claim of the paper and how (or why not) exactattn instantiates it."""
+class PaperClaim:
+    """One claim of the paper (a row of the claims ledger) and how (or why not) exactattn
+    instantiates it. Not a model's claimed bound: that is ``model.claimed.ModelClaim``."""
 
     key: str
     paper: str
@@ -581,8 +582,8 @@ _REVIEW_MINOR2 = (
     "Theorems 4–5 state the corrected form, and τ_thm is computed from it"
 )
 
-CLAIMS: tuple[Claim, ...] = (
-    Claim(
+CLAIMS: tuple[PaperClaim, ...] = (
+    PaperClaim(
         "tl-prev-next",
         "Thm 12",
         "TL[⊖,⊕] (previous/next) is computed by softmax transformers with τ = 1/n and bounded "
@@ -591,14 +592,14 @@ CLAIMS: tuple[Claim, ...] = (
         "Review minor 3 (the role of τ = 1/n in the score 6(½(−1)^j + j/(2n))) is expository; "
         "our construction (score factor 3, ziggurat tiers) is our own, so it changes nothing here",
     ),
-    Claim(
+    PaperClaim(
         "tl-since-until",
         "Thm 15",
         "TL[since, until] is computed with the same resources (τ = 1/n, or PE with n)",
         ("ltl_since_until_temperature", "ltl_since_until_positions"),
         "none (no comment on this theorem)",
     ),
-    Claim(
+    PaperClaim(
         "counting",
         "Thm 20",
         "the counting logic TL[↼#, ⇀#, +, Mon] is computed with τ = 1/n and bounded PE, or "
@@ -607,7 +608,7 @@ CLAIMS: tuple[Claim, ...] = (
         "none; Mon (numerical predicates) is not compiled: our counting is linear comparisons "
         "of counts",
     ),
-    Claim(
+    PaperClaim(
         "star-free",
         "Cor 17",
         "every star-free language (≡ masked UHAT ≡ LTL) is recognized with τ = 1/n",
@@ -617,7 +618,7 @@ CLAIMS: tuple[Claim, ...] = (
         "Each formula compiled by `exactattn build ltl` (Kamp: every star-free language has "
         "one) is an instance; rows Thm 12 and Thm 15 are two",
     ),
-    Claim(
+    PaperClaim(
         "ziggurat",
         "Lemma 6",
         "geometric score tiers keep the off-target softmax mass ≤ e^(−c/τ) for every n",
@@ -625,7 +626,7 @@ CLAIMS: tuple[Claim, ...] = (
         "none",
         evidence=_ziggurat,
     ),
-    Claim(
+    PaperClaim(
         "table-lookup",
         "Lemma 8",
         "parabolic table lookup 2a·j − j² selects j = a with integer gaps (unbounded PE) or "
@@ -633,7 +634,7 @@ CLAIMS: tuple[Claim, ...] = (
         ("dyck1", "dyck1_unit"),
         "Review minor 1 (γ used twice in Lemma 8) is notational; nothing changes",
     ),
-    Claim(
+    PaperClaim(
         "rounding",
         "Lemma 9",
         "a ReLU FFN restores any value within δ = 1/4 of a Boolean exactly",
@@ -641,7 +642,7 @@ CLAIMS: tuple[Claim, ...] = (
         "none",
         evidence=_rounding,
     ),
-    Claim(
+    PaperClaim(
         "per-layer",
         "Lemma 25",
         "per-layer error ≤ K·x_max(n e^(−γ/τ) + x_max ε/τ) for input error ε ≤ 1",
@@ -651,7 +652,7 @@ CLAIMS: tuple[Claim, ...] = (
         "wherever the lemma is applied",
         evidence=_lemma25,
     ),
-    Claim(
+    PaperClaim(
         "main",
         "Thm 26",
         "an AHAT with gap γ(n) is simulated with the same weights once "
@@ -660,14 +661,14 @@ CLAIMS: tuple[Claim, ...] = (
         _REVIEW_MINOR2 + "; review major: see Lemma 25",
         evidence=_main,
     ),
-    Claim(
+    PaperClaim(
         "induction",
         "§ applications",
         "basic and iterated induction heads are computed with τ = 1/n (via since/until)",
         ("induction_k1", "induction_k2"),
         "none",
     ),
-    Claim(
+    PaperClaim(
         "dyck",
         "§ applications",
         "Dyck-k is recognized by a softmax transformer with τ ∈ Ω(1/(n³ log n)) (via S-RASP)",
@@ -677,7 +678,7 @@ CLAIMS: tuple[Claim, ...] = (
         "(not Ω(1/n³): unbounded embeddings), so their schedules τ ≈ 1/(n log n) are far "
         "warmer than the paper's rate",
     ),
-    Claim(
+    PaperClaim(
         "s-rasp",
         "§ applications",
         "every S-RASP program compiles to an AHAT with gap Ω(1/n³), hence to softmax with "

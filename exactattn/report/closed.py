@@ -13,9 +13,11 @@ from typing import Any
 
 import exactattn.report.fmt as fmt
 import exactattn.report.table as table
-from exactattn.bounds.closedforms import evaluate_form, form_expr
+from exactattn.bounds.closedforms import evaluate_form, form_expr, trend_words
+from exactattn.core.numbers import parse_decimal, short_decimal
 from exactattn.report.escape import plain, text
 from exactattn.report.table import MISSING, Alt, Cell, Code, Column, Lit, Table, Text, rich
+from exactattn.results.closedforms import DESCRIPTIVE_SPREAD
 from exactattn.results.sequences import (
     ACCEPTED,
     GAMMA,
@@ -188,18 +190,30 @@ def tables(cf: dict[str, Any]) -> tuple[Table | None, Table | None]:
             if rec.shape is None:
                 continue
             assert rec.a is not None and rec.b is not None
-            shape = _exponent_text(rec.a, rec.b)
-            shape_tex = _shape_tex(rec.a, rec.b)
-            lo, hi = _sci_tex(str(rec.c_lower)), _sci_tex(str(rec.c_upper))
+            span = None if rec.descriptive else rec.data_range
+            if span is None:
+                shape = _exponent_text(rec.a, rec.b)
+                shape_tex = _shape_tex(rec.a, rec.b)
+                c_lo, c_hi = str(rec.c_lower), str(rec.c_upper)
+            else:  # the shape would read as a growth law: the range of the data instead
+                shape, shape_tex = "", ""
+                c_lo = short_decimal(parse_decimal(span[0]), False)
+                c_hi = short_decimal(parse_decimal(span[1]), True)
+            lo, hi = _sci_tex(c_lo), _sci_tex(c_hi)
             tex = rf"$[{lo},\,{hi}]" + (rf"\cdot {shape_tex}$" if shape_tex else "$")
             md = rich(
                 Lit("[", ""),
-                Alt(Text(str(rec.c_lower)), Lit("", "")),
+                Alt(Text(c_lo), Lit("", "")),
                 Lit(", ", ""),
-                Alt(Text(str(rec.c_upper)), Lit("", "")),
+                Alt(Text(c_hi), Lit("", "")),
                 Lit("]" + (f" · {shape}" if shape else ""), tex),
             )
             notes = []
+            if span is not None:
+                notes.append(
+                    f"range of the data{trend_words(rec.rests_on)}; no c·n^b·e^(−an) within "
+                    f"a factor {DESCRIPTIVE_SPREAD} describes it"
+                )
             if rec.exactly_zero_at:
                 notes.append(f"exactly 0 at n = {fmt.runs(rec.exactly_zero_at)}")
             if rec.open_at:

@@ -378,10 +378,13 @@ def figure_names(data: ReportData) -> list[str]:
     return [GAMMA_FIG, ERROR_FIG] + ([TAU_FIG] if data.has_figure_tau else [])
 
 
-def _mpl_text(s: str) -> str:
+def mpl_text(s: str) -> str:
     """User text in a figure: literal, never mathtext (``$`` escaped), one line, short."""
     s = "".join(c if c.isprintable() else " " for c in s)[:40]
     return s.replace("\\", "/").replace("$", r"\$")
+
+
+_mpl_text = mpl_text
 
 
 def _named(stem: Path, name: str, suffix: str) -> Path:

@@ -5,7 +5,7 @@ Typed records, exact until written: measured values are ``Fraction``; claimed va
 the text the claim evaluates to (exact when short). ``LengthRecord.extra`` keeps the written
 entry; :func:`length_entries` reads a result file's entries back as records. Only this
 module spells these entries' keys; :mod:`exactattn.certificate.verify` and
-:mod:`exactattn.rasp.gap` build them, ``exactattn certify --checked`` and the check's
+:mod:`exactattn.constructions.rasp_gap` build them, ``exactattn certify --checked`` and the check's
 summary lines read them.
 """
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from exactattn.constructions.rasp_gap import bound_at
 from exactattn.core.numbers import frac_str
-from exactattn.rasp.gap import bound_at
 
 RESULT_FORMAT = "exactattn-result/1"
 
@@ -28,7 +28,8 @@ def _q(x: Fraction | str | None) -> str | None:
 
 
 def _gap_q(x: Fraction | str | None) -> str | None:
-    """The gap bound entry's rationals: "p" or "p/q" (as rasp/gap.py has always written)."""
+    """The gap bound entry's rationals: "p" or "p/q" (as the compiler's gap module has always
+    written them)."""
     if x is None or isinstance(x, str):
         return x
     return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"

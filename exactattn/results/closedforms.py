@@ -203,6 +203,17 @@ class FitRecord:
         return out
 
 
+SHAPE_B_MAX = 8
+"""Largest |b| of the power n^b a bracket's shape may have (bounds/closedforms.py)."""
+SHAPE_A_MAX = 64
+"""Largest decay rate a of e^(−a n) a bracket's shape may have (bounds/closedforms.py)."""
+DESCRIPTIVE_SPREAD = 10
+"""A bracket is printed as its shape c·n^b·e^(−an) only when c_upper/c_lower is at most this
+and neither exponent sits at its search bound; otherwise the data's range is printed: a
+shape n^8 chosen at the bound to squeeze errors that the constructions keep below e^(−3)
+read as a growth law (issue 39)."""
+
+
 @dataclass(frozen=True)
 class Bracket:
     """A certified bracket c_lower·n^b·e^(−a n) ≤ v(n) ≤ c_upper·n^b·e^(−a n) at the lengths

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from exactattn.core.numbers import parse_rational
+from exactattn.core.numbers import decimal_is_huge, parse_decimal, parse_rational
 from exactattn.results import LengthRecord
 from exactattn.results.bounds import TauBracket
-from exactattn.results.closedforms import Form
+from exactattn.results.closedforms import DESCRIPTIVE_SPREAD, SHAPE_A_MAX, SHAPE_B_MAX, Form
 from exactattn.results.views import ABSENT
 
 EXACT_QUANTITIES = ("gamma", "x_max", "min_margin", "accepted")
@@ -156,6 +156,38 @@ class ClosedForm:
     on: tuple[int, ...]
     exactly_zero_at: tuple[int, ...]
     open_at: tuple[int, ...]
+    rests_on: tuple[tuple[int, str, str], ...] = ()  # (n, lower, upper) as written
+
+    @property
+    def descriptive(self) -> bool:
+        """Whether a bracket's shape describes its data (see DESCRIPTIVE_SPREAD): the
+        constants within that factor of each other and neither exponent at its search
+        bound. Otherwise the printers show the data's range instead of a shape."""
+        try:
+            a, b = _fraction(self.a), _fraction(self.b)
+            lo, hi = _fraction(self.c_lower), _fraction(self.c_upper)
+        except (ValueError, ZeroDivisionError, TypeError):
+            return False
+        if self.shape is None or None in (a, b, lo, hi):
+            return False
+        assert a is not None and b is not None and lo is not None and hi is not None
+        if abs(b) >= SHAPE_B_MAX or a >= SHAPE_A_MAX:
+            return False
+        return lo > 0 and hi <= DESCRIPTIVE_SPREAD * lo
+
+    @property
+    def data_range(self) -> tuple[str, str] | None:
+        """The smallest lower end and the largest upper end the bracket rests on, as written
+        (None when the record has no enclosures)."""
+        ends = []
+        for _, lo, hi in self.rests_on:
+            try:
+                ends.append((_fraction(lo), lo, _fraction(hi), hi))
+            except (ValueError, ZeroDivisionError, TypeError):
+                return None
+        if not ends:
+            return None
+        return min(ends)[1], max(ends, key=lambda e: e[2])[3]
 
     @property
     def verified(self) -> bool:
@@ -186,7 +218,34 @@ class ClosedForm:
             on=_ints(rec.get("on")),
             exactly_zero_at=_ints(rec.get("exactly_zero_at")),
             open_at=_ints(rec.get("open_at")),
+            rests_on=_rests_on(rec.get("rests_on")),
         )
+
+
+def _fraction(x: Any) -> Fraction | None:
+    """A written exponent or constant ("-5/2", "0.0474258") exactly; None when absent.
+    A decimal past the exact range (a hostile "1e-999999999") is a ValueError, not a
+    billion-digit integer."""
+    if x is None:
+        return None
+    text = str(x)
+    if len(text) > 100 or ("/" not in text and decimal_is_huge(text)):
+        raise ValueError(text[:20])
+    return parse_decimal(text) if "/" not in text else Fraction(text)
+
+
+def _rests_on(x: Any) -> tuple[tuple[int, str, str], ...]:
+    """A bracket's written enclosures, read tolerantly (anything malformed: none)."""
+    if not isinstance(x, dict):
+        return ()
+    out = []
+    for n, e in x.items():
+        if not (isinstance(e, dict) and isinstance(e.get("lower"), str)):
+            return ()
+        if not (isinstance(e.get("upper"), str) and str(n).isdigit()):
+            return ()
+        out.append((int(n), e["lower"], e["upper"]))
+    return tuple(out)
 
 
 def closed_form_records(cf: dict[str, Any] | None) -> dict[str, ClosedForm]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal
+from typing import Literal, TypeAlias
 
 from exactattn.core.errors import UsageError
 from exactattn.model.expr import Expr, ExprError, constant_expression, parse_expression
@@ -21,6 +21,12 @@ THEOREM = "theorem"
 """The ``--tau`` word for the theorem's temperature (Theorem 5, per length)."""
 
 TauKind = Literal["model", "override", "theorem"]
+
+TauOverride: TypeAlias = Expr | None
+"""The temperature below a :class:`TauChoice`, as the engines take it: the expression every
+head runs at (``None``: each head's own, else the model's). ``TauChoice.expr`` and
+:meth:`TauChoice.override_expr` give it; every engine, export and sweep signature spells it
+this one way."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,7 @@ class TauChoice:
             raise UsageError(f"--tau: bad expression '{text}': {exc}") from None
 
     @staticmethod
-    def of(tau: TauChoice | Expr | str | None) -> TauChoice:
+    def of(tau: TauChoice | TauOverride | str) -> TauChoice:
         """Any accepted form of ``tau`` (a choice, a parsed expression, text, None)."""
         if isinstance(tau, TauChoice):
             return tau
@@ -82,7 +88,7 @@ class TauChoice:
         return self.kind == "theorem"
 
     @staticmethod
-    def override_expr(tau: TauChoice | Expr | None, command: str) -> Expr | None:
+    def override_expr(tau: TauChoice | TauOverride, command: str) -> TauOverride:
         """The expression an engine runs at, for a command without a theorem mode (None: the
         model's temperatures); a theorem choice is refused, never run at the model's."""
         if not isinstance(tau, TauChoice):

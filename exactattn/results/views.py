@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from exactattn.core.errors import UsageError
+from exactattn.core.numbers import parse_decimal
 from exactattn.results.bounds import BoundsRecord, TauStarRecord
 from exactattn.results.claims import GapBoundEntry
 from exactattn.results.entry import ABSENT, LayerEntry, LengthEntry
@@ -301,6 +302,54 @@ def _length_view(row: dict[str, Any]) -> LengthView:
             f"lengths[n={row.get('n')!r}]: malformed entry ({what}); fix: rewrite it with "
             "`exactattn check`, or correct it by docs/model-format.md"
         ) from None
+
+
+@dataclass(frozen=True)
+class FirstFailure:
+    """A failing input of one length, as the terminal names it after a ``check`` (issue 39):
+    ``kind`` is ``reference`` (a meaning differs from the reference; ``expected`` is the
+    reference's output), ``disagreement`` (soft decides unlike hard), ``undecided`` (the soft
+    decision could not be certified) or ``invariant`` (ε > 1, or not certified ≤ 1, after
+    ``layer``, which feeds another)."""
+
+    n: int
+    kind: str
+    input: tuple[str, ...]
+    expected: Any = None
+    layer: int | None = None
+
+    @property
+    def is_reference(self) -> bool:
+        return self.kind == "reference"
+
+    @property
+    def is_invariant(self) -> bool:
+        return self.kind == "invariant"
+
+
+def first_failures(view: ResultView) -> list[FirstFailure]:
+    """Every length's first failing inputs, in length order (one per kind and length)."""
+    out: list[FirstFailure] = []
+    for r in view.lengths:
+        e = r.entry
+        mm = e.get("first_reference_mismatch")
+        if isinstance(mm, dict) and _word(mm.get("input")) is not None:
+            out.append(FirstFailure(r.n, "reference", _word(mm["input"]), mm.get("expected")))
+        if r.first_disagreement is not None:
+            out.append(FirstFailure(r.n, "disagreement", r.first_disagreement))
+        fu = witness_input(e.get("first_undecided"))
+        if fu is not None:
+            out.append(FirstFailure(r.n, "undecided", fu))
+        if r.invariant in ("fails", "undecided"):
+            for layer in r.layers[:-1]:  # the last layer feeds no other
+                w = layer.error_witness
+                up = layer.error.upper if layer.error is not None else None
+                if w is None or w.input is None or up is None:
+                    continue
+                if up == "inf" or parse_decimal(up) > 1:
+                    out.append(FirstFailure(r.n, "invariant", w.input, layer=layer.index))
+                    break
+    return out
 
 
 def format_of(document: Any) -> Any:

@@ -34,7 +34,6 @@ from exactattn.inputs import (
 from exactattn.inputs.work import relative_work, sample_length
 from exactattn.model import Model
 from exactattn.model.claimed import precheck
-from exactattn.model.expr import Expr
 from exactattn.results import (
     LengthRecord,
     Verdict,
@@ -47,7 +46,7 @@ from exactattn.results import (
 )
 from exactattn.results.claims import gap_bound_entry
 from exactattn.results.sequences import LengthValues
-from exactattn.results.settings import CheckSettings, TauChoice
+from exactattn.results.settings import CheckSettings, TauChoice, TauOverride
 from exactattn.results.stop import STOPPED_CLUSTER_LOST
 from exactattn.run.executors import InProcess
 from exactattn.run.shard import (  # noqa: F401  (re-exported: the check's API)
@@ -112,11 +111,44 @@ class CheckResult:
         )
 
 
+class LengthRangeError(UsageError):
+    """--max-n below the smallest length: an argument of the command, shown as click's usage
+    errors are (one line naming the command and its --help)."""
+
+
+def check_request(
+    model: Model,
+    max_n: int,
+    min_n: int | None = None,
+    tau: TauChoice | TauOverride | str = None,
+    *,
+    hard_only: bool = False,
+    tau_theorem: bool = False,
+) -> tuple[int, TauChoice]:
+    """The smallest length and the temperature choice of a request, checked before any input
+    is evaluated: the lengths allowed, ``tau`` parsed once, and τ(n) defined and in range at
+    both ends (run_check checks every n in between). :func:`run_check` starts here; the CLI
+    calls it before its size guard and estimate, so a bad request costs one line and no
+    estimate, and is checked in one place."""
+    lo = model.min_length if min_n is None else min_n
+    if max_n < lo:
+        raise LengthRangeError(f"--max-n {max_n} is below the smallest length {lo}")
+    for n in (lo, max_n):
+        model.check_length(n)
+    choice = TauChoice.theorem() if tau_theorem else TauChoice.of(tau)
+    if not hard_only and not choice.is_theorem:  # an out-of-range τ: one line, no estimate
+        temps = Temperatures(model, choice)
+        for n in (lo, max_n):
+            temps.at(n, BASE_PREC)
+            temps.display(n)
+    return lo, choice
+
+
 def run_check(
     model: Model,
     max_n: int,
     min_n: int | None = None,
-    tau: TauChoice | str | Expr | None = None,
+    tau: TauChoice | TauOverride | str = None,
     *,
     hard_only: bool = False,
     bounds: bool = False,
@@ -142,12 +174,9 @@ def run_check(
     ``on_complete()`` is called once every length is checked, still inside the run's Ctrl-C
     handling (the CLI holds Ctrl-C from there, so no interrupt falls between the two).
     """
-    lo = model.min_length if min_n is None else min_n
-    if max_n < lo:
-        raise UsageError(f"--max-n {max_n} is below --min-n {lo}")
-    for n in (lo, max_n):
-        model.check_length(n)
-    choice = TauChoice.theorem() if tau_theorem else TauChoice.of(tau)
+    lo, choice = check_request(
+        model, max_n, min_n, tau, hard_only=hard_only, tau_theorem=tau_theorem
+    )
     # the theorem's τ is found per length from a hard pass at the model's temperatures
     base = TauChoice.model() if choice.is_theorem else choice
     run = executor if executor is not None else InProcess()
@@ -204,7 +233,10 @@ def run_check(
                 rec = with_claims(rec, verify_claims(model, rec))
             if find_tau and not hard_only:
                 rec = with_extras(
-                    rec, tau_star=search_tau(model, _compiled(model), n, None, batch, max_prec)
+                    rec,
+                    tau_star=search_tau(
+                        model, _compiled(model), n, None, batch, max_prec, progress=progress
+                    ),
                 )
             result.lengths.append(rec)
             if on_length:
@@ -293,6 +325,7 @@ __all__ = [
     "LengthJob",
     "TauChoice",
     "check_length",
+    "check_request",
     "check_shard",
     "count_inputs",
     "estimate",

@@ -10,19 +10,29 @@ from typing import Any
 from flint import arb, ctx
 
 from exactattn.core.errors import UsageError
+from exactattn.core.numbers import arb_endpoints
 from exactattn.engine.certify import certify_word
 from exactattn.engine.hard import CompiledModel, read_output, run_hard
 from exactattn.engine.measure import LengthAccumulator, delta_bounds
 from exactattn.engine.soft import WeightCache
 from exactattn.engine.temperature import Temperatures, parse_tau
 from exactattn.model import Model
-from exactattn.model.expr import Expr
 from exactattn.model.reference import Oracle
+from exactattn.results.settings import TauOverride
 
 
 @dataclass
 class Evaluation:
-    """Both meanings of one input, every layer (index 0 = embedding)."""
+    """Both meanings of one input, every layer (index 0 = embedding).
+
+    The plain answers (what a notebook asks first) are ``decision`` (the hard meaning's),
+    ``soft_decision`` (the soft meaning's, None when it could not be certified), ``agree``
+    (True/False, None when undecided) and ``expected`` (the model's reference; None without
+    one or where it says nothing). Accept outputs decide a ``bool``; argmax outputs a tuple
+    of labels (None at a tie); value outputs a tuple of rows of ``Fraction`` (hard) — their
+    soft values are balls, so ``soft_decision`` is None and ``agree`` says whether every
+    entry is within the output's tolerance of the hard one.
+    """
 
     model: Model
     word: tuple[str, ...]
@@ -37,6 +47,53 @@ class Evaluation:
     soft_decided: bool
     tau: list[list[arb] | None]
     prec: int
+    expected: Any = None
+
+    @property
+    def decision(self) -> Any:
+        """The hard meaning's answer: bool, tuple of labels, or tuple of rows of Fractions."""
+        out = self.output_hard
+        if isinstance(out, dict):
+            return bool(out["accept"])
+        if self.model.output.kind == "value":
+            return tuple(tuple(row) for row in out)
+        return tuple(out)
+
+    @property
+    def soft_decision(self) -> Any:
+        """The soft meaning's answer, certified (None: undecided, or a value output)."""
+        v = self.output_soft
+        if not v.decided or v.value is None:
+            return None
+        if isinstance(v.value, bool):
+            return v.value
+        return tuple(v.value)
+
+    @property
+    def agree(self) -> bool | None:
+        """Whether the soft meaning decides like the hard one (None: not certified either
+        way). Argmax outputs are compared where the hard meaning decides (not at its ties)."""
+        v = self.output_soft
+        if self.model.output.kind == "value":
+            return v.within_tol
+        if not v.decided:
+            return None
+        hard, soft = self.decision, self.soft_decision
+        if isinstance(hard, bool):
+            return hard == soft
+        return all(h is None or h == s for h, s in zip(hard, soft, strict=True))
+
+    @property
+    def layer_errors(self) -> list[tuple[Fraction, Fraction]]:
+        """‖soft − hard‖∞ after each layer as exact [lower, upper] ends (outward)."""
+        return [(arb_endpoints(lo)[0], arb_endpoints(hi)[1]) for lo, hi in self.errors]
+
+
+def _plain(x: Any) -> Any:
+    """A reference's output as the decisions are given: lists as tuples (hashable)."""
+    if isinstance(x, list):
+        return tuple(_plain(v) for v in x)
+    return x
 
 
 MAX_EVAL_VALUES = 100_000
@@ -52,7 +109,7 @@ def eval_size(model: Model, n: int) -> int:
     return (len(model.layers) + 1) * t * model.d + len(model.attention_heads()) * t * t
 
 
-def evaluate(model: Model, word: Sequence[str], tau: str | Expr | None = None) -> Evaluation:
+def evaluate(model: Model, word: Sequence[str], tau: TauOverride | str = None) -> Evaluation:
     """Both meanings of one input with every intermediate value."""
     word = tuple(word)
     n = len(word)
@@ -133,4 +190,5 @@ def evaluate(model: Model, word: Sequence[str], tau: str | Expr | None = None) -
         soft_decided=sr.verdict.decided,
         tau=temps.at(n, sr.prec),
         prec=sr.prec,
+        expected=_plain(oracle.expected(word)) if oracle is not None else None,
     )

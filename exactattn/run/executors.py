@@ -487,6 +487,9 @@ class Processes(_Base):
 
 
 DASK_SCHEMES = ("tcp", "tls", "ws", "wss")
+DASK_MISSING = (
+    '--dask needs dask.distributed (fix: in the exactattn checkout, pip install -e ".[dask]")'
+)
 """Address schemes a scheduler can be reached by from another process."""
 
 
@@ -525,7 +528,7 @@ def parse_dask_address(address: str) -> str:
         _, loc = parse_address(text if "://" in text else f"tcp://{text}")
         host, port = parse_host_port(loc)
     except ImportError:
-        raise UsageError("--dask needs dask.distributed: pip install 'exactattn[dask]'") from None
+        raise UsageError(DASK_MISSING) from None
     except (ValueError, TypeError) as exc:
         why = f"not a scheduler address ({_short(exc)})"
         raise UsageError(f"--dask {shown}: {why}; {fix}") from None
@@ -556,9 +559,7 @@ class Dask(_Base):
             # lazy: dask.distributed, an optional extra (≈ 1 s to import)
             from dask.distributed import Client
         except ImportError:
-            raise UsageError(
-                "--dask needs dask.distributed: pip install 'exactattn[dask]'"
-            ) from None
+            raise UsageError(DASK_MISSING) from None
         if not isinstance(address, str):
             raise UsageError(f"--dask expects an address string, got {type(address).__name__}")
         self.address = parse_dask_address(address)

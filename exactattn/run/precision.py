@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import time as _t
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
@@ -92,7 +92,7 @@ from exactattn.results.precision import (  # noqa: F401  (PRECISION_FORMAT re-ex
     SoftCounts,
     plain_output,
 )
-from exactattn.results.settings import TauChoice
+from exactattn.results.settings import TauChoice, TauOverride
 
 
 def backend_version(backend: str) -> str:
@@ -108,7 +108,11 @@ def backend_version(backend: str) -> str:
 
 
 def run_dtype(
-    dm: DtypeModel, x0: np.ndarray, n: int, tau_override: Any = None, block: int | None = None
+    dm: DtypeModel,
+    x0: np.ndarray,
+    n: int,
+    tau_override: TauOverride = None,
+    block: int | None = None,
 ) -> DtypeRun:
     """The deployed soft meaning of a batch of words of length n (numpy or PyTorch)."""
     if dm.backend != "numpy":  # PyTorch's kernels do the forward pass, same rounded weights
@@ -141,7 +145,7 @@ def evaluate_long(
     model: Model,
     word: Sequence[str],
     dtypes: Sequence[str],
-    tau_override: Any = None,
+    tau_override: TauOverride = None,
     cm: CompiledModel | None = None,
     lh: LongHard | None = None,
     diagnose_flips: bool = True,
@@ -284,7 +288,7 @@ def record_word(
     dtype_y: Any,
     final_hard: RowRat | RatArray,
     label: str | None = None,
-    tau_override: Any = None,
+    tau_override: TauOverride = None,
 ) -> None:
     """Fold one evaluated word into the run's entry for its length."""
     n = len(word)
@@ -368,7 +372,7 @@ def _long_word(
     word: tuple[str, ...],
     dms: dict[str, DtypeModel],
     runs: dict[tuple[str, str], RunAcc],
-    taus: Sequence[tuple[str, Any]],
+    taus: Sequence[tuple[str, TauChoice | TauOverride]],
     certified: bool,
     label: str | None,
     log: Any,
@@ -435,7 +439,7 @@ def sweep_family(
     families: Sequence[str],
     ns: Sequence[int],
     dtypes: Sequence[str],
-    taus: Sequence[tuple[str, Any]],
+    taus: Sequence[tuple[str, TauChoice | TauOverride]],
     seed: int = 0,
     stop_after_flip: bool = False,
     on_length: Any = None,
@@ -443,14 +447,17 @@ def sweep_family(
     certified: bool = True,
     backend: str = "numpy",
     on_complete: Callable[[], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[RunAcc]:
     """Family inputs at each n: the exact hard meaning once per word, the certified soft
-    meaning once per (word, τ) (``certified``), every (dtype, τ) run. ``on_length`` and
-    ``on_complete`` as in :func:`sweep_words`."""
+    meaning once per (word, τ) (``certified``), every (dtype, τ) run. ``on_length``,
+    ``on_complete`` and ``progress`` (words done, words in all) as in :func:`sweep_words`."""
 
     cm = CompiledModel(model)
     dms = {d: DtypeModel(cm, d, backend) for d in dtypes}
     runs = {(d, t[0]): RunAcc(d, t[0]) for t in taus for d in dtypes}
+    total = len(ns) * len(families)
+    done = 0
     for n in ns:
         model.check_length(n)
         for fam in families:
@@ -458,6 +465,9 @@ def sweep_family(
             if all(r.stopped for r in runs.values()):
                 break
             _long_word(model, cm, word, dms, runs, taus, certified, fam, log)
+            done += 1
+            if progress is not None:
+                progress(done, total)
         for acc in runs.values():
             if stop_after_flip and acc.first_flip_n is not None:
                 acc.stopped = True
@@ -472,13 +482,14 @@ def sweep_words(
     model: Model,
     words_by_n: dict[int, Any],
     dtypes: Sequence[str],
-    taus: Sequence[tuple[str, Any]],
+    taus: Sequence[tuple[str, TauChoice | TauOverride]],
     certified: bool = True,
     on_length: Any = None,
     batch: int = 2048,
     log: Any = None,
     backend: str = "numpy",
     on_complete: Callable[[], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[RunAcc]:
     """Enumerated (or listed) inputs, batched: exact hard via run_hard, certified soft via
     the check's certify_word (error split), each dtype batched. Lengths past
@@ -488,7 +499,8 @@ def sweep_words(
     ``on_length(runs)`` is called after each length (the CLI saves the file there);
     ``on_complete()`` once every length is run, just before the last length's
     ``on_length``: the CLI holds Ctrl-C from there, so the file that has every length is
-    never written beside exit 130, and its saves before then say ``"interrupted": true``."""
+    never written beside exit 130, and its saves before then say ``"interrupted": true``.
+    ``progress(done, total)`` counts inputs (every τ and dtype of an input done)."""
 
     cm = CompiledModel(model)
     weights = WeightCache(cm)
@@ -497,11 +509,17 @@ def sweep_words(
     runs = {(d, t[0]): RunAcc(d, t[0]) for t in taus for d in dtypes}
     out_spec = model.output
     last = max(words_by_n, default=None)
+    k = len(model.alphabet)  # an enumeration is an iterator: its size by arithmetic
+    total = sum(len(ws) if isinstance(ws, Sized) else k**n for n, ws in words_by_n.items())
+    done = 0
     for n, words in sorted(words_by_n.items()):
         model.check_length(n)
         if n > LONG_N:
             for w in words:
                 _long_word(model, cm, tuple(w), dms, runs, taus, certified, None, log)
+                done += 1
+                if progress is not None:
+                    progress(done, total)
             if on_complete and n == last:
                 on_complete()
             if on_length:
@@ -521,7 +539,7 @@ def sweep_words(
                 hard_out = hy_all.values.to_fractions()
                 hard_y = [None] * len(chunk)
             final = hb.activations[-1]
-            for tl, choice in taus:
+            for ti, (tl, choice) in enumerate(taus):
                 texpr = TauChoice.override_expr(choice, "precision")
                 soft_deltas: list[Any] = [None] * len(chunk)
                 if certified:
@@ -529,6 +547,8 @@ def sweep_words(
                     la = LengthAccumulator(model, n, oracle, len(model.layers))
                     la.add_hard(hb)
                     for b in range(len(chunk)):
+                        if progress is not None and b % 16 == 0:  # the certified part is slow
+                            progress(done + (ti * len(chunk) + b) // len(taus), total)
                         sr = certify_word(cm, hb, b, la, temps, weights)
                         soft_deltas[b] = (
                             sr.deltas[-1] if sr.deltas else None,
@@ -572,6 +592,9 @@ def sweep_words(
                             )
                             e.rounding_error = Enclosure.max_of(e.rounding_error, rlo, rhi)
                             _record_verdict(e, model, tuple(w), hard_out[b], verdict)
+            done += len(chunk)
+            if progress is not None:
+                progress(done, total)
         if on_complete and n == last:
             on_complete()
         if on_length:

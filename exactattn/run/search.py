@@ -15,7 +15,6 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 from exactattn.core.errors import UsageError
 from exactattn.core.numbers import arb_endpoints_outward
@@ -30,7 +29,7 @@ from exactattn.inputs.families import families_for
 from exactattn.model import Model
 from exactattn.model.provenance import model_sha256
 from exactattn.results.search import SEARCH_FORMAT, SearchResult, SearchValue, SearchWitness
-from exactattn.results.settings import TauChoice
+from exactattn.results.settings import TauChoice, TauOverride
 
 __all__ = ["OBJECTIVES", "SEARCH_FORMAT", "Scored", "SearchResult", "run_search"]
 OBJECTIVES = ("margin", "error", "gamma")
@@ -83,7 +82,9 @@ def score_gamma(model: Model, cm: CompiledModel, w: tuple[str, ...]) -> Scored:
     return Scored(w, g, SearchValue.point(g), li, _spec_pos(model, row), head=hi)
 
 
-def score_error(model: Model, cm: CompiledModel, w: tuple[str, ...], tau: Any = None) -> Scored:
+def score_error(
+    model: Model, cm: CompiledModel, w: tuple[str, ...], tau: TauOverride = None
+) -> Scored:
 
     n = len(w)
     if n > MAX_ERROR_N:
@@ -106,7 +107,9 @@ def score_error(model: Model, cm: CompiledModel, w: tuple[str, ...], tau: Any = 
     )
 
 
-def _score_error_long(model: Model, cm: CompiledModel, w: tuple[str, ...], tau: Any) -> Scored:
+def _score_error_long(
+    model: Model, cm: CompiledModel, w: tuple[str, ...], tau: TauOverride
+) -> Scored:
     """The certified error of a long word by the streaming float64 enclosures."""
 
     ls = certify_long(cm, run_hard_long(cm, w), tau)
@@ -130,7 +133,7 @@ def run_search(
     budget: int = 200,
     seed: int = 0,
     beam: int = 4,
-    tau: Any = None,
+    tau: TauChoice | TauOverride = None,
     progress: Callable[[int, Scored], None] | None = None,
 ) -> SearchResult:
     """Local/beam search; returns the exactattn-search/1 record (``tau``: a

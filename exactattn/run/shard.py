@@ -22,10 +22,9 @@ from exactattn.engine.measure import LengthAccumulator
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import Shard, batches, words_in
 from exactattn.model import Model
-from exactattn.model.expr import Expr
 from exactattn.model.reference import Oracle
 from exactattn.results import Interval, LengthRecord
-from exactattn.results.settings import TauChoice
+from exactattn.results.settings import TauChoice, TauOverride
 
 BATCH = 2048
 
@@ -36,7 +35,7 @@ class LengthJob:
 
     model: Model
     n: int
-    tau: TauChoice | Expr | None  # the temperature, parsed once (None: the model's)
+    tau: TauChoice | TauOverride  # the temperature, parsed once (None: the model's)
     hard_only: bool
     batch: int = BATCH
     max_prec: int = MAX_PREC
@@ -46,7 +45,7 @@ class LengthJob:
     policy: Policy = field(default_factory=current)
 
     @property
-    def tau_expr(self) -> Expr | None:
+    def tau_expr(self) -> TauOverride:
         """The expression every head runs at (None: each head's own temperature)."""
         return self.tau.expr if isinstance(self.tau, TauChoice) else self.tau
 

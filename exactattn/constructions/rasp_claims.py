@@ -16,6 +16,12 @@ B-RASP attention compiles to leftmost/rightmost heads, that each such head's top
 * every layer's activations (optional claim ``activation_upper``): every coordinate the compiler
   allocates has a range a·n + b it proves by interval analysis (or holds a square ≤ n²), and a
   coordinate is written once into a zero slot, so max_ℓ ‖x^(ℓ)‖∞ ≤ max(n², a*·n + b*).
+
+The bounded encoding (``--embedding bounded``; Proposition RB of proofs/claims.md) has the
+same five claims with constants where the unbounded one has powers of n: x_max(n) ≤ 1 (every
+position expression lies in [0, 1]) and every activation ≤ max(1, max over integer coordinates
+of max(a, b)), since an integer k with |k| ≤ a·n + b is held as k/(n+1) and
+(a·n + b)/(n+1) ≤ max(a, b).
 """
 
 from __future__ import annotations
@@ -26,7 +32,15 @@ from typing import Any
 from exactattn.model.claimed import UNIQUE_TOP
 from exactattn.model.expr import parse_expression
 
-__all__ = ["EMBED_BOUNDS", "PROOF", "activation_bound", "claims_for", "x_max_bound"]
+__all__ = [
+    "BOUNDED_EMBED_BOUNDS",
+    "EMBED_BOUNDS",
+    "PROOF",
+    "activation_bound",
+    "activation_bound_scaled",
+    "claims_for",
+    "x_max_bound",
+]
 
 Range = tuple[tuple[int, int], tuple[int, int]]  # ((l0, l1), (h0, h1)): l0·n + l1 ≤ v ≤ h0·n + h1
 
@@ -43,11 +57,23 @@ EMBED_BOUNDS: dict[str, str] = {
 }
 #: every bound above is at most this one for every n ≥ 1 (1 ≤ n ≤ n²)
 X_MAX = "n^2"
+#: the bounded encoding's position expressions, each in [0, 1] at every i = 0..n, n ≥ 1
+#: (Proposition RB(b))
+BOUNDED_EMBED_BOUNDS: dict[str, str] = {
+    "i/(n+1)": "1",
+    "i^2/(n+1)^2": "1",
+    "1/(i+1)": "1",
+    "n/(n+1)": "1",
+    "1/(n+1)": "1",
+    "1/(n+1)^2": "1",
+}
 
 
 def x_max_bound(position_exprs: list[str]) -> str | None:
     """The x_max(n) claim for an embedding with these position expressions (tokens 0/1), or
     None when some expression is not one Proposition R(b) covers (then no claims)."""
+    if all(e in BOUNDED_EMBED_BOUNDS for e in position_exprs):
+        return "1"
     if any(e not in EMBED_BOUNDS for e in position_exprs):
         return None
     return X_MAX
@@ -77,8 +103,19 @@ def activation_bound(ranges: list[Range], squares: bool) -> str:
     return texts[0] if len(texts) == 1 else f"max({', '.join(texts)})"
 
 
-def _statement(part: str, why: str) -> dict[str, str]:
-    return {"file": PROOF, "statement": f"Proposition R({part}): {why}"}
+def activation_bound_scaled(ranges: list[Range]) -> str:
+    """The bounded encoding's activation bound, a constant (Proposition RB(e)).
+
+    ``ranges``: the integer coordinates' ranges l0·n + l1 ≤ k ≤ h0·n + h1; each holds k/(n+1)
+    with |k/(n+1)| ≤ (a·n + b)/(n+1) ≤ max(a, b), a = max(|l0|, |h0|), b = max(|l1|, |h1|);
+    every other coordinate (0/1, the embedding's fractions, shares, squares) lies in [0, 1].
+    """
+    top = max([1, *(max(abs(x) for pair in r for x in pair) for r in ranges)])
+    return str(top)
+
+
+def _statement(part: str, why: str, prop: str = "R") -> dict[str, str]:
+    return {"file": PROOF, "statement": f"Proposition {prop}({part}): {why}"}
 
 
 def claims_for(
@@ -87,47 +124,52 @@ def claims_for(
     output_kind: str,
     unique_heads: bool,
     activation: str | None = None,
+    *,
+    bounded: bool = False,
 ) -> dict[str, Any] | None:
     """The ``claims`` object of a compiled model (None: a part is not covered by the proof).
 
     ``gap_bound``: the compiler's model bound (``"inf"`` when no head has a lower score);
     ``output_kind``: ``accept``, ``argmax`` (a Boolean per position) or ``value``;
     ``unique_heads``: the model has leftmost/rightmost (select) heads;
-    ``activation``: the bound on every layer's activations (``activation_bound``), if known.
+    ``activation``: the bound on every layer's activations (``activation_bound``), if known;
+    ``bounded``: the bounded encoding (Proposition RB, Lemmas RB1–RB6).
     """
     x_max = x_max_bound(position_exprs)
-    if x_max is None:
+    if x_max is None or bounded != (x_max == "1"):
         return None
     gamma = "1" if gap_bound == "inf" else gap_bound
-    # the bound must be a positive expression in n (it is 1/(n + 1) or 1)
+    # the bound must be a positive expression in n (1/(n + 1)^k or 1)
     if parse_expression(gamma, ("n",)).eval_exact({"n": 1}) <= Fraction(0):
         return None
+    prop, lem = ("RB", "RB") if bounded else ("R", "R")
+    gaps = "Lemmas RB1–RB6" if bounded else "Lemmas R1–R4"
     out: dict[str, Any] = {
         "gamma_lower": {
             "expr": gamma,
-            "justification": _statement("a", "min over heads of Lemmas R1–R4, rasp-gaps.md"),
+            "justification": _statement("a", f"min over heads of {gaps}, rasp-gaps.md", prop),
         },
         "x_max_upper": {
             "expr": x_max,
-            "justification": _statement("b", "embedding coordinates over positions 0..n"),
+            "justification": _statement("b", "embedding coordinates over positions 0..n", prop),
         },
     }
     margin = {"accept": "1/2", "argmax": "1"}.get(output_kind)
     if margin is not None:
         out["margin_lower"] = {
             "expr": margin,
-            "justification": _statement("c", "a Boolean read-out, Lemmas R1 and R5"),
+            "justification": _statement("c", f"a Boolean read-out, Lemmas {lem}1 and R5", prop),
         }
     elif output_kind != "value":
         return None
     if activation is not None:
         out["activation_upper"] = {
             "expr": activation,
-            "justification": _statement("e", "coordinate ranges by interval analysis"),
+            "justification": _statement("e", "coordinate ranges by interval analysis", prop),
         }
     if unique_heads:
         out[UNIQUE_TOP] = {
-            "justification": _statement("d", "select scores are distinct, Lemma R1"),
+            "justification": _statement("d", f"select scores are distinct, Lemma {lem}1", prop),
         }
     out["from_n"] = 1
     return out

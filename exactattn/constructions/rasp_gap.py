@@ -13,6 +13,14 @@ compiler stores is an exact integer (Booleans 0/1, counts in [0, n], keys in [�
 * ``square-lookup`` (K² of an integer key |K| ≤ n): score a² − (a − j)² over j = 0..n,
   a = |K| ∈ [0, n], integers: γ ≥ 1.
 * ``count-mean``: a zero query; every visible score ties, so the head constrains nothing.
+
+``--embedding bounded`` (every integer k held as k/(n+1), positions as i/(n+1); Lemmas
+RB1–RB6 of proofs/rasp-gaps.md) has its own table, ``PRIMITIVE_BOUND_BOUNDED``: the integer
+levels of a score shrink by 1/(n+1)² wherever an integer enters squared, so the count lookup
+and the select with an integer equality fall to 1/(n+1)³ (the paper's Θ(1/n³)), the square
+lookup to 1/(n+1)², while a Boolean select and the new ``compare`` head (an integer
+comparison, done by attention because a ReLU layer with n-free weights cannot magnify a
+1/(n+1) step to a 0/1 one) keep 1/(n+1).
 """
 
 from __future__ import annotations
@@ -21,12 +29,23 @@ from fractions import Fraction
 
 from exactattn.model.expr import parse_expression
 
-__all__ = ["PRIMITIVE_BOUND", "bound_at", "min_bound"]
+__all__ = ["PRIMITIVE_BOUND", "PRIMITIVE_BOUND_BOUNDED", "bound_at", "min_bound"]
 
 PRIMITIVE_BOUND: dict[str, str | None] = {
     "select": "1/(n + 1)",
     "count-lookup": "1/(n + 1)",
     "square-lookup": "1",
+    "count-mean": None,
+}
+
+#: the bounded encoding's bounds (Lemmas RB1–RB6): ``select-eq`` is a select head whose
+#: ``where`` has an integer equality K[j] == Q[i]; ``compare`` an integer comparison head
+PRIMITIVE_BOUND_BOUNDED: dict[str, str | None] = {
+    "select": "1/(n + 1)",
+    "select-eq": "1/(n + 1)^3",
+    "count-lookup": "1/(n + 1)^3",
+    "square-lookup": "1/(n + 1)^2",
+    "compare": "1/(n + 1)",
     "count-mean": None,
 }
 
@@ -43,7 +62,8 @@ def min_bound(bounds: list[str | None]) -> str:
     real = [b for b in bounds if b is not None]
     if not real:
         return "inf"
-    # each bound is 1/(n + 1) or 1; compare them at n = 1 and n = 2 (they never cross)
+    # each bound is 1/(n + 1)^k, k = 0..3: ordered the same way at every n ≥ 1, so comparing
+    # them at n = 1 and n = 2 decides
     return min(real, key=lambda b: (bound_at(b, 1), bound_at(b, 2)))
 
 

@@ -15,6 +15,15 @@ checked). Every value lives in its own coordinate as an exact integer (Booleans 
   satisfies ``where`` and falls back to the default otherwise.
 
 Which program line each head implements is its ``name``; ``gap.py`` gives each head's bound.
+
+``embedding="bounded"`` (``exactattn build rasp --embedding bounded``) compiles the same
+program with every embedding entry and every activation bounded by a constant: an integer k is
+held as k/(n+1) (``pos_frac`` = i/(n+1) is ``pos``, ``len_frac`` = n/(n+1) is ``n``, ``unit``
+= 1/(n+1) is the literal 1), a count is read back as count/(n+1) (the mean head averages
+unit·b), integer comparisons are attention heads (``compare``: a ReLU layer with n-free
+weights cannot turn a 1/(n+1) step into a 0/1 one), and squares are i²/(n+1)². The rates:
+proofs/rasp-gaps.md, Lemmas RB1–RB6; the correctness proof: proofs/rasp-compiler.md,
+Proposition CB.
 """
 
 from __future__ import annotations
@@ -26,6 +35,12 @@ from typing import Any
 
 from exactattn.constructions.rasp import Program as Builder
 from exactattn.constructions.rasp import ProgramError
+from exactattn.constructions.rasp_claims import (
+    activation_bound,
+    activation_bound_scaled,
+    claims_for,
+)
+from exactattn.constructions.rasp_gap import PRIMITIVE_BOUND, PRIMITIVE_BOUND_BOUNDED, min_bound
 from exactattn.core.limits import MAX_HEADS, MAX_LAYERS, MAX_NAME, MAX_STRING, clip
 from exactattn.model.provenance import stamp
 from exactattn.rasp.ast import (
@@ -44,13 +59,11 @@ from exactattn.rasp.ast import (
     Ref,
     TokenTest,
 )
-from exactattn.rasp.check import _int_literal, check_program, infer, refs
-from exactattn.rasp.claims import activation_bound, claims_for
-from exactattn.rasp.gap import PRIMITIVE_BOUND, min_bound
-from exactattn.rasp.interpret import _ev
+from exactattn.rasp.check import check_program, infer, int_literal, refs
+from exactattn.rasp.interpret import value_at
 from exactattn.rasp.unparse import unparse
 
-__all__ = ["compile_program", "HeadInfo", "Compiled"]
+__all__ = ["compile_program", "HeadInfo", "Compiled", "EMBEDDINGS"]
 
 MAX_ATOMS = 8  # Boolean atoms in one attention predicate (truth table of 2^8 rows)
 MAX_MODEL_NUMBERS = 2_000_000
@@ -60,6 +73,8 @@ wide, so a chain of k attends holds about 130·k² numbers (120 attends: 1.9 mil
 file, 430 MB and 7 CPU-s to build; 480: 30 million and a MemoryError at 3.9 GB). The bundled
 programs hold at most 7,400."""
 BOS = "<bos>"
+#: the integer encodings: exact integers (i, i², n in the stream) or k/(n+1) (bounded)
+EMBEDDINGS = ("unbounded", "bounded")
 
 
 class Aff:
@@ -108,7 +123,7 @@ class HeadInfo:
 
     line: int
     definition: str
-    primitive: str  # select | count-mean | count-lookup | square-lookup
+    primitive: str  # select | count-mean | count-lookup | square-lookup | compare (bounded)
     bound: str | None  # expression in n; None: uniform head (every score ties)
     layer: int = -1
     head: int = -1
@@ -134,8 +149,10 @@ class Compiled:
 
 
 class _Compiler:
-    def __init__(self, prog: Program) -> None:
+    def __init__(self, prog: Program, embedding: str = "unbounded") -> None:
         self.prog = prog
+        self.bounded = embedding == "bounded"
+        self.bounds = PRIMITIVE_BOUND_BOUNDED if self.bounded else PRIMITIVE_BOUND
         self.order = check_program(prog)
         self.types = {d.name: d.type for d in prog.defs}
         self.embed_token: dict[str, tuple[str, ...]] = {}
@@ -157,12 +174,27 @@ class _Compiler:
         self.token_coord: dict[tuple[str, ...], str] = {}
         self.one = self._embed_tok("one", tuple([*prog.alphabet, self.bos_token]), "bool")
         self.bos = self._embed_tok("bos", (self.bos_token,), "bool")
+        if self.bounded:
+            self._embed_bounded()
+            return
         self.pos = self._embed_pos("pos", "i", "int", ((0, 0), (1, 0)))
         self.pos_sq = self._embed_pos("pos_sq", "i^2", "int", ((0, 0), (0, 0)))
         self.squares.add(self.pos_sq)
         self.inv = self._embed_pos("inv_pos", "1/(i+1)", "frac", ((0, 0), (0, 1)))
         self.len = self._embed_pos("len", "n", "int", ((1, 0), (1, 0)))
         self.pos_frac = self._embed_pos("pos_frac", "i/(n+1)", "frac", ((0, 0), (0, 1)))
+
+    def _embed_bounded(self) -> None:
+        """Bounded: an ``int`` coordinate holds k/(n+1) for the integer k its range bounds
+        (``pos``: i, ``len``: n); ``frac`` coordinates hold what their expression says."""
+        b01 = ((0, 0), (0, 1))
+        self.pos = self._embed_pos("pos_frac", "i/(n+1)", "int", ((0, 0), (1, 0)))
+        self.pos_frac = self.pos  # the tie-break j/(n+1) reads it too
+        self.pos_sq = self._embed_pos("pos_frac_sq", "i^2/(n+1)^2", "frac", b01)
+        self.inv = self._embed_pos("inv_pos", "1/(i+1)", "frac", b01)
+        self.len = self._embed_pos("len_frac", "n/(n+1)", "int", ((1, 0), (1, 0)))
+        self.unit = self._embed_pos("unit", "1/(n+1)", "frac", b01)
+        self.unit_sq = self._embed_pos("unit_sq", "1/(n+1)^2", "frac", b01)
 
     # -- coordinates ---------------------------------------------------------------------
     def _embed_tok(self, name: str, toks: tuple[str, ...], t: str) -> str:
@@ -331,6 +363,9 @@ class _Compiler:
                 return self.psum(e)
             xs = [self.low(a, subst) for a in e.args]
             r0 = self._range(xs[0])
+            r1 = self._range(xs[-1])
+            if self.bounded:  # ReLU is positively homogeneous: the gadgets act on k/(n+1)
+                xs = [self.phys(x) for x in xs]
             if e.fn == "abs":
                 (l0, l1), (h0, h1) = r0
                 hi = (max(abs(l0), abs(h0)), max(abs(l1), abs(h1)))
@@ -338,7 +373,6 @@ class _Compiler:
                     "abs", [(xs[0], 0), (xs[0].scale(-1), 0)], {0: 1, 1: 1}, "int", ((0, 0), hi)
                 )
             a, b = xs
-            r1 = self._range(b)
             lo = tuple(map(min, r0[0], r1[0]))
             hi = tuple(map(max, r0[1], r1[1]))
             if e.fn == "min":  # a − ReLU(a − b)
@@ -357,10 +391,10 @@ class _Compiler:
                 a, b = self.low(e.left, subst), self.low(e.right, subst)
                 return a + b if e.op == "+" else a - b
             if e.op == "*":
-                lit = _int_literal(e.left)
+                lit = int_literal(e.left)
                 other = e.right
                 if lit is None:
-                    lit, other = _int_literal(e.right), e.left
+                    lit, other = int_literal(e.right), e.left
                 return self.low(other, subst).scale(int(lit or 0))
             if e.op in ("and", "or"):
                 items = self._flatten(e, e.op)
@@ -383,6 +417,8 @@ class _Compiler:
                     "xnor", [(a + b, -1), (Aff({}, 1) - a - b, 0)], {0: 1, 1: 1}, "bool", b01
                 )
             d = a - b
+            if self.bounded:
+                return self.compare(d, e.op)
             if e.op == "==":
                 return self.ffn("eq", [(d, 1), (d, 0), (d, -1)], {0: 1, 1: -2, 2: 1}, "bool", b01)
             if e.op == "!=":
@@ -420,12 +456,76 @@ class _Compiler:
             return "int"
         return "bool"
 
+    # -- the bounded encoding --------------------------------------------------------------
+    def phys(self, a: Aff) -> Aff:
+        """Bounded: the coordinates' combination holding k/(n+1) for a program integer form
+        holding k (an ``int`` coordinate as it is, a Boolean by its scaled copy, the constant on
+        ``unit``); no constant term, so ReLU gadgets on it stay homogeneous."""
+        out = Aff()
+        for c, k in a.terms.items():
+            if self.ctype[c] == "bool":
+                out = out + self.scaled(c).scale(k)
+            elif self.ctype[c] == "int":
+                out = out + Aff({c: k})
+            else:  # pragma: no cover - program forms never hold a frac coordinate
+                raise AssertionError(f"{c} in an integer form")
+        return out + Aff({self.unit: a.const}) if a.const else out
+
+    def scaled(self, b: str) -> Aff:
+        """unit·b = ReLU(b + unit − 1) for a 0/1 coordinate b (exact: unit = 1/(n+1) ≤ 1)."""
+        return self.ffn("scale", [(Aff({b: 1, self.unit: 1}), -1)], {0: 1}, "int", ((0, 0), (0, 1)))
+
+    def compare(self, d: Aff, op: str) -> Aff:
+        """Bounded: the integer comparison d op 0 (d a program form) by ``compare`` heads.
+
+        ``[d ≥ k]`` (k = 0, 1) is one head with score (2d − 2k + 1)/(n+1)·(one_j − bos_j) and
+        value one − bos, no mask: BOS scores 0, every other key (2d − 2k + 1)/(n+1), an odd
+        multiple of 1/(n+1); so the head averages 1 over the non-BOS keys when d ≥ k and
+        reads 0 at BOS otherwise (Lemma RB6: gap ≥ 1/(n+1)).
+        """
+        if op in ("<", "<="):
+            d = d.scale(-1)
+        if op in (">", "<"):
+            return self._at_least(d, 1)
+        if op in (">=", "<="):
+            return self._at_least(d, 0)
+        ge0, ge1 = self._at_least(d, 0), self._at_least(d, 1)
+        return ge0 - ge1 if op == "==" else Aff({}, 1) - ge0 + ge1
+
+    def _at_least(self, d: Aff, k: int) -> Aff:
+        q = self.phys(d.scale(2) - Aff({}, 2 * k - 1))
+        key = ("compare", q.key())
+        if key in self.memo:
+            return self.memo[key]
+        one, bos = self.one, self.bos
+        got = self.attention(
+            "cmp",
+            self.bil(q, Aff({one: 1, bos: -1}), 1, one),
+            {"ge": {one: 1, bos: -1}},
+            "none",
+            "average",
+            HeadInfo(*self._where(), "compare", self.bounds["compare"]),
+            {"ge": ("bool", ((0, 0), (0, 1)))},
+            f"≥ {k}",
+        )
+        out = Aff({got["ge"]: 1})
+        self.memo[key] = out
+        return out
+
+    def _where(self) -> tuple[int, str]:
+        d = self.cur
+        return (d.loc.line, d.name) if d is not None else (self.prog.output.loc.line, "output")
+
     # -- prefix sums ---------------------------------------------------------------------
     def count(self, b: str) -> Aff:
         """count_i = #{1 ≤ j ≤ i : b_j = 1} for a Boolean coordinate b."""
         key = ("count", b)
         if key in self.memo:
             return self.memo[key]
+        if self.bounded:
+            out = self._count_bounded(b)
+            self.memo[key] = out
+            return out
         masked = self.ffn(
             "nobos", [(Aff({b: 1, self.bos: -1}), 0)], {0: 1}, "bool", ((0, 0), (0, 1))
         )
@@ -454,6 +554,40 @@ class _Compiler:
         a = Aff({cnt: 1})
         self.memo[key] = a
         return a
+
+    def _count_bounded(self, b: str) -> Aff:
+        """count_i/(n+1): the mean of unit·b′ over j ≤ i is count/((i+1)(n+1)); the lookup
+        score (count² − (count − j)²)/((i+1)(n+1)²) over keys j ≤ i reads j/(n+1) at
+        j = count (Lemma RB2: gap 1/((i+1)(n+1)²) ≥ 1/(n+1)³)."""
+        # unit·b·(1 − bos) = ReLU(b − bos + unit − 1) on b, bos ∈ {0, 1}, unit ≤ 1/2
+        masked = self.ffn(
+            "nobos",
+            [(Aff({b: 1, self.bos: -1, self.unit: 1}), -1)],
+            {0: 1},
+            "frac",
+            ((0, 0), (0, 1)),
+        )
+        line, name = self._where()
+        (mname,) = masked.terms
+        share = self.attention(
+            "mean",
+            [],
+            {"share": {mname: 1}},
+            "leq",
+            "average",
+            HeadInfo(line, name, "count-mean", self.bounds["count-mean"]),
+            {"share": ("frac", ((0, 0), (0, 1)))},
+        )["share"]
+        cnt = self.attention(
+            "lookup",
+            [(share, self.pos_frac, 2), (self.inv, self.pos_sq, -1)],
+            {"count": {self.pos_frac: 1}},
+            "leq",
+            "average",
+            HeadInfo(line, name, "count-lookup", self.bounds["count-lookup"]),
+            {"count": ("int", ((0, 0), (1, 0)))},
+        )["count"]
+        return Aff({cnt: 1})
 
     def psum(self, e: Call) -> Aff:
         arg = self.low(e.args[0])
@@ -517,9 +651,9 @@ class _Compiler:
             c = self._split_linear(e.left, sign, key, query)
             return c + self._split_linear(e.right, sign if e.op == "+" else -sign, key, query)
         if isinstance(e, Bin) and e.op == "*":
-            lit, other = _int_literal(e.left), e.right
+            lit, other = int_literal(e.left), e.right
             if lit is None:
-                lit, other = _int_literal(e.right), e.left
+                lit, other = int_literal(e.right), e.left
             return self._split_linear(other, sign * int(lit or 0), key, query)
         raise self._err(e.loc, "an integer mixing i and j other than by + and −")
 
@@ -611,12 +745,17 @@ class _Compiler:
                 ka = self._product([kaff[k] for k in B])
                 score += self.bil(qa, ka, c, one)
         score += self.bil(Aff({}, 1), Aff({self.bos: 1}), -1, one)
-        for K, Q in eqs:
+        if self.bounded:
+            score += self._equality_terms_bounded(eqs, e)
+        for K, Q in [] if self.bounded else eqs:
             score += self.bil(Q, K, 2, one)
             score += self.bil(Aff({}, 1), self.square(K, e), -1, one)
         # tie-break: +j/(n+1) (rightmost) or −j/(n+1) (leftmost) makes the chosen key the
         # unique maximum, so softmax approximates it; integer levels stay ≥ 1/(n+1) apart
-        score += [(one, self.pos_frac, 1 if e.choice == "rightmost" else -1)]
+        if self.bounded and eqs:  # levels 1/(n+1)² apart (Lemma RB1): j/(n+1)³
+            score += [(self.unit_sq, self.pos_frac, 1 if e.choice == "rightmost" else -1)]
+        else:
+            score += [(one, self.pos_frac, 1 if e.choice == "rightmost" else -1)]
         score = self._merge(score)
         values: dict[str, dict[str, int]] = {"one": {one: 1}, "bos": {self.bos: 1}}
         vtypes: dict[str, tuple] = {
@@ -630,10 +769,11 @@ class _Compiler:
             values[f"k{k}"] = ka.with_one(one) or {one: 0}
             vtypes[f"k{k}"] = ("bool", ((0, 0), (0, 1)))
         for m, (K, _) in enumerate(eqs):
-            values[f"e{m}"] = K.with_one(one)
+            values[f"e{m}"] = (self.phys(K) if self.bounded else K).with_one(one)
             vtypes[f"e{m}"] = ("int", self._range(K))
         values = {k: {c: x for c, x in v.items() if x} or {one: 0} for k, v in values.items()}
-        info = HeadInfo(d.loc.line, d.name, "select", PRIMITIVE_BOUND["select"])
+        bound = self.bounds["select-eq" if self.bounded and eqs else "select"]
+        info = HeadInfo(d.loc.line, d.name, "select", bound)
         detail = f"{e.choice} {MASK_TEXT[e.mask]}"
         got = self.attention("sel", score, values, e.mask, e.choice, info, vtypes, detail)
         ret = {k: Aff({v: 1}) for k, v in got.items()}
@@ -690,7 +830,7 @@ class _Compiler:
         if isinstance(e, Ite):
             c = self._eval_const(e.cond, env)
             return self._eval_const(e.then if c else e.other, env)
-        return bool(_ev(e, {}, (), 0, 0))
+        return bool(value_at(e, {}, (), 0, 0))
 
     @staticmethod
     def _mobius(g: dict[tuple[int, ...], int], m: int) -> dict[tuple[int, ...], int]:
@@ -718,6 +858,22 @@ class _Compiler:
             acc[(a, b)] = acc.get((a, b), 0) + c
         return [(a, b, c) for (a, b), c in acc.items() if c]
 
+    def _equality_terms_bounded(
+        self, eqs: list[tuple[Aff, Aff]], e: Attend
+    ) -> list[tuple[str, str, int]]:
+        """Σ_m 2·Q̃_m·K̃_m − K̃_m² (x̃ = x/(n+1)): each equality's score, (Q² − (Q − K)²)/(n+1)²."""
+        one, unit, pos = self.one, self.unit, self.pos
+        out: list[tuple[str, str, int]] = []
+        for K, Q in eqs:
+            out += self.bil(self.phys(Q), self.phys(K), 2, one)
+            if set(K.terms) <= {pos}:  # K = a·pos + c: K̃² = a²·j²/(n+1)² + (2ac·j + c²)/(n+1)²
+                a, c = K.terms.get(pos, 0), K.const
+                out += [(one, self.pos_sq, -a * a), (unit, pos, -2 * a * c), (unit, unit, -c * c)]
+            else:
+                (sq,) = self.square(K, e).terms
+                out += [(one, sq, -1)]
+        return [t for t in out if t[2]]
+
     def square(self, K: Aff, e: Attend) -> Aff:
         """K² as an affine form: directly for a·pos + c, else by a lookup over positions."""
         if set(K.terms) <= {self.pos}:
@@ -731,7 +887,8 @@ class _Compiler:
         key = ("square", K.key())
         if key in self.memo:
             return self.memo[key]
-        a = self.ffn("abs", [(K, 0), (K.scale(-1), 0)], {0: 1, 1: 1}, "int", ((0, 0), (1, 0)))
+        Kp = self.phys(K) if self.bounded else K  # bounded: |K|/(n+1), then K²/(n+1)²
+        a = self.ffn("abs", [(Kp, 0), (Kp.scale(-1), 0)], {0: 1, 1: 1}, "int", ((0, 0), (1, 0)))
         d = self.cur
         sq = self.attention(
             "square",
@@ -743,11 +900,12 @@ class _Compiler:
                 d.loc.line if d else 0,
                 d.name if d else "",
                 "square-lookup",
-                PRIMITIVE_BOUND["square-lookup"],
+                self.bounds["square-lookup"],
             ),
-            {"sq": ("int", ((0, 0), (0, 0)))},
+            {"sq": ("frac", ((0, 0), (0, 1))) if self.bounded else ("int", ((0, 0), (0, 0)))},
         )["sq"]
-        self.squares.add(sq)
+        if not self.bounded:
+            self.squares.add(sq)
         out = Aff({sq: 1})
         self.memo[key] = out
         return out
@@ -764,6 +922,8 @@ class _Compiler:
         out_expr = self.prog.output.expr
         out_type = infer(out_expr, self.types, self.prog.alphabet, "i")
         y = self.low(out_expr)
+        if self.bounded and out_type == "int":  # the value read-out shows k/(n+1)
+            y = self.phys(y)
         return self.emit(y, out_type)
 
     def bound_size(self) -> int:
@@ -804,9 +964,11 @@ class _Compiler:
         prog = self.prog
         self.bound_size()
         desc = f"compiled from the RASP program {_fit(prog.name, 200)!r} (exactattn build rasp)"
-        b = Builder(
-            _fit(f"rasp_{prog.name}"), list(prog.alphabet), bos=self.bos_token, description=desc
-        )
+        name = _fit(f"rasp_{prog.name}")
+        if self.bounded:
+            desc = desc[:-1] + " --embedding bounded: every integer k held as k/(n+1))"
+            name = _fit(f"rasp_{prog.name}", MAX_NAME - len("_bounded")) + "_bounded"
+        b = Builder(name, list(prog.alphabet), bos=self.bos_token, description=desc)
         for name, toks in self.embed_token.items():
             b.indicator(name, toks)
         for name, expr in self.embed_pos.items():
@@ -873,16 +1035,26 @@ class _Compiler:
             "gap_bound": bound,
             "head_gap_bounds": [[h.layer, h.head, h.bound or "inf"] for h in infos],
         }
+        if self.bounded and output["kind"] == "value":
+            ref["output_scale"] = "1/(n+1)"  # the program's integer k is shown as k/(n+1)
         model = b.to_model(output, temperature=_temperature(bound), reference=ref, min_length=1)
-        # proved bounds at every n for `exactattn certify` (proofs/claims.md, Proposition R)
+        # proved bounds at every n for `exactattn certify` (proofs/claims.md, Propositions R
+        # and RB)
+        if self.bounded:
+            act = activation_bound_scaled(
+                [r for c, r in self.crange.items() if self.ctype[c] == "int"]
+            )
+        else:
+            act = activation_bound(
+                [r for c, r in self.crange.items() if c not in self.squares], bool(self.squares)
+            )
         claims = claims_for(
             bound,
             list(self.embed_pos.values()),
             output["kind"],
             any(h.primitive == "select" for h in infos),
-            activation_bound(
-                [r for c, r in self.crange.items() if c not in self.squares], bool(self.squares)
-            ),
+            act,
+            bounded=self.bounded,
         )
         if claims is not None:
             model["claims"] = claims
@@ -920,11 +1092,18 @@ def _temperature(bound: str) -> str:
     """τ(n) = γ_bound(n) / (8·log(n + 2)): the softmax leak e^(−γ/τ) ≤ (n + 2)^(−8)."""
     if bound == "1/(n + 1)":
         return "1/(8*(n+1)*log(n+2))"
+    if bound.startswith("1/(n + 1)^"):  # the bounded encoding: 1/(n + 1)^2, 1/(n + 1)^3
+        return f"1/(8*(n+1)^{bound.removeprefix('1/(n + 1)^')}*log(n+2))"
     return "1/(8*log(n+2))"
 
 
-def compile_program(prog: Program) -> Compiled:
-    """Compile a checked program; RaspError (line, column) for what the compiler cannot do."""
+def compile_program(prog: Program, embedding: str = "unbounded") -> Compiled:
+    """Compile a checked program; RaspError (line, column) for what the compiler cannot do.
+
+    ``embedding``: ``"unbounded"`` (every integer exact in the stream, γ ≥ 1/(n+1)) or
+    ``"bounded"`` (every entry and activation bounded by a constant, γ ≥ 1/(n+1)³)."""
+    if embedding not in EMBEDDINGS:
+        raise ValueError(f"embedding {embedding!r}: expected one of {', '.join(EMBEDDINGS)}")
     if prog.source is None:
         prog = Program(prog.name, prog.alphabet, prog.defs, prog.output, source=unparse(prog))
     if len(prog.source or "") > MAX_STRING:  # the model keeps it as its reference
@@ -943,8 +1122,12 @@ def compile_program(prog: Program) -> Compiled:
                 "characters (fix: a shorter symbol without control characters)",
             )
     try:
-        out = _Compiler(prog).run()
+        out = _Compiler(prog, embedding).run()
     except ProgramError as exc:  # pragma: no cover - the back end's checks are invariants here
         raise RaspError(prog.output.loc, f"internal compile error: {exc}") from None
-    # how it was built (the program itself is reference.program): `certify` recompiles it
-    return replace(out, model=stamp(out.model, "rasp", {"name": prog.name}))
+    # how it was built (the program itself is reference.program): `certify` recompiles it; the
+    # encoding is one more recorded argument (left out for the default: today's files unchanged)
+    args: dict[str, Any] = {"name": prog.name}
+    if embedding != "unbounded":
+        args["embedding"] = embedding
+    return replace(out, model=stamp(out.model, "rasp", args))
