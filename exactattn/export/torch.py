@@ -21,6 +21,7 @@ torch-*`` import it, lazily, so the core never needs the optional extra.
 
 from __future__ import annotations
 
+import errno
 import math
 import warnings
 from collections.abc import Sequence
@@ -658,7 +659,24 @@ def save(exp: Export, path: Path) -> None:
     doc = {"config": mod.config, "state_dict": mod.state_dict(), "rounding": exp.rounding}
     # a unique temporary file beside it, then a rename (a fixed OUT.pt.tmp was shared by two
     # exports and followed a planted symlink; issue 40)
-    write_with(path, lambda tmp: torch.save(doc, tmp))
+    write_torch(doc, path)
+
+
+def write_torch(doc: dict[str, Any], path: Path) -> None:
+    """``torch.save`` through a temporary file; a failed write is an :class:`OSError` naming
+    ``path``. PyTorch's zip writer reports a full disk (or a file-size limit) as a
+    RuntimeError ("unexpected pos", "file write failed"), which was exit 4 (fuzz, issue 40)."""
+
+    def save_to(tmp: Path) -> None:
+        try:
+            torch.save(doc, tmp)
+        except RuntimeError as exc:
+            if "inline_container" not in str(exc) and "PytorchStreamWriter" not in str(exc):
+                raise
+            msg = "PyTorch could not write it (is the disk full?)"
+            raise OSError(errno.EIO, msg, str(path)) from exc
+
+    write_with(path, save_to)
 
 
 def load(path: str | Path) -> ExportedModel:
