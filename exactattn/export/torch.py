@@ -21,7 +21,7 @@ torch-*`` import it, lazily, so the core never needs the optional extra.
 
 from __future__ import annotations
 
-import errno
+import io
 import math
 import warnings
 from collections.abc import Sequence
@@ -663,20 +663,21 @@ def save(exp: Export, path: Path) -> None:
 
 
 def write_torch(doc: dict[str, Any], path: Path) -> None:
-    """``torch.save`` through a temporary file; a failed write is an :class:`OSError` naming
-    ``path``. PyTorch's zip writer reports a full disk (or a file-size limit) as a
-    RuntimeError ("unexpected pos", "file write failed"), which was exit 4 (fuzz, issue 40)."""
+    """``torch.save`` into memory, then the bytes through a temporary file: a failed write
+    is an :class:`OSError` naming ``path``. PyTorch's own file writer reports a full disk (or
+    a file-size limit) as a RuntimeError ("unexpected pos 64 vs 0", "basic_ios::clear:
+    iostream error"), which was exit 4 (the fuzz's fulldisk kind, issue 40)."""
+    buf = io.BytesIO()
+    torch.save(doc, buf)
 
-    def save_to(tmp: Path) -> None:
+    def write(tmp: Path) -> None:
         try:
-            torch.save(doc, tmp)
-        except RuntimeError as exc:
-            if "inline_container" not in str(exc) and "PytorchStreamWriter" not in str(exc):
-                raise
-            msg = "PyTorch could not write it (is the disk full?)"
-            raise OSError(errno.EIO, msg, str(path)) from exc
+            with open(tmp, "wb") as f:
+                f.write(buf.getbuffer())
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
 
-    write_with(path, save_to)
+    write_with(path, write)
 
 
 def load(path: str | Path) -> ExportedModel:
