@@ -181,6 +181,86 @@ for stem, m in [(k, v) for k, v in RASP if not k.endswith("_bounded")]:
     check(("unique_top" in cl) == any(h != "average" for h, _ in hards), f"{stem}: unique_top")
     ok(f"rasp {stem}: embedding, read-out and claims are the ones Proposition R covers")
 
+# ---------------------------------------------------------------- D(e), L(e), R(f): profiles
+# the k-th key below the top is >= a + b·⌊(k−1)/r⌋ below it, from the drops the proofs derive
+rho = sp.symbols("rho", integer=True, nonnegative=True)
+check(sp.expand((rho + 1) ** 2 - (1 + 2 * rho)) == rho**2, "D(e)/R(f): (ρ+1)² − (1 + 2ρ) = ρ²")
+for k in range(1, 200):
+    r2 = (k - 1) // 2
+    check(k * k >= 1 + 2 * r2, f"D(e): k² ≥ 1 + 2⌊(k−1)/2⌋ at k = {k}")
+    check(((k + 1) // 2) ** 2 >= 1 + 2 * r2, f"D(e): ⌈k/2⌉² ≥ 1 + 2⌊(k−1)/2⌋ at k = {k}")
+    # comparisons: drops {BOS ≥ 3} ∪ {3, 6, 9, …}: the k-th smallest ≥ 3(⌊(k−1)/2⌋ + 1)
+    drops = sorted([3] + [3 * m for m in range(1, k + 1)])
+    check(drops[k - 1] >= 3 * (r2 + 1), f"L(e): comparison drops at k = {k}")
+ok("D(e), L(e), R(f): the profiles' per-rank drops (d² ≥ 1 + 2ρ, two keys per d; comparisons)")
+
+
+def _profiles(model: dict) -> list[tuple]:
+    hp = model["claims"]["head_profiles"]["heads"]
+    return [
+        (h["layer"], h["head"], h["gap"], h["step"], h["per_rank"], h.get("unique", False))
+        for h in hp
+    ]
+
+
+for scale, first, g in (("integer", 0, "1/(n+1)"), ("unit", 1, "1/(n+1)^3")):
+    m = dyck.build_dyck(["()", "[]"], scale=scale)
+    g2 = "2/(n+1)" if scale == "integer" else "2/(n+1)^3"
+    want = [
+        (first + 1, 0, g, g2, 2, True),
+        (first + 2, 0, g, g, 1, True),
+        (first + 4, 0, "1", "0", 1, False),
+    ]
+    check(_profiles(m) == want, f"D(e) {scale}: emitted profiles {_profiles(m)}")
+    rs = m["claims"]["coordinate_ranges"]["ranges"]
+    check(set(rs) == set(m["coordinates"]), f"D(d) {scale}: every coordinate has a range")
+    for b in [c for c in m["coordinates"] if c.startswith(("open", "close", "match"))] + [
+        "bad",
+        "any_bad",
+    ]:
+        check(rs[b] == {"min": "0", "max": "1", "integer": True}, f"D(d) {scale}: {b} is a bit")
+    check(rs["one"] == {"min": "1", "max": "1", "integer": True}, f"D(d) {scale}: one = 1")
+    ok(f"dyck {scale}: the emitted coordinate ranges and profiles are Proposition D(d), D(e)'s")
+for scheme in ("temperature", "positions"):
+    unit = "/n" if scheme == "temperature" else ""
+    models = [ltl.compile_ltl(f, al, scheme) for f, al in ltl.CATALOG_FORMULAS.values()]
+    models.append(induction.build_induction(["a", "b"], hops=2, scheme=scheme, max_n=2))
+    for m in models:
+        for h in m["claims"]["head_profiles"]["heads"]:
+            check(h["gap"] == f"3{unit}" and h["step"] == f"3{unit}", f"L(e) {scheme}: {h}")
+            layer = m["layers"][h["layer"]]["heads"][h["head"]]
+            test = "[test" in layer["name"]
+            check(
+                h["per_rank"] == (2 if test else 1), f"L(e) {scheme}: per_rank of {layer['name']}"
+            )
+            check(
+                h.get("unique", False) == (layer["mask"] in ("lt", "leq")),
+                f"L(e) {scheme}: unique {h}",
+            )
+        cr = m["claims"]["coordinate_ranges"]
+        check(set(cr["ranges"]) == set(m["coordinates"]), f"L(d) {scheme}: every coordinate")
+        check(
+            cr["ranges"]["<bos>"]["max"] == "0" and cr["bos"]["<bos>"]["min"] == "1", "L(d) <bos>"
+        )
+    ok(f"ltl/induction {scheme}: the emitted ranges and profiles are Proposition L(d), L(e)'s")
+for stem, md in [(k, v) for k, v in RASP if not k.endswith("_bounded")]:
+    hp = md["claims"]["head_profiles"]["heads"]
+    for h in hp:
+        name = md["layers"][h["layer"]]["heads"][h["head"]]["name"]
+        kind = next(k for k in rc.PROFILES if k in name)
+        check(
+            (h["gap"], h["step"], h["per_rank"]) == rc.PROFILES[kind] and h["unique"],
+            f"R(f) {stem}: {h}",
+        )
+    check(
+        set(md["claims"]["coordinate_ranges"]["ranges"]) == set(md["coordinates"]),
+        f"R(f) {stem}: ranges",
+    )
+ok(
+    "R(f): every compiled program's profiles are its primitives' "
+    "(select, count-lookup, square-lookup)"
+)
+
 # ---------------------------------------------------------------- Proposition RB (bounded)
 # RB(b): every bounded position expression lies in [0, 1] for 0 <= p <= n, n >= 1: 1 − value
 # and value as sums of products of factors >= 0 (n − p, p, n, n + 1, p + 1)
@@ -240,6 +320,10 @@ for stem, m in [(k, v) for k, v in RASP if k.endswith("_bounded")]:
     cl = m["claims"]
     check(cl["gamma_lower"]["expr"] == m["reference"]["gap_bound"], f"{stem}: γ claim")
     check(cl["x_max_upper"]["expr"] == "1", f"{stem}: x_max claim 1")
+    check(
+        "coordinate_ranges" not in cl and "head_profiles" not in cl,
+        f"{stem}: no Theorem S claims (Proposition R(f) covers the unbounded encoding only)",
+    )
     check(cl["activation_upper"]["expr"] == "1", f"{stem}: activation claim (RB(e): 1)")
     kind = m["output"]["kind"]
     check(cl.get("margin_lower", {}).get("expr") == MARGIN.get(kind), f"{stem}: margin claim")

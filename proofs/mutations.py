@@ -23,6 +23,8 @@ from pathlib import Path
 PROOFS = Path(__file__).resolve().parent
 ROOT = PROOFS.parent
 BOUNDS = "exactattn/bounds/__init__.py"
+CHAIN = "exactattn/bounds/chain.py"  # Theorem S: checked by check_sharp_chain.py on a copy
+CHAIN_TESTS = ("tests/test_sharp_chain.py",)
 BCHECK = "exactattn/bounds/compare.py"
 TSEARCH = "exactattn/bounds/tau_search.py"
 # the default-suite tests that hold bounds.py's formulas against certified witnesses
@@ -52,10 +54,13 @@ class Mutation:
         """The check script that is run on the mutant (None: only ``tests``)."""
         if self.file == BOUNDS:
             return "check_bounds_code.py"
+        if self.file == CHAIN:
+            return SC
         return None if self.file.startswith("exactattn/") else self.file
 
 
 LP = "check_layer_perturbation.py"
+SC = "check_sharp_chain.py"
 SIGMA = "return eps * ((2 * x_in + eps) * beta + betaq)"
 X_TAU = "    x = _arb(max(Fraction(1), _q(x_max)))\n    k = _arb(max(Fraction(1), _q(K)))\n    ga ="
 X_NOTE = (
@@ -153,6 +158,87 @@ MUTATIONS: list[Mutation] = [
         "K′ with max{3,·}",
         false=False,
         note="K′ only grows",
+    ),
+    # ---- Theorem S (the per-coordinate chain): the check's own formulas, then the code
+    Mutation(
+        "SC0",
+        SC,
+        "Rs = mp.exp(2 * mpq(sig) / tau) * R",
+        "Rs = mp.exp(mpq(sig) / tau) * R",
+        "S3(b): e^{2σ/τ} → e^{σ/τ}",
+    ),
+    Mutation(
+        "SC1",
+        CHAIN,
+        "x = 2 * sigma / tau",
+        "x = sigma / tau",
+        "S3(b) in the code: e^{2σ/τ} → e^{σ/τ}",
+        tests=CHAIN_TESTS,
+    ),
+    Mutation(
+        "SC2",
+        CHAIN,
+        "s += e[c] * to_arb(width) / 2",
+        "s += e[c] * to_arb(width) / 4",
+        "S1: the query side's half width → a quarter",
+        tests=CHAIN_TESTS,
+    ),
+    Mutation(
+        "SC3",
+        CHAIN,
+        "geo = p.per_rank * first / den",
+        "geo = first / den",
+        "S2: the factor r (keys per rank) dropped",
+        tests=CHAIN_TESTS,
+    ),
+    Mutation(
+        "SC4",
+        CHAIN,
+        "if (to_arb(hi) + E) <= 0:",
+        "if to_arb(hi) <= 0:",
+        "S5: a unit is 'off' when its hard value alone is ≤ 0",
+        tests=CHAIN_TESTS,
+    ),
+    Mutation(
+        "SC5",
+        CHAIN,
+        "if (to_arb(lo) - E) >= 0:",
+        "if to_arb(lo) >= 0:",
+        "S5: a unit is 'linear' when its hard value alone is ≥ 0",
+        tests=CHAIN_TESTS,
+    ),
+    Mutation(
+        "SC6",
+        CHAIN,
+        "neg = (tuple((c, -v) for c, v in row), -bb)",
+        "neg = (tuple((c, -v) for c, v in row), bb)",
+        "S5: sign pairs matched without negating the bias",
+        tests=CHAIN_TESTS,
+    ),
+    Mutation(
+        "SC7",
+        CHAIN,
+        "if bb >= 0 and all(v >= 0 for _, v in row):",
+        "if all(v >= 0 for _, v in row):",
+        "S5: the nonnegativity rule without b ≥ 0",
+        tests=CHAIN_TESTS,
+    ),
+    Mutation(
+        "SC8",
+        CHAIN,
+        "half_t = _up((sigma / (2 * tau)).tanh() + base0).min(arb(1))",
+        "half_t = _up((sigma / (4 * tau)).tanh() + base0).min(arb(1))",
+        "S3(a): tanh(σ/2τ) → tanh(σ/4τ)",
+        tests=CHAIN_TESTS,
+    ),
+    Mutation(
+        "SC9",
+        CHAIN,
+        "        if set(g) - set(u) or any(g.get(c, ZERO) != lam * v for c, v in u.items()):\n"
+        "            return False\n",
+        "",
+        "T2: top-constant without the value being a function of the score",
+        tests=CHAIN_TESTS,
     ),
     # ---- Theorems 1, 2, 4, 5, 6 and Lemma G, the check scripts' own formulas
     Mutation(
@@ -1014,6 +1100,10 @@ def _run_script(mut: Mutation, timeout: float) -> tuple[int, str]:
             target = Path(tmp) / "bounds.py"
             shutil.copy(ROOT / BOUNDS, target)
             env["EXACTATTN_BOUNDS_PY"] = str(target)
+        elif mut.file == CHAIN:
+            target = Path(tmp) / "chain.py"
+            shutil.copy(ROOT / CHAIN, target)
+            env["EXACTATTN_CHAIN_PY"] = str(target)
         else:
             target = work / mut.file
         _apply(mut, target)

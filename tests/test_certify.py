@@ -56,7 +56,10 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 def test_cli_as_a_subprocess() -> None:
     """The command as users run it (module entry point, exit code, stdout)."""
     p = subprocess.run(
-        [sys.executable, "-m", "exactattn", "certify", "models/dyck1.json", "--n", "7"],
+        # τ = 1/10 at n = 3: no chain certifies it (τ_cert(3) = 0.0341) and no stored
+        # enumeration is at that τ (the own τ is certified, n = 3 by enumeration)
+        [sys.executable, "-m", "exactattn", "certify", "models/dyck1.json", "--n", "3"]
+        + ["--tau", "1/10"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -212,9 +215,26 @@ def test_dyck2_at_65536_theorem_tau_is_certified_with_the_chain() -> None:
 
 
 def test_dyck2_own_tau_is_the_honest_answer() -> None:
+    """At its own τ Dyck-2 is certified by the per-coordinate chain (Theorem S, issue 35)
+    from n = 4 on; at n = 3 only by the stored enumeration, and the output says why the
+    chains do not reach it (the dominant term); without that enumeration it is not certified."""
     p = cli("certify", "models/dyck2.json", "--n", "65536")
-    assert p.returncode == 1
-    assert "NOT certified" in p.stdout and "not certified below the claimed margin 1/2" in p.stdout
+    assert p.returncode == 0, p.stdout
+    assert "per coordinate (Theorem S) the read-out moves by" in p.stdout
+    p = cli("certify", "models/dyck2.json", "--n", "3")
+    assert p.returncode == 0, p.stdout
+    assert "certified by enumeration (reports/claims/dyck2.soft.json)" in p.stdout
+    assert (
+        "the chains alone" in p.stdout and "not certified below the claimed margin 1/2" in p.stdout
+    )
+    assert "nor the per-coordinate chain's read-out bound" in p.stdout
+    assert "propagation dominates" in p.stdout
+    # a hard-only run certifies nothing: the chains' own verdict stands
+    p = cli(
+        "certify", "models/dyck2.json", "--n", "3", "--enumerated", "reports/claims/dyck2.hard.json"
+    )
+    assert p.returncode == 1, p.stdout
+    assert "NOT certified" in p.stdout and "propagation dominates" in p.stdout
 
 
 def test_certificate_values_dyck2() -> None:
@@ -246,10 +266,15 @@ def test_user_claims_make_the_answer_conditional(tmp_path: Path) -> None:
 
 
 def test_range_own_tau_and_theorem_tau() -> None:
-    p = cli("certify", "models/dyck2.json", "--range", "1..100000")
-    assert p.returncode == 1
-    assert "not certified already at n = 1" in p.stdout
+    # own τ: n ≤ 3 only by the stored enumeration (reports/claims/dyck2.soft.json), the rest
+    # by Theorem S; without the enumeration n = 1 is not certified
+    p = cli("certify", "models/dyck2.json", "--range", "1..40")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "certified for every n = 1..40" in p.stdout
+    assert "certified by enumeration (reports/claims/dyck2.soft.json) for n = 1..3" in p.stdout
     m = load_model(ROOT / "models" / "dyck2.json")
+    own = certify_range(m, 1, 40)
+    assert own["first_failure"]["n"] == 1 and own["certified_through"] == 0
     r = certify_range(m, 1, 300, "theorem")
     assert r["first_failure"] is None and r["certified_through"] == 300 and r["evaluated"] == 300
 
@@ -281,6 +306,9 @@ def _agrees(path: Path, max_n: int, theorem: bool) -> None:
             err = layer.error
             assert err is not None and err.lower is not None
             assert arb_endpoints(err.lower)[0] <= bound, (path.stem, n, li, err.lower, bound)
+            # Theorem S's largest per-coordinate bound after the layer (proofs/07) too
+            sharp = Fraction(c["sharp_chain"]["layers"][li])
+            assert arb_endpoints(err.lower)[0] <= sharp, (path.stem, n, li, err.lower, sharp)
             # the same Theorem 3(b) chain fed the measured x_in, gaps and counts (check
             # --bounds) can only be smaller: the claims bound what check measures
             written = rec.bounds.layers[li].bound
@@ -346,19 +374,25 @@ def test_checked_result_file_says_up_to_which_n(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     q = cli("certify", "models/dyck2.json", "--n", "1000", "--tau", "theorem", "--checked", str(r))
     assert q.returncode == 0, q.stderr
-    assert q.stdout.count("also checked by enumeration for n ≤ 3") == 3
+    # γ, x_max, μ, coordinate_ranges, head_profiles
+    assert q.stdout.count("also checked by enumeration for n ≤ 3") == 5
     other = cli("certify", "models/dyck1.json", "--n", "10", "--checked", str(r))
     assert other.returncode == 2 and "another model" in other.stderr
 
 
 def test_range_json_and_first_failure(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    p = cli("certify", "models/dyck1.json", "--range", "1..50", "--json", str(out))
-    assert p.returncode == 1
+    # own τ without a usable enumeration (a hard-only run certifies nothing): n = 1 fails
+    hard = "reports/claims/dyck1.hard.json"
+    args = ("--range", "1..50", "--enumerated", hard, "--json", str(out))
+    p = cli("certify", "models/dyck1.json", *args)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "not certified already at n = 1" in p.stdout
     data = json.loads(out.read_text())
     assert data["format"] == "exactattn-certificate/1"
     assert data["first_failure"]["n"] == 1 and data["certified_through"] == 0
     assert data["evaluated"] == 1
+    assert data["certified_by_enumeration"]["lengths"] == []
 
 
 def test_bundled_models_know_their_enumerated_lengths() -> None:
@@ -470,8 +504,10 @@ def test_tau_grid_above_tau_thm() -> None:
         assert certify_length(prep, 65536, brief=True, tau_ball=t).certified
     t = (arb(fail) / 8 * arb(2).log()).exp()
     assert not certify_length(prep, 65536, brief=True, tau_ball=t).certified
-    # at n = 65536 the chain reaches 8.43e-8, between τ_thm = 2.35e-8 and the own τ = 2.75e-7
-    assert Fraction(g["last_certified"]["tau"]["upper"]) < Fraction(275, 10**9)
+    # at n = 65536 the one-number chain reaches 8.43e-8, between τ_thm = 2.35e-8 and the own
+    # τ = 2.75e-7; Theorem S reaches 4.01e-7, past the own τ (and fails at 4.37e-7)
+    assert Fraction(275, 10**9) < Fraction(g["last_certified"]["tau"]["upper"])
+    assert Fraction(g["last_certified"]["tau"]["upper"]) < Fraction(41, 10**8)
 
 
 def test_certificate_report_escapes_user_strings(tmp_path: Path) -> None:
@@ -491,3 +527,22 @@ def test_certificate_report_escapes_user_strings(tmp_path: Path) -> None:
     tex = (tmp_path / "c.tex").read_text()
     assert "x\\textbar{}" in tex and "\\$" in tex and "L\\textbar{}\\$" in tex
     assert "$<" not in tex
+
+
+def test_range_messages_with_and_without_enumerated_lengths(tmp_path: Path) -> None:
+    """A range certified with no enumerated length ends exit 0 (it used to crash, exit 4, on
+    the missing failure); one that fails after enumerated lengths names the failure too."""
+    p = cli("certify", "models/rasp_count.json", "--range", "1..4")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "certified for every n = 1..4" in p.stdout and "by enumeration" not in p.stdout
+    # the stored own-τ run cut to n ≤ 2: n = 1, 2 by enumeration, n = 3 fails (Theorem S
+    # starts at n = 4 on Dyck-2)
+    d = json.loads((ROOT / "reports" / "claims" / "dyck2.soft.json").read_text("utf-8"))
+    d["lengths"] = [r for r in d["lengths"] if r["n"] <= 2]
+    d["settings"]["max_n"] = 2
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps(d, ensure_ascii=False), "utf-8")
+    p = cli("certify", "models/dyck2.json", "--range", "1..5", "--enumerated", str(short))
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "first length not certified: n = 3" in p.stdout and "certified for n = 1..2" in p.stdout
+    assert "for n = 1..2; every other length by a chain" in p.stdout

@@ -28,6 +28,8 @@ DEFAULT = (
     "R1",  # issue 22: the RASP compiler's gap lemmas
     "RC0",  # Proposition C: the compiler is correct (the check's own identity)
     "RC2",  # ... and a wrong weight in compile.py itself (the select tie-break)
+    "SC1",  # issue 35: Theorem S in the code (the top-set mass exponent)
+    "SC5",  # ... and the FFN case split's linear-regime test
     "RCB1",  # issue 36: the bounded encoding's compare head (threshold on, not between, integers)
 )
 

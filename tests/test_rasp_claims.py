@@ -116,7 +116,14 @@ def test_unique_top_lets_certify_use_leftmost_heads_and_is_conditional_when_asse
     d["claims"]["unique_top"] = {"justification": "user"}
     c = certificate(model_from_dict(d), 10, "theorem")
     # an edited model is not re-derived (issue 41): every claim is conditional, unique_top too
-    assert c.conditional_on == ("gamma_lower", "x_max_upper", "margin_lower", "unique_top")
+    assert c.conditional_on == (
+        "gamma_lower",
+        "x_max_upper",
+        "margin_lower",
+        "unique_top",
+        "coordinate_ranges",
+        "head_profiles",
+    )
     assert c.provenance is not None and not c.provenance.rederived
     assert any(s.step == "claim unique_top" for s in c.proof_chain)
 

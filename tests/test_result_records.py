@@ -107,7 +107,11 @@ def test_certificate_record_holds_exact_values() -> None:
     assert body.claims_at_n.x_max_upper == 65537**2
     assert body.constants.eps_star == Fraction(1, 4)
     brief = certify_length(Prepared.of(m), 65536, "theorem", brief=True)
-    assert brief == LengthVerdict(65536, True, brief.reason) and brief.status == "certified"
+    assert brief == LengthVerdict(65536, True, brief.reason, brief.certified_by)
+    assert brief.status == "certified" and brief.certified_by in (
+        "Theorem 3(b) + 4(iii) (one-number chain)",
+        "Theorem 4(ii)",
+    )
 
 
 def test_incomplete_certificate_file_is_bad_input(tmp_path: Path) -> None:

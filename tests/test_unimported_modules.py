@@ -202,7 +202,8 @@ def test_certificate_renderings_escape_the_model_name() -> None:
     md = certificate_markdown(c)
     assert md.startswith("# Certificate: evil\\_\\*name\\* \\<script\\>\n")
     assert "| verdict | certified: " in md and "| n | 20 |" in md
-    assert md.count("Proposition D") == 3 and "Every claim used is proved." in md
+    # γ, x_max, margin and Theorem S's coordinate ranges and head profiles: D(a)–D(e)
+    assert md.count("Proposition D") == 5 and "Every claim used is proved." in md
     tex = certificate_latex(c)
     assert "\\section*{Certificate: evil\\_*name* \\textless{}script\\textgreater{}}" in tex
     r = range_certificate(model, 1, 3, "theorem")
@@ -213,7 +214,7 @@ def test_certificate_renderings_escape_the_model_name() -> None:
     # an edited model (here a justification) is not what `build dyck` makes: nothing is
     # proved for it, every claim is conditional, and the reason is escaped (issue 41)
     md = certificate_markdown(cu)
-    keys = "gamma\\_lower, x\\_max\\_upper, margin\\_lower"
+    keys = "gamma\\_lower, x\\_max\\_upper, margin\\_lower, coordinate\\_ranges, head\\_profiles"
     assert f"**Conditional** on the claims {keys}: none is proved for this file (" in md
     assert 'claims.margin\\_lower.justification (the file has "user"' in md
 

@@ -27,14 +27,19 @@ from typing import Any, Literal, overload
 from flint import arb, ctx
 
 import exactattn.bounds as B
+from exactattn.bounds.chain import ChainResult, HeadDiagnostic
 from exactattn.bounds.compare import layer_constants, readout_constant
+from exactattn.certificate.enumerated import Enumeration
 from exactattn.certificate.rederive import Rederivation, conditional_keys, rederive
+from exactattn.certificate.sharp import SharpPlan
 from exactattn.core.errors import ModelError, UsageError
 from exactattn.core.numbers import arb_endpoints, arb_upper_str, to_arb
 from exactattn.engine.temperature import Temperatures
 from exactattn.model import AttentionLayer, Model, ValueOutput
 from exactattn.model.claimed import (
     CLAIM_MEANING,
+    COORD_RANGES,
+    HEAD_PROFILES,
     UNIQUE_TOP,
     ModelClaim,
     claim_exact,
@@ -42,11 +47,16 @@ from exactattn.model.claimed import (
     q_text,
 )
 from exactattn.results.certificate import (
+    BY_3B,
+    BY_4II,
+    BY_ENUMERATION,
+    BY_SHARP,
     CERT_FORMAT,
     Certificate,
     CertificateRange,
     ClaimsAtN,
     Constants,
+    EnumeratedLengths,
     EpsLe1,
     GridPoint,
     LayerBound,
@@ -55,6 +65,8 @@ from exactattn.results.certificate import (
     PaperChain,
     ProofStep,
     Provenance,
+    SharpChain,
+    SharpHead,
     TauGrid,
 )
 from exactattn.results.settings import TauChoice, TauOverride
@@ -67,6 +79,7 @@ PROOF_FILES = {
     "thm3b": "proofs/03-layer-perturbation.md",
     "thm4": "proofs/04-multilayer.md",
     "thm5": "proofs/05-temperature.md",
+    "thmS": "proofs/07-sharp-chain.md",
 }
 
 
@@ -112,6 +125,7 @@ class Prepared:
     C: Fraction
     claims: Any
     rederived: Rederivation
+    sharp: SharpPlan  # Theorem S's plan (exactattn/certificate/sharp.py)
 
     @staticmethod
     def of(model: Model) -> Prepared:
@@ -120,7 +134,9 @@ class Prepared:
         cs = layer_constants(model)
         # a model without layers (a compiled program of token tests only) has K = 1, unused
         K = max((B.paper_K(c) for c in cs), default=Fraction(1))
-        return Prepared(model, cs, K, readout_constant(model), cl, rederive(model))
+        return Prepared(
+            model, cs, K, readout_constant(model), cl, rederive(model), SharpPlan.of(model)
+        )
 
     @property
     def conditional_on(self) -> tuple[str, ...]:
@@ -158,6 +174,7 @@ def certify_length(
     tau: TauChoice | str | None = None,
     brief: Literal[False] = False,
     tau_ball: arb | None = None,
+    enumeration: Enumeration | None = None,
 ) -> LengthCertificate: ...
 
 
@@ -168,6 +185,7 @@ def certify_length(
     tau: TauChoice | str | None,
     brief: Literal[True],
     tau_ball: arb | None = None,
+    enumeration: Enumeration | None = None,
 ) -> LengthVerdict: ...
 
 
@@ -179,6 +197,7 @@ def certify_length(
     *,
     brief: Literal[True],
     tau_ball: arb | None = None,
+    enumeration: Enumeration | None = None,
 ) -> LengthVerdict: ...
 
 
@@ -188,6 +207,7 @@ def certify_length(
     tau: TauChoice | str | None = None,
     brief: bool = False,
     tau_ball: arb | None = None,
+    enumeration: Enumeration | None = None,
 ) -> LengthCertificate | LengthVerdict:
     """The certificate for every input of length n (a ``LengthCertificate`` record).
 
@@ -195,6 +215,9 @@ def certify_length(
     temperatures), "theorem" (the lower end of τ_thm(n)) or an expression in n;
     ``tau_ball`` (internal): one ball for every head, overriding ``tau``.
     ``brief``: only what ``--range`` and the τ grid need (a ``LengthVerdict``).
+    ``enumeration``: a stored exhaustive check of this model at this τ
+    (:mod:`exactattn.certificate.enumerated`): a length it covers that no chain certifies is
+    "certified by enumeration", said apart from the chains (never at a grid τ).
     """
 
     choice = TauChoice.of(tau)
@@ -259,6 +282,21 @@ def certify_length(
         else:
             taus = _taus(model, choice.expr, n)
             tau_text = choice.record_text() or model.temperature.text
+        out = model.output
+        if isinstance(out, ValueOutput):
+            limit = to_arb(out.tolerance)
+            target = f"the tolerance {q_text(out.tolerance, False)}"
+        else:
+            assert mu is not None
+            limit = to_arb(mu)
+            target = f"the claimed margin {q_text(mu, False)}"
+        sharp = None
+        if brief and not choice.is_theorem:
+            # a range or a grid τ: Theorem S first (away from τ_thm the one-number chain does
+            # not certify, and it costs a third of Theorem S)
+            sharp = prep.sharp.at(n, gamma, x_in, taus, diagnose=False)
+            if _sharp_certifies(sharp, out, limit):
+                return LengthVerdict(n, True, _sharp_reason(sharp, out, target), BY_SHARP)
         # Theorem 3(b) per layer, Theorem 4(iii): ε_ℓ ≤ E_ℓ for every input of length n
         eps: arb = arb(0)
         chain = []
@@ -298,27 +336,54 @@ def certify_length(
         best = final if b_final is None or not b_final < final else b_final
         feeding_ok = all(bool(e <= 1) for e in chain[:-1])
         # Corollary 5: decisions preserved iff C·ε_L < μ
-        out = model.output
+        moved = to_arb(prep.C) * best
         if isinstance(out, ValueOutput):
-            moved = to_arb(prep.C) * best
-            decided = bool(moved <= to_arb(out.tolerance))
-            reason = (
-                "every output entry moves by at most the tolerance"
-                if decided
-                else f"‖W‖∞·ε_L ≤ {_u(moved)} is not below the tolerance "
-                f"{q_text(out.tolerance, False)}"
-            )
+            decided = bool(moved <= limit)
+            what = f"‖W‖∞·ε_L ≤ {_u(moved)}"
         else:
             assert mu is not None
             decided = B.decision_certified(best, prep.C, mu)
-            moved = to_arb(prep.C) * best
+            what = f"C·ε_L ≤ {_u(moved)}"
+        by = (BY_4II if b_final is not None and b_final < final else BY_3B) if decided else None
+        # Theorem S, the per-coordinate chain (proofs/07-sharp-chain.md): run when the
+        # one-number chain does not certify, and always for a full certificate
+        sharp_ok = False
+        if not brief or (not decided and sharp is None):
+            sharp = prep.sharp.at(n, gamma, x_in, taus, diagnose=not brief)
+        if sharp is not None:
+            sharp_ok = _sharp_certifies(sharp, out, limit)
+            if sharp_ok and not decided:
+                by = BY_SHARP
+        if decided:
             reason = (
-                f"C·ε_L ≤ {_u(moved)} < μ ≥ {q_text(mu, False)}: every decision is preserved"
-                if decided
-                else f"C·ε_L ≤ {_u(moved)} is not certified below the claimed margin "
-                f"{q_text(mu, False)}"
+                "every output entry moves by at most the tolerance"
+                if isinstance(out, ValueOutput)
+                else f"{what} < μ ≥ {q_text(mu, False)}: every decision is preserved"
             )
-        verdict = LengthVerdict(n, decided, reason)
+        elif sharp_ok:
+            assert sharp is not None
+            reason = _sharp_reason(sharp, out, target)
+        else:
+            assert sharp is not None
+            reason = (
+                f"{what} is not certified below {target}, nor the per-coordinate chain's "
+                f"read-out bound {_u(sharp.readout)} (Theorem S)"
+                + (f"; {_dominant(sharp, limit)}" if not brief else "")
+            )
+        verdict = LengthVerdict(n, decided or sharp_ok, reason, by)
+        if (
+            not verdict.certified
+            and tau_ball is None
+            and enumeration is not None
+            and n in enumeration.lengths
+        ):
+            verdict = LengthVerdict(
+                n,
+                True,
+                f"certified by enumeration ({enumeration.file}): every input of length {n} "
+                f"was checked at this τ with every decision equal; the chains alone: {reason}",
+                f"{BY_ENUMERATION} ({enumeration.file})",
+            )
         if brief:
             return verdict
         assert tau_thm is not None
@@ -340,11 +405,82 @@ def certify_length(
             best,
             tau_thm,
             t_lo,
+            _sharp_record(sharp, limit) if sharp is not None else None,
         )
+
+
+def _sharp_certifies(res: ChainResult, out: Any, limit: arb) -> bool:
+    """Corollary 5 with Theorem S's read-out bound (S6)."""
+    r = res.readout
+    return bool(r <= limit) if isinstance(out, ValueOutput) else bool(r < limit)
+
+
+def _sharp_reason(res: ChainResult, out: Any, target: str) -> str:
+    if isinstance(out, ValueOutput):
+        return (
+            f"per coordinate (Theorem S) every output entry moves by ≤ {_u(res.readout)}, "
+            "at most the tolerance"
+        )
+    return (
+        f"per coordinate (Theorem S) the read-out moves by ≤ {_u(res.readout)}, "
+        f"below {target}: every decision is preserved"
+    )
+
+
+def _worst_head(res: ChainResult) -> HeadDiagnostic | None:
+    """Where propagation breaks the chain: the first head (in layer order) whose scores may
+    move by half its gap or more (2σ ≥ a: S3(b) gives nothing there), else the head whose
+    weight term grew most over its value at σ = 0 (the tail alone)."""
+    for h in res.heads:
+        if h.gap is not None and 2 * h.sigma >= to_arb(h.gap):
+            return h
+    worst, ratio = None, arb(1)
+    for h in res.heads:
+        if h.tail is None or h.offtop is None:
+            continue
+        base = h.tail / (1 + h.tail)
+        if not base > 0:
+            continue
+        r = h.offtop / base
+        if r > ratio:
+            worst, ratio = h, r
+    return worst
+
+
+def _dominant(res: ChainResult, limit: arb) -> str:
+    """Which term of Theorem S keeps the read-out bound above the margin (or dominates it)."""
+    if res.tail_only >= limit or (res.readout > 0 and 2 * res.tail_only >= res.readout):
+        return (
+            f"the tails dominate: with exact scores the read-out bound is already "
+            f"{_u(res.tail_only)}"
+        )
+    h = _worst_head(res)
+    if h is None:
+        return f"propagation dominates (the tails alone give {_u(res.tail_only)})"
+    return (
+        f"propagation dominates (the tails alone give {_u(res.tail_only)}): at layer "
+        f"{h.layer}, head {h.head} the scores move by σ ≤ {_u(h.sigma)}, 2σ/τ ≤ "
+        f"{_u(2 * h.sigma / h.tau)} against a gap a/τ = {_u(to_arb(h.gap) / h.tau)}"
+    )
+
+
+def _sharp_record(res: ChainResult, limit: arb) -> SharpChain:
+    dom = "tail" if res.tail_only >= limit or 2 * res.tail_only >= res.readout else "propagation"
+    return SharpChain(
+        res.readout,
+        res.tail_only,
+        dom,
+        tuple(res.layer_max(k) for k in range(1, len(res.errors))),
+        tuple(
+            SharpHead(h.layer, h.head, h.option, h.sigma, h.tail, h.gap, h.tau, h.offtop)
+            for h in res.heads
+        ),
+    )
 
 
 GRID_STEPS = 8  # τ = 2^(k/8), as in check --find-tau
 GRID_MAX_STEPS = 400  # 2^50 above τ_thm at most
+GRID_TOP_K = 16 * GRID_STEPS  # τ = 2^16, the top of check --find-tau's grid
 
 
 def grid_tau(prep: Prepared, n: int, tau_thm_low: Fraction) -> TauGrid:
@@ -352,7 +488,9 @@ def grid_tau(prep: Prepared, n: int, tau_thm_low: Fraction) -> TauGrid:
     certifies length n at each grid τ: the last such τ and the first that fails.
 
     Nothing between grid points is certified (the chain is not proved monotone in τ); below
-    τ_thm(n) Theorem 5 certifies every τ. Capped at τ = 1 and at GRID_MAX_STEPS steps.
+    τ_thm(n) Theorem 5 certifies every τ. Capped at τ = 2^16 (the top of ``check
+    --find-tau``'s grid; Theorems 3(b) and S hold at every τ, only Theorem 4(ii) needs τ ≤ 1)
+    and at GRID_MAX_STEPS steps.
     """
 
     with ctx.workprec(PREC):
@@ -363,7 +501,7 @@ def grid_tau(prep: Prepared, n: int, tau_thm_low: Fraction) -> TauGrid:
         fail: tuple[int, str] | None = None
         for _ in range(GRID_MAX_STEPS):
             k += 1
-            if k > 0:
+            if k > GRID_TOP_K:
                 break
             t = (arb(k) / GRID_STEPS * arb(2).log()).exp()
             if not t > lo:
@@ -414,7 +552,23 @@ def proof_chain(prep: Prepared, checked_to: int | None) -> tuple[ProofStep, ...]
                 _proved_in(prep, cl.unique_top),
             )
         )
+    for key, obj, what in (
+        (COORD_RANGES, cl.coordinate_ranges, lambda o: f"{len(o.ranges)} coordinates"),
+        (HEAD_PROFILES, cl.head_profiles, lambda o: f"{len(o.heads)} heads"),
+    ):
+        if obj is not None:
+            text = f"{CLAIM_MEANING[key]} ({what(obj)}), for n ≥ {cl.from_n}"
+            if checked_to is not None:
+                text += f"; also checked by enumeration for n ≤ {checked_to}"
+            steps.append(ProofStep(f"claim {key}", text, _proved_in(prep, obj.justification)))
     steps += [
+        ProofStep(
+            "Theorem S",
+            "per coordinate: score perturbation σ per head, profile tail, soft mass off the top "
+            "(or Theorems 1–2), affine forms through FFNs split over finite hard values, "
+            "read-out Σ|w_c|e_c < μ(n) ⇒ every soft decision equals the hard one",
+            PROOF_FILES["thmS"],
+        ),
         ProofStep(
             "Lemma G",
             "hard input of layer ℓ ≤ α_ℓ·(bound of layer ℓ−1) + c_ℓ, from x_max"
@@ -456,10 +610,11 @@ def certificate(
     tau: TauChoice | str | None = None,
     checked_to: int | None = None,
     model_path: str | None = None,
+    enumeration: Enumeration | None = None,
 ) -> Certificate:
     """The whole ``exactattn-certificate/1`` record for one length."""
     prep = Prepared.of(model)
-    body = certify_length(prep, n, TauChoice.of(tau))
+    body = certify_length(prep, n, TauChoice.of(tau), enumeration=enumeration)
     assert isinstance(body, LengthCertificate)
     cl = prep.claims
     return Certificate(
@@ -480,17 +635,20 @@ def range_certificate(
     hi: int,
     tau: TauChoice | str | None = None,
     checked_to: int | None = None,
+    enumeration: Enumeration | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> CertificateRange:
-    """Every n in [lo, hi], each evaluated (no monotonicity is assumed): the first failure.
+    """Every n in [lo, hi], each evaluated (no monotonicity is assumed): the first failure,
+    and which lengths were certified by enumeration rather than by a chain.
 
     ``progress(lengths evaluated, lengths in the range)`` is called after each length."""
     prep = Prepared.of(model)
     choice = TauChoice.of(tau)  # parsed once, not per length
     first_fail = None
     count = 0
+    by_enum: list[int] = []
     for n in range(lo, hi + 1):
-        r = certify_length(prep, n, choice, brief=True)
+        r = certify_length(prep, n, choice, brief=True, enumeration=enumeration)
         assert isinstance(r, LengthVerdict)
         count += 1
         if progress is not None:
@@ -498,6 +656,8 @@ def range_certificate(
         if not r.certified:
             first_fail = r
             break
+        if r.certified_by is not None and r.certified_by.startswith(BY_ENUMERATION):
+            by_enum.append(n)
     return CertificateRange(
         model.name,
         lo,
@@ -509,6 +669,11 @@ def range_certificate(
         prep.conditional_on,
         proof_chain(prep, checked_to),
         provenance=prep.provenance,
+        enumerated=EnumeratedLengths(
+            None if enumeration is None else enumeration.file,
+            tuple(by_enum),
+            None if enumeration is None else enumeration.not_used,
+        ),
     )
 
 
@@ -518,7 +683,8 @@ def certify_range(
     hi: int,
     tau: TauChoice | str | None = None,
     checked_to: int | None = None,
+    enumeration: Enumeration | None = None,
 ) -> dict[str, Any]:
     """:func:`range_certificate` as its JSON document (report/claims.py stores it; the lead
     drops this once that module takes the record)."""
-    return range_certificate(model, lo, hi, tau, checked_to).to_json()
+    return range_certificate(model, lo, hi, tau, checked_to, enumeration).to_json()

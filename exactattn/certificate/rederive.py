@@ -25,7 +25,7 @@ from exactattn.core.jsonio import plain
 from exactattn.core.limits import clip
 from exactattn.core.version import __version__
 from exactattn.model import Model
-from exactattn.model.claimed import UNIQUE_TOP, ModelClaims
+from exactattn.model.claimed import COORD_RANGES, HEAD_PROFILES, UNIQUE_TOP, ModelClaims
 from exactattn.model.provenance import canonical_text, meaning, model_sha256
 from exactattn.rasp.parse import parse_program
 
@@ -139,4 +139,8 @@ def conditional_keys(claims: ModelClaims, red: Rederivation) -> tuple[str, ...]:
     keys = [c.key for c in claims.items()]
     if claims.unique_top is not None:
         keys.append(UNIQUE_TOP)
+    if claims.coordinate_ranges is not None:
+        keys.append(COORD_RANGES)
+    if claims.head_profiles is not None:
+        keys.append(HEAD_PROFILES)
     return tuple(keys)

@@ -7,32 +7,44 @@ compared with the exact measured value is reported as undecided (exit 3), never 
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from fractions import Fraction
 from typing import Any
 
 from flint import arb
 
-from exactattn.core.numbers import arb_endpoints
-from exactattn.engine.hard import CompiledModel
+from exactattn.core.numbers import arb_endpoints, frac_str
+from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.longinput import hard_output, run_hard_long
 from exactattn.model import AttentionLayer, Model
 from exactattn.model.claimed import (
     CLAIM_MEANING,
     CLAIM_SYMBOL,
+    COORD_RANGES,
+    HEAD_PROFILES,
     UNIQUE_TOP,
     ModelClaim,
+    ProfileClaim,
+    RangeClaim,
     claim_exact,
     claim_value,
+    expr_ends,
+    profile_at,
     q_text,
+    range_at,
 )
 from exactattn.results import LengthRecord, claim_problems  # noqa: F401  (re-exported)
+from exactattn.results.chainstats import CoordStats
 from exactattn.results.claims import (
     ClaimItem,
     ClaimsEntry,
     ClaimViolation,
     head_witness,
+    layer_witness,
     length_entries,
+    profile_witness,
+    range_witness,
     witness_input,
 )
 
@@ -148,12 +160,234 @@ def verify_claims(model: Model, rec: LengthRecord) -> ClaimsEntry:
     if cl.activation_upper is not None:  # every layer's output and the embedding
         acts = [rec.x_max, *(layer.activation_max for layer in rec.layers)]
         worst = max(range(len(acts)), key=lambda k: acts[k])
-        record(cl.activation_upper, acts[worst], False, {"after_layer": worst - 1})
+        record(cl.activation_upper, acts[worst], False, layer_witness(worst - 1))
     if cl.unique_top is not None:
         items[UNIQUE_TOP], bad = _unique_top(model, rec)
         if bad is not None:
             details.append(bad)
+    if cl.coordinate_ranges is not None:
+        item, bads, und = _coordinate_ranges(model, rec)
+        items[COORD_RANGES] = item
+        details.extend(bads)
+        undecided += und
+    if cl.head_profiles is not None:
+        item, bads, und = _head_profiles(model, rec)
+        items[HEAD_PROFILES] = item
+        details.extend(bads)
+        undecided += und
     return ClaimsEntry(True, undecided, items, tuple(details))
+
+
+# --------------------------------------------------------------------------- Theorem S claims
+
+
+def _digest(parts: list[str]) -> str:
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
+
+
+def ranges_text(model: Model, n: int) -> str:
+    """The ``coordinate_ranges`` claim at n as one short text (what ``--checked`` compares):
+    how many ranges, and a digest of their values at n."""
+    cr = model.claims.coordinate_ranges
+    parts = [
+        f"{blk}:{r.coordinate}:{frac_str(a)}:{frac_str(b)}:{int(r.integer)}"
+        for blk, rs in (("ranges", cr.ranges), ("bos", cr.bos))
+        for r in rs
+        for a, b in [range_at(r, n, blk)]
+    ]
+    return f"{len(parts)} ranges (sha256 {_digest(parts)})"
+
+
+def profiles_text(model: Model, n: int) -> str:
+    """The ``head_profiles`` claim at n as one short text (like :func:`ranges_text`)."""
+    hp = model.claims.head_profiles
+    parts = []
+    for k, h in enumerate(hp.heads):
+        g, st = profile_at(h, n, k)
+        parts.append(
+            f"{h.layer}:{h.head}:{frac_str(g)}:{frac_str(st)}:{h.per_rank}:{int(h.unique)}"
+        )
+    return f"{len(parts)} profiles (sha256 {_digest(parts)})"
+
+
+def _range_status(r: RangeClaim, n: int, blk: str, s: CoordStats) -> str:
+    """holds / fails / undecided for one coordinate's measured [min, max] and integrality."""
+    p = f"claims.{COORD_RANGES}.{blk}.{r.key}"
+    lo_lo, lo_hi = expr_ends(r.lo, n, f"{p}.min", prec=256)
+    hi_lo, hi_hi = expr_ends(r.hi, n, f"{p}.max", prec=256)
+    if s.lo < lo_lo or s.hi > hi_hi or (r.integer and not s.integer):
+        return "fails"
+    if s.lo < lo_hi or s.hi > hi_lo:
+        return "undecided"
+    return "holds"
+
+
+def _coordinate_ranges(
+    model: Model, rec: LengthRecord
+) -> tuple[ClaimItem, list[ClaimViolation], int]:
+    cr = model.claims.coordinate_ranges
+    n = rec.n
+    text = ranges_text(model, n)
+    st = rec.chain
+    if st is None:  # nothing measured (a record without the measurement): cannot hold
+        return ClaimItem(text, "not measured", "undecided"), [], 1
+    overridden = {r.coordinate for r in cr.bos}
+    checks = [(r, "ranges", "rest") for r in cr.ranges]
+    checks += [(r, "ranges", "bos") for r in cr.ranges if r.coordinate not in overridden]
+    checks += [(r, "bos", "bos") for r in cr.bos]
+    bad: list[tuple[RangeClaim, str, str, CoordStats]] = []
+    und = 0
+    for r, blk, cls in checks:
+        s = st.coord(r.coordinate, cls)
+        if s is None:
+            continue  # no position of this class (a model without BOS)
+        status = _range_status(r, n, blk, s)
+        if status == "fails":
+            bad.append((r, blk, cls, s))
+        elif status == "undecided":
+            und += 1
+    if not bad:
+        return (
+            ClaimItem(
+                text,
+                "inside" if not und else f"{und} undecided",
+                "holds" if not und else "undecided",
+            ),
+            [],
+            und,
+        )
+    details = []
+    for r, blk, cls, s in bad[:3]:  # the first few, each with a witness input
+        a, b = range_at(r, n, blk)
+        where = "at BOS" if cls == "bos" else "at the positions after BOS"
+        details.append(
+            ClaimViolation(
+                COORD_RANGES,
+                n,
+                f"{SYMBOL[COORD_RANGES]} [{q_text(a, False)}, {q_text(b, True)}]"
+                + (" ∩ ℤ" if r.integer else "")
+                + f" for {r.key} ({where})",
+                f"[{frac_str(s.lo)}, {frac_str(s.hi)}]"
+                + ("" if s.integer else ", not all integers"),
+                _range_witness(model, n, r, blk, cls),
+                CLAIM_MEANING[COORD_RANGES],
+            )
+        )
+    item = ClaimItem(text, f"{len(bad)} outside", "fails")
+    return item, details, und
+
+
+def _head_profiles(model: Model, rec: LengthRecord) -> tuple[ClaimItem, list[ClaimViolation], int]:
+    hp = model.claims.head_profiles
+    n = rec.n
+    text = profiles_text(model, n)
+    st = rec.chain
+    if st is None:
+        return ClaimItem(text, "not measured", "undecided"), [], 1
+    details = []
+    und = 0
+    heads = {
+        (li, hi): h for li, layer in enumerate(rec.layers) for hi, h in enumerate(layer.heads or ())
+    }
+    for k, h in enumerate(hp.heads):
+        p = f"claims.{HEAD_PROFILES}.heads[{k}]"
+        g_lo, g_hi = expr_ends(h.gap, n, f"{p}.gap", prec=256)
+        s_lo, s_hi = expr_ends(h.step, n, f"{p}.step", prec=256)
+        drops = st.head(h.layer, h.head) or ()
+        fail_at = None
+        for j, dk in enumerate(drops):
+            rank = j // h.per_rank
+            if dk < g_lo + s_lo * rank:  # certainly below the claimed drop
+                fail_at = j + 1
+                break
+            if dk < g_hi + s_hi * rank:
+                und += 1
+                break
+        hr = heads.get((h.layer, h.head))
+        top_bad = h.unique and hr is not None and hr.max_top > 1
+        if fail_at is None and not top_bad:
+            continue
+        if fail_at is not None:
+            rank = (fail_at - 1) // h.per_rank
+            claimed = (
+                f"the {fail_at}-th key below the top ≥ {q_text(g_lo + s_lo * rank, False)} below it"
+            )
+            measured: Fraction | str = drops[fail_at - 1]
+        else:
+            claimed = "a unique top key"
+            measured = f"{hr.max_top} keys at the top"
+        details.append(
+            ClaimViolation(
+                HEAD_PROFILES,
+                n,
+                f"layer {h.layer}, head {h.head}: {claimed}",
+                measured,
+                _profile_witness(model, n, h, g_lo, s_lo, fail_at),
+                CLAIM_MEANING[HEAD_PROFILES],
+            )
+        )
+    status = "fails" if details else "undecided" if und else "holds"
+    measured_text = f"{len(details)} heads violate" if details else "every listed head"
+    return ClaimItem(text, measured_text, status), details, und
+
+
+def _words(model: Model, n: int, limit: int):  # type: ignore[no-untyped-def]
+    """The first inputs of length n in enumeration order, in batches."""
+    it = itertools.islice(itertools.product(model.alphabet, repeat=n), limit)
+    while True:
+        chunk = list(itertools.islice(it, 512))
+        if not chunk:
+            return
+        yield chunk
+
+
+def _range_witness(model: Model, n: int, r: RangeClaim, blk: str, cls: str) -> Any:
+    """The first input (enumeration order, up to MARGIN_WITNESS_SEARCH) where the coordinate
+    leaves its claimed range: the input, the layer boundary, the position and the value."""
+    a, b = range_at(r, n, blk)
+    cm = CompiledModel(model)
+    bos = model.bos is not None
+    for chunk in _words(model, n, MARGIN_WITNESS_SEARCH):
+        hb = run_hard(cm, chunk, n, share=False)
+        for li, act in enumerate(hb.activations):
+            col = act.num[:, :, r.coordinate]
+            rows = range(col.shape[1])
+            for w in range(col.shape[0]):
+                for p in rows:
+                    if bos and (p == 0) != (cls == "bos"):
+                        continue
+                    v = Fraction(int(col[w, p]), act.den)
+                    if v < a or v > b or (r.integer and v.denominator != 1):
+                        return range_witness(list(chunk[w]), r.key, li - 1, p, frac_str(v))
+    return None
+
+
+def _profile_witness(
+    model: Model, n: int, h: ProfileClaim, gap: Fraction, step: Fraction, k: int | None
+) -> Any:
+    """The first input (enumeration order) whose head (layer, head) breaks the profile at
+    some query: the input, the query, k and the k-th drop (or the size of a tied top)."""
+    cm = CompiledModel(model)
+    for chunk in _words(model, n, MARGIN_WITNESS_SEARCH):
+        hb = run_hard(cm, chunk, n, share=False)
+        tr = hb.layers[h.layer].heads[h.head]
+        s, den = tr.scores.num, tr.scores.den
+        for w in range(s.shape[0]):
+            for i in range(s.shape[1]):
+                vis = [j for j in range(s.shape[2]) if tr.visible[i, j]]
+                if not vis:
+                    continue
+                top = max(int(s[w, i, j]) for j in vis)
+                tops = sum(1 for j in vis if int(s[w, i, j]) == top)
+                drops = sorted(
+                    Fraction(top - int(s[w, i, j]), den) for j in vis if int(s[w, i, j]) != top
+                )
+                for j, dk in enumerate(drops):
+                    if dk < gap + step * (j // h.per_rank):
+                        return profile_witness(list(chunk[w]), i, j + 1, frac_str(dk))
+                if h.unique and tops > 1:
+                    return profile_witness(list(chunk[w]), i, None, str(tops))
+    return None
 
 
 def _unique_top(model: Model, rec: LengthRecord) -> tuple[ClaimItem, ClaimViolation | None]:

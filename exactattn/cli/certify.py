@@ -21,6 +21,7 @@ import click
 from flint import arb, ctx
 
 from exactattn.certificate.certify import _need_claims, certificate, range_certificate
+from exactattn.certificate.enumerated import read_enumeration
 from exactattn.certificate.verify import _claim_text
 from exactattn.cli.common import Console, FinishHold, refuse_overwrite
 from exactattn.cli.progress import progress_bar
@@ -147,6 +148,30 @@ def known_result(model_path: str, model: Any) -> Path | None:
     return cand if result_model(data) == model.name else None
 
 
+def known_enumeration(model_path: str, tau: TauChoice) -> Path | None:
+    """A bundled model's stored own-τ run (reports/claims/<stem>.soft.json next to models/),
+    for ``--enumerated``'s default (own τ only; whether it counts is read_enumeration's
+    question)."""
+    if tau.record_text() is not None:
+        return None
+    p = Path(model_path).resolve()
+    if p.parent.name != "models":
+        return None
+    cand = p.parent.parent / "reports" / "claims" / f"{p.stem}.soft.json"
+    return cand if cand.exists() else None
+
+
+def _runs(ns: list[int]) -> str:
+    """1, 2, 3, 7 -> '1..3, 7'."""
+    out: list[str] = []
+    for x in sorted(ns):
+        if out and out[-1].split("..")[-1] == str(x - 1):
+            out[-1] = f"{out[-1].split('..')[0]}..{x}"
+        else:
+            out.append(str(x))
+    return ", ".join(out)
+
+
 def grid_point_text(k: int, steps: int) -> str:
     """A grid temperature 2^(k/steps) as its exact form and a short decimal: a power of two
     is written exactly (2^-4 = 0.0625), never as an outward-rounded ball end
@@ -169,6 +194,15 @@ def print_certificate(c: Certificate) -> None:
         head += " (CONDITIONAL on the claims, below)"
     console.print(f"{c.model}, n = {c.n}, τ = {b.tau}: {head}")
     console.print(f"  {b.verdict.reason}")
+    if b.verdict.certified_by:
+        console.print(f"  certified by: {b.verdict.certified_by}")
+    sc = b.sharp_chain
+    if sc is not None:
+        console.print(
+            f"  Theorem S (per coordinate): read-out moves by ≤ {up_text(sc.readout_bound)} "
+            f"(the tails alone: {up_text(sc.tail_only)}; the {sc.dominant} dominates); largest "
+            "per-coordinate error after each layer: " + ", ".join(up_text(x) for x in sc.layers)
+        )
     for layer in b.layers:
         console.print(
             f"  layer {layer.index} ({layer.kind}): ε ≤ {up_text(layer.error_bound)} "
@@ -257,6 +291,13 @@ def _conditional(c: Certificate | CertificateRange) -> None:
     default=None,
     help="A check result file: say up to which n the claims were also enumerated.",
 )
+@click.option(
+    "--enumerated",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A clean check result of this model at this τ: lengths no chain reaches are "
+    "certified by enumeration (default for a bundled model: its stored own-τ run).",
+)
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Write the JSON here.")
 @click.option(
     "--max-lengths",
@@ -272,6 +313,7 @@ def certify_cmd(
     rng: str | None,
     tau: str | None,
     checked: str | None,
+    enumerated: str | None,
     json_out: str | None,
     max_lengths: int = MAX_LENGTHS,
     force: bool = False,
@@ -290,7 +332,10 @@ def certify_cmd(
                 f"(no monotonicity is assumed), more than --max-lengths {max_lengths:,} "
                 "(docs/limits.md) (fix: a shorter range, raise --max-lengths, or pass --force)"
             )
-    refuse_overwrite([("MODEL", model_path), ("--checked", checked)], [("--json", json_out)])
+    refuse_overwrite(
+        [("MODEL", model_path), ("--checked", checked), ("--enumerated", enumerated)],
+        [("--json", json_out)],
+    )
     model = load_model(model_path)
 
     _need_claims(model)
@@ -301,20 +346,28 @@ def certify_cmd(
         refuse_overwrite([("the stored check", source)], [("--json", json_out)])
     ev = checked_evidence(source, model) if source is not None else Checked(None)
     k = ev.to
+    epath = Path(enumerated) if enumerated else known_enumeration(model_path, choice)
+    if enumerated is None and epath is not None:  # the bundled run it reads
+        refuse_overwrite([("the stored run", epath)], [("--json", json_out)])
+    enum = read_enumeration(epath, model, choice, _rel(epath)) if epath is not None else None
     if n is not None:
         where = _rel(source) if source is not None and k is not None else None
-        c = certificate(model, n, choice, checked_to=k, model_path=model_path)
+        c = certificate(model, n, choice, checked_to=k, model_path=model_path, enumeration=enum)
         hold.start()  # the answer is found: a Ctrl-C from here is held, the result wins
         c = c.with_checked_in(where, ev.not_used)
         if json_out:
             write_json_atomic(Path(json_out), c.to_json())
         print_certificate(c)
+        if enum is not None and enum.not_used:
+            console.print(f"note: {enum.not_used}")
         hold.say_if_hit(DONE)
         sys.exit(0 if c.certified else 1)
     lo, hi = _range(rng or "")
     t0 = time.monotonic()
     with progress_bar(f"certify n = {lo}..{hi}", hi - lo + 1) as update:
-        r = range_certificate(model, lo, hi, choice, checked_to=k, progress=update)
+        r = range_certificate(
+            model, lo, hi, choice, checked_to=k, enumeration=enum, progress=update
+        )
     hold.start()
     seconds = round(time.monotonic() - t0, 1)
     where = _rel(source) if source is not None and k is not None else None
@@ -334,8 +387,16 @@ def certify_cmd(
             if f.n > lo
             else f"{model.name}, τ = {r.tau}: not certified already at n = {lo} ({f.reason})"
         )
+    e = r.enumerated
+    if e is not None and e.lengths:
+        console.print(
+            f"  certified by enumeration ({e.file}) for n = {_runs(list(e.lengths))}; "
+            "every other length by a chain"
+        )
     if ev.not_used:
         console.print(f"note: {ev.not_used}")
+    if enum is not None and enum.not_used:
+        console.print(f"note: {enum.not_used}")
     _conditional(r)
     hold.say_if_hit(DONE)
     sys.exit(0 if f is None else 1)

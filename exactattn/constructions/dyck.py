@@ -141,7 +141,7 @@ def build_dyck(pairs: Sequence[str], *, scale: str = "integer", name: str | None
         reference={"kind": "dyck", "pairs": list(pairs)},
         min_length=1,
     )
-    model["claims"] = claims(scale)
+    model["claims"] = {**claims(scale), **chain_claims(k, scale)}
     return stamp(model, "dyck", {"pairs": list(pairs), "scale": scale})
 
 
@@ -156,6 +156,69 @@ def claims(scale: str = "integer") -> dict[str, Any]:
         "proofs/claims.md",
         ("Proposition D(a)", "Proposition D(b)", "Proposition D(c)"),
     )
+
+
+def chain_claims(k: int, scale: str = "integer") -> dict[str, Any]:
+    """The claims of Theorem S (proofs/07-sharp-chain.md) for Dyck-k, proved in
+    proofs/claims.md (Proposition D(d) and D(e)): every coordinate's hard range at every layer
+    and the score profile of each head with lower scores (positions i = 0..n+1)."""
+
+    unit = scale == "unit"
+    bit = {"min": "0", "max": "1", "integer": True}
+    ranges: dict[str, Any] = {"one": {"min": "1", "max": "1", "integer": True}}
+    for t in range(k + 1):
+        ranges[f"open{t}"] = dict(bit)
+    for t in range(k + 1):
+        ranges[f"close{t}"] = dict(bit)
+    if unit:
+        ranges.update(
+            {
+                "pos": {"min": "0", "max": "1"},
+                "pos_sq": {"min": "0", "max": "1"},
+                "inv_pos": {"min": "1/(n+1)", "max": "1"},
+                "tie": {"min": "0", "max": "1/(n+1)^2"},
+                "inv_len": {"min": "1/(n+1)", "max": "1/(n+1)"},
+                "step": {"min": "-1/(n+1)", "max": "1/(n+1)"},
+                "depth_ratio": {"min": "-1/(n+1)", "max": "1/(n+1)"},
+                "depth": {"min": "0", "max": "1"},
+                "depth_sq": {"min": "0", "max": "1"},
+            }
+        )
+    else:
+        ranges.update(
+            {
+                "pos": {"min": "0", "max": "n+1", "integer": True},
+                "pos_sq": {"min": "0", "max": "(n+1)^2", "integer": True},
+                "inv_pos": {"min": "1/(n+1)", "max": "1"},
+                "tie": {"min": "0", "max": "1"},
+                "depth_ratio": {"min": "-1", "max": "1"},
+                "depth": {"min": "0", "max": "n+1", "integer": True},
+                "depth_sq": {"min": "0", "max": "(n+1)^2", "integer": True},
+            }
+        )
+    for t in range(k + 1):
+        ranges[f"match{t}"] = dict(bit)
+    ranges["bad"] = dict(bit)
+    ranges["any_bad"] = dict(bit)
+    # layers: [step FFN (unit only)], depth_ratio, depth, match, bad FFN, any_bad
+    first = 1 if unit else 0
+    g = "1/(n+1)^3" if unit else "1/(n+1)"
+    g2 = "2/(n+1)^3" if unit else "2/(n+1)"
+    heads = [
+        {"layer": first + 1, "head": 0, "gap": g, "step": g2, "per_rank": 2, "unique": True},
+        {"layer": first + 2, "head": 0, "gap": g, "step": g, "per_rank": 1, "unique": True},
+        {"layer": first + 4, "head": 0, "gap": "1", "step": "0", "per_rank": 1},
+    ]
+    return {
+        "coordinate_ranges": {
+            "ranges": ranges,
+            "justification": {"file": "proofs/claims.md", "statement": "Proposition D(d)"},
+        },
+        "head_profiles": {
+            "heads": heads,
+            "justification": {"file": "proofs/claims.md", "statement": "Proposition D(e)"},
+        },
+    }
 
 
 def catalog() -> dict[str, dict[str, Any]]:

@@ -190,7 +190,7 @@ def build_induction(
             "labels": [*alphabet, none],
         },
         "reference": {"kind": "cases", "cases": cases},
-        "claims": ltl_claims(scheme, "1"),
+        "claims": {**ltl_claims(scheme, "1"), **model["claims"]},
         "meta": {
             "construction": "exactattn.constructions.induction",
             "scheme": scheme,

@@ -163,6 +163,7 @@ class _Head:
     key: list[dict[int, Fraction]]
     value: list[dict[int, Fraction]]
     out: list[int]  # residual coordinate written by each value row
+    kind: str = "count"  # "temporal" (Y/X/S/U), "test" (a comparison) or "count" (uniform)
 
 
 @dataclass
@@ -296,6 +297,7 @@ class _Compiler:
                 key=[{p: Fraction(1)}],
                 value=[self.vec(f.arg)],
                 out=[k],
+                kind="temporal",
             )
         big = self.pe_coord("pe:N")
         sign = 1 if isinstance(f, Since) else -1
@@ -307,6 +309,7 @@ class _Compiler:
             key=[self.vec(candidate(f)), {p: Fraction(1)}],
             value=[self.vec(f.right)],
             out=[k],
+            kind="temporal",
         )
 
     def count_heads(self, counts: list[Count], need_w: bool) -> list[_Head]:
@@ -365,7 +368,13 @@ class _Compiler:
             label = f"{'' if sigma > 0 else '-'}L{'' if not shift_l else f'{shift_l:+d}'} >= 1"
             heads.append(
                 _Head(
-                    f"{name} [test {label}]", "leq", query, key, [{self.true: Fraction(1)}], [raw]
+                    f"{name} [test {label}]",
+                    "leq",
+                    query,
+                    key,
+                    [{self.true: Fraction(1)}],
+                    [raw],
+                    "test",
                 )
             )
         return heads, _Rounding(f, raws, shift)
@@ -584,7 +593,7 @@ def _merge_heads(heads: list[_Head]) -> list[_Head]:
             g.value = g.value + h.value
             g.out = g.out + h.out
         else:
-            groups[key] = _Head(h.name, h.mask, h.query, h.key, list(h.value), list(h.out))
+            groups[key] = _Head(h.name, h.mask, h.query, h.key, list(h.value), list(h.out), h.kind)
     return list(groups.values())
 
 
@@ -647,8 +656,90 @@ def compile_formulas(
         "layers": layers,
         "min_length": 1,
     }
+    model["claims"] = chain_claims(comp, layer_specs, scheme)
     coords = {label: comp.node_coord[f] for label, f in outputs.items()}
     return model, coords
+
+
+def chain_claims(comp: _Compiler, layer_specs: list[dict[str, Any]], scheme: str) -> dict:
+    """The claims of Theorem S (proofs/07-sharp-chain.md), proved in proofs/claims.md
+    (Proposition L(d), L(e)): every coordinate's hard range, and each head's profile.
+
+    Position coordinates have their embedding's range; count coordinates lie in [0, 1];
+    every other coordinate holds a Boolean (0/1) at every layer, except that a coordinate a
+    head writes holds, at BOS, the head's raw average (in [0, 1]) until it is rounded. The
+    Y/X/S/U heads have distinct effective scores spaced by TIER, the comparison heads at most
+    two keys within each spacing (C.6); ``unique`` except for X and U, whose BOS query sees
+    every key at one score.
+    """
+    temp = scheme == "temperature"
+    unit = "/n" if temp else ""
+    bit = {"min": "0", "max": "1", "integer": True}
+    pe_range = {
+        "pe:p": ("1", False) if temp else ("n", True),
+        "pe:N": ("1", True) if temp else ("n", True),
+        "pe:kpast": ("(n+1)/n", False) if temp else ("n+1", True),
+        "pe:kfut": ("1", False) if temp else ("n", True),
+    }
+    raws = set()
+    for spec in layer_specs:
+        if spec["kind"] == "attention":
+            for h in spec["heads"]:
+                if h.kind != "count":
+                    raws.update(h.out)
+    counts = set(comp.count_coord.values())
+    if hasattr(comp, "w"):
+        counts.add(comp.w)
+    ranges: dict[str, Any] = {}
+    bos: dict[str, Any] = {}
+    for k, name in enumerate(comp.names):
+        if k in (comp.bos, comp.true):  # <bos> is 1 only at BOS, true everywhere else
+            at_bos = int(k == comp.bos)
+            ranges[name] = {"min": str(1 - at_bos), "max": str(1 - at_bos), "integer": True}
+            bos[name] = {"min": str(at_bos), "max": str(at_bos), "integer": True}
+        elif name in pe_range:
+            hi, integer = pe_range[name]
+            ranges[name] = {"min": "0", "max": hi, **({"integer": True} if integer else {})}
+        elif k in counts:
+            ranges[name] = {"min": "0", "max": "1"}
+        else:
+            ranges[name] = dict(bit)
+            if k in raws:
+                bos[name] = {"min": "0", "max": "1"}
+    heads = []
+    layer = 0
+    for spec in layer_specs:
+        if spec["kind"] == "attention":
+            for hi, h in enumerate(spec["heads"]):
+                if h.kind == "count":
+                    continue  # a zero query: no lower score (Lemma R4's uniform head)
+                heads.append(
+                    {
+                        "layer": layer,
+                        "head": hi,
+                        "gap": f"{TIER}{unit}",
+                        "step": f"{TIER}{unit}",
+                        "per_rank": 2 if h.kind == "test" else 1,
+                        **({"unique": True} if h.mask in ("lt", "leq") else {}),
+                    }
+                )
+        layer += 1
+    out: dict[str, Any] = {
+        "coordinate_ranges": {
+            "ranges": ranges,
+            "justification": {"file": "proofs/claims.md", "statement": "Proposition L(d)"},
+        },
+        "head_profiles": {
+            "heads": heads,
+            "justification": {"file": "proofs/claims.md", "statement": "Proposition L(e)"},
+        },
+    }
+    if bos:
+        out["coordinate_ranges"]["bos"] = bos
+        out["coordinate_ranges"] = {
+            k: out["coordinate_ranges"][k] for k in ("ranges", "bos", "justification")
+        }
+    return out
 
 
 def label(name: str) -> str:
@@ -712,7 +803,7 @@ def compile_ltl(formula: str, alphabet: Sequence[str], scheme: str = "temperatur
             "threshold": "1/2",
         },
         "reference": {"kind": "ltl", "formula": formula},
-        "claims": claims(scheme, "1/2"),
+        "claims": {**claims(scheme, "1/2"), **model["claims"]},
         "meta": {
             "construction": "exactattn.constructions.ltl",
             "scheme": scheme,

@@ -21,7 +21,9 @@ The bounded encoding (``--embedding bounded``; Proposition RB of proofs/claims.m
 same five claims with constants where the unbounded one has powers of n: x_max(n) ≤ 1 (every
 position expression lies in [0, 1]) and every activation ≤ max(1, max over integer coordinates
 of max(a, b)), since an integer k with |k| ≤ a·n + b is held as k/(n+1) and
-(a·n + b)/(n+1) ≤ max(a, b).
+(a·n + b)/(n+1) ≤ max(a, b). It does not carry Theorem S's claims (``chain_claims``,
+Proposition R(f)): those are proved for the unbounded encoding only, so a bounded model is
+certified by the global chain.
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ from exactattn.model.expr import parse_expression
 __all__ = [
     "BOUNDED_EMBED_BOUNDS",
     "EMBED_BOUNDS",
+    "PROFILES",
     "PROOF",
     "activation_bound",
     "activation_bound_scaled",
+    "chain_claims",
     "claims_for",
     "x_max_bound",
 ]
@@ -173,3 +177,75 @@ def claims_for(
         }
     out["from_n"] = 1
     return out
+
+
+# --------------------------------------------------------------------------- Theorem S
+
+#: the score profile (gap, step, keys per rank) of each compiled primitive (Proposition R(f),
+#: from Lemmas R1–R3 of proofs/rasp-gaps.md); count-mean heads have no lower score
+PROFILES: dict[str, tuple[str, str, int]] = {
+    "select": ("1/(n+1)", "1/(n+1)", 1),
+    "count-lookup": ("1/(n+1)", "2/(n+1)", 2),
+    "square-lookup": ("1", "2", 2),
+}
+
+
+def _lin(a: int, b: int) -> str:
+    """a·n + b as an expression text."""
+    if not a:
+        return str(b)
+    t = "n" if a == 1 else "-n" if a == -1 else f"{a}*n"
+    return t if not b else f"{t} + {b}" if b > 0 else f"{t} - {-b}"
+
+
+def chain_claims(
+    coords: list[str],
+    ranges: dict[str, Range],
+    types: dict[str, str],
+    squares: set[str],
+    embedded: set[str],
+    heads: list[tuple[int, int, str]],
+) -> dict[str, Any]:
+    """The claims of Theorem S (proofs/07-sharp-chain.md) for a compiled model (Proposition
+    R(f) of proofs/claims.md): each coordinate's interval from the compiler's range analysis
+    (an integer for Booleans and integers, [0, n²] for a square), widened to 0 for every
+    coordinate a layer writes (its slot holds 0 before), ``one`` = 1; and each head's profile
+    (``heads``: (layer, head, primitive))."""
+    out: dict[str, Any] = {}
+    for c in coords:
+        if c == "one":
+            out[c] = {"min": "1", "max": "1", "integer": True}
+            continue
+        if c in squares:
+            lo, hi = "0", "n^2"
+        else:
+            (l0, l1), (h0, h1) = ranges[c]
+            lo, hi = _lin(l0, l1), _lin(h0, h1)
+            if c not in embedded:
+                lo, hi = f"min({lo}, 0)", f"max({hi}, 0)"
+        entry: dict[str, Any] = {"min": lo, "max": hi}
+        if types.get(c) in ("bool", "int"):
+            entry["integer"] = True
+        out[c] = entry
+    profiles = [
+        {
+            "layer": li,
+            "head": hi,
+            "gap": PROFILES[kind][0],
+            "step": PROFILES[kind][1],
+            "per_rank": PROFILES[kind][2],
+            "unique": True,
+        }
+        for li, hi, kind in heads
+        if kind in PROFILES
+    ]
+    return {
+        "coordinate_ranges": {
+            "ranges": out,
+            "justification": _statement("f", "the compiler's coordinate ranges"),
+        },
+        "head_profiles": {
+            "heads": profiles,
+            "justification": _statement("f", "score profiles of Lemmas R1–R3, rasp-gaps.md"),
+        },
+    }

@@ -38,6 +38,7 @@ from exactattn.constructions.rasp import ProgramError
 from exactattn.constructions.rasp_claims import (
     activation_bound,
     activation_bound_scaled,
+    chain_claims,
     claims_for,
 )
 from exactattn.constructions.rasp_gap import PRIMITIVE_BOUND, PRIMITIVE_BOUND_BOUNDED, min_bound
@@ -1056,6 +1057,21 @@ class _Compiler:
             act,
             bounded=self.bounded,
         )
+        if claims is not None and not self.bounded:
+            # Theorem S's claims (Proposition R(f)) are proved for the unbounded encoding only:
+            # the bounded one holds an integer k as k/(n+1) and its heads have the profiles
+            # of Lemmas RB1–RB6, which Proposition R(f) does not cover
+            embedded = set(self.embed_token) | set(self.embed_pos)
+            claims.update(
+                chain_claims(
+                    list(b.coords),
+                    self.crange,
+                    self.ctype,
+                    self.squares,
+                    embedded,
+                    [(h.layer, h.head, h.primitive) for h in infos],
+                )
+            )
         if claims is not None:
             model["claims"] = claims
         return Compiled(model, infos, bound)

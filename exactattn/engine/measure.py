@@ -18,6 +18,7 @@ from flint import arb, arb_mat, ctx, fmpq
 
 from exactattn.core.numbers import frac_str, point_lower, point_upper, to_arb
 from exactattn.engine.cascade.interval import float_down, float_up
+from exactattn.engine.chainmeasure import ChainCollector
 from exactattn.engine.hard import (
     CompiledModel,
     HardBatch,
@@ -163,6 +164,8 @@ class LengthAccumulator:
         # the context's precision, so a cached ball is the one to_arb would give there)
         self._out_arbs: dict[int, tuple[list[list[arb | None]], arb | None]] = {}
         self._ref_counts = [0, 0]
+        chain = ChainCollector(model)  # the claims of Theorem S, when the model makes them
+        self.chain = chain if chain.active else None
 
     def _read_arbs(self) -> tuple[list[list[arb | None]], arb | None]:
         """The output weights (None where 0) and the value tolerance as ``to_arb`` gives them
@@ -188,6 +191,8 @@ class LengthAccumulator:
             self._rank0 = first_rank
         self.inputs += N
         self.x_max = max(self.x_max, hb.x0.max_abs())
+        if self.chain is not None:
+            self.chain.add(hb)
         for li, lt in enumerate(hb.layers):
             self._layer_hard(hb, li, lt)
         x_last = hb.activations[-1]
@@ -295,6 +300,9 @@ class LengthAccumulator:
         m = self.model
         o = m.output
         assert isinstance(o, AcceptOutput)
+        # Theorem S's claims are measured on every word's exact trace, which the filter skips
+        # (run/shard.py does not filter such a model)
+        assert self.chain is None, "a model with chain claims is not filtered"
         N = hf.B
         pre = hf.pre
         if first_rank is None:  # words in any order: rank each one
@@ -902,6 +910,7 @@ class LengthAccumulator:
             hard_ties=self.ties if has_ties else None,
             precision_bits=self.max_prec if soft else None,
             float_settled=self.float_settled if soft else None,
+            chain=self.chain.stats if self.chain is not None else None,
         )
 
 

@@ -360,7 +360,12 @@ class _Reader:
         )
         claims = None
         if "claims" in top:
-            claims = parse_claims(top["claims"], output.kind, min_length)
+            shape = tuple(
+                len(layer.heads) if isinstance(layer, AttentionLayer) else None for layer in layers
+            )
+            claims = parse_claims(
+                top["claims"], output.kind, min_length, coordinates=coordinates, d=d, heads=shape
+            )
         built_by = parse_built_by(top[BUILT_BY]) if BUILT_BY in top else None
         if reference is not None:
             for k, (li, hi, _) in enumerate(reference.head_gap_bounds):

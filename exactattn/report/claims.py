@@ -25,13 +25,21 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from exactattn.certificate.certify import certify_range
+from exactattn.certificate.certify import Prepared, certify_length, certify_range
+from exactattn.certificate.enumerated import read_enumeration
 from exactattn.constructions.dyck import build_dyck
 from exactattn.core.numbers import decimal_down, decimal_up, parse_decimal, short_decimal
 from exactattn.model import load_model, model_from_dict
 from exactattn.results.bounds import GridTau, TauStarRecord
-from exactattn.results.certificate import CertificateRange
+from exactattn.results.certificate import (
+    CertificateRange,
+    GridSummary,
+    ledger_certify_json,
+    ledger_grid,
+    up_text,
+)
 from exactattn.results.sequences import TAU_THM, closed_form_records
+from exactattn.results.settings import TauChoice
 from exactattn.results.views import ABSENT, LengthView, ResultView
 from exactattn.run.check import run_check
 
@@ -173,15 +181,37 @@ def rerun_certify(root: Path = ROOT, only: list[str] | None = None, log: Any = N
         model = LOADERS[stem](root)
         if model.claims is None:  # compiled RASP programs carry gap bounds, not claims
             continue
-        data = {
-            "own": certify_range(model, 1, CERTIFY_TO),
-            "theorem": certify_range(model, 1, CERTIFY_TO, "theorem"),
-        }
+        soft = data_path(root, stem, "soft")
+        enum = (
+            read_enumeration(soft, model, TauChoice.of(None), soft.relative_to(root).as_posix())
+            if soft.exists()
+            else None
+        )
+        data = ledger_certify_json(
+            certify_range(model, 1, CERTIFY_TO, enumeration=enum),
+            certify_range(model, 1, CERTIFY_TO, "theorem"),
+            grid_summaries(model, enum),
+        )
         path = data_path(root, stem, "certify")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", "utf-8")
         if log:
             log(f"wrote {path.relative_to(root)}")
+
+
+#: the lengths of the ledger's comparison of τ_cert(n), the own τ(n) and τ*_dec(n)
+GRID_TO = 10
+
+
+def grid_summaries(model: Any, enum: Any) -> list[GridSummary]:
+    """`certify --n n` at the own τ for n = 1..GRID_TO: verdict, own τ, the τ grid."""
+    prep = Prepared.of(model)
+    out = []
+    for n in range(max(1, model.claims.from_n), GRID_TO + 1):
+        c = certify_length(prep, n, enumeration=enum)
+        own = next(t for row in c.tau_values if row is not None for t in row)
+        out.append(GridSummary(n, c.verdict, own, c.tau_grid))
+    return out
 
 
 def certify_text(data: dict[str, Any] | None) -> str:
@@ -195,15 +225,58 @@ def certify_text(data: dict[str, Any] | None) -> str:
         except (KeyError, TypeError, ValueError, AttributeError):
             rng = None
         through, hi = (None, None) if rng is None else (rng.certified_through, rng.hi)
+        enum = () if rng is None or rng.enumerated is None else rng.enumerated.lengths
+        by = f" ({_runs(list(enum))} by enumeration)" if enum else ""
         if through is None:
             parts.append(f"{label}: —")
         elif through == hi:
-            parts.append(f"{label}: every n ≤ {through} (range end)")
+            parts.append(f"{label}: every n ≤ {through} (range end{by.replace(' (', '; ')}")
+            if not by:
+                parts[-1] += ")"
         elif through == 0:
             parts.append(f"{label}: none (n = 1 not certified)")
         else:
-            parts.append(f"{label}: every n ≤ {through}")
+            parts.append(f"{label}: every n ≤ {through}{by}")
     return "; ".join(parts)
+
+
+def grid_cells(data: dict[str, Any] | None, soft: ResultView | None) -> list[str]:
+    """Per n = 1..GRID_TO: ``τ_cert / own τ ✓ / τ*_dec`` for the ledger's comparison."""
+    rows: dict[int, GridSummary] = {}
+    for d in ledger_grid(data):
+        try:
+            g = GridSummary.from_json(d)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+        rows[g.n] = g
+    dec = {r.n: r for r in tau_rows(soft, "decisions")}
+    cells = []
+    for n in range(1, GRID_TO + 1):
+        g = rows.get(n)
+        if g is None:
+            cells.append("—")
+            continue
+        cert = g.cert_text()
+        mark = (
+            "✓"
+            if g.own.certified_by and g.own.certified_by.startswith("Theorem")
+            else ("e" if g.own.certified else "✗")
+        )
+        star = dec.get(n)
+        if star is None or star.star is None:
+            star_text = "—"
+        else:
+            lo, hi = star.star
+            star_text = (
+                f"[{short(lo, False) if lo is not None else '—'}, "
+                f"{short(hi, True) if hi is not None else '—'}]"
+                if hi is not None
+                else f"≥ {short(lo, False) if lo is not None else '—'}"
+            )
+        cert_cell = "—" if cert is None else short(_q(cert), True)  # type: ignore[arg-type]
+        own_cell = short(_q(up_text(g.own_tau)), True)  # type: ignore[arg-type]
+        cells.append(f"{cert_cell} / {own_cell}{mark} / {star_text}")
+    return cells
 
 
 def load_runs(root: Path = ROOT) -> dict[str, dict[str, dict[str, Any]]]:
@@ -864,11 +937,26 @@ def render(
         "never from the end points alone.",
         "",
         f"Certified for all n ≤ …: `exactattn certify --range 1..{CERTIFY_TO}` "
-        "(`docs/certify.md`): Theorems 3–5 evaluated at every length from the model's proved "
-        "claims (`proofs/claims.md`), no enumeration; every n in the range is evaluated, and "
-        "the entry is the last length before the first one not certified.",
+        "(`docs/certify.md`): the proved chains (Theorem S per coordinate, Theorems 3–5) "
+        "evaluated at every length from the model's proved claims (`proofs/claims.md`); at the "
+        "own τ a length no chain reaches is certified by the stored enumeration of the same "
+        "model at the same τ (the own-τ run above), named as such; every n in the range is "
+        "evaluated, and the entry is the last length before the first one not certified.",
         "",
+        "## Certificates against the truth (issue 35)",
+        "",
+        f"Per n = 1..{GRID_TO}: τ_cert(n) (the last grid τ = 2^(k/8) `certify --n n` certifies "
+        "by a chain, from τ_thm(n) up to 2^16) / the model's own τ(n) — ✓ certified by a chain "
+        "(Theorem S or 3(b)), e by enumeration only, ✗ not at all — / τ*_dec(n) from the own-τ "
+        "run above (— where it did not reach n).",
+        "",
+        "| model | " + " | ".join(f"n = {n}" for n in range(1, GRID_TO + 1)) + " |",
+        "|---|" + "---|" * GRID_TO,
     ]
+    for stem in RUNS:
+        cells = grid_cells((certs or {}).get(stem), runs.get(stem, {}).get("soft"))
+        lines.append(f"| `{stem}` | " + " | ".join(cells) + " |")
+    lines.append("")
     return "\n".join(lines)
 
 

@@ -31,6 +31,7 @@ from exactattn.core.numbers import (
 from exactattn.model import AttentionLayer, Model
 from exactattn.model.provenance import model_sha256
 from exactattn.results.bounds import BoundsRecord, TauStarRecord
+from exactattn.results.chainstats import CHAIN_KEY, ChainStats
 from exactattn.results.closedforms import ClosedForms
 from exactattn.results.entry import ABSENT, LengthEntry
 from exactattn.results.settings import CheckSettings
@@ -334,6 +335,9 @@ class LengthRecord:
     bounds: BoundsRecord | None = None
     tau_star: TauStarRecord | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # what verifies the claims of Theorem S (coordinate_ranges, head_profiles); checkpoints
+    # only (results/chainstats.py)
+    chain: ChainStats | None = None
 
     # -- derived ------------------------------------------------------------------
     def invariant(self) -> str | None:
@@ -393,6 +397,13 @@ class LengthRecord:
                 else max(self.precision_bits or 0, other.precision_bits or 0)
             ),
             float_settled=_add_opt(self.float_settled, other.float_settled),
+            chain=(
+                other.chain
+                if self.chain is None
+                else self.chain
+                if other.chain is None
+                else self.chain.merge(other.chain)
+            ),
         )
 
     # -- JSON -----------------------------------------------------------------------
@@ -459,6 +470,8 @@ class LengthRecord:
             res["tau_star"] = self.tau_star.to_json()
         for k, v in self.extra.items():
             res.setdefault(k, v)
+        if exact and self.chain is not None:
+            res[CHAIN_KEY] = self.chain.to_json()
         return res
 
     @staticmethod
@@ -567,7 +580,8 @@ class LengthRecord:
             float_settled=e.value("float_settled"),
             bounds=BoundsRecord.from_json(bounds) if bounds is not None else None,
             tau_star=TauStarRecord.from_json(tau_star) if tau_star else None,
-            extra=dict(e.extra),
+            extra={k: v for k, v in e.extra.items() if k != CHAIN_KEY},
+            chain=ChainStats.from_json(e.extra[CHAIN_KEY]) if CHAIN_KEY in e.extra else None,
         )
 
 

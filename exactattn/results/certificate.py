@@ -95,24 +95,117 @@ class ProofStep:
         return ProofStep(d["step"], d["statement"], d["proved_in"])
 
 
+#: what certified a length (``certified_by``): the per-coordinate chain (Theorem S), the
+#: one-number chain (Theorems 3(b), 4(iii)), the paper-shaped one (Theorem 4(ii)), or a stored
+#: exhaustive check of the same model at the same τ ("enumeration", with its file)
+BY_SHARP = "Theorem S (per-coordinate chain)"
+BY_3B = "Theorem 3(b) + 4(iii) (one-number chain)"
+BY_4II = "Theorem 4(ii)"
+BY_ENUMERATION = "enumeration"
+
+
 @dataclass(frozen=True)
 class LengthVerdict:
-    """Whether every input of length n is certified, and why (``--range``'s unit)."""
+    """Whether every input of length n is certified, and why (``--range``'s unit);
+    ``certified_by`` says which argument did (None when not certified)."""
 
     n: int
     certified: bool
     reason: str
+    certified_by: str | None = None
 
     @property
     def status(self) -> str:
         return "certified" if self.certified else "not certified"
 
     def to_json(self) -> dict[str, Any]:
-        return {"n": self.n, "status": self.status, "reason": self.reason}
+        return {
+            "n": self.n,
+            "status": self.status,
+            "reason": self.reason,
+            "certified_by": self.certified_by,
+        }
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> LengthVerdict:
-        return LengthVerdict(d["n"], d["status"] == "certified", d["reason"])
+        return LengthVerdict(d["n"], d["status"] == "certified", d["reason"], d.get("certified_by"))
+
+
+@dataclass(frozen=True)
+class SharpHead:
+    """One head in Theorem S at n: σ (how far its scores moved), the tail R at σ = 0, the
+    profile's first gap a, τ, which weight bound was used ("mass" = S3(b), "tanh" = S3(a),
+    "flat") and its factor (the soft mass off the top, or ½‖p̃ − h‖₁)."""
+
+    layer: int
+    head: int
+    option: str
+    sigma: Up
+    tail: Up | None
+    gap: Q | None
+    tau: Up
+    factor: Up | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "layer": self.layer,
+            "head": self.head,
+            "option": self.option,
+            "sigma": _up(self.sigma),
+            "tail": None if self.tail is None else _up(self.tail),
+            "gap": None if self.gap is None else _q(self.gap, False),
+            "tau": _up(self.tau),
+            "factor": None if self.factor is None else _up(self.factor),
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> SharpHead:
+        return SharpHead(
+            d["layer"],
+            d["head"],
+            d["option"],
+            d["sigma"],
+            d["tail"],
+            d["gap"],
+            d["tau"],
+            d["factor"],
+        )
+
+
+@dataclass(frozen=True)
+class SharpChain:
+    """Theorem S at n (proofs/07-sharp-chain.md): the read-out bound (S6), the same chain with
+    every score perturbation's effect on the weights removed (``tail_only``), which term
+    dominates ("tail": the error the tails make with exact scores; "propagation": how much
+    the score perturbations add), the largest per-coordinate error after each layer, and
+    the heads."""
+
+    readout_bound: Up
+    tail_only: Up
+    dominant: str
+    layers: tuple[Up, ...]
+    heads: tuple[SharpHead, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "readout_bound": _up(self.readout_bound),
+            "tail_only": _up(self.tail_only),
+            "dominant": self.dominant,
+            "layers": [_up(x) for x in self.layers],
+            "heads": [h.to_json() for h in self.heads],
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any] | None) -> SharpChain | None:
+        if d is None:
+            return None
+        return SharpChain(
+            d["readout_bound"],
+            d["tail_only"],
+            d["dominant"],
+            tuple(d["layers"]),
+            tuple(SharpHead.from_json(h) for h in d["heads"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -323,6 +416,7 @@ class LengthCertificate:
     final_error_bound: Up
     tau_theorem: Ball
     tau_theorem_lower: Q
+    sharp_chain: SharpChain | None = None
 
     def to_json(self) -> dict[str, Any]:
         g = self.tau_grid
@@ -343,6 +437,7 @@ class LengthCertificate:
             "tau_theorem": _ball(self.tau_theorem),
             "tau_theorem_lower": _q(self.tau_theorem_lower, False),
             "tau_theorem_note": TAU_THEOREM_NOTE,
+            "sharp_chain": None if self.sharp_chain is None else self.sharp_chain.to_json(),
         }
 
     @staticmethod
@@ -363,6 +458,7 @@ class LengthCertificate:
             d["final_error_bound"],
             _ball_in(d["tau_theorem"]),
             d["tau_theorem_lower"],
+            SharpChain.from_json(d.get("sharp_chain")),
         )
 
 
@@ -466,6 +562,25 @@ class RangeRun:
 
 
 @dataclass(frozen=True)
+class EnumeratedLengths:
+    """Which lengths of a range a stored exhaustive check certified (not a chain): the file,
+    the lengths, and why the file certified nothing when it did not (issue 35)."""
+
+    file: str | None
+    lengths: tuple[int, ...] = ()
+    not_used: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "lengths": list(self.lengths), "not_used": self.not_used}
+
+    @staticmethod
+    def from_json(d: dict[str, Any] | None) -> EnumeratedLengths | None:
+        if d is None:
+            return None
+        return EnumeratedLengths(d["file"], tuple(d["lengths"]), d["not_used"])
+
+
+@dataclass(frozen=True)
 class CertificateRange:
     """Every n of a range evaluated (no monotonicity assumed) up to the first failure."""
 
@@ -480,6 +595,7 @@ class CertificateRange:
     proof_chain: tuple[ProofStep, ...]
     run: RangeRun | None = None
     provenance: Provenance | None = None  # None only in files written before it existed
+    enumerated: EnumeratedLengths | None = None
 
     @property
     def certified_through(self) -> int:
@@ -500,6 +616,9 @@ class CertificateRange:
             "conditional_on": list(self.conditional_on),
             **({"provenance": self.provenance.to_json()} if self.provenance else {}),
             "proof_chain": [s.to_json() for s in self.proof_chain],
+            "certified_by_enumeration": None
+            if self.enumerated is None
+            else self.enumerated.to_json(),
         }
         if self.run is not None:
             d["seconds"] = self.run.seconds
@@ -533,7 +652,44 @@ class CertificateRange:
             tuple(ProofStep.from_json(s) for s in d["proof_chain"]),
             run,
             Provenance.from_json(d.get("provenance")),
+            EnumeratedLengths.from_json(d.get("certified_by_enumeration")),
         )
+
+
+@dataclass(frozen=True)
+class GridSummary:
+    """One length of the claims ledger's comparison (issue 35): at the model's own τ the
+    verdict (and who certified it), the own τ, and the τ grid (the last certified grid τ is
+    τ_cert(n))."""
+
+    n: int
+    own: LengthVerdict
+    own_tau: Up
+    grid: TauGrid | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "own": self.own.to_json(),
+            "own_tau": _up(self.own_tau),
+            "tau_grid": None if self.grid is None else self.grid.to_json(),
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> GridSummary:
+        return GridSummary(
+            d["n"],
+            LengthVerdict.from_json(d["own"]),
+            d["own_tau"],
+            TauGrid.from_json(d["tau_grid"]),
+        )
+
+    def cert_text(self) -> str | None:
+        """τ_cert(n) as written (the last certified grid τ's upper end), None without one."""
+        g = self.grid
+        if g is None or g.last_certified is None:
+            return None
+        return ball_upper(g.last_certified.tau)
 
 
 def certificate_from_json(d: Any) -> Certificate | CertificateRange:
@@ -549,3 +705,14 @@ def certificate_from_json(d: Any) -> Certificate | CertificateRange:
 def steps(items: Sequence[tuple[str, str, str]]) -> tuple[ProofStep, ...]:
     """Proof steps from (step, statement, proved_in) triples."""
     return tuple(ProofStep(*t) for t in items)
+
+
+def ledger_certify_json(own: Any, theorem: Any, grid: list[GridSummary]) -> dict[str, Any]:
+    """reports/claims/<stem>.certify.json: the claims ledger's ranges at the own τ and at
+    τ_thm(n), and the per-n comparison (issue 35)."""
+    return {"own": own, "theorem": theorem, "grid": [g.to_json() for g in grid]}
+
+
+def ledger_grid(data: Any) -> list[Any]:
+    """The per-n comparison entries of a stored ledger certify file ([] when absent)."""
+    return data.get("grid", []) if isinstance(data, dict) else []

@@ -48,6 +48,30 @@ def head_witness(layer: int, head: int) -> dict[str, int]:
     return {"layer": layer, "head": head}
 
 
+def layer_witness(after: int) -> dict[str, int]:
+    """An ``activation_upper`` violation's witness: the layer after which (−1: embedding)."""
+    return {"after_layer": after}
+
+
+def range_witness(word: list[str], coordinate: str, after: int, position: int, value: str) -> dict:
+    """A ``coordinate_ranges`` violation's witness: the input, where and the value there."""
+    return {
+        "input": word,
+        "coordinate": coordinate,
+        "after_layer": after,
+        "position": position,
+        "value": value,
+    }
+
+
+def profile_witness(word: list[str], query: int, k: int | None, what: str) -> dict:
+    """A ``head_profiles`` violation's witness: the input and query, and either the k-th
+    drop (``k`` given, ``what`` the drop) or the size of a tied top (``k`` None)."""
+    if k is None:
+        return {"input": word, "query": query, "top_keys": int(what)}
+    return {"input": word, "query": query, "k": k, "drop": what}
+
+
 @dataclass(frozen=True)
 class ClaimItem:
     """One claim at n: what it says there, what was measured, holds / fails / undecided."""

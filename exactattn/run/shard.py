@@ -85,6 +85,9 @@ def hard_filter_start(job: LengthJob) -> int | None:
     p = job.policy
     if not p.hard_filter:
         return None
+    cl = job.model.claims
+    if cl is not None and (cl.coordinate_ranges is not None or cl.head_profiles is not None):
+        return None  # Theorem S's claims are measured on every word's exact trace
     if not job.hard_only and not (p.floats and p.coarse):
         return None
     return filter_plan(_compiled(job.model), job.n)
