@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from paths import ROOT
 from strategies import models, to_json_text
 
 from exactattn import load_model, model_from_dict, run_check
 from exactattn.core.numbers import load_json_text, parse_decimal
 from exactattn.model import model_from_raw
 
-ROOT = Path(__file__).resolve().parent.parent
 MODELS = sorted((ROOT / "models").glob("*.json"))
 # big bundled models are checked to a smaller n in the default run (the slow run goes to 6)
 SMALL_N = {"induction_k1": 4, "induction_k2": 4, "dyck2": 5, "rasp_dyck2": 4}

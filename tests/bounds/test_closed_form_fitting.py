@@ -21,6 +21,7 @@ import strategies as S
 import sympy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from paths import ROOT
 
 from exactattn import load_model, model_from_dict, run_check
 from exactattn.bounds.closedforms import (
@@ -37,7 +38,6 @@ from exactattn.bounds.closedforms import (
 from exactattn.results.resultfile import closed_form_problem
 from exactattn.results.sequences import values_of_rows
 
-ROOT = Path(__file__).resolve().parent.parent
 N = sympy.Symbol("n")
 SETTINGS = dict(
     deadline=None,

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import reference_evaluator as R
+from paths import ROOT
 
 from exactattn import evaluate, load_model, run_check
 from exactattn.bounds.tau_search import HI_EXP, LO_EXP, _bracket, grid_floor, grid_tau
@@ -24,7 +25,6 @@ from exactattn.core.numbers import parse_decimal
 from exactattn.report.data import non_monotone_lines
 from exactattn.results.bounds import TauStarRecord, tau_star_brackets
 
-ROOT = Path(__file__).resolve().parent.parent
 MODELS = sorted(p.stem for p in (ROOT / "models").glob("*.json"))
 
 

@@ -11,17 +11,16 @@ from __future__ import annotations
 import json
 import sys
 from fractions import Fraction as F
-from pathlib import Path
 
 import pytest
 from bound_search import DATA, ratios, search
 from flint import arb, ctx
+from paths import ROOT
 
 from exactattn import bounds as B
 from exactattn import model_from_dict, run_check
 from exactattn.core.numbers import arb_endpoints, parse_decimal
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "proofs"))
 from arb_witnesses import (  # noqa: E402
     c3_witness,

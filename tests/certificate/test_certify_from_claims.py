@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from paths import ROOT
 
 from exactattn.certificate.certify import Prepared, certificate, certify_length, certify_range
 from exactattn.core.errors import ExactAttnError, ModelError
@@ -22,7 +23,6 @@ from exactattn.core.numbers import arb_endpoints
 from exactattn.model import load_model, model_from_dict
 from exactattn.run.check import run_check
 
-ROOT = Path(__file__).resolve().parent.parent
 # the bundled models: every builder emits proved claims (issue 23), the RASP compiler too
 # (proofs/claims.md, Proposition R)
 MODELS = sorted((ROOT / "models").glob("*.json"))

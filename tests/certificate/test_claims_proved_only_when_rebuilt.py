@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from paths import ROOT
 
 from exactattn.certificate.certify import Prepared, certificate
 from exactattn.certificate.rederive import first_difference, rederive
@@ -37,7 +38,6 @@ from exactattn.model.claimed import UNIQUE_TOP
 from exactattn.model.provenance import canonical_text, model_sha256
 from exactattn.run.check import run_check
 
-ROOT = Path(__file__).resolve().parent.parent
 MODELS = sorted((ROOT / "models").glob("*.json"))
 IDS = [p.stem for p in MODELS]
 LOWER = ("gamma_lower", "margin_lower")  # claims that are lower bounds: false when raised

@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from markdown_it import MarkdownIt
+from paths import ROOT, TESTS
 
 from exactattn.cli import main
 from exactattn.constructions.induction import induction_formulas
 from exactattn.logic.ltl import formula_depth
 from exactattn.report import render
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(__file__).parent / "data" / "result_small.json"
+DATA = TESTS / "data" / "result_small.json"
 
 
 def _code_spans(html: str) -> list[str]:

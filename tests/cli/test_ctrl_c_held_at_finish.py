@@ -1,5 +1,5 @@
 """``precision``, ``search`` and ``certify`` under a Ctrl-C injected at exact points: the rule
-``check`` follows (tests/test_signal_fuzz.py, end) with the same hold (``FinishHold``).
+``check`` follows (tests/fuzz/test_signals_during_jobs.py, end) with the same hold (``FinishHold``).
 
 Before the work is done a Ctrl-C is an interrupt: exit 130; ``precision`` keeps the lengths
 saved so far, ``search`` and ``certify`` write nothing. Once it is done (every length run, the
@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from paths import ROOT
 
 import exactattn.cli.certify as certify_module
 import exactattn.cli.extra as extra_module
@@ -26,7 +27,6 @@ from exactattn.cli import main
 from exactattn.model import load_model
 from exactattn.run.precision import sweep_family, sweep_words
 
-ROOT = Path(__file__).resolve().parent.parent
 DYCK1 = ROOT / "models" / "dyck1.json"
 PRECISION = ["precision", str(DYCK1), "--max-n", "3", "--dtype", "float64"]
 SEARCH = ["search", str(DYCK1), "--n", "4", "--objective", "margin", "--budget", "5"]

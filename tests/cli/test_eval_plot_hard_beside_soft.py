@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from paths import ROOT
 
 from exactattn import evaluate, load_model, model_from_dict
 from exactattn.cli import main
 from exactattn.report.attention import attention_figure, heads_of
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_plot_is_written_with_every_head(tmp_path: Path) -> None:

@@ -10,13 +10,13 @@ import shlex
 from pathlib import Path
 
 from click.testing import CliRunner
+from paths import ROOT
 
 from exactattn import evaluate, load_model, model_from_dict
 from exactattn.cli import main
 from exactattn.cli.show import parting_layer
 from exactattn.constructions.catalog import catalog
 
-ROOT = Path(__file__).resolve().parent.parent
 DYCK1 = ROOT / "models" / "dyck1.json"
 
 

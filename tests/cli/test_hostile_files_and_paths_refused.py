@@ -31,8 +31,8 @@ from typing import Any
 
 import fuzzing as F
 import pytest
+from paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "tests" / "data" / "mean_a_position.json"
 DYCK1 = ROOT / "models" / "dyck1.json"
 

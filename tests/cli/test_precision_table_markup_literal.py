@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
+from paths import TESTS
 from rich.console import Console
 
 from exactattn.cli import extra
 from exactattn.results.precision import Diagnosis, FirstFlip, PrecisionResult
 
-GOLDEN = Path(__file__).parent / "golden" / "precision" / "dyck1_n3_float64.json"
+GOLDEN = TESTS / "golden" / "precision" / "dyck1_n3_float64.json"
 
 
 def test_tokens_and_tau_with_markup_are_printed_verbatim(monkeypatch) -> None:

@@ -15,11 +15,9 @@ import struct
 import subprocess
 import sys
 import termios
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from paths import ROOT
 
 
 def _env() -> dict[str, str]:

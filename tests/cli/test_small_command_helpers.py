@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 import pytest
+from paths import ROOT
 
 from exactattn.certificate.certify import certificate, range_certificate
 from exactattn.certificate.verify import (
@@ -45,7 +46,6 @@ from exactattn.results.claims import (
 from exactattn.results.settings import TauChoice
 from exactattn.run.check import run_check
 
-ROOT = Path(__file__).resolve().parent.parent
 DYCK1 = ROOT / "models" / "dyck1.json"
 
 

@@ -1,6 +1,6 @@
 """Start-up cost of the command line: `exactattn --help` and `exactattn check --help` load
 only what every command needs (numpy, flint, click, rich's console). The heavy or optional
-libraries stay lazy (each such import carries a `# lazy: <why>` comment, tests/test_layers.py).
+libraries stay lazy (each such import carries a `# lazy: <why>` comment, tests/repo/test_layers.py).
 """
 
 from __future__ import annotations
@@ -9,11 +9,9 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from paths import ROOT
 
 NEVER_AT_START = (
     "sympy",  # proofs and closed-form fitting only

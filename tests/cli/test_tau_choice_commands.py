@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from paths import ROOT
 
 from exactattn.certificate.certify import certificate, range_certificate
 from exactattn.core.errors import UsageError
@@ -12,7 +11,7 @@ from exactattn.model import load_model
 from exactattn.results.settings import TauChoice
 from exactattn.run.search import run_search
 
-DYCK1 = Path(__file__).resolve().parents[1] / "models" / "dyck1.json"
+DYCK1 = ROOT / "models" / "dyck1.json"
 
 
 def test_no_theorem_word_where_there_is_no_theorem_mode() -> None:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from paths import ROOT
 from rich.console import Console
 
 from exactattn import evaluate, load_model
@@ -22,7 +22,6 @@ from exactattn.logic.ltl import LTLSyntaxError, parse_ltl
 from exactattn.model.expr import ExprError, parse_expression
 from exactattn.results.precision import PrecisionResult
 
-ROOT = Path(__file__).resolve().parent.parent
 INTERVAL = re.compile(r"\[[-0-9.e]+, [-0-9.e]+\]")
 
 

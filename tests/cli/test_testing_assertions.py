@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 from exactattn.core.errors import UsageError
 from exactattn.testing import assert_bounds_hold, assert_faithful, assert_gap
 
-ROOT = Path(__file__).resolve().parents[1]
 DYCK1 = ROOT / "models" / "dyck1.json"
 
 

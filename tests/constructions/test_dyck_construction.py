@@ -1,7 +1,8 @@
 """Dyck-k: the construction, its closed-form gap γ(n), and both meanings.
 
 The default run covers n ≤ 6 (Dyck-2 at n = 6 is 4096 strings); the full sweep
-n ≤ 10 (Dyck-2 at n = 10 is 4^10 ≈ 1M strings) is ``pytest -m slow tests/test_dyck.py``.
+n ≤ 10 (Dyck-2 at n = 10 is 4^10 ≈ 1M strings) is
+``pytest -m slow tests/constructions/test_dyck_construction.py``.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import pytest
 from flint import arb
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from paths import ROOT
 
 from exactattn import evaluate, load_model, model_from_dict, run_check
 from exactattn.core.errors import ModelError
@@ -26,7 +27,6 @@ from exactattn.core.numbers import (
 )
 from exactattn.engine.ratarray import RatArray, int_matmul
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "exactattn" / "examples" / "mean_a_position.json"
 
 

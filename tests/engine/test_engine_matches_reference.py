@@ -36,6 +36,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import note as _note
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
+from paths import TESTS
 
 from exactattn import evaluate, load_model, model_from_dict, run_check
 
@@ -209,9 +210,8 @@ def test_evaluate_matches_reference(case):
 def test_worked_example_against_engine():
     """The spec's worked example through both, n = 1..3 (the engine for n = 4, 5 is checked
     in test_closed_forms)."""
-    from pathlib import Path
 
-    compare((Path(__file__).parent / "data" / "mean_a_position.json").read_text())
+    compare((TESTS / "data" / "mean_a_position.json").read_text())
 
 
 def _accept_model(**parts) -> dict:

@@ -12,12 +12,12 @@ each shortcut against the computation it replaces.
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from paths import ROOT
 from strategies import models, to_json_text
 
 import exactattn.engine.measure as measure
@@ -31,7 +31,6 @@ from exactattn.inputs import words_of_length
 from exactattn.model import model_from_raw
 from exactattn.model.reference import Oracle, _dyck_many, dyck_accepts
 
-ROOT = Path(__file__).resolve().parent.parent
 LOWEST = np.iinfo(np.int64).min
 
 

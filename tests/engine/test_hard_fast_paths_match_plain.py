@@ -16,12 +16,12 @@ import itertools
 import math
 import random
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from paths import ROOT
 from strategies import models, to_json_text
 
 import exactattn.engine.hard as hard
@@ -35,8 +35,6 @@ from exactattn.engine.ratarray import RatArray
 from exactattn.inputs import words_of_length
 from exactattn.model import Reference, model_from_raw
 from exactattn.model.reference import Oracle
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _same_trace(a, b) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from paths import ROOT
 from strategies import models, to_json_text
 
 from exactattn import model_from_dict, run_check
@@ -35,7 +36,6 @@ from exactattn.inputs import words_of_length
 from exactattn.model import AcceptOutput, model_from_raw
 from exactattn.model.reference import Oracle
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 

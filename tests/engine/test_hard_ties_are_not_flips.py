@@ -3,11 +3,9 @@ meaning cannot disagree with it; flips at decided positions still make the verdi
 
 from __future__ import annotations
 
-from pathlib import Path
+from paths import ROOT
 
 from exactattn import load_model, run_check
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_worked_example_zero_margin_inputs_are_hard_ties() -> None:

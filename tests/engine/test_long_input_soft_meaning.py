@@ -129,8 +129,9 @@ ADVERSARIAL = {
     "output": {"kind": "accept", "position": "last", "weight": [0, 1, 1], "bias": 0,
                "threshold": "1/3"},
 }  # fmt: skip
-"""τ = 1 (exact) and weights 1/3, 1/5 (as tests/test_softfloat.py): every float result is
-rounded and no radius comes from the inputs, so only the widening keeps values enclosed."""
+"""τ = 1 (exact) and weights 1/3, 1/5 (as tests/engine/cascade/test_float64_tier_vs_arb.py):
+every float result is rounded and no radius comes from the inputs, so only the widening keeps
+values enclosed."""
 
 
 def test_widening_is_needed(monkeypatch):

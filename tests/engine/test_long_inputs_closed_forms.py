@@ -29,13 +29,12 @@ import pytest
 from flint import arb, ctx, fmpq
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from paths import ROOT
 
 from exactattn import model_from_dict, run_check
 from exactattn.core.numbers import parse_decimal
 from exactattn.engine.hard import CompiledModel, _divide_rows, run_hard
 from exactattn.engine.ratarray import RatArray, _scale, int_matmul
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _head(q: list, k: list, v: list, o: list) -> dict:

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import itertools
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 import reference_evaluator as R
+from paths import TESTS
 
 mp = R.mp  # the reference's 60-digit context
 
-DATA = Path(__file__).parent / "data"
+DATA = TESTS / "data"
 
 # n, inputs, gamma, x_max, error after layer 0 (12 significant digits), min margin
 WORKED_TABLE = [

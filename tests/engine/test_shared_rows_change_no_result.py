@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import itertools
 import random
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from paths import ROOT
 from strategies import models, to_json_text
 
 from exactattn import load_model
@@ -31,8 +31,6 @@ from exactattn.engine.hard import CompiledModel, Sharing, causal_depth, prefix_s
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import words_of_length
 from exactattn.model import model_from_raw
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _fields(fb: fbm.FloatBatch) -> list[np.ndarray]:

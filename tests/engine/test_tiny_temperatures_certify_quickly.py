@@ -29,6 +29,7 @@ import pytest
 from flint import arb, ctx
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from paths import ROOT
 
 from exactattn import model_from_dict, run_check
 from exactattn.core.numbers import (
@@ -41,8 +42,6 @@ from exactattn.core.numbers import (
     parse_decimal,
     short_sci_huge,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
 
 ANY_A = {
     "format": "exactattn/1",

@@ -18,13 +18,13 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 from exactattn import model_from_dict, run_check
 from exactattn.core.errors import ModelError
 from exactattn.engine.ratarray import RatArray
 from exactattn.model.load import load_model
 
-ROOT = Path(__file__).resolve().parents[1]
 BASE = json.loads((ROOT / "tests" / "data" / "mean_a_position.json").read_text())
 
 

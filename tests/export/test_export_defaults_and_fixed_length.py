@@ -5,17 +5,17 @@ to run on another length (its position embeddings are P(p, n))."""
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from paths import ROOT
 
 from exactattn.cli import main
 from exactattn.core.errors import UsageError
 from exactattn.export import DEFAULT_DTYPE, have
 from exactattn.model import load_model
 
-MODELS = Path(__file__).resolve().parent.parent / "models"
+MODELS = ROOT / "models"
 
 needs_torch = pytest.mark.skipif(
     not have("torch"), reason='needs the torch extra: pip install -e ".[torch]"'

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from paths import ROOT
 
 import exactattn.export as export
 from exactattn.cli import main
 
-MODELS = Path(__file__).resolve().parent.parent / "models"
+MODELS = ROOT / "models"
 
 
 def test_core_never_imports_torch() -> None:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from paths import ROOT
 
 torch = pytest.importorskip(
     "torch", reason="PyTorch is not installed (optional extra: pip install -e '.[torch]')"
@@ -39,7 +39,7 @@ from exactattn.run.precision import (  # noqa: E402
     sweep_words,
 )
 
-MODELS = Path(__file__).resolve().parent.parent / "models"
+MODELS = ROOT / "models"
 
 BUNDLED = sorted(p.stem for p in MODELS.glob("*.json"))
 MAX_N = 6

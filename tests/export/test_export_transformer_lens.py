@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from paths import ROOT
 
 torch = pytest.importorskip(
     "torch", reason="PyTorch is not installed (optional extra: pip install -e '.[torch]')"
@@ -33,7 +34,6 @@ from exactattn.importers.tracr import import_tracr  # noqa: E402
 from exactattn.inputs import words_of_length  # noqa: E402
 from exactattn.model import load_model, model_from_dict  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"
 TRACR = ROOT / "tests" / "data" / "tracr"
 

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_report import needs_pdflatex, pdflatex
+from latex_compile import needs_pdflatex, pdflatex
+from paths import TESTS
 
 from exactattn.cli import main
 
-DATA = Path(__file__).parent / "data" / "fuzz_regressions"
+DATA = TESTS / "data" / "fuzz_regressions"
 
 
 def test_a_malformed_tau_star_bracket_is_bad_input(tmp_path: Path) -> None:

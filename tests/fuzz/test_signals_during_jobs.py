@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "models" / "dyck2.json"
 ARGS = ["check", str(MODEL), "--max-n", "7", "--jobs", "2", "-q"]
 

@@ -27,11 +27,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from paths import TESTS
 
 from exactattn.core.errors import ModelError
 from exactattn.importers.tracr import _rasp_number, import_tracr, write_model
 
-FIXTURES = Path(__file__).resolve().parent / "data" / "tracr"  # see README.md there
+FIXTURES = TESTS / "data" / "tracr"  # see README.md there
 NAMES = ["reverse", "length", "frac_prevs", "shuffle_dyck1"]
 
 TIE = "<tie>"

@@ -22,16 +22,16 @@ import itertools
 import json
 from fractions import Fraction
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import TESTS
 
 from exactattn import evaluate, model_from_dict, run_check
 from exactattn.importers.tracr import import_tracr
 from exactattn.model import Model
 
-DATA = Path(__file__).resolve().parent / "data" / "tracr_lib"
+DATA = TESTS / "data" / "tracr_lib"
 TRACR_COMMIT = "9ce2b8c82b6ba10e62e86cf6f390e7536d4fd2cd"
 
 LIB = [

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from paths import TESTS
 
 from exactattn.cli import main
 from exactattn.core.errors import ModelError
 from exactattn.importers.tracr import import_tracr
 
-TRACR = Path(__file__).resolve().parent / "data" / "tracr"
+TRACR = TESTS / "data" / "tracr"
 
 
 def _twice(tmp_path: Path, key: str, value: str) -> Path:

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 from doc_sessions import missing_lines, run_step, steps_of
+from paths import ROOT
 
 from exactattn.core.errors import UsageError
 from exactattn.importers import tracr_compile
 
-ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "tracr.md"
 SECTION = PAGE.read_text("utf-8").split("## Your own program", 1)[1].split("\n## ", 1)[0]
 

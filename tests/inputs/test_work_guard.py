@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
+from paths import ROOT
 
 from exactattn.cli import main
 from exactattn.inputs.work import (
@@ -30,7 +31,6 @@ from exactattn.inputs.work import (
 )
 from exactattn.model import load_model, model_from_dict
 
-ROOT = Path(__file__).resolve().parent.parent
 BASE = json.loads((ROOT / "tests" / "data" / "mean_a_position.json").read_text())
 FIX = "(fix: lower --max-n, raise --max-inputs, or pass --force)"
 

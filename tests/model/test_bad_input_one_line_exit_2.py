@@ -1,8 +1,8 @@
 """Every reproducer of issue 12 (bad input): exit 2, one line naming the JSON path, no output.
 
-Run in-process through the CLI (tests/fuzzing.py) for speed; tests/test_bad_input.py keeps
-the subprocess-level checks. Also: exit 4 for internal errors, 130 for Ctrl-C, partial runs
-never "clean", atomic writes.
+Run in-process through the CLI (tests/fuzzing.py) for speed;
+tests/model/test_bad_model_files.py keeps the subprocess-level checks. Also: exit 4 for internal
+errors, 130 for Ctrl-C, partial runs never "clean", atomic writes.
 """
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths import ROOT, TESTS
 
-ROOT = Path(__file__).resolve().parents[1]
-BASE = json.loads((Path(__file__).parent / "data" / "mean_a_position.json").read_text())
+BASE = json.loads((TESTS / "data" / "mean_a_position.json").read_text())
 
 
 def run_cli(tmp_path: Path, text: str) -> tuple[subprocess.CompletedProcess, Path]:

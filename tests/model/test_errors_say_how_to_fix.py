@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from paths import ROOT
 
 from exactattn.cli import main
 from exactattn.core.errors import ModelError
@@ -24,7 +25,6 @@ from exactattn.importers.tracr import import_tracr
 from exactattn.model import model_from_dict
 from exactattn.model.expr import parse_expression
 
-ROOT = Path(__file__).resolve().parent.parent
 TRACR = ROOT / "tests" / "data" / "tracr"
 EXAMPLE = ROOT / "exactattn" / "examples" / "mean_a_position.json"
 

@@ -17,9 +17,9 @@ import os
 import subprocess
 import sys
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 from exactattn import run_check
 from exactattn.certificate.certify import certificate, certify_range
@@ -31,7 +31,6 @@ from exactattn.model import model_from_dict
 from exactattn.model.expr import parse_expression
 from exactattn.rasp import parse_program, run
 
-ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT / "models" / "rasp"
 STEMS = sorted(p.stem for p in SOURCES.glob("*.rasp"))
 # the programs whose only heads are Boolean selects keep the unbounded rate

@@ -17,6 +17,7 @@ import pytest
 from flint import arb
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from paths import ROOT
 
 from exactattn.certificate.certify import certificate, certify_range
 from exactattn.constructions.rasp_bundled import catalog
@@ -25,8 +26,8 @@ from exactattn.core.errors import ModelError, UsageError
 from exactattn.model import model_from_dict
 from exactattn.run.check import run_check
 
-ROOT = Path(__file__).resolve().parent.parent
-# the unbounded compilations (Proposition R); the bounded ones are tests/test_rasp_bounded.py's
+# the unbounded compilations (Proposition R); the bounded ones are
+# tests/rasp/test_rasp_bounded_embedding.py's
 COMPILED = {k: v for k, v in catalog().items() if not k.endswith("_bounded")}
 STEMS = sorted(COMPILED)
 MARGIN = {"accept": "1/2", "argmax": "1"}

@@ -4,15 +4,15 @@ compiled model's hard meaning equals the interpreter on every input up to n = 3.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 from exactattn import model_from_dict, run_check
 from exactattn.constructions.rasp_compile import compile_program
 from exactattn.rasp import parse_program, run
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "rasp.md"
+DOC = ROOT / "docs" / "rasp.md"
 BLOCK = re.compile(r"```rasp\n(.*?)```\non `(\w+)`: `([^`]*)`", re.S)
 EXAMPLES = BLOCK.findall(DOC.read_text(encoding="utf-8"))
 

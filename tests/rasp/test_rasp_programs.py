@@ -13,13 +13,13 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 from exactattn import load_model, run_check
 from exactattn.constructions.rasp_compile import compile_program
 from exactattn.constructions.rasp_gap import bound_at
 from exactattn.rasp import parse_program, run
 
-ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT / "models" / "rasp"
 STEMS = sorted(p.stem for p in SOURCES.glob("*.rasp"))
 
@@ -120,7 +120,7 @@ def _assert_hard_equals_interpreter_and_gap(stem: str, res: dict) -> None:
 @pytest.mark.parametrize("stem", STEMS)
 def test_hard_meaning_equals_interpreter_and_gap_bound_holds(stem):
     """Every input up to n = 6 (Dyck-2 too: 5,460 words); n = 8 in the slow run. The bounded
-    compilations: tests/test_rasp_bounded.py."""
+    compilations: tests/rasp/test_rasp_bounded_embedding.py."""
     _assert_hard_equals_interpreter_and_gap(stem, _hard_check(stem, 6))
 
 

@@ -4,9 +4,8 @@ prints what the page says (issue 39)."""
 from __future__ import annotations
 
 import doctest
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from paths import ROOT
 
 
 def test_every_example_of_the_api_page_runs(monkeypatch) -> None:

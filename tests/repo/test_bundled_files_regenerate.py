@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 from exactattn.cli import model_text
 from exactattn.constructions.catalog import catalog
 from exactattn.report.regenerate import REPORTS, regenerate
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_models_are_up_to_date() -> None:
@@ -29,7 +27,7 @@ def test_models_are_up_to_date() -> None:
 
 # one report by default, the quickest (ltl_counting_temperature: ≈ 20 s against ≈ 50 and 60 s
 # for the other two on the 2-core machine; the same code: run_check with --bounds and
-# --find-tau, then the Markdown), the others under -m slow; tests/test_layout_golden.py
+# --find-tau, then the Markdown), the others under -m slow; tests/repo/test_layout_golden.py
 # pins dyck2's check output byte for byte by default
 FRESH_DEFAULT = ("ltl_counting_temperature",)
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import re
 from fractions import Fraction
-from pathlib import Path
 
 from flint import arb, ctx
+from paths import ROOT
 
 from exactattn.core.numbers import arb_endpoints, decimal_up, parse_decimal
 
-ROOT = Path(__file__).resolve().parent.parent
 PREC = ROOT / "reports" / "precision"
 FP = (ROOT / "docs" / "finite-precision.md").read_text("utf-8")
 README = (ROOT / "README.md").read_text("utf-8")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from paths import ROOT
+
 DOCS = ROOT / "docs"
 NOTES = ROOT / "notes"
 SCALE_MAX_LINES = 400  # the guide must stay under this

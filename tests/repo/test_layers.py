@@ -25,7 +25,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-PKG = Path(__file__).resolve().parent.parent / "exactattn"
+from paths import ROOT
+
+PKG = ROOT / "exactattn"
 
 # stage folder → rank; a module may import only from stages of equal or lower rank.
 # "" is the package root (__init__, __main__, testing): the public API, on top.

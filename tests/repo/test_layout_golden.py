@@ -3,7 +3,7 @@
 The golden JSON files in tests/golden/layout/ were written by the code *before* the package was
 reorganised into stage folders (issue 21). A change that alters any result, even one digit or
 one key order, fails here. Regenerate (only for a deliberate change of results) with
-`EXACTATTN_UPDATE_GOLDEN=1 python -m pytest tests/test_layout_golden.py`.
+`EXACTATTN_UPDATE_GOLDEN=1 python -m pytest tests/repo/test_layout_golden.py`.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from paths import ROOT, TESTS
 
 from exactattn.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = Path(__file__).resolve().parent / "golden" / "layout"
+GOLDEN = TESTS / "golden" / "layout"
 
 # name → check arguments (model path relative to the repository); each runs in about a second
 CASES = {

@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
-PROOFS = Path(__file__).resolve().parent.parent / "proofs"
+PROOFS = ROOT / "proofs"
 CHECKS = sorted(PROOFS.glob("check_*.py"))
 sys.path.insert(0, str(PROOFS))
 from mutations import MUTATIONS, Mutation, run  # noqa: E402

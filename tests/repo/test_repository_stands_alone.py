@@ -8,7 +8,8 @@ import ast
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from paths import ROOT
+
 PKG = ROOT / "exactattn"
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from doc_sessions import files_of, missing_lines, run_step, steps_of
+from paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PAGE = (ROOT / "docs" / "tutorial.md").read_text("utf-8")
 
 

@@ -8,14 +8,13 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 from exactattn.bounds.closedforms import closed_forms
 from exactattn.core.numbers import parse_decimal
 from exactattn.report import claims
 from exactattn.results.bounds import TauStarRecord
 from exactattn.results.sequences import values_of_rows
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_ledger_is_current() -> None:

@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import ROOT
 
 from exactattn.report import figures
 from exactattn.report.data import load
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _key(line: Any) -> tuple:

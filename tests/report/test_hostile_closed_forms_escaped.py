@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from markdown_it import MarkdownIt
-from test_hostile_names import live_part
+from paths import TESTS
+from test_hostile_names_escaped import live_part
 
 from exactattn.bounds.closedforms import closed_forms
 from exactattn.cli import main
@@ -29,7 +30,7 @@ from exactattn.report import render, write_report
 from exactattn.results.resultfile import validate_result
 from exactattn.results.sequences import values_of_rows
 
-DATA = Path(__file__).parent / "data" / "result_small.json"
+DATA = TESTS / "data" / "result_small.json"
 PAYLOADS = [
     r"}\input{SECRET}\text{",
     "<img src=x onerror=alert(1)>",

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
+from paths import TESTS
 
 from exactattn.report import render, write_report
 
-DATA = Path(__file__).parent / "data" / "result_small.json"
+DATA = TESTS / "data" / "result_small.json"
 PASSWD = r"\input{/etc/passwd}"
 HOSTILE = [
     "x\n" + PASSWD + "\n%",

@@ -2,7 +2,7 @@
 
 A deliberate layout change fails the golden tests until the golden files are regenerated:
 
-    EXACTATTN_UPDATE_GOLDEN=1 pytest tests/test_report.py
+    EXACTATTN_UPDATE_GOLDEN=1 pytest tests/report/test_report_goldens.py
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import copy
 import json
 import os
 import random
-import shutil
-import subprocess
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from latex_compile import PDFLATEX, needs_pdflatex, pdflatex
+from paths import TESTS
 
 from exactattn.core.errors import UsageError
 from exactattn.report import fmt as F
@@ -25,7 +25,7 @@ from exactattn.report import render, write_report
 from exactattn.report.data import load
 from exactattn.report.fmt import Bracket, Interval, Num
 
-HERE = Path(__file__).parent
+HERE = TESTS
 GOLDEN = HERE / "golden"
 SMALL = HERE / "data" / "result_small.json"
 UPDATE = os.environ.get("EXACTATTN_UPDATE_GOLDEN") == "1"
@@ -91,7 +91,7 @@ def check_golden(name: str, text: str) -> None:
     expected = path.read_text(encoding="utf-8")
     assert text == expected, (
         f"{name} differs from its golden file; if the layout change is intended, regenerate "
-        "with EXACTATTN_UPDATE_GOLDEN=1 pytest tests/test_report.py"
+        "with EXACTATTN_UPDATE_GOLDEN=1 pytest tests/report/test_report_goldens.py"
     )
 
 
@@ -143,32 +143,7 @@ def test_report_content(written: dict[str, list[Path]]) -> None:
     assert r"\texttt{<s>}" in tex
 
 
-# --- LaTeX compiles ------------------------------------------------------------------------
-
-PDFLATEX = shutil.which("pdflatex")
-needs_pdflatex = pytest.mark.skipif(
-    PDFLATEX is None,
-    reason="pdflatex not installed (apt-get install texlive-latex-base texlive-latex-recommended)",
-)
-
-
-def pdflatex(tex: Path) -> Path:
-    assert PDFLATEX is not None
-    run = subprocess.run(
-        [PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", tex.name],
-        cwd=tex.parent,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    log = tex.with_suffix(".log")
-    assert run.returncode == 0, log.read_text(errors="replace")[-3000:]
-    text = log.read_text(errors="replace")
-    assert "Overfull \\hbox" not in text, "a table or caption is wider than the text"
-    assert "undefined" not in text.lower(), "undefined reference, font shape or control sequence"
-    pdf = tex.with_suffix(".pdf")
-    assert pdf.stat().st_size > 1000
-    return pdf
+# --- LaTeX compiles (helpers in tests/latex_compile.py) -----------------------------------
 
 
 @needs_pdflatex

@@ -4,14 +4,14 @@ the same rows in both formats."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
+
+from paths import ROOT
 
 from exactattn.report import table as T
 from exactattn.report.data import load
 from exactattn.report.fmt import rational
 from exactattn.report.latex import render_fragment
 
-ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = "a|b`c\\input{/etc/passwd}$_%&#~^<x>*[l](u)\n"
 
 

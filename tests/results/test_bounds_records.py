@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 from flint import arb
+from paths import ROOT
 
 from exactattn import load_model, run_check
 from exactattn.bounds.closedforms import closed_forms
@@ -21,8 +21,6 @@ from exactattn.results.bounds import (
     grid_value,
 )
 from exactattn.results.sequences import LengthValues, values_of_rows
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")

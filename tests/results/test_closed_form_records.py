@@ -7,15 +7,14 @@ from __future__ import annotations
 import json
 import math
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 from exactattn.bounds.closedforms import evaluate_form, fit_closed_forms
 from exactattn.results.closedforms import HYPERGEOMETRIC, PARITY, POWER, RATIONAL, Form
 from exactattn.results.sequences import ClosedForm, LengthValues, closed_form_records
 
-ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = sorted((ROOT / "tests" / "golden" / "layout").glob("*.json"))
 
 

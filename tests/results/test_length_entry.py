@@ -7,9 +7,9 @@ decimals, a view keeps them)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 from exactattn.model import load_model
 from exactattn.results import LengthRecord
@@ -18,7 +18,6 @@ from exactattn.results.views import ABSENT as VIEW_ABSENT
 from exactattn.results.views import LengthView
 from exactattn.run.check import run_check
 
-ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = sorted((ROOT / "tests" / "golden" / "layout").glob("*.json"))
 
 

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import ROOT
 
 from exactattn.core.jsonio import read_json
 from exactattn.model import load_model
 from exactattn.results.precision import LEGACY, PRECISION_FORMAT, PrecisionResult, legacy_keys
 from exactattn.results.search import SEARCH_FORMAT, SearchResult
 
-ROOT = Path(__file__).resolve().parent.parent
 PREC = ROOT / "reports" / "precision"
 FILES = sorted(p for p in PREC.rglob("*.json") if "legacy" not in p.relative_to(PREC).parts)
 NAMES = [str(p.relative_to(PREC)) for p in FILES]

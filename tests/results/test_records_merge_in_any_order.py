@@ -8,6 +8,7 @@ import random
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from paths import ROOT
 from strategies import models, to_json_text
 
 from exactattn.core.errors import ExactAttnError
@@ -16,8 +17,6 @@ from exactattn.inputs import Shard, shards_of_length, word_of_rank, words_in
 from exactattn.model import load_model, model_from_raw
 from exactattn.results import LengthRecord, input_rank, merge_lengths, parse_point
 from exactattn.run.check import LengthJob, check_shard
-
-ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 
 
 def _model(d):

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from paths import ROOT
 
 from exactattn.certificate.certify import Prepared, certificate, certify_length, range_certificate
 from exactattn.cli import main
@@ -33,7 +34,7 @@ from exactattn.results.precision import Enclosure, PrecisionResult, plain_output
 from exactattn.results.search import SearchResult, SearchValue
 from exactattn.run.search import run_search
 
-MODELS = Path(__file__).resolve().parent.parent / "models"
+MODELS = ROOT / "models"
 
 
 def _same_bytes(doc: dict, back: dict) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from paths import ROOT
 
 from exactattn import load_model, run_check
 from exactattn.cli import main
@@ -15,8 +16,6 @@ from exactattn.core.errors import UsageError
 from exactattn.core.jsonio import write_json_atomic
 from exactattn.model.expr import constant_expression, parse_expression
 from exactattn.results.settings import CheckSettings, TauChoice
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_parse_kinds_and_record_text() -> None:

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 from exactattn.core.errors import UsageError
 from exactattn.core.jsonio import dumps
@@ -23,7 +24,6 @@ from exactattn.model.provenance import model_sha256
 from exactattn.run.check import run_check
 from exactattn.run.executors import Checkpoint, InProcess, fingerprint
 
-ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "models" / "dyck2.json"
 SETTINGS = {"max_n": 4}
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from paths import ROOT
 
 import exactattn.cli as cli_module
 from exactattn.cli import main
@@ -34,7 +35,6 @@ from exactattn.run.executors import Dask
 
 pytest.importorskip("dask.distributed")
 
-ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "models" / "dyck1.json"
 
 

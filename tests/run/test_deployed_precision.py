@@ -12,11 +12,11 @@ import itertools
 import json
 import random
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from paths import ROOT
 
 from exactattn import load_model
 from exactattn.cli import main
@@ -36,7 +36,6 @@ from exactattn.run.precision import (
     run_dtype,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"
 DTYPES = ["float16", "bfloat16", "float32", "float64"]
 

@@ -4,7 +4,7 @@ The file is saved after each length. Every save before the last length is run ca
 mark (a Ctrl-C, a kill -9 or a crash right after it leaves a partial file), and only the
 saves made once every length is run drop it, so a complete file keeps the bytes earlier
 versions wrote (tests/golden/precision: written by the code before the mark). Ctrl-C is
-injected at exact points as in tests/test_finish_hold.py.
+injected at exact points as in tests/cli/test_ctrl_c_held_at_finish.py.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from paths import ROOT
 
 import exactattn.cli.extra as extra_module
 from exactattn.cli import main
@@ -27,7 +28,6 @@ from exactattn.model import load_model
 from exactattn.results.precision import PrecisionResult, PrecisionSettings
 from exactattn.run.precision import sweep_words
 
-ROOT = Path(__file__).resolve().parent.parent
 DYCK1 = ROOT / "models" / "dyck1.json"
 GOLDEN = ROOT / "tests" / "golden" / "precision"
 ONE = ["precision", str(DYCK1), "--max-n", "3", "--dtype", "float64"]

@@ -14,6 +14,7 @@ from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from paths import ROOT
 from strategies import models, to_json_text
 
 from exactattn.core.errors import ExactAttnError, UsageError
@@ -23,7 +24,6 @@ from exactattn.model import load_model, model_from_raw
 from exactattn.run.check import run_check
 from exactattn.run.executors import Checkpoint, Processes, fingerprint, make_executor
 
-ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ["dyck2", "ltl_counting_temperature", "induction_k1"]
 
 

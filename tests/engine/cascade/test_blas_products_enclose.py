@@ -19,9 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import strategies as S
-import test_softfloat as tsf
+import test_float64_tier_vs_arb as tsf
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from paths import ROOT
 
 from exactattn import load_model
 from exactattn.core.errors import ExactAttnError
@@ -30,7 +31,6 @@ from exactattn.engine.cascade import interval as iv
 from exactattn.engine.cascade import policy as pol
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 
-ROOT = Path(__file__).resolve().parent.parent
 U = 2.0**-53
 
 

@@ -8,11 +8,11 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
+
+from paths import ROOT
 
 from exactattn.engine.cascade.policy import Policy
 
-ROOT = Path(__file__).resolve().parent.parent
 SWITCHES = (
     "EXACTATTN_COARSE",
     "EXACTATTN_CENTRED",

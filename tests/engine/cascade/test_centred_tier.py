@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from cascade_patch import set_policy
 from flint import arb, ctx
+from paths import ROOT
 from tiers_vs_arb import assert_meets_arb, random_benchmark_model
 
 from exactattn import load_model, run_check
@@ -28,7 +29,6 @@ from exactattn.engine.ratarray import RatArray
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import words_of_length
 
-ROOT = Path(__file__).resolve().parent.parent
 MODELS = sorted(p.stem for p in (ROOT / "models").glob("*.json"))
 U = 2.0**-53
 
@@ -229,7 +229,7 @@ def test_check_agrees_with_arb_only_without_dd(monkeypatch) -> None:
     """With the double-double tier off, the centred tier alone settles words float64 leaves on
     the benchmark model (n = 7), and every exact field and verdict is the arb-only path's."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from test_float_filter_vs_arb import _check
+    from test_float_filter_changes_only_last_digits import _check
 
     set_policy(monkeypatch, dd=False)
     model = _random_model(0, blocks=4)

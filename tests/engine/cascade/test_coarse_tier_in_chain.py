@@ -2,7 +2,8 @@
 notes/benchmark-rounds.md
 "Coarse tier"): where the rule turns it on, that the switch turns it off, that the chain with
 it keeps the arb-only path's exact fields and the 1e-6 accuracy, and that its results do not
-depend on scheduling (--jobs, resume). Its soundness against arb: tests/test_coarse_sound*.py.
+depend on scheduling (--jobs, resume). Its soundness against arb:
+tests/engine/cascade/test_coarse_tier_sound.py.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from paths import ROOT
 
 import exactattn.run.shard as shard
 from exactattn import load_model, run_check
@@ -23,7 +25,6 @@ from exactattn.engine.cascade.batch import FloatBatch, put_rows
 from exactattn.engine.cascade.coarse import coarse_pays
 from exactattn.engine.hard import CompiledModel
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cascade_patch import set_policy  # noqa: E402
@@ -116,7 +117,7 @@ def test_chain_agrees_with_arb_only(monkeypatch) -> None:
     """With the tier settling most words (n = 5–7): every exact field, count, decision and
     verdict is the arb-only path's, the enclosures overlap, every reported error keeps the
     1e-6 accuracy."""
-    from test_float_filter_vs_arb import _check
+    from test_float_filter_changes_only_last_digits import _check
 
     from exactattn.core.numbers import parse_decimal
 

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 from tiers_vs_arb import assert_meets_arb
 
 from exactattn import model_from_dict
@@ -26,8 +27,6 @@ from exactattn.engine.cascade import policy as pol
 from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import words_of_length
-
-ROOT = Path(__file__).resolve().parent.parent
 
 # kernels of OpenBLAS's DYNAMIC_ARCH builds that sum a product in different orders (numpy's
 # bundled OpenBLAS 0.3.31 on x86-64: Haswell, Nehalem and Prescott give three different results

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from flint import arb, ctx
+from paths import ROOT
 from tiers_vs_arb import assert_meets_arb, random_benchmark_model
 
 from exactattn import load_model, model_from_dict, run_check
@@ -25,8 +26,6 @@ from exactattn.engine.cascade.interval import tau_enclosures
 from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.temperature import Temperatures
 from exactattn.inputs import words_of_length
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _val(a: dt.DD, i: int) -> tuple[Fraction, Fraction]:
@@ -254,7 +253,7 @@ def test_check_with_tier_agrees_with_arb_only(monkeypatch) -> None:
     path's (the error enclosures overlap)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from cascade_patch import set_policy
-    from test_float_filter_vs_arb import _check
+    from test_float_filter_changes_only_last_digits import _check
 
     set_policy(monkeypatch, centred=False)  # this tier alone after float64
     model = _random_model(2)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import random
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from paths import ROOT
 
 from exactattn import model_from_dict
 from exactattn.engine.cascade import attention as att
@@ -25,8 +25,6 @@ from exactattn.engine.hard import CompiledModel, run_hard
 from exactattn.engine.ratarray import RatArray
 from exactattn.engine.temperature import BASE_PREC, Temperatures
 from exactattn.inputs import words_of_length
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _to_limbs(x: int, b: int, n: int, rng: random.Random) -> list[int]:

@@ -7,10 +7,9 @@ the assembled δ), including non-finite entries and δ columns nonzero only in s
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from paths import ROOT
 
 from exactattn import load_model
 from exactattn.engine.cascade import ffn as ffp
@@ -20,8 +19,6 @@ from exactattn.engine.cascade import readout as ro
 from exactattn.engine.cascade import weights as wt
 from exactattn.engine.hard import CompiledModel, Sharing, run_hard
 from exactattn.inputs import words_of_length
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _bits(x: np.ndarray) -> bytes:

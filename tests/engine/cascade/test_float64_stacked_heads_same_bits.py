@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
+from paths import TESTS
 
 from exactattn import model_from_dict
 from exactattn.engine.cascade import attention as att
@@ -30,7 +30,7 @@ from exactattn.engine.ratarray import RatArray
 from exactattn.importers.tracr import import_tracr
 from exactattn.inputs import words_of_length
 
-TRACR = Path(__file__).parent / "data" / "tracr_lib"
+TRACR = TESTS / "data" / "tracr_lib"
 
 
 def _same(a: iv.Cols, b: iv.Cols) -> None:

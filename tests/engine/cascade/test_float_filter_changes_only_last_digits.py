@@ -7,10 +7,10 @@ decision and verdict is the arb-only path's, and the two enclosures of every err
 from __future__ import annotations
 
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from paths import ROOT
 from strategies import models, to_json_text
 
 from exactattn import load_model, run_check
@@ -18,7 +18,6 @@ from exactattn.core.errors import ExactAttnError
 from exactattn.core.numbers import load_json_text, parse_decimal
 from exactattn.model import model_from_raw
 
-ROOT = Path(__file__).resolve().parent.parent
 MAY_DIFFER = {"error", "error_witness", "precision_bits", "float_settled", "measured_over_bound"}
 
 

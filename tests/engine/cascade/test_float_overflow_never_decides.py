@@ -23,7 +23,8 @@ is "$" (gap 1), so hard c_k = A_k at every position; soft, "$" gets weight
     not "undecided at 4096 bits" (the endpoints were rounded to 53 bits).
 
 Each is checked with and without the float filter (``--arb-only``): the same decisions,
-counts and verdicts, and overlapping error enclosures (tests/test_float_filter_vs_arb.py).
+counts and verdicts, and overlapping error enclosures
+(tests/engine/cascade/test_float_filter_changes_only_last_digits.py).
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ import pytest
 from cascade_patch import patch_everywhere
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_float_filter_vs_arb import _compare, _overlap
+from paths import ROOT
+from test_float_filter_changes_only_last_digits import _compare, _overlap
 
 from exactattn import model_from_dict, run_check
 from exactattn.core.errors import ExactAttnError
@@ -344,11 +346,10 @@ def _witness_within_accuracy(model: Any, max_n: int) -> None:
 
 
 def test_error_witness_rule_bundled() -> None:
-    from pathlib import Path
 
     from exactattn import load_model
 
-    root = Path(__file__).resolve().parent.parent
+    root = ROOT
     _witness_within_accuracy(load_model(root / "models" / "dyck2.json"), 3)
 
 

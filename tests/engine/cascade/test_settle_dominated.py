@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from paths import ROOT
 
 from exactattn import model_from_dict, run_check
 from exactattn.engine.cascade.batch import FloatBatch
 from exactattn.engine.cascade.chain import settle_dominated
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cascade_patch import set_policy  # noqa: E402
@@ -108,7 +108,7 @@ def test_benchmark_model_agrees_with_arb_only(monkeypatch) -> None:
     keeps the 1e-6 accuracy."""
     from fractions import Fraction
 
-    from test_float_filter_vs_arb import _check
+    from test_float_filter_changes_only_last_digits import _check
 
     from exactattn.core.numbers import parse_decimal
 
@@ -154,7 +154,7 @@ def test_random_models_agree_with_arb_only_many() -> None:
     both extensions every exact field is the arb-only path's and the enclosures overlap. (The
     extensions settle 8,925 of their 9,216 inputs without arb, 7,709 without them; they change
     the count on seeds 5, 7, 11, 13, 15 and 21.)"""
-    from test_float_filter_vs_arb import _check
+    from test_float_filter_changes_only_last_digits import _check
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
