@@ -17,6 +17,7 @@ import numpy as np
 
 from exactattn.engine.dtypes import (
     BLOCK_ENTRIES,
+    SPARSE_MIN_T,
     DHead,
     DtypeModel,
     DtypeRun,
@@ -28,6 +29,7 @@ from exactattn.engine.dtypes import (
 )
 from exactattn.engine.longinput import LongHard, RowRat
 from exactattn.engine.ratarray import RatArray, int_matmul
+from exactattn.engine.sparsehead import event_rows, limits
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model
 from exactattn.results.precision import Diagnosis
 
@@ -98,7 +100,12 @@ def relative_error(a: np.ndarray, hard: RowRat) -> float:
 
 
 def diagnose(
-    dm: DtypeModel, run: DtypeRun, b: int, lh: LongHard, threshold: float = 0.1
+    dm: DtypeModel,
+    run: DtypeRun,
+    b: int,
+    lh: LongHard,
+    threshold: float = 0.1,
+    sparse: bool | None = None,
 ) -> Diagnosis:
     """Which operation broke, for word b of a dtype run whose exact hard meaning is lh.
 
@@ -122,7 +129,7 @@ def diagnose(
                 taus = run.taus[li]
                 assert taus is not None
                 for hi, h in enumerate(layer):
-                    ev = _head_event(dm, h, x, taus[hi], lh, li, hi, fi)
+                    ev = _head_event(dm, h, x, taus[hi], lh, li, hi, fi, sparse)
                     if ev is not None:
                         return replace(ev, layer_errors=tuple(layer_err))
             if not np.isfinite(run.acts[li + 1][b]).all():
@@ -150,7 +157,12 @@ def _head_event(
     li: int,
     hi: int,
     fi: Any,
+    sparse: bool | None = None,
 ) -> Diagnosis | None:
+    """The first event of one head (blocks of query rows in order; in a block: overflow,
+    then absorption, then underflow). From ``SPARSE_MIN_T`` on (or with ``sparse``) only
+    the blocks holding a row that :func:`event_rows` cannot clear are examined: the same
+    first event, without forming the other blocks' logits."""
     ftau = float(tau)
     if ftau == 0 or not math.isfinite(ftau):
         return Diagnosis(
@@ -165,9 +177,16 @@ def _head_event(
     k = proj(x, h.K, h.bk)
     cols = [c for c in range(q.shape[2]) if not _skippable(q[..., c], k[..., c])]
     B = max(1, BLOCK_ENTRIES // max(1, T))
+    look = np.ones(T, dtype=bool)
+    if sparse if sparse is not None else T >= SPARSE_MIN_T:
+        lim = limits(dm.name, fi)
+        qn, kn = (info.q.num, info.kc) if info.cols else (None, None)
+        look = event_rows(q[0], k[0], cols, tau, h.mask, lim, qn, kn)
 
     for start in range(0, T, B):
         rows = np.arange(start, min(T, start + B))
+        if not look[rows].any():
+            continue
         hb = head_block(h, q, k, rows, tau, cols)
         L = hb.logits[0].astype(np.float64)
         vis = hb.vis

@@ -19,10 +19,19 @@ from exactattn.core.errors import UsageError
 from exactattn.engine.hard import CompiledModel, visible_block
 from exactattn.engine.longinput import RowRat
 from exactattn.engine.ratarray import RatArray
+from exactattn.engine.sparsehead import (
+    class_head,
+    distinct_rows,
+    dtype_head,
+    limits,
+    table_head,
+    uniform_dtype_head,
+)
 from exactattn.model import AcceptOutput, ArgmaxOutput, AttentionLayer
 from exactattn.results.settings import TauOverride
 
 BLOCK_ENTRIES = 1 << 18
+SPARSE_MIN_T = 512  # one word this long: heads from their candidate keys (engine/sparsehead.py)
 
 DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64")
 
@@ -73,8 +82,76 @@ def _f64(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     if num_b.dtype != object and den_b.dtype != object:
         if np.abs(num_b).max(initial=0) < 2**53 and np.abs(den_b).max(initial=0) < 2**53:
             return num_b.astype(np.float64) / den_b.astype(np.float64)  # exact operands
-    flat = [_div(int(a), int(b)) for a, b in zip(num_b.reshape(-1), den_b.reshape(-1), strict=True)]
-    return np.array(flat, dtype=np.float64).reshape(num_b.shape)
+        return _f64_int64(num_b, den_b)
+    out = np.empty(num_b.shape, dtype=np.float64)
+    fits = (np.abs(num_b) < INT64_LIMIT) & (np.abs(den_b) < INT64_LIMIT)
+    fits = np.asarray(fits, dtype=bool)
+    if fits.any():
+        out[fits] = _f64_int64(num_b[fits].astype(np.int64), den_b[fits].astype(np.int64))
+    rest = np.flatnonzero(~fits.reshape(-1))
+    flat, nf, df = out.reshape(-1), num_b.reshape(-1), den_b.reshape(-1)
+    for i in rest:
+        flat[i] = _div(int(nf[i]), int(df[i]))
+    return out
+
+
+INT64_LIMIT = 2**63
+
+
+def arithmetic_is_x87(ld: Any = np.longdouble) -> bool:
+    """Whether arithmetic in the float type ``ld`` is x87 extended precision (64 bits).
+
+    Asked of the arithmetic itself, not of ``finfo`` (which describes the storage format):
+    int64 operands convert exactly and a quotient keeps 64 bits, not 53 (float64, or an
+    x87 precision-control word set to double) nor more (binary128 would need its own
+    double-rounding argument). Anything else takes the exact integer-division path."""
+    with np.errstate(all="ignore"):
+        big = np.array([2**63 - 1, -(2**63), 2**62 + 1], dtype=np.int64).astype(ld)
+        exact_ints = (
+            big[0] - ld(2.0**62) * 2 == -1 and big[1] == -ld(2.0**63) and big[2] - ld(2.0**62) == 1
+        )
+        q = ld(2**63 - 1) / ld(2.0**63)  # 1 - 2^-63: needs 64 bits, rounds to 1 in 53
+        keeps_64 = q != 1 and (1 - q) * ld(2.0**63) == 1
+        r = (ld(1) + ld(2.0**-64)) / ld(1)  # 1 + 2^-64: kept only by a wider significand
+        not_wider = r == 1
+    return bool(exact_ints and keeps_64 and not_wider)
+
+
+# x87 extended precision holds every int64 exactly and divides to a 64-bit significand: the
+# fast path of _f64_int64. Elsewhere int64 quotients are rounded in Python (exact, slower).
+LONGDOUBLE_64 = np.finfo(np.longdouble).nmant == 63 and arithmetic_is_x87()
+
+
+def _f64_int64(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """int64 num/den correctly rounded to float64.
+
+    With x87 extended precision: the quotient of the exact int64 operands rounded to a
+    64-bit significand, then to float64. That double rounding errs only where the first
+    result lies exactly halfway between two float64 values (a value strictly between the
+    exact quotient and a 64-bit result would be a nearer 64-bit number); those entries, and
+    results near the ends of float64's range, are redone with Python's correctly rounded
+    int division."""
+    if not LONGDOUBLE_64:  # exact on every platform
+        flat = [_div(int(a), int(b)) for a, b in zip(num.reshape(-1), den.reshape(-1), strict=True)]
+        return np.array(flat, dtype=np.float64).reshape(num.shape)
+    with np.errstate(all="ignore"):
+        ql = num.astype(np.longdouble) / den.astype(np.longdouble)
+        q = ql.astype(np.float64)
+        diff = np.abs(ql - q.astype(np.longdouble))
+        sp = np.spacing(np.abs(q)).astype(np.longdouble)
+        aq = np.abs(q)
+        sus = (
+            (diff == sp / 2)
+            | (diff == sp / 4)
+            | ~(aq < 2.0**1000)
+            | ((aq < 2.0**-1000) & (num != 0))
+        )
+    if sus.any():
+        idx = np.flatnonzero(sus.reshape(-1))
+        flat, nf, df = q.reshape(-1), num.reshape(-1), den.reshape(-1)
+        for i in idx:
+            flat[i] = _div(int(nf[i]), int(df[i]))
+    return q
 
 
 def _div(a: int, b: int) -> float:
@@ -100,21 +177,34 @@ def round_exact(num: np.ndarray, den: np.ndarray, dt: Any) -> np.ndarray:
     back = y.astype(np.float64)
     cand = np.flatnonzero((back != x) & np.isfinite(back))
     if cand.size:
-        num_b, den_b = np.broadcast_arrays(num, den)
         fy = y.reshape(-1)
         fx = x.reshape(-1)
-        for idx in cand:
-            a = fy[idx]
-            up = _next(a, dt, fx[idx] > float(a))
-            mid = (float(a) + float(up)) / 2
-            if mid != fx[idx]:
-                continue
+        a = fy[cand]
+        up = _next_vec(a, dt, fx[cand] > a.astype(np.float64))
+        mid = (a.astype(np.float64) + up.astype(np.float64)) / 2  # exact: two narrow values
+        num_b, den_b = np.broadcast_arrays(num, den)
+        on = mid == fx[cand]  # the float64 value is a dtype midpoint: decide exactly
+        for idx, ai, ui in zip(cand[on], a[on], up[on], strict=True):
             exact = Fraction(int(num_b.reshape(-1)[idx]), int(den_b.reshape(-1)[idx]))
             if exact == Fraction(float(fx[idx])):
                 continue  # exactly halfway: float64's own tie rule is the dtype's rule
-            pick = up if abs(Fraction(float(up)) - exact) < abs(Fraction(float(a)) - exact) else a
+            pick = ui if abs(Fraction(float(ui)) - exact) < abs(Fraction(float(ai)) - exact) else ai
             fy[idx] = pick
     return y
+
+
+def _next_vec(a: np.ndarray, dt: Any, upward: np.ndarray) -> np.ndarray:
+    """The neighbours (one ulp up where ``upward``, else down) of dtype values ``a``."""
+    if dt in (np.float16, np.float32):
+        return np.nextafter(a, np.where(upward, np.inf, -np.inf).astype(dt))
+    # bfloat16: step through the bit pattern (zero steps to the smallest subnormal)
+    fi = finfo(dt)
+    bits = a.view(np.uint16).astype(np.int64)
+    a64 = a.astype(np.float64)
+    step = np.where(upward == (a64 > 0), 1, -1)
+    out = (bits + step).astype(np.uint16).view(dt)
+    tiny = np.where(upward, fi.smallest_subnormal, -fi.smallest_subnormal).astype(dt)
+    return np.where(a64 == 0, tiny, out)
 
 
 def _next(a: Any, dt: Any, upward: bool) -> Any:
@@ -276,9 +366,17 @@ def head_block(
 
 
 def run_head_dtype(
-    h: DHead, x: np.ndarray, tau: np.generic, block: int | None = None
+    h: DHead,
+    x: np.ndarray,
+    tau: np.generic,
+    block: int | None = None,
+    sparse: bool | None = None,
 ) -> tuple[np.ndarray, list[int], np.ndarray, np.ndarray]:
-    """One head on a batch (N, T, d) in its dtype: contribution, active score columns, q, k."""
+    """One head on a batch (N, T, d) in its dtype: contribution, active score columns, q, k.
+
+    One long word (N = 1, T ≥ ``SPARSE_MIN_T``, or ``sparse``) is computed from its candidate
+    keys (:mod:`exactattn.engine.sparsehead`), the same bits; the rows that path cannot cover
+    and every batch go through the dense blocks below."""
     N, T, _ = x.shape
     q = proj(x, h.Q, h.bq)
     k = proj(x, h.K, h.bk)
@@ -288,8 +386,13 @@ def run_head_dtype(
     m = v.shape[2]
     out = np.zeros((N, T, m), dtype=x.dtype)
     vzero = [not v[..., c].any() for c in range(m)]
+    dense = np.ones(T, dtype=bool)
+    if N == 1 and (sparse if sparse is not None else T >= SPARSE_MIN_T):
+        dense = _sparse_head(h, q[0], k[0], v[0], cols, tau, vzero, out[0])
     for start in range(0, T, B):
         rows = np.arange(start, min(T, start + B))
+        if not dense[rows].any():
+            continue
         hb = head_block(h, q, k, rows, tau, cols)
         finite = bool(np.isfinite(hb.alpha).all())
         for c in range(m):
@@ -298,6 +401,58 @@ def run_head_dtype(
             out[:, rows, c] = (hb.alpha * v[:, None, :, c]).sum(axis=2)
     contrib = proj(out, h.O, None) if h.O is not None else out
     return contrib, cols, q, k
+
+
+def _sparse_head(
+    h: DHead,
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    cols: list[int],
+    tau: Any,
+    vzero: list[bool],
+    out: np.ndarray,
+) -> np.ndarray:
+    """One word's head output into ``out`` (T, m) from its candidate keys; returns the rows
+    left to the dense blocks. With mask ``none`` rows with the same query bits have the same
+    output, so each distinct query row is computed once."""
+    T = q.shape[0]
+    dt = q.dtype.type
+    ftau = float(tau)
+    if not (0 < ftau < math.inf) or T >= 1 << 24:
+        return np.ones(T, dtype=bool)
+    if not cols:
+        uniform_dtype_head(dt, v, vzero, h.mask, T, out)
+        return np.zeros(T, dtype=bool)
+    lim = limits(np.dtype(dt).name, finfo(dt))
+    if h.mask != "none":
+        return _distinct_or_filter(q, k, v, cols, tau, h.mask, lim, vzero, out)
+    first, inv = distinct_rows(q[:, cols])
+    ou = np.zeros((len(first), out.shape[1]), dtype=out.dtype)
+    need = class_head(q[first], k, v, cols, tau, vzero, ou)
+    if need is None:
+        need = _distinct_or_filter(q[first], k, v, cols, tau, "none", lim, vzero, ou)
+    out[:] = ou[inv]
+    return need[inv]
+
+
+def _distinct_or_filter(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    cols: list[int],
+    tau: Any,
+    mask: str,
+    lim: Any,
+    vzero: list[bool],
+    out: np.ndarray,
+) -> np.ndarray:
+    """The logit table of distinct vectors when there are few (low-precision dtypes), else
+    the float64 filter."""
+    got = table_head(q, k, v, cols, tau, mask, lim, vzero, out)
+    if got is not None:
+        return got
+    return dtype_head(q, k, v, cols, tau, mask, lim, vzero, out)
 
 
 @dataclass
@@ -313,6 +468,7 @@ def run_numpy(
     n: int,
     tau_override: TauOverride = None,
     block: int | None = None,
+    sparse: bool | None = None,
 ) -> DtypeRun:
     """The deployed soft meaning of a batch of words of length n, by this module's numpy
     emulation (:func:`exactattn.run.precision.run_dtype` also dispatches to PyTorch)."""
@@ -327,7 +483,7 @@ def run_numpy(
                 lt = taus[li]
                 assert lt is not None
                 for hi, h in enumerate(layer):
-                    c, cols, _, _ = run_head_dtype(h, x, lt[hi], block)
+                    c, cols, _, _ = run_head_dtype(h, x, lt[hi], block, sparse)
                     run.scols[(li, hi)] = cols
                     out = out + c
                 x = out

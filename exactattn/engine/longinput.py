@@ -21,6 +21,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -32,9 +33,11 @@ from exactattn.engine.hard import (
     visible_block,
 )
 from exactattn.engine.ratarray import INT64_SAFE, RatArray, int_matmul
+from exactattn.engine.sparsehead import exact_class_head, exact_head
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model
 
 BLOCK_ENTRIES = 1 << 21  # query-block rows × keys per score block (~16 MB as int64)
+SPARSE_MIN_T = 512  # from this length on, argmax sets from candidate keys (engine/sparsehead)
 
 
 def _maxabs(a: np.ndarray) -> int:
@@ -80,18 +83,13 @@ class RowRat:
             g = np.gcd.reduce(np.concatenate([num, den[:, None]], axis=1), axis=1)
             g = np.maximum(g, 1)
             return RowRat(num // g[:, None], den // g)
-        nn = _obj(num).copy()
-        dd = _obj(den).copy()
-        for i in range(len(dd)):
-            g = int(dd[i])
-            for x in nn[i]:
-                g = math.gcd(g, int(x))
-                if g == 1:
-                    break
-            if g > 1:
-                nn[i] = nn[i] // g
-                dd[i] = dd[i] // g
-        return RowRat(_narrow(nn), _narrow(dd))
+        nn = _obj(num)
+        dd = _obj(den)
+        if len(dd) == 0:
+            return RowRat(_narrow(nn), _narrow(dd))
+        g = np.gcd.reduce(np.concatenate([nn, dd[:, None]], axis=1), axis=1)  # math.gcd
+        g = np.where(g == 0, 1, g)
+        return RowRat(_narrow(nn // g[:, None]), _narrow(dd // g))
 
     def fraction(self, i: int, c: int) -> Fraction:
         return Fraction(int(self.num[i, c]), int(self.den[i]))
@@ -152,11 +150,16 @@ def affine(x: RowRat, w: RatArray, b: RatArray | None) -> RowRat:
 
 
 def embed_rows(cm: CompiledModel, word: Sequence[str]) -> RowRat:
-    """x^(0) of one word with per-row denominators."""
+    """x^(0) of one word with per-row denominators (column by column in int64 when every
+    numerator and denominator allows, else row by row in Python integers)."""
     m = cm.model
     n = len(word)
-    pos = m.position_vectors(n)
+    cols = _position_columns(m, n)
     toks = m.tokens(word)
+    fast = _embed_int64(m, toks, cols)
+    if fast is not None:
+        return fast
+    pos = m.position_vectors(n)
     d = m.d
     num = np.empty((len(toks), d), dtype=object)
     den = np.empty(len(toks), dtype=object)
@@ -175,6 +178,72 @@ def embed_rows(cm: CompiledModel, word: Sequence[str]) -> RowRat:
         num[p] = hit[0]
         den[p] = hit[1]
     return RowRat(_narrow(num), _narrow(den)).reduced()
+
+
+_POSITIONS: list[Any] = []  # [(model, n, columns)]: the last length's position columns
+
+
+def _position_columns(m: Model, n: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """P(p, n) column by column as int64 (numerators, denominators), or None past int64.
+    The last (model, n) is kept: the family words of one length share it."""
+    if _POSITIONS and _POSITIONS[0][0] is m and _POSITIONS[0][1] == n:
+        cols: list[tuple[np.ndarray, np.ndarray]] | None = _POSITIONS[0][2]
+        return cols
+    out: list[tuple[np.ndarray, np.ndarray]] | None = []
+    for col in zip(*m.position_vectors(n), strict=True):
+        pn = [f.numerator for f in col]
+        pd = [f.denominator for f in col]
+        if max(map(abs, pn)) >= INT64_SAFE or max(pd) >= INT64_SAFE:
+            out = None
+            break
+        assert out is not None
+        out.append((np.array(pn, dtype=np.int64), np.array(pd, dtype=np.int64)))
+    _POSITIONS[:] = [(m, n, out)]
+    return out
+
+
+def _embed_int64(
+    m: Model, toks: list[str], cols: list[tuple[np.ndarray, np.ndarray]] | None
+) -> RowRat | None:
+    """token + position rows, column by column: each coordinate in int64, then numerators
+    over the per-row lcm of the denominators (Python integers where that leaves int64);
+    None when a single coordinate is too large for int64 (the caller's Python path)."""
+    T, d = len(toks), m.d
+    if T == 0 or cols is None:
+        return None
+    names = sorted(set(toks))
+    index = {t: i for i, t in enumerate(names)}
+    tid = np.array([index[t] for t in toks], dtype=np.int64)
+    num_cols, den_cols = [], []
+    for c in range(d):
+        a, b = cols[c]
+        tn = [m.token_embedding[t][c].numerator for t in names]
+        td = [m.token_embedding[t][c].denominator for t in names]
+        ma, mb, mta, mtb = _maxabs(a), _maxabs(b), max(map(abs, tn)), max(td)
+        if mb * mtb >= INT64_SAFE or ma * mtb + mta * mb >= INT64_SAFE:
+            return None  # the common denominator or the numerator could leave int64
+        ta, tb = np.array(tn, dtype=np.int64)[tid], np.array(td, dtype=np.int64)[tid]
+        g = np.gcd(b, tb)
+        den_c = (b // g) * tb  # < 2^62
+        num_cols.append(a * (tb // g) + ta * (b // g))  # < 2^63
+        den_cols.append(den_c)
+    num = np.stack(num_cols, axis=1)
+    dens = np.stack(den_cols, axis=1)
+    g = np.gcd(num, dens)
+    g = np.maximum(g, 1)
+    num, dens = num // g, dens // g  # each coordinate in lowest terms
+    # the row denominator: lcm of the coordinates' denominators (Python integers past int64)
+    L: np.ndarray = np.ones(T, dtype=np.int64)
+    for c in range(d):
+        dc = dens[:, c]
+        f = dc // np.gcd(L, dc).astype(dc.dtype)
+        if L.dtype != object and int((L.astype(object) * f.astype(object)).max()) >= INT64_SAFE:
+            L = L.astype(object)
+        L = L * (f.astype(object) if L.dtype == object else f)
+    scale = L[:, None] // dens
+    if L.dtype == object or int(np.abs(num).max()) * int(scale.max()) >= INT64_SAFE:
+        return RowRat(_narrow(_obj(num) * _obj(scale)), _narrow(_obj(L))).reduced()
+    return RowRat(num * scale, L).reduced()
 
 
 @dataclass
@@ -225,9 +294,18 @@ def exact_scores(qn: np.ndarray, kn: np.ndarray) -> np.ndarray:
 
 
 def run_head_long(
-    ch: CompiledHead, x: RowRat, block: int | None = None, want_gap: bool = True
+    ch: CompiledHead,
+    x: RowRat,
+    block: int | None = None,
+    want_gap: bool = True,
+    sparse: bool | None = None,
 ) -> tuple[RowRat, HeadInfo]:
-    """One head on one long input; returns its contribution (T, d) and O(T) facts."""
+    """One head on one long input; returns its contribution (T, d) and O(T) facts.
+
+    Without ``want_gap`` and from ``SPARSE_MIN_T`` on (or with ``sparse``), the argmax sets
+    come from :func:`exactattn.engine.sparsehead.exact_head` (a float64 filter picks the
+    candidate keys, exact integers decide); rows it leaves, and everything with
+    ``want_gap``, go through the dense blocks below. Both give the same exact values."""
     T = x.num.shape[0]
     q = affine(x, ch.Q, ch.bq)
     k = affine(x, ch.K, ch.bk)
@@ -249,8 +327,17 @@ def run_head_long(
     best_gap: Fraction | None = None
     gap_row: int | None = None
     mask = ch.head.mask
+    todo = np.ones(T, dtype=bool)
+    if not want_gap and (sparse if sparse is not None else T >= SPARSE_MIN_T):
+        eh = _sparse_exact(qa.num if cols else None, kc if cols else None, vc, mask, rule)
+        if eh is not None:
+            mixed_num, count, top_count = eh.mixed, eh.count, eh.top_count
+            todo = eh.dense
     for start in range(0, T, B):
         rows = np.arange(start, min(T, start + B))
+        rows = rows[todo[rows]]
+        if rows.size == 0:
+            continue
         # keys that no query of this block can see are left out (exact: they are masked)
         k0 = int(rows[0]) if mask in ("geq", "gt") else 0
         k1 = int(rows[-1]) + 1 if mask in ("leq", "lt") else T
@@ -288,6 +375,31 @@ def run_head_long(
     return contrib, info
 
 
+def _sparse_exact(
+    qn: np.ndarray | None, kc: np.ndarray | None, vc: np.ndarray, mask: str, rule: str
+) -> Any:
+    """:func:`exact_head`, with each distinct query row computed once under mask ``none``
+    (its argmax set depends on the row's score numerators only)."""
+    T = vc.shape[0]
+    if qn is None or mask != "none" or qn.dtype == object:
+        return exact_head(qn, kc, vc, mask, rule, T)
+    _, first, inv = np.unique(qn, axis=0, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    assert kc is not None
+    eh = exact_class_head(qn[first], kc, vc, rule)
+    if eh is None:
+        eh = exact_head(qn[first], kc, vc, mask, rule, T)
+    if eh is None:
+        return None
+    eh.mixed, eh.count, eh.top_count, eh.dense = (
+        eh.mixed[inv],
+        eh.count[inv],
+        eh.top_count[inv],
+        eh.dense[inv],
+    )
+    return eh
+
+
 def run_ffn_long(layer: CompiledFFN, x: RowRat) -> RowRat:
     h = x
     for w, b in layer.hidden:
@@ -298,7 +410,11 @@ def run_ffn_long(layer: CompiledFFN, x: RowRat) -> RowRat:
 
 
 def run_hard_long(
-    cm: CompiledModel, word: Sequence[str], block: int | None = None, want_gap: bool = False
+    cm: CompiledModel,
+    word: Sequence[str],
+    block: int | None = None,
+    want_gap: bool = False,
+    sparse: bool | None = None,
 ) -> LongHard:
     """The exact hard meaning of one word, any length, memory O(T·d) + O(block·T)."""
     word = tuple(word)
@@ -309,7 +425,7 @@ def run_hard_long(
         if isinstance(layer, list):
             out = x
             for hi, ch in enumerate(layer):
-                contrib, info = run_head_long(ch, x, block, want_gap)
+                contrib, info = run_head_long(ch, x, block, want_gap, sparse)
                 res.heads[(li, hi)] = info
                 out = out + contrib
             x = out

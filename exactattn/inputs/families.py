@@ -1,10 +1,16 @@
 """Input families for lengths no one can enumerate: the inputs where constructions break.
 
 Each family maps (model, n, seed) to one input of length n. Which families exist depends on
-the model's reference: Dyck models get nesting/matching families (deep nesting makes the
-depth lookup reach its largest positions; a mismatch at the far end makes the matching
-partner n positions away); every model gets generic families whose single distinguishing
-symbol sits at the far end (LTL/counting witnesses far apart) and long repeats (induction).
+the model: Dyck models get nesting/matching families (deep nesting makes the depth lookup
+reach its largest positions; a mismatch at the far end makes the matching partner n
+positions away); every model gets generic families whose single distinguishing symbol sits
+at the far end (LTL/counting witnesses far apart) and long repeats (induction).
+
+A model is a Dyck model when its reference is ``dyck`` (its pairs), or when its alphabet is
+made of bracket pairs only — ``()``, ``[]``, ``{}``, ``<>``, each with both halves, pairs in
+the order their opening brackets appear in the alphabet (the compiled RASP Dyck programs,
+whose reference is the program: the same ``nested`` and ``far-error`` words as the Dyck
+models over the same alphabet).
 """
 
 from __future__ import annotations
@@ -18,11 +24,26 @@ from exactattn.model import Model
 Word = tuple[str, ...]
 
 
-def _pairs(model: Model) -> list[str]:
+BRACKETS = ("()", "[]", "{}", "<>")
+
+
+def bracket_pairs(model: Model) -> list[str] | None:
+    """The Dyck pairs of the model (module docstring), or None."""
     ref = model.reference
     if ref is not None and ref.kind == "dyck" and ref.pairs:
         return list(ref.pairs)
-    raise UsageError("this family needs a model with a Dyck reference")
+    alpha = list(model.alphabet)
+    pairs = [p for a in alpha for p in BRACKETS if a == p[0]]
+    if pairs and sorted(alpha) == sorted(c for p in pairs for c in p):
+        return pairs
+    return None
+
+
+def _pairs(model: Model) -> list[str]:
+    pairs = bracket_pairs(model)
+    if pairs:
+        return pairs
+    raise UsageError("this family needs a model with a Dyck reference or a bracket alphabet")
 
 
 def _pad(model: Model, w: list[str], n: int) -> Word:
@@ -150,7 +171,7 @@ DYCK: dict[str, Callable[[Model, int, int], Word]] = {
 def families_for(model: Model) -> dict[str, Callable[[Model, int, int], Word]]:
     """The families that make sense for this model (Dyck ones first, then generic)."""
     out: dict[str, Callable[[Model, int, int], Word]] = {}
-    if model.reference is not None and model.reference.kind == "dyck":
+    if bracket_pairs(model):
         out.update(DYCK)
     out.update(GENERIC)
     return out
