@@ -1,7 +1,7 @@
 """engine/sparsehead.py: one long word's heads from their candidate keys, the same bits.
 
 Every path is compared with the dense code it replaces (``sparse=False``), which
-tests/test_precision.py replays against an independent full-matrix reference; the float
+tests/run/test_deployed_precision.py replays against an independent full-matrix reference; the float
 filter's allowances are shown to be needed (a test input where dropping them changes the
 answer), and ``exp`` is shown to underflow to +0 below ``EXP_ZERO`` in each dtype.
 """
