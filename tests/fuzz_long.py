@@ -41,11 +41,18 @@ def main() -> int:
         help="also save cases over this many CPU seconds (not a break; for profiling)",
     )
     ap.add_argument("--every", type=int, default=1000, help="print counts every N cases")
+    ap.add_argument(
+        "--kinds", default=None, help="comma-separated kinds to draw from (default: all)"
+    )
     a = ap.parse_args()
     import matplotlib
 
     matplotlib.use("Agg")
     rng = random.Random(a.seed)
+    only = a.kinds.split(",") if a.kinds else None
+    if only and not set(only) <= set(F.KINDS):
+        ap.error(f"--kinds: unknown {sorted(set(only) - set(F.KINDS))}; known: {F.KINDS}")
+    print(f"{a.count:,} cases, seed {a.seed}, kinds {only or F.KINDS}", flush=True)
     work = Path(tempfile.mkdtemp(prefix="exactattn-fuzz-"))
     save = Path(a.save)
     kinds: collections.Counter = collections.Counter()
@@ -57,7 +64,7 @@ def main() -> int:
     compiled = 0
     for i in range(a.count):
         case_rng = random.Random(rng.getrandbits(64))
-        kind, args = F.make_case(case_rng, work)
+        kind, args = F.make_case(case_rng, work, kind=only and case_rng.choice(only))
         undo = F.stub_figures() if kind == "report" and case_rng.random() >= a.figures else None
         t = time.process_time()
         try:

@@ -324,9 +324,9 @@ def make_case(
     kind = kind or rng.choices(KINDS, weights=WEIGHTS)[0]
     out = str(workdir / "out.json")
     (workdir / CASE_FILE).unlink(missing_ok=True)
-    if kind in NEW_KINDS:  # issue 40's surfaces (below)
+    if kind in NEW_KINDS or kind in NEW_KINDS_2:  # issue 40's surfaces (below)
         _clean(workdir)
-        return kind, NEW_KINDS[kind](rng, workdir, big)
+        return kind, {**NEW_KINDS, **NEW_KINDS_2}[kind](rng, workdir, big)
     if kind == "report":
         result = BASE_RESULT_CF if rng.random() < 0.5 else BASE_RESULT
         tree, raws = mutate_tree(result, rng, rng.randint(1, 4), big)
@@ -522,6 +522,115 @@ def _alarm(signum: int, frame: Any) -> None:
     raise CaseTimeout
 
 
+class _Aside:
+    """What runs beside a case (issue 40's second part): a reader draining a FIFO output, a
+    second export of the same file in a thread, a file-size limit (a full disk), stubbed
+    figures, and a wall-clock limit (a write blocked on a FIFO uses no CPU time)."""
+
+    def __init__(self, case: dict[str, Any]) -> None:
+        self.case = case
+        self.docs: list[bytes] = []
+        self.errors: list[str] = []
+        self.threads: list[Any] = []
+        self.stopping = False
+        self.undo: list[Any] = []
+
+    def start(self) -> None:
+        import threading
+
+        c = self.case
+        if c.get("stub_figures"):
+            self.undo.append(stub_figures())
+        if c.get("fifo_read"):
+            self.threads.append(threading.Thread(target=self._drain, daemon=True))
+        if c.get("concurrent_export"):
+            self.threads.append(threading.Thread(target=self._export, daemon=True))
+        for t in self.threads:
+            t.start()
+        if c.get("fsize") is not None:
+            import resource
+
+            soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+            old = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (c["fsize"], hard))
+            self.undo.append(lambda: signal.signal(signal.SIGXFSZ, old))
+            self.undo.append(lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard)))
+        if c.get("wall"):
+            old_alarm = signal.signal(signal.SIGALRM, _alarm)
+            signal.setitimer(signal.ITIMER_REAL, c["wall"])
+            self.undo.append(lambda: signal.signal(signal.SIGALRM, old_alarm))
+            self.undo.append(lambda: signal.setitimer(signal.ITIMER_REAL, 0))
+
+    def stop(self) -> None:
+        import stat
+        import time
+
+        for undo in reversed(self.undo):
+            undo()
+        self.undo = []
+        self.stopping = True
+        fifo = self.case.get("fifo_read")
+        if fifo and not (os.path.exists(fifo) and stat.S_ISFIFO(os.lstat(fifo).st_mode)):
+            # replaced (a break the state check reports): its reader waits on the old FIFO
+            self.threads = self.threads[1:]
+        elif fifo:
+            for _ in range(200):  # wake the reader waiting in open() (it may be between opens)
+                try:
+                    os.close(os.open(self.case["fifo_read"], os.O_WRONLY | os.O_NONBLOCK))
+                except OSError:
+                    if not self.threads[0].is_alive():
+                        break
+                    time.sleep(0.01)
+                    continue
+                self.threads[0].join(0.5)
+                if not self.threads[0].is_alive():
+                    break
+        for t in self.threads:
+            t.join(120)
+            if t.is_alive():
+                self.errors.append("a thread beside the case did not finish")
+
+    def _drain(self) -> None:
+        while not self.stopping:
+            with open(self.case["fifo_read"], "rb") as f:
+                data = f.read()
+            if data:
+                self.docs.append(data)
+
+    def _export(self) -> None:
+        try:
+            from exactattn.export.torch import export_torch, save
+            from exactattn.model import load_model
+
+            spec = self.case["concurrent_export"]
+            model = load_model(spec["model"])
+            for _ in range(2):
+                save(export_torch(model, 16, "float32"), Path(spec["out"]))
+        except BaseException as exc:  # noqa: BLE001 - reported as a problem of the case
+            self.errors.append(f"the other export failed: {exc!r}"[:300])
+
+    def found(self, code: int | None) -> dict[str, Any]:
+        out: dict[str, Any] = {"aside errors": self.errors}
+        if self.case.get("fifo_read"):
+            out["fifo docs"] = [d.decode("utf-8", errors="replace") for d in self.docs]
+        if self.case.get("loads") and code == 0:
+            out["loads"] = _loads(Path(self.case["loads"]))
+        return out
+
+
+def _loads(path: Path) -> str:
+    """ "ok" when an exported file loads as exactattn wrote it, else why not."""
+    try:
+        import torch
+
+        if path.is_symlink() or not path.is_file():
+            return "not a regular file"
+        torch.load(path, weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - the reason is the finding
+        return repr(exc)[:200]
+    return "ok"
+
+
 def run_case(kind: str, args: list[str], workdir: Path, timeout: float = 20.0) -> Outcome:
     """Run ``exactattn ARGS`` in this process, capturing exit code and stderr.
 
@@ -539,14 +648,17 @@ def run_case(kind: str, args: list[str], workdir: Path, timeout: float = 20.0) -
 
         with contextlib.suppress(Exception):
             held = DirectoryLock(Path(case["hold"]))
+    case["workdir"] = str(workdir)
     err, out = io.StringIO(), io.StringIO()
     code: int | None = None
     timed_out = False
     tb = None
+    aside = _Aside(case)  # a FIFO's reader, another export, a file-size limit, stubbed figures
     # CPU time, not wall time: on a loaded machine a 3 s case can take 30 s of wall time
     old = signal.signal(signal.SIGPROF, _alarm)
     signal.setitimer(signal.ITIMER_PROF, timeout)
     try:
+        aside.start()
         with (
             _environ(case.get("env") or {}),
             contextlib.redirect_stderr(err),
@@ -566,10 +678,12 @@ def run_case(kind: str, args: list[str], workdir: Path, timeout: float = 20.0) -
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
         signal.signal(signal.SIGPROF, old)
+        aside.stop()
         if held is not None:
             held.release()
     out_json = workdir / "out.json"
-    extra: dict[str, Any] = {"case": case, "after": _state(case)}
+    extra: dict[str, Any] = {"case": case, "after": _state(case), "stdout": out.getvalue()}
+    extra.update(aside.found(code))
     if case.get("expect"):
         extra["expected"] = (workdir / case["expect"]).read_text(encoding="utf-8")
     if args and args[0] == "report":
@@ -622,7 +736,8 @@ def problems(o: Outcome) -> list[str]:
             out.append(f"exit 2 message of {len(o.stderr)} characters")
         if o.out_exists:
             out.append("exit 2 but an output file was written")
-    if o.code in (0, 1, 3) and o.args[0] == "check":
+    # (a check whose result goes into a FIFO or a device is the special kind's)
+    if o.code in (0, 1, 3) and o.args[0] == "check" and o.kind != "special":
         if not o.out_exists:
             out.append("finished check wrote no result file")
         else:
@@ -641,6 +756,53 @@ def problems(o: Outcome) -> list[str]:
     for name, text in (o.extra.get("reports") or {}).items():
         out += [f"{name}: {p}" for p in report_injections(name, text)]
     out += _state_problems(case, o.extra.get("after") or {})
+    out += _aside_problems(o, case)
+    return out
+
+
+def _aside_problems(o: Outcome, case: dict[str, Any]) -> list[str]:
+    """The contracts of the kinds of issue 40's second part (see their makers)."""
+    out = []
+    if case.get("expect_exit_in") is not None and o.code not in case["expect_exit_in"]:
+        out.append(f"exit {o.code} where one of {case['expect_exit_in']} is due: {o.stderr[:300]}")
+    said = " ".join(str(o.extra.get("stdout") or "").split())
+    out += [f"the output says {s!r}" for s in case.get("stdout_forbid") or [] if s in said]
+    if o.code in (0, 1):
+        need = case.get("stdout_require") or []
+        out += [f"the output does not say {s!r}" for s in need if s not in said]
+    if case.get("untrusted") and o.out_text:
+        doc = json.loads(o.out_text)
+        if doc.get("checked_by_enumeration_to") is not None or doc.get("checked_in"):
+            out.append("a result of other content trusted in the certificate")
+        if (doc.get("provenance") or {}).get("rederived"):
+            out.append("an edited model counted as re-derived")
+    for err in o.extra.get("aside errors") or []:
+        out.append(f"beside the case: {err}")
+    docs = o.extra.get("fifo docs")
+    if docs is not None and o.code in (0, 1, 3):
+        if len(docs) != 1:
+            out.append(f"{len(docs)} documents through the FIFO, not 1")
+        elif case["fifo_read"].endswith(".json"):
+            try:
+                json.loads(docs[0])
+            except ValueError:
+                out.append("the document through the FIFO is not JSON")
+    whole = case.get("outputs_whole")
+    if whole is not None and o.code == 2:
+        left = sorted(p.name for p in Path(case["workdir"]).iterdir() if p.name.startswith("out"))
+        if left:
+            out.append(f"exit 2 but outputs were written: {left}")
+    elif whole is not None and o.code in (0, 1, 3):
+        for p in whole:
+            if not Path(p).is_file():
+                out.append(f"exit {o.code} without its output {Path(p).name}")
+            elif p.endswith(".json"):
+                try:
+                    json.loads(Path(p).read_text(encoding="utf-8"))
+                except ValueError:
+                    out.append(f"a half-written output: {Path(p).name}")
+    if o.extra.get("loads") not in (None, "ok"):
+        out.append(f"the exported file does not load: {o.extra['loads']}")
     return out
 
 
@@ -801,7 +963,8 @@ def generated_bases() -> dict[str, Any]:
 
 
 _NAMES = ("r.json", "m.json", "m.md", "d.json", "w.txt", "p.rasp", "in.txt", "victim.txt", "x.pt")
-_NAMES += ("params.npz", "meta.json", "elsewhere", "ck", "sub", "fifo")
+_NAMES += ("params.npz", "meta.json", "elsewhere", "ck", "sub", "fifo", "c.json", "models")
+_NAMES += ("reports", "x.pt.tmp")
 
 
 def _clean(workdir: Path) -> None:
@@ -809,7 +972,8 @@ def _clean(workdir: Path) -> None:
     import shutil
 
     for p in workdir.iterdir():
-        if p.name in _NAMES or p.name.startswith(("link-", "hard-", "sub")):
+        temp = p.name.startswith(".") and p.name.endswith(".tmp")
+        if p.name in _NAMES or temp or p.name.startswith(("link-", "hard-", "sub", "dev-", "fifo")):
             if p.is_dir() and not p.is_symlink():
                 shutil.rmtree(p, ignore_errors=True)
             else:
@@ -839,6 +1003,21 @@ def _state(case: dict[str, Any]) -> dict[str, Any]:
             out[p] = stat.S_ISFIFO(os.lstat(p).st_mode)
         except OSError:
             out[p] = None
+    for p in case.get("chardev") or []:
+        try:
+            out[p] = stat.S_ISCHR(os.lstat(p).st_mode)
+        except OSError:
+            out[p] = None
+    for p in case.get("planted") or {}:
+        out[p] = _entry(Path(p)) if os.path.lexists(p) else None
+    if case.get("no_temp") and case.get("workdir"):
+        out["temporary files"] = sorted(
+            x.name
+            for x in Path(case["workdir"]).iterdir()
+            if x.name.endswith(".tmp") and str(x) not in (case.get("planted") or {})
+        )
+    for p in case.get("absent") or []:
+        out[p] = os.path.lexists(p)
     return out
 
 
@@ -853,6 +1032,17 @@ def _state_problems(case: dict[str, Any], after: dict[str, Any]) -> list[str]:
     for p in case.get("special") or []:
         if after.get(p) is not True:
             found.append(f"a FIFO was replaced: {Path(p).name}")
+    for p in case.get("chardev") or []:
+        if after.get(p) is not True:
+            found.append(f"a device was replaced: {Path(p).name}")
+    for p, entry in (case.get("planted") or {}).items():
+        if after.get(p) != entry:
+            found.append(f"a planted file was changed: {Path(p).name} {entry} -> {after.get(p)}")
+    if after.get("temporary files"):
+        found.append(f"temporary files left: {after['temporary files']}")
+    for p in case.get("absent") or []:
+        if after.get(p):
+            found.append(f"written although refused: {Path(p).name}")
     return found
 
 
@@ -1085,6 +1275,298 @@ def _oversize_case(rng: random.Random, workdir: Path, big: bool) -> list[str]:
     return ["export", "torch", str(m), "-o", str(workdir / "x.pt"), "--tau", tau, "--dtype", dtype]
 
 
+# ------------------------------------------------------------------------------ issue 40, rest
+# The surfaces of issue 40 the kinds above left out: a tampered model beside a genuine check
+# result (item 5), outputs into a FIFO or a character device (item 3), export's temporary
+# names (item 4), a full disk (item 7: a copy of /dev/full, or a file-size limit), float
+# overflow in export (item 8).
+
+_TAMPER_STEMS = ("dyck1", "dyck2", "induction_k1")
+_TRUSTED = ("also checked by enumeration", "claims also verified by enumeration")
+_PROVED = "every claim used is proved"
+
+
+def _number_leaves(tree: Any) -> list[tuple[Any, Any]]:
+    """(container, key) of every number in a model's weights (ints and exact strings)."""
+    from fractions import Fraction
+
+    out = []
+    for p in _paths(tree.get("layers")):
+        if not p:
+            continue
+        v = _get(tree["layers"], p)
+        if isinstance(v, bool) or not isinstance(v, (int, str)):
+            continue
+        try:
+            Fraction(v)
+        except (ValueError, ZeroDivisionError):
+            continue
+        out.append((_get(tree["layers"], p[:-1]), p[-1]))
+    return out
+
+
+def _tampered_case(rng: random.Random, workdir: Path, big: bool) -> list[str]:
+    """A bundled model edited after `build` (a weight, a claim) or only re-documented, next
+    to the genuine stored check of the original (the bundled lookup) or given as --checked:
+    an edit of content is never "also checked by enumeration", and is CONDITIONAL."""
+    from fractions import Fraction
+
+    stem = rng.choice(_TAMPER_STEMS)
+    (workdir / "models").mkdir()
+    (workdir / "reports" / "claims").mkdir(parents=True)
+    genuine_text = (ROOT / "reports" / "claims" / f"{stem}.hard.json").read_text()
+    (workdir / "reports" / "claims" / f"{stem}.hard.json").write_text(genuine_text)
+    genuine = json.loads(genuine_text)
+    d = json.loads((ROOT / "models" / f"{stem}.json").read_text())
+    edits = rng.sample(["weight", "claim", "doc", "layout", "mutate"], rng.randint(1, 2))
+    changed = False  # content changed by construction
+    raws: dict[str, str] = {}
+    if "weight" in edits:
+        container, key = rng.choice(_number_leaves(d))
+        container[key] = str(Fraction(container[key]) + rng.choice([1, -1, Fraction(1, 3)]))
+        changed = True
+    if "claim" in edits:
+        key = rng.choice(sorted(d["claims"]))
+        e = d["claims"][key]["expr"]
+        d["claims"][key]["expr"] = rng.choice([f"({e})/256", f"256*({e})", f"({e})+1"])
+        changed = True
+    if "doc" in edits:
+        d["description"] = rng.choice(_PAYLOADS + ["edited"])
+    if "layout" in edits:
+        d = dict(reversed(list(d.items())))
+    if "mutate" in edits:
+        d, raws = mutate_tree(d, rng, 1, big=False)
+    text = json.dumps(d, indent=rng.choice([None, 1, 4]))
+    for k, lit in raws.items():
+        text = text.replace(f'"{k}"', lit)
+    model = workdir / "models" / f"{stem}.json"
+    model.write_text(text, encoding="utf-8", errors="surrogatepass")
+    digest = _model_digest(model)
+    same = digest is not None and digest == genuine["model_sha256"] and not changed
+    settings: dict[str, Any] = {"expect_exit_in": [0, 1, 2]}
+    args = ["certify", str(model), "--n", rng.choice(["5", "50"]), "--tau", "theorem"]
+    checked = rng.random() < 0.5
+    if checked:
+        (workdir / "r.json").write_text(genuine_text)
+        args += ["--checked", str(workdir / "r.json")]
+    if digest is not None and not same:  # loads, other content: not trusted, not proved
+        settings["stdout_forbid"] = [*_TRUSTED, _PROVED]
+        settings["stdout_require"] = ["CONDITIONAL"]
+        settings["untrusted"] = True
+    elif same and edits in (["doc"], ["layout"], ["doc", "layout"], ["layout", "doc"]):
+        # the same content, only documented or laid out otherwise: still the checked model
+        settings["stdout_require"] = [_PROVED] + (["also checked by enumeration"] * checked)
+    _write_case(workdir, **settings)
+    return [*args, "--json", str(workdir / "out.json")]
+
+
+def _model_digest(path: Path) -> str | None:
+    """The content digest of a model file, or None when it does not load (exit 2 is due)."""
+    from exactattn.model import load_model
+    from exactattn.model.provenance import model_sha256
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            return model_sha256(load_model(path))
+    except Exception:  # noqa: BLE001 - any refusal: the CLI must refuse it too (exit 2)
+        return None
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def _write_inputs(workdir: Path) -> dict[str, Path]:
+    """The valid inputs the output-side kinds write from."""
+    files = {
+        "m": workdir / "m.json",
+        "d": workdir / "d.json",
+        "r": workdir / "r.json",
+        "c": workdir / "c.json",
+        "p": workdir / "p.rasp",
+    }
+    files["m"].write_text((DATA / "mean_a_position.json").read_text())
+    files["d"].write_text((ROOT / "models" / "dyck1.json").read_text())
+    files["r"].write_text((DATA / "result_small.json").read_text())
+    files["c"].write_text(json.dumps(generated_bases()["certificate"]))
+    files["p"].write_text((ROOT / "models" / "rasp" / "majority.rasp").read_text())
+    return files
+
+
+def _output_commands(f: dict[str, Path], out: str, suffix: str) -> list[list[str]]:
+    """Commands of valid inputs that write one file ``out`` (a .json, or .md/.tex)."""
+    m, d = str(f["m"]), str(f["d"])
+    if suffix in (".md", ".tex"):
+        cmds = [["report", str(f["c"]), "-o", out], ["report", str(f["r"]), "-o", out]]
+        if suffix == ".md":
+            cmds.append(["check", m, "--max-n", "2", "-q", "--report", out])
+        return cmds
+    return [
+        ["check", m, "--max-n", "2", "-q", "--json", out],
+        ["precision", m, "--max-n", "2", "--dtype", "float32", "--json", out],
+        ["search", m, "--n", "3", "--objective", "margin", "--json", out],
+        ["certify", d, "--n", "5", "--tau", "theorem", "--json", out],
+        ["build", "rasp", str(f["p"]), "-q", "-o", out],
+    ]
+
+
+def _special_case(rng: random.Random, workdir: Path, big: bool) -> list[str]:
+    """--json/-o/--report into a FIFO (a reader thread drains it) or, as root, a copy of the
+    null device: written through, still the FIFO or the device, one whole document each."""
+    import stat
+
+    f = _write_inputs(workdir)
+    suffix = rng.choice([".json", ".json", ".md", ".tex"])
+    as_root = os.geteuid() == 0
+    node = workdir / (("dev-null" if as_root and rng.random() < 0.5 else "fifo") + suffix)
+    settings: dict[str, Any] = {"expect_exit_in": [0, 1, 3], "no_temp": True, "wall": 120}
+    if node.name.startswith("dev-"):
+        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        settings["chardev"] = [str(node)]
+    else:
+        os.mkfifo(node)
+        settings["special"] = [str(node)]
+        settings["fifo_read"] = str(node)
+    args = rng.choice(_output_commands(f, str(node), suffix))
+    settings["stub_figures"] = rng.random() < 0.9
+    _write_case(workdir, **settings)
+    return args
+
+
+def _fulldisk_case(rng: random.Random, workdir: Path, big: bool) -> list[str]:
+    """A full disk: the output is a copy of /dev/full (as root; every write fails with
+    ENOSPC), or files may not grow past a random size (RLIMIT_FSIZE: EFBIG). Exit 2 leaves
+    no output and no temporary file; a run that fits leaves whole files."""
+    import stat
+
+    f = _write_inputs(workdir)
+    suffix = rng.choice([".json", ".json", ".md", ".tex"])
+    settings: dict[str, Any] = {"no_temp": True, "stub_figures": rng.random() < 0.8}
+    if os.geteuid() == 0 and rng.random() < 0.4:
+        node = workdir / f"dev-full{suffix}"
+        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+        args = rng.choice(_output_commands(f, str(node), suffix))
+        if args[0] == "check" and "--report" in args and rng.random() < 0.5:
+            args += ["--json", str(workdir / "out.json")]  # the pair: both or neither
+        settings.update(chardev=[str(node)], expect_exit=2, outputs_whole=[])
+        _write_case(workdir, **settings)
+        return args
+    out = str(workdir / f"out{suffix}")
+    cmds = _output_commands(f, out, suffix)
+    if suffix == ".json" and _has("torch"):
+        cmds.append(["export", "torch", str(f["m"]), "-o", str(workdir / "out.pt")])
+    args = rng.choice(cmds)
+    if args[0] == "check" and "--report" in args:
+        args += ["--json", str(workdir / "out.json")]
+    limit = rng.choice([0, 1, 100, 1_000, 4_000, 20_000, 100_000, 1_000_000, 10**8])
+    settings.update(
+        fsize=limit, outputs_whole=[a for a in args if a.startswith(str(workdir / "out"))]
+    )
+    settings["expect_exit_in"] = [0, 1, 3] if limit >= 10**8 else [0, 1, 2, 3]
+    _write_case(workdir, **settings)
+    return args
+
+
+def _exporttmp_case(rng: random.Random, workdir: Path, big: bool) -> list[str]:
+    """Export beside a planted temporary name (the old fixed OUT.pt.tmp as a symlink, a file,
+    a FIFO; a mkstemp-like name), over an output that is a symlink, or while another export
+    writes the same file: planted files untouched, a whole x.pt, no temporary file left."""
+    m = workdir / "m.json"
+    m.write_text(json.dumps(rng.choice([BASE_MODEL, DYCK1])), encoding="utf-8")
+    x = workdir / "x.pt"
+    victim = workdir / "victim.txt"
+    victim.write_text("precious\n")
+    plant = rng.choice(["tmp link", "tmp file", "tmp fifo", "mkstemp name", "out link", "twice"])
+    settings: dict[str, Any] = {"unchanged": {str(victim): _digest(victim)}, "no_temp": True}
+    settings["wall"] = 60
+    tmp = workdir / "x.pt.tmp"
+    if plant == "tmp link":
+        tmp.symlink_to(victim)
+    elif plant == "tmp file":
+        tmp.write_text("an old temporary file\n")
+    elif plant == "tmp fifo":
+        os.mkfifo(tmp)  # (opening it to write would block: the wall-clock limit catches it)
+    elif plant == "mkstemp name":
+        tmp = workdir / f".x.pt.{rng.choice(['abc', 'x_y7', '00000000'])}.tmp"
+        tmp.write_text("someone else's temporary file\n")
+    elif plant == "out link":
+        x.symlink_to(victim)
+    else:  # another export of the same file, in a thread, at the same time
+        settings["concurrent_export"] = {"model": str(m), "out": str(x)}
+    if tmp.exists() or tmp.is_symlink():
+        settings["planted"] = {str(tmp): _entry(tmp)}
+    args = ["export", "torch", str(m), "-o", str(x)]
+    args += rng.choice([[], ["--dtype", "float16"], ["--json", str(workdir / "out.json")]])
+    if _has("torch"):
+        settings.update(expect_exit=0, loads=str(x))
+    else:  # without the optional extra: one line saying so, nothing written
+        settings["expect_exit"] = 2
+    _write_case(workdir, **settings)
+    return args
+
+
+def _entry(p: Path) -> list[Any]:
+    """What a planted directory entry is (kind and link target or content digest)."""
+    import stat
+
+    st = os.lstat(p)
+    if stat.S_ISLNK(st.st_mode):
+        return ["link", os.readlink(p)]
+    if stat.S_ISFIFO(st.st_mode):
+        return ["fifo", None]
+    return ["file", _digest(p)]
+
+
+def _dtype_overflows(v: Any, dtype: str) -> bool:
+    """Whether the exact value v rounds (nearest, ties to even) to ±inf in dtype: |v| at
+    least the largest finite value plus half an ulp (the tie goes to the even inf)."""
+    from fractions import Fraction
+
+    emax, p = {"float16": (15, 11), "bfloat16": (127, 8), "float32": (127, 24)}[dtype]
+    return abs(Fraction(v)) >= Fraction(2) ** (emax + 1) - Fraction(2) ** (emax - p)
+
+
+_BIG_WEIGHTS = [65504, -65504, 65519, 65520, -65520, "131039/2", "131040/2", 70000, 10**5,
+                10**10, "1/65536", 3 * 10**38, 4 * 10**38, 10**40]  # fmt: skip
+
+
+def _f16_case(rng: random.Random, workdir: Path, big: bool) -> list[str]:
+    """A weight past the dtype's range (float16 tops out at 65,504): export refuses it (exit
+    2, nothing written); a weight that rounds to the largest finite value still exports."""
+    d = json.loads(json.dumps(BASE_MODEL))
+    v = rng.choice(_BIG_WEIGHTS)
+    head = d["layers"][0]["heads"][0]
+    mat = head[rng.choice(["query", "key", "value"])]
+    i = rng.randrange(len(mat))
+    mat[i][rng.randrange(len(mat[i]))] = v
+    m = workdir / "m.json"
+    m.write_text(json.dumps(d), encoding="utf-8")
+    dtype = rng.choice(["float16", "float16", "bfloat16", "float32"])
+    x, out = workdir / "x.pt", workdir / "out.json"
+    if rng.random() < 0.25:  # the same weights through precision: any verdict, never exit 4
+        _write_case(workdir, expect_exit_in=[0, 1, 2, 3])
+        return ["precision", str(m), "--max-n", "2", "--dtype", dtype, "--json", str(out)]
+    args = ["export", "torch", str(m), "-o", str(x), "--dtype", dtype, "--json", str(out)]
+    if not _has("torch"):
+        _write_case(workdir, expect_exit=2)
+    elif _dtype_overflows(v, dtype):
+        _write_case(workdir, expect_exit=2, absent=[str(x), str(out)])
+    else:
+        _write_case(workdir, expect_exit=0, loads=str(x))
+    return args
+
+
+NEW_KINDS_2: dict[str, Any] = {
+    "tampered": _tampered_case,
+    "special": _special_case,
+    "fulldisk": _fulldisk_case,
+    "exporttmp": _exporttmp_case,
+    "f16": _f16_case,
+}
+
+
 NEW_KINDS: dict[str, Any] = {
     "certreport": _document_case(["certificate", "certificate range"]),
     "runreport": _document_case(["precision", "precision family", "search", "search margin"]),
@@ -1093,8 +1575,8 @@ NEW_KINDS: dict[str, Any] = {
     "deeprasp": _deeprasp_case,
     "oversize": _oversize_case,
 }
-KINDS = ["model", "report", "tau", "checkpoint", "dask", *NEW_KINDS]
-WEIGHTS = [6, 3, 1, 1, 0.5, 1, 1, 0.5, 0.5, 0.5, 0.5]
+KINDS = ["model", "report", "tau", "checkpoint", "dask", *NEW_KINDS, *NEW_KINDS_2]
+WEIGHTS = [6, 3, 1, 1, 0.5, 1, 1, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
 REPORT_KINDS = ("report", "certreport", "runreport")
 
 

@@ -191,13 +191,15 @@ def export_tl_cmd(
     """MODEL as a TransformerLens HookedTransformer: config + state dict (load it with
     exactattn.export.transformer_lens.load_hooked). Exit 2 naming the feature that does not
     fit (per-head temperatures; with --no-mask-hooks, masks other than causal/none)."""
+    # an output naming the input is refused first, as by `export torch` (with or without
+    # the optional extras installed)
+    path = Path(out) if out else Path(Path(model_path).stem + ".transformer-lens.pt")
+    refuse_overwrite([("MODEL", model_path)], [("-o", path)])
     require("torch", "exactattn export transformer-lens", extra="transformer-lens")
     require("transformer_lens", "exactattn export transformer-lens")
     # lazy: torch and transformer_lens, optional extras
     from exactattn.export.transformer_lens import describe, export_transformer_lens, save
 
-    path = Path(out) if out else Path(Path(model_path).stem + ".transformer-lens.pt")
-    refuse_overwrite([("MODEL", model_path)], [("-o", path)])
     model = load_model(model_path)
     length = _n_for(model, n)
     doc = export_transformer_lens(model, length, dtype, mask_hooks)

@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from flint import arb, arb_mat
+from flint import arb, arb_mat, ctx, fmpq
 
 from exactattn.core.numbers import frac_str, point_lower, point_upper, to_arb
 from exactattn.engine.cascade.interval import float_down, float_up
@@ -159,6 +159,22 @@ class LengthAccumulator:
         self._tie_at: dict[int, list[int]] = {}
         self._rank0 = 0
         self._ranks: list[int] | None = None
+        # per precision: the read-out's weights and tolerance as arb balls (to_arb rounds at
+        # the context's precision, so a cached ball is the one to_arb would give there)
+        self._out_arbs: dict[int, tuple[list[list[arb | None]], arb | None]] = {}
+        self._ref_counts = [0, 0]
+
+    def _read_arbs(self) -> tuple[list[list[arb | None]], arb | None]:
+        """The output weights (None where 0) and the value tolerance as ``to_arb`` gives them
+        at the current precision, converted once per precision."""
+        got = self._out_arbs.get(ctx.prec)
+        if got is None:
+            o = self.model.output
+            W = [o.weight] if isinstance(o, AcceptOutput) else o.weight
+            ws = [[to_arb(wk) if wk else None for wk in row] for row in W]
+            tol = to_arb(o.tolerance) if isinstance(o, ValueOutput) else None
+            got = self._out_arbs[ctx.prec] = (ws, tol)
+        return got
 
     # -- hard ----------------------------------------------------------------------
     def add_hard(self, hb: HardBatch, first_rank: int | None = None) -> None:
@@ -195,9 +211,13 @@ class LengthAccumulator:
         elif isinstance(o, ArgmaxOutput):
             labels, margins = argmax_labels(m, out.values)
             self._hard_decisions = labels
-            for b, mg in enumerate(margins):
-                if mg is not None:
-                    self._margin(mg)
+            # every margin is k/den (den = the values' denominator): the batch's least one
+            # by its integer k, then one Fraction comparison with the record
+            den = out.values.den
+            given = [mg for mg in margins if mg is not None]
+            if given:
+                self._margin(min(given, key=lambda f: f.numerator * (den // f.denominator)))
+            for b in range(N):
                 tied = [p for p, lab in enumerate(labels[b]) if lab is None]
                 if tied:
                     self._tie_at[b] = tied
@@ -230,6 +250,7 @@ class LengthAccumulator:
                 ]
             else:
                 check = [b for b, e in enumerate(expected) if e is not None]
+            self._ref_counts = [0, 0]  # _matches_hard's undefined / compared positions
             for b in check:
                 w = hb.words[b]
                 exp = expected[b]
@@ -247,6 +268,13 @@ class LengthAccumulator:
                             ),
                         ),
                     )
+            und, cmp_ = self._ref_counts
+            if und or cmp_:  # the batch's counts at once (one record update, same sums)
+                self.ref = replace(
+                    self.ref,
+                    undefined=self.ref.undefined + und,
+                    compared_positions=self.ref.compared_positions + cmp_,
+                )
 
     def add_filtered(
         self, hf: HardFilter, cm: CompiledModel, first_rank: int | None = None
@@ -484,19 +512,23 @@ class LengthAccumulator:
         if isinstance(o, AcceptOutput):
             return bool(self._hard_decisions[b]) == exp
         defined = [p for p, e in enumerate(exp) if e is not None]
-        self.ref = replace(
-            self.ref,
-            undefined=self.ref.undefined + len(exp) - len(defined),
-            compared_positions=self.ref.compared_positions + len(defined),
-        )
+        counts = self._ref_counts  # added to the record once per batch (_reference_and_ties)
+        counts[0] += len(exp) - len(defined)
+        counts[1] += len(defined)
         if isinstance(o, ArgmaxOutput):
             got = self._hard_decisions[b]
             return all(got[p] == exp[p] for p in defined)
         vals = self._hard_out.values
+        den = vals.den
         ok = True
+        rows = vals.num[b].tolist()
         for p in defined:
-            row = [Fraction(int(x), vals.den) for x in vals.num[b, p]]
-            ok &= tuple(row) == tuple(exp[p])
+            # num/den == e exactly, as integers (both sides in lowest terms or not: the same)
+            row = rows[p]
+            e = exp[p]
+            ok &= len(row) == len(e) and all(
+                x * ev.denominator == ev.numerator * den for x, ev in zip(row, e, strict=True)
+            )
         return ok
 
     # -- soft ----------------------------------------------------------------------
@@ -530,9 +562,9 @@ class LengthAccumulator:
             if final_delta is None:
                 return SoftVerdict(True, c > 0, delta_y=arb(0))
             dy = arb(0)
-            for k, wk in enumerate(o.weight):
-                if wk:
-                    dy += to_arb(wk) * final_delta[slot, k]
+            for k, wa in enumerate(self._read_arbs()[0][0]):
+                if wa is not None:
+                    dy += wa * final_delta[slot, k]
             if dy.is_zero():
                 return SoftVerdict(True, c > 0, delta_y=dy)
             val = to_arb(c) + dy
@@ -547,15 +579,16 @@ class LengthAccumulator:
             return SoftVerdict(False, None, delta_y=dy)
         slots = m.output_positions(self.n)
         W = o.weight
+        WA, tol = self._read_arbs()
         dY: list[list[arb]] = []
         for p in slots:
             row = []
             for r in range(len(W)):
                 acc = arb(0)
                 if final_delta is not None:
-                    for k, wk in enumerate(W[r]):
-                        if wk:
-                            acc += to_arb(wk) * final_delta[p, k]
+                    for k, wa in enumerate(WA[r]):
+                        if wa is not None:
+                            acc += wa * final_delta[p, k]
                 row.append(acc)
             dY.append(row)
         if isinstance(o, ArgmaxOutput):
@@ -563,16 +596,20 @@ class LengthAccumulator:
             decided = True
             und_at: list[bool] = []
             hard_labels = self._hard_decisions[at]
+            # the hard rows as numerators over vals.den > 0: the same order and ties as the
+            # Fractions, and arb(fmpq(x, den)) is to_arb's ball (fmpq is canonical)
+            den = vals.den
+            nums = vals.num[b].tolist()
             for pi in range(len(slots)):
                 und_at.append(False)
-                hard_row = [Fraction(int(x), vals.den) for x in vals.num[b, pi]]
+                hard_row = nums[pi]
                 dys = dY[pi]
                 if all(x.is_zero() for x in dys):
                     best = max(hard_row)
                     win = [i for i, v in enumerate(hard_row) if v == best]
                     labels.append(o.labels[win[0]] if len(win) == 1 else None)
                     continue
-                soft_row = [to_arb(hv) + dv for hv, dv in zip(hard_row, dys, strict=True)]
+                soft_row = [arb(fmpq(hv, den)) + dv for hv, dv in zip(hard_row, dys, strict=True)]
                 cands = [
                     i
                     for i, si in enumerate(soft_row)
@@ -586,7 +623,7 @@ class LengthAccumulator:
                     zero_test(
                         slots[pi],
                         [x - y for x, y in zip(W[i], W[j], strict=True)],
-                        hard_row[i] - hard_row[j],
+                        Fraction(hard_row[i] - hard_row[j], den),
                     )
                     for i in cands
                     for j in cands
@@ -598,7 +635,7 @@ class LengthAccumulator:
                         decided = False
             return SoftVerdict(decided, labels, delta_y=dY, undecided_at=und_at)
         # value output: within tolerance of hard?
-        tol = to_arb(o.tolerance)
+        assert tol is not None
         within: bool | None = True
         for row in dY:
             for x in row:
@@ -700,6 +737,28 @@ class LengthAccumulator:
                 [e is None or bool(e) == bool(a) for e, a in zip(exp, acc.tolist(), strict=True)]
             )
             idx = idx[~(plain & (acc == hard) & ref_ok)]
+        elif isinstance(o, ArgmaxOutput) and fb.labels is not None:
+            # the same for labels: no hard tie, each label the hard one where that is decided
+            # and the expected one where the reference has one (no disagreement, no mismatch)
+            names = o.labels
+            rows = fb.labels[idx].tolist()
+            keep = []
+            for b, row in zip(idx.tolist(), rows, strict=True):
+                lab = [names[k] if k >= 0 else None for k in row]
+                exp = self._expected[b]
+                if (
+                    b in self._tie_at
+                    or any(
+                        h is not None and s != h
+                        for s, h in zip(lab, self._hard_decisions[b], strict=True)
+                    )
+                    or (
+                        exp is not None
+                        and any(e is not None and s != e for s, e in zip(lab, exp, strict=True))
+                    )
+                ):
+                    keep.append(b)
+            idx = np.array(keep, dtype=np.intp)
         for b in idx.tolist():
             if isinstance(o, AcceptOutput):
                 v = SoftVerdict(True, bool(fb.accept[b]))
@@ -772,14 +831,18 @@ class LengthAccumulator:
                     ok = False
             return ok
         vals = self._hard_out.values
-        tol = to_arb(o.tolerance)
+        den = vals.den
+        tol = self._read_arbs()[1]
         ok = True
+        rows = vals.num[b].tolist()
         for p, e in enumerate(exp):
             if e is None:
                 continue
+            row = rows[p]
             for r, ev in enumerate(e):
-                hv = Fraction(int(vals.num[b, p, r]), vals.den)
-                diff = to_arb(hv - ev) + v.delta_y[p][r]
+                # to_arb(num/den − ev): fmpq is canonical, so the same ball
+                q = fmpq(row[r] * ev.denominator - ev.numerator * den, den * ev.denominator)
+                diff = arb(q) + v.delta_y[p][r]
                 if diff.abs_upper() <= tol:
                     continue
                 if diff.abs_lower() > tol:

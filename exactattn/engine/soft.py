@@ -26,6 +26,7 @@ from exactattn.engine.hard import CompiledFFN, CompiledHead, CompiledModel, Hard
 from exactattn.engine.ratarray import RatArray
 
 _ZERO = arb(0)
+DALPHA_CELLS = 1 << 20  # the δα memo's bound (WeightCache.dalpha), in T² cells
 
 
 def rat_to_arb_mat(num: np.ndarray, den: int) -> arb_mat:
@@ -55,6 +56,10 @@ class WeightCache:
     def __init__(self, cm: CompiledModel) -> None:
         self.cm = cm
         self._cache: dict[tuple[int, int, str, int], arb_mat] = {}
+        # δα of a head whose input δ is exactly zero, by everything it is a function of
+        # (_soft_head): words of one length repeat few score patterns
+        self.dalpha: dict[tuple[object, ...], tuple[arb, arb_mat | None]] = {}
+        self.dalpha_cells = 0  # T² summed over its entries: the memo's size, bounded
 
     def get(self, layer: int, idx: int, which: str, ra: RatArray) -> arb_mat:
         key = (layer, idx, which, ctx.prec)
@@ -139,6 +144,29 @@ def _soft_head(
     else:
         dv = None
         ds_e = None
+    # with δ = 0 in, δα is a function of this word's scores, argmax and support rows, the
+    # mask, the rule, τ and the precision alone: computed once per pattern (the same balls)
+    memo = None
+    if ds_e is None and not keep_alpha and s_num.dtype != object:
+        memo = (
+            li,
+            hi,
+            ctx.prec,
+            id(tau),
+            T,
+            s_den,
+            s_num.dtype.str,
+            s_num.tobytes(),
+            tr.top[b].tobytes(),
+            support.tobytes(),
+            vis.tobytes(),
+        )
+        got = weights.dalpha.get(memo)
+        if got is not None and got[0] is tau:  # it holds τ, so id(τ) is not reused
+            if got[1] is None:
+                return None, None
+            hit = got[1] * rat_to_arb_mat(tr.v.num[b], tr.v.den)
+            return (hit if ch.O is None else hit * weights.get(li, hi, "O", ch.O)), None
     inv_tau = 1 / tau
     exp_by_gap: dict[int, arb] = {}
     dalpha_rows: list[list[arb]] = []
@@ -241,8 +269,17 @@ def _soft_head(
                     if support[i, j]:
                         ah[i, j] = inv
         out = ah * dv
-    if any_nonzero:
-        da = arb_mat(dalpha_rows)
+    da = arb_mat(dalpha_rows) if any_nonzero else None
+    if memo is not None:
+        # bounded in T² cells (a 48-byte ball and ~11 key bytes each): 2^20 cells, ~60 MB;
+        # a long run meets many patterns, a long word has large ones
+        if weights.dalpha_cells + T * T > DALPHA_CELLS:
+            weights.dalpha.clear()
+            weights.dalpha_cells = 0
+        if T * T <= DALPHA_CELLS:
+            weights.dalpha[memo] = (tau, da)
+            weights.dalpha_cells += T * T
+    if da is not None:
         v = rat_to_arb_mat(tr.v.num[b], tr.v.den)
         vv = v if dv is None else v + dv
         out = _add(out, da * vv)

@@ -21,6 +21,7 @@ torch-*`` import it, lazily, so the core never needs the optional extra.
 
 from __future__ import annotations
 
+import io
 import math
 import warnings
 from collections.abc import Sequence
@@ -658,7 +659,25 @@ def save(exp: Export, path: Path) -> None:
     doc = {"config": mod.config, "state_dict": mod.state_dict(), "rounding": exp.rounding}
     # a unique temporary file beside it, then a rename (a fixed OUT.pt.tmp was shared by two
     # exports and followed a planted symlink; issue 40)
-    write_with(path, lambda tmp: torch.save(doc, tmp))
+    write_torch(doc, path)
+
+
+def write_torch(doc: dict[str, Any], path: Path) -> None:
+    """``torch.save`` into memory, then the bytes through a temporary file: a failed write
+    is an :class:`OSError` naming ``path``. PyTorch's own file writer reports a full disk (or
+    a file-size limit) as a RuntimeError ("unexpected pos 64 vs 0", "basic_ios::clear:
+    iostream error"), which was exit 4 (the fuzz's fulldisk kind, issue 40)."""
+    buf = io.BytesIO()
+    torch.save(doc, buf)
+
+    def write(tmp: Path) -> None:
+        try:
+            with open(tmp, "wb") as f:
+                f.write(buf.getbuffer())
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+    write_with(path, write)
 
 
 def load(path: str | Path) -> ExportedModel:

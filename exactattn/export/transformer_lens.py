@@ -33,11 +33,10 @@ import numpy as np
 import torch  # optional extra: imported only by the export command / its tests
 
 from exactattn.core.errors import ModelError, UsageError
-from exactattn.core.jsonio import write_with
 from exactattn.engine.dtypes import DtypeModel, _frac_vec, rat_to_dtype
 from exactattn.engine.hard import CompiledModel
 from exactattn.export import DEFAULT_DTYPE
-from exactattn.export.torch import TORCH_DTYPES, to_torch, visible
+from exactattn.export.torch import TORCH_DTYPES, to_torch, visible, write_torch
 from exactattn.model import AcceptOutput, ArgmaxOutput, Model
 
 TL_FORMAT = "exactattn-transformer-lens/1"
@@ -286,7 +285,7 @@ def export_transformer_lens(
 
 def save(doc: dict[str, Any], path: Path) -> None:
     """torch.save through a unique temporary file and a rename (core/jsonio.py)."""
-    write_with(path, lambda tmp: torch.save(doc, tmp))
+    write_torch(doc, path)
 
 
 def _mask_hook(masks: list[str]) -> Any:

@@ -468,6 +468,24 @@ def test_report_on_a_full_disk_leaves_no_file(tmp_path: Path) -> None:
     assert (tmp_path / "out.md").exists() and (tmp_path / "out-gamma.png").exists()
 
 
+def test_export_on_a_full_disk_is_exit_2(tmp_path: Path) -> None:
+    """Found by the fuzz's fulldisk kind: PyTorch's writer reports a failed write as a
+    RuntimeError ("unexpected pos 64 vs 0", "iostream error"), which was exit 4; now exit 2
+    naming the file, nothing left behind."""
+    pytest.importorskip("torch")
+    shutil.copy(MODEL, tmp_path / "m.json")
+    p = _limited_run(["export", "torch", "m.json", "-o", "x.pt"], tmp_path, 100)
+    assert p.returncode == 2, p.stderr
+    assert "cannot use the file x.pt: File too large" in p.stderr, p.stderr
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["m.json"]
+    # a limit past torch's first blocks ("basic_ios::clear: iostream error" was exit 4)
+    p = _limited_run(["export", "torch", "m.json", "-o", "x.pt"], tmp_path, 4_000)
+    assert p.returncode == 2 and "cannot use the file x.pt: File too large" in p.stderr
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["m.json"]
+    p = _limited_run(["export", "torch", "m.json", "-o", "x.pt"], tmp_path, 10**8)
+    assert p.returncode == 0, p.stderr
+
+
 # ---------------------------------------------------------------------------- 6. RASP
 
 
@@ -759,7 +777,8 @@ def test_float16_overflow_is_refused(tmp_path: Path) -> None:
     d["layers"][0]["heads"][0]["query"] = [[0, 100_000, 0, 0]]
     m = tmp_path / "m.json"
     m.write_text(json.dumps(d))
-    for cmd in (["torch"], ["transformer-lens"]):
+    tl = [["transformer-lens"]] if F._has("transformer_lens") else []
+    for cmd in (["torch"], *tl):
         args = ["export", *cmd, m, "-o", tmp_path / "x.pt", "--dtype", "float16"]
         o = run(tmp_path, [*args, "--json", tmp_path / "r.json"] if cmd == ["torch"] else args)
         one_line_exit_2(o, "--dtype float16: 1 exported tensor(s) do not fit the dtype")

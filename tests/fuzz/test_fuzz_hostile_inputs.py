@@ -1,5 +1,6 @@
 """Fuzz suite (default run): hostile model files, result files, --tau strings, damaged
-checkpoints and bad --dask addresses via the CLI (with and without -q, sometimes --jobs 2).
+checkpoints and bad --dask addresses via the CLI (with and without -q, sometimes --jobs 2),
+and issue 40's surfaces (tests/fuzzing.py: NEW_KINDS and NEW_KINDS_2).
 
 Each case runs ``exactattn …`` in-process (tests/fuzzing.py) and must keep the contract: exit
 code 0/1/2/3 (never 4, never a traceback); exit 2 is one line ``error: <path>: …`` with no
@@ -12,9 +13,11 @@ from __future__ import annotations
 import json
 import random
 import tempfile
+from fractions import Fraction
 from pathlib import Path
 
 import fuzzing as F
+import pytest
 import strategies as S
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -85,6 +88,63 @@ def test_issue_40_surfaces(kind: str, seed: int) -> None:
     """Certificate, precision and search files through report; an output naming an input;
     symlinked or FIFO checkpoint parts; deep and oversized RASP programs; oversize inputs."""
     _check(kind, seed)
+
+
+@pytest.mark.parametrize("kind", sorted(F.NEW_KINDS_2))
+@settings(max_examples=4, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**32))
+def test_issue_40_remaining_surfaces(kind: str, seed: int) -> None:
+    """A tampered model beside a genuine check result; outputs into a FIFO, a device or a
+    full disk; export beside planted temporary names; weights past the dtype's range."""
+    _check(kind, seed)
+
+
+def test_dtype_overflow_oracle_agrees_with_numpy() -> None:
+    """The f16 kind's expectation (exact threshold) against numpy's own rounding."""
+    import numpy as np
+
+    for v in (65504, 65519, 65520, -65520, 10**5, 3 * 10**38, 4 * 10**38, "1/65536"):
+        for dtype, np_dtype in (("float16", np.float16), ("float32", np.float32)):
+            with np.errstate(over="ignore"):
+                inf = bool(np.isinf(np.array(float(Fraction(v))).astype(np_dtype)))
+            assert F._dtype_overflows(v, dtype) == inf, (v, dtype)
+    assert not F._dtype_overflows(2**128 - 2**120, "bfloat16")
+    assert F._dtype_overflows(2**128 - 2**119, "bfloat16")
+
+
+def test_remaining_kinds_oracle_catches_breaks(tmp_path: Path) -> None:
+    """The second part's contracts: trusted output of a tampered model, a replaced device, a
+    changed planted file, a temporary file left, two documents through a FIFO, a half file."""
+
+    def probs(code: int, case: dict, stdout: str = "", text: str | None = None, **extra: object):
+        o = F.Outcome("x", ["certify"], code, "", text is not None, text)
+        o.extra = {"case": {"workdir": str(tmp_path), **case}, "stdout": stdout, **extra}
+        o.extra["after"] = F._state(o.extra["case"])
+        return F.problems(o)
+
+    tampered = {"stdout_forbid": ["also checked by enumeration"], "untrusted": True}
+    tampered["stdout_require"] = ["CONDITIONAL"]
+    said = "x; also checked\n by  enumeration for n ≤ 14"
+    assert any("says" in p for p in probs(0, tampered, said))
+    assert any("does not say" in p for p in probs(0, tampered, "every claim"))
+    assert probs(0, tampered, "CONDITIONAL: …") == []
+    trusted = '{"checked_by_enumeration_to": 14, "checked_in": "r.json"}'
+    assert any("trusted" in p for p in probs(0, tampered, "CONDITIONAL", trusted))
+    (tmp_path / "dev").write_text("now a file")
+    assert any("device was replaced" in p for p in probs(0, {"chardev": [str(tmp_path / "dev")]}))
+    planted = {str(tmp_path / "dev"): ["file", "0" * 64]}
+    assert any("planted" in p for p in probs(0, {"planted": planted}))
+    (tmp_path / ".out.json.abc.tmp").write_text("{")
+    assert any("temporary" in p for p in probs(2, {"no_temp": True}))
+    (tmp_path / ".out.json.abc.tmp").unlink()
+    fifo = {"fifo_read": "fifo.json"}
+    assert any("2 documents" in p for p in probs(0, fifo, **{"fifo docs": ["{}", "{}"]}))
+    assert any("not JSON" in p for p in probs(0, fifo, **{"fifo docs": ["{"]}))
+    assert probs(0, fifo, **{"fifo docs": ["{}"]}) == []
+    (tmp_path / "out.json").write_text('{"a": ')
+    whole = {"outputs_whole": [str(tmp_path / "out.json")]}
+    assert any("half-written" in p for p in probs(0, whole))
+    assert any("outputs were written" in p for p in probs(2, whole))
 
 
 def test_contract_checker_catches_breaks() -> None:
