@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
 from flint import ctx
+from paths import ROOT
 
 from exactattn import model_from_dict
 from exactattn.engine.hard import CompiledModel, run_hard
@@ -24,7 +24,6 @@ from exactattn.engine.temperature import Temperatures
 from exactattn.importers.tracr import import_tracr
 from exactattn.inputs import words_of_length
 
-ROOT = Path(__file__).resolve().parent.parent
 TRACR = ROOT / "tests" / "data" / "tracr_lib"
 
 
