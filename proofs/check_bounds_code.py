@@ -5,7 +5,8 @@ The other check_*.py scripts verify the *theorems* with their own copies of the 
 one feeds the witnesses of proofs/witnesses.py (whose true errors are computed by a direct
 simulator or a closed form cross-checked against it) to the functions the engine uses, so a
 wrong constant in exactattn/bounds/__init__.py fails here. EXACTATTN_BOUNDS_PY=<path> loads a
-copy of bounds/__init__.py instead (the mutation tests in tests/test_proofs.py do that).
+copy of bounds/__init__.py instead (the mutation tests in
+tests/repo/test_proofs_machine_checks.py do that).
 
 Run: python3 proofs/check_bounds_code.py   (exit status 0 iff every check passes)
 """

@@ -32,7 +32,8 @@ from witnesses import (
 
 # ---------------------------------------------------------------- the formulas under test
 # Each constant of Theorem 3 appears exactly once below; every check uses these functions, so
-# a wrong constant here must make some check fail (tests/test_proofs.py edits copies to verify).
+# a wrong constant here must make some check fail (tests/repo/test_proofs_machine_checks.py
+# edits copies to verify).
 
 
 def sigma_h(eps, x_in, beta, betaq):  # noqa: ANN001, ANN201

@@ -81,7 +81,7 @@ def ok(message: str) -> None:
 
 
 def finish(name: str) -> None:
-    """Exit 1 if any check failed (so that tests/test_proofs.py notices)."""
+    """Exit 1 if any check failed (so that tests/repo/test_proofs_machine_checks.py notices)."""
     if _FAILED:
         print(f"{name}: {len(_FAILED)} check(s) FAILED")
         sys.exit(1)

@@ -3,10 +3,10 @@ formula (in a check script, or in exactattn/bounds/: __init__.py, compare.py or 
 wrong one, in a temporary copy, and runs the checks that should notice: for a check script,
 that script; for bounds.py, proofs/check_bounds_code.py and then the default-suite tests named
 in ``tests`` (pytest in a temporary copy of the repository); for the other engine files, those
-tests. tests/test_proofs.py requires every "false" mutation to make some check fail (exit 1
-with a FAIL line, never a crash); "true" mutations only loosen a bound (reason given) and are
-not required to fail. Run `python3 proofs/mutations.py` to print the table of proofs/README.md
-(`python3 proofs/mutations.py C20 B1` runs only those rows).
+tests. tests/repo/test_proofs_machine_checks.py requires every "false" mutation to make some
+check fail (exit 1 with a FAIL line, never a crash); "true" mutations only loosen a bound
+(reason given) and are not required to fail. Run `python3 proofs/mutations.py` to print the
+table of proofs/README.md (`python3 proofs/mutations.py C20 B1` runs only those rows).
 """
 
 from __future__ import annotations
@@ -24,16 +24,22 @@ PROOFS = Path(__file__).resolve().parent
 ROOT = PROOFS.parent
 BOUNDS = "exactattn/bounds/__init__.py"
 CHAIN = "exactattn/bounds/chain.py"  # Theorem S: checked by check_sharp_chain.py on a copy
-CHAIN_TESTS = ("tests/test_sharp_chain.py",)
+CHAIN_TESTS = ("tests/certificate/test_sharp_chain_certifies_own_tau.py",)
 BCHECK = "exactattn/bounds/compare.py"
 TSEARCH = "exactattn/bounds/tau_search.py"
 # the default-suite tests that hold bounds.py's formulas against certified witnesses
-WITNESS_TESTS = ("tests/test_bound_witnesses.py", "tests/test_bounds.py")
+WITNESS_TESTS = (
+    "tests/bounds/test_wrong_bound_formulas_are_caught.py",
+    "tests/bounds/test_bound_formulas.py",
+)
 COARSE = "exactattn/engine/cascade/coarse.py"
-COARSE_TESTS = "tests/test_coarse_sound.py"
+COARSE_TESTS = "tests/engine/cascade/test_coarse_tier_sound.py"
 HFILTER = "exactattn/engine/hardfilter.py"
-HF_TESTS = "tests/test_hard_filter.py::"
-ENGINE_TESTS = ("tests/test_bound_witnesses.py", "tests/test_bounds_engine.py")
+HF_TESTS = "tests/engine/test_hard_filter_sound.py::"
+ENGINE_TESTS = (
+    "tests/bounds/test_wrong_bound_formulas_are_caught.py",
+    "tests/bounds/test_bounds_hold_on_measured_errors.py",
+)
 
 
 @dataclass(frozen=True)
@@ -68,7 +74,8 @@ X_NOTE = (
     "mutant is numerically false: from ε_0 = 0 every error term carries the factor x"
 )
 PIN_NOTE = (
-    "caught by hand-derived values of the constant (tests/test_bounds.py); a smaller C only "
+    "caught by hand-derived values of the constant (tests/bounds/test_bound_formulas.py); "
+    "a smaller C only "
     "warms τ_thm, and no model is known on which that flips a decision"
 )
 CONST_NOTE = (
@@ -334,7 +341,7 @@ MUTATIONS: list[Mutation] = [
         'X_MAX = "n^2"',
         'X_MAX = "n"',
         "Prop. R(b): the compiler's x_max claim n² → n (a factor n dropped)",
-        tests=("tests/test_rasp_claims.py::test_claims_hold_and_x_max_is_tight",),
+        tests=("tests/rasp/test_rasp_compiled_claims.py::test_claims_hold_and_x_max_is_tight",),
     ),
     Mutation(
         "P4",
@@ -342,7 +349,7 @@ MUTATIONS: list[Mutation] = [
         'texts = ["n^2"] if squares else []',
         "texts = []",
         "Prop. R(e): the activation bound forgets the squares (p², K² ≤ n²)",
-        tests=("tests/test_rasp_claims.py::test_claims_hold_and_x_max_is_tight",),
+        tests=("tests/rasp/test_rasp_compiled_claims.py::test_claims_hold_and_x_max_is_tight",),
     ),
     Mutation(
         "P3",
@@ -585,7 +592,7 @@ MUTATIONS: list[Mutation] = [
         "g = _up(gamma(k) * GAMMA_SCALE)",
         "g = _up(gamma(max(k // 2, 1)) * GAMMA_SCALE)",
         "BLAS product radius: γ_k → γ_{k/2} (proofs/blas_bound.md, Lemma 1)",
-        tests=("tests/test_blasprod.py",),
+        tests=("tests/engine/cascade/test_blas_products_enclose.py",),
     ),
     Mutation(
         "BL2",
@@ -593,7 +600,7 @@ MUTATIONS: list[Mutation] = [
         "GAMMA_SCALE = Fraction(1)",
         "GAMMA_SCALE = Fraction(9, 10)",
         "BLAS product radius: γ_k → 0.9·γ_k",
-        tests=("tests/test_blasprod.py",),
+        tests=("tests/engine/cascade/test_blas_products_enclose.py",),
     ),
     # ---- exactattn/engine/cascade/dd.py: the double-double tier (proofs/double_double.md)
     Mutation(
@@ -602,7 +609,7 @@ MUTATIONS: list[Mutation] = [
         "U = 2.0**-53  # unit roundoff",
         "U = 2.0**-56  # unit roundoff",
         "double-double add/mul rounding allowance: u → u/8 (Lemmas A, M)",
-        tests=("tests/test_ddtier.py",),
+        tests=("tests/engine/cascade/test_double_double_tier.py",),
     ),
     Mutation(
         "DD2",
@@ -610,7 +617,7 @@ MUTATIONS: list[Mutation] = [
         "ETA = 2.0**-1000  #",
         "ETA = 0.0  #",
         "double-double absolute allowance (underflow): ETA → 0 (Lemma R, fact D)",
-        tests=("tests/test_ddtier.py",),
+        tests=("tests/engine/cascade/test_double_double_tier.py",),
     ),
     Mutation(
         "DD3",
@@ -618,7 +625,7 @@ MUTATIONS: list[Mutation] = [
         "RAT_ERR = 2.0**-51  #",
         "RAT_ERR = 2.0**-60  #",
         "exact rational → double-double: 2^-51 → 2^-60 (Lemma C)",
-        tests=("tests/test_ddtier.py",),
+        tests=("tests/engine/cascade/test_double_double_tier.py",),
     ),
     Mutation(
         "DD4",
@@ -626,7 +633,7 @@ MUTATIONS: list[Mutation] = [
         "REM = 2.0**-123  #",
         "REM = 2.0**-126  #",
         "exp: Taylor remainder 2^-123 → 2^-126 (Lemma E)",
-        tests=("tests/test_ddtier.py",),
+        tests=("tests/engine/cascade/test_double_double_tier.py",),
     ),
     Mutation(
         "DD5",
@@ -634,7 +641,7 @@ MUTATIONS: list[Mutation] = [
         "rho = np.abs(f2) * (1 + U) + np.abs(f1) * U + d[2]",
         "rho = d[2]",
         "reciprocal: residual |1 − Z·Y| dropped (Lemma Q)",
-        tests=("tests/test_ddtier.py",),
+        tests=("tests/engine/cascade/test_double_double_tier.py",),
     ),
     # ---- exactattn/engine/cascade/centred.py: the centred tier (proofs/centred_softmax.md)
     Mutation(
@@ -643,7 +650,7 @@ MUTATIONS: list[Mutation] = [
         "ROW_U = 2.0**-52  #",
         "ROW_U = 2.0**-55  #",
         "centred tier: key sum allowance 2u → u/4 per term (Lemma S)",
-        tests=("tests/test_centred.py",),
+        tests=("tests/engine/cascade/test_centred_tier.py",),
     ),
     Mutation(
         "CT2",
@@ -651,7 +658,7 @@ MUTATIONS: list[Mutation] = [
         "dd = iv.sub((dm, dr), (dm[rows, t][:, None], dr[rows, t][:, None]))",
         "dd = (dm, dr)",
         "centred tier: the centre's perturbation δs_t dropped from x_j − x_t (Lemma C)",
-        tests=("tests/test_centred.py",),
+        tests=("tests/engine/cascade/test_centred_tier.py",),
     ),
     Mutation(
         "CT3",
@@ -659,7 +666,7 @@ MUTATIONS: list[Mutation] = [
         "FAR = -800.0  #",
         "FAR = -10.0  #",
         "centred tier: weights below e^FAR taken as [0, TINY] from −800 → −10 (Lemma C)",
-        tests=("tests/test_centred.py",),
+        tests=("tests/engine/cascade/test_centred_tier.py",),
     ),
     # ---- exactattn/engine/cascade/readout.py: the two-label argmax read-out
     Mutation(
@@ -668,7 +675,7 @@ MUTATIONS: list[Mutation] = [
         "dr1 = (gr[1] + gr[0]) * (1 + WIDEN) + np.abs(dm1) * WIDEN",
         "dr1 = gr[1] + gr[0]",
         "two-label read-out: rounding allowance of δ_1 − δ_0 dropped (not the general path's)",
-        tests=("tests/test_softfloat_argmax_allowance.py",),
+        tests=("tests/engine/cascade/test_float64_readout_allowance.py",),
         note=(
             "caught by the decisions of the general path, _label_decisions; no unsound claim is "
             "known: add's own WIDEN and from_rat's CONV slack cover dr1's rounding"
@@ -682,7 +689,7 @@ MUTATIONS: list[Mutation] = [
         "covered = (fb.tight | (fb.err_hi < thr[None, :])).all(axis=1)",
         "covered = (fb.tight | (fb.err_hi <= thr[None, :])).all(axis=1)",
         "dominance: upper end strictly below a lower end → at most equal to it",
-        tests=("tests/test_settle_dominated.py",),
+        tests=("tests/engine/cascade/test_settle_dominated.py",),
     ),
     Mutation(
         "SD2",
@@ -690,7 +697,7 @@ MUTATIONS: list[Mutation] = [
         "got = rep if not out.any() else np.maximum(rep, fb.err_lo[out].max(axis=0))",
         "got = thr",
         "open ε ≤ 1: certain failure read from lower ends of words that go to arb",
-        tests=("tests/test_settle_dominated.py",),
+        tests=("tests/engine/cascade/test_settle_dominated.py",),
     ),
     # ---- exactattn/engine/cascade/coarse.py: the coarse tier's allowances (proofs/coarse_tier.md)
     Mutation(
@@ -803,7 +810,10 @@ MUTATIONS: list[Mutation] = [
         "for li, (lo, hi, _row) in enumerate(bounds[:-1]):",
         "for li, (lo, hi, _row) in enumerate(bounds[:-2]):",
         "τ*_inv: invariant ε ≤ 1 not checked after layer L−1",
-        tests=("tests/test_bound_witnesses.py", "tests/test_tau_star.py"),
+        tests=(
+            "tests/bounds/test_wrong_bound_formulas_are_caught.py",
+            "tests/bounds/test_critical_temperatures.py",
+        ),
     ),
     # ---- issue 22: the RASP compiler's gap lemmas (proofs/rasp-gaps.md)
     Mutation(
@@ -834,7 +844,7 @@ MUTATIONS: list[Mutation] = [
         "{0: 1, 1: -2, 2: 1}",
         "{0: 1, 1: -1, 2: 1}",
         "Lemma C3: the == gadget's middle output −2 → −1",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RC2",
@@ -842,7 +852,7 @@ MUTATIONS: list[Mutation] = [
         'score += [(one, self.pos_frac, 1 if e.choice == "rightmost" else -1)]',
         'score += [(one, self.pos_frac, -1 if e.choice == "rightmost" else 1)]',
         "Lemma C6: tie-break sign swapped (rightmost picks the leftmost key)",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RC3",
@@ -850,7 +860,7 @@ MUTATIONS: list[Mutation] = [
         'return self.ffn("and", [(tot, -(m - 1))], {0: 1}, "bool", b01)',
         'return self.ffn("and", [(tot, -(m - 2))], {0: 1}, "bool", b01)',
         "Lemma C3: the and gadget's bias −(m−1) → −(m−2)",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RC4",
@@ -858,7 +868,7 @@ MUTATIONS: list[Mutation] = [
         "score += self.bil(Aff({}, 1), Aff({self.bos: 1}), -1, one)",
         "score += self.bil(Aff({}, 1), Aff({self.bos: 1}), 0, one)",
         "Lemma C6: the BOS key is not penalised",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RC5",
@@ -866,7 +876,7 @@ MUTATIONS: list[Mutation] = [
         "[(share, self.pos, 2), (self.inv, self.pos_sq, -1)]",
         "[(share, self.pos, 2), (self.inv, self.pos_sq, -2)]",
         "Lemma C4: count lookup score −j²/(i+1) → −2j²/(i+1)",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RC6",
@@ -874,7 +884,7 @@ MUTATIONS: list[Mutation] = [
         'return self.ffn("ge", [(d, 1), (d, 0)], {0: 1, 1: -1}, "bool", b01)',
         'return self.ffn("ge", [(d, 0), (d, -1)], {0: 1, 1: -1}, "bool", b01)',
         "Lemma C3: the ≥ gadget's biases shifted (it becomes >)",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RC7",
@@ -882,7 +892,7 @@ MUTATIONS: list[Mutation] = [
         "[(Aff({b: 1, self.bos: -1}), 0)]",
         "[(Aff({b: 1}), 0)]",
         "Lemma C4: BOS not cleared before counting",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RC8",
@@ -890,7 +900,7 @@ MUTATIONS: list[Mutation] = [
         "self.bil(a, Aff({self.pos: 1}), 2, self.one)",
         "self.bil(a, Aff({self.pos: 1}), 1, self.one)",
         "Lemma C5: square lookup score 2|K|·j → |K|·j",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RC9",
@@ -898,7 +908,7 @@ MUTATIONS: list[Mutation] = [
         'Not(AffNode(ret["bos"].key(), "bool")),',
         'AffNode(ret["bos"].key(), "bool"),',
         "Lemma C6: the check accepts a chosen BOS key",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RC10",
@@ -906,7 +916,7 @@ MUTATIONS: list[Mutation] = [
         "if not (h0 <= 1 and h0 + h1 <= 1 and -l0 <= 1 and -l0 - l1 <= 1):",
         "if not (h0 <= 1 and h0 + h1 <= 2 and -l0 <= 1 and -l0 - l1 <= 1):",
         "Lemma C5: square lookup allowed for a key up to n + 1",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RC11",
@@ -914,7 +924,7 @@ MUTATIONS: list[Mutation] = [
         '"ite", [(c + a, -1), (b - c, 0)]',
         '"ite", [(c + a, 0), (b - c, 0)]',
         "Lemma C3: the if/then/else gadget's bias −1 → 0",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RC12",
@@ -922,7 +932,7 @@ MUTATIONS: list[Mutation] = [
         "out = Aff({self.pos: arg.const})",
         "out = Aff({})",
         "Lemma C4: psum forgets the literal's c₀·i",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RC13",
@@ -930,7 +940,7 @@ MUTATIONS: list[Mutation] = [
         "score += self.bil(Q, K, 2, one)",
         "score += self.bil(Q, K, 1, one)",
         "Lemma C6: equality score 2QK → QK",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RC14",
@@ -938,7 +948,7 @@ MUTATIONS: list[Mutation] = [
         "{0: 1, 1: -1, 2: -1}",
         "{0: 1, 1: 1, 2: -1}",
         "Lemma C3: min gadget's ReLU(−x) sign flipped",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RC15",
@@ -946,7 +956,7 @@ MUTATIONS: list[Mutation] = [
         'subst[x] = ret[f"k{k}"]',
         "subst[x] = kaff[k]",
         "Lemma C6: the check reads a key atom at the query, not at the chosen key",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RC16",
@@ -954,7 +964,7 @@ MUTATIONS: list[Mutation] = [
         "c[bits] -= c[bits[:t] + (0,) + bits[t + 1 :]]",
         "c[bits] += c[bits[:t] + (0,) + bits[t + 1 :]]",
         "Lemma C6: Möbius transform sign (wrong multilinear coefficients of f − 1)",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RC17",
@@ -962,7 +972,7 @@ MUTATIONS: list[Mutation] = [
         'got = self.attention("sel", score, values, e.mask, e.choice, info, vtypes, detail)',
         'got = self.attention("sel", score, values, "none", e.choice, info, vtypes, detail)',
         "Lemma C6: the select head ignores the program's mask",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RCB1",
@@ -970,7 +980,7 @@ MUTATIONS: list[Mutation] = [
         "q = self.phys(d.scale(2) - Aff({}, 2 * k - 1))",
         "q = self.phys(d.scale(2) - Aff({}, 2 * k))",
         "Lemma CB3b: the compare head's threshold on the integer (ties at d = k), not half-way",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RCB2",
@@ -978,7 +988,7 @@ MUTATIONS: list[Mutation] = [
         '{"ge": {one: 1, bos: -1}}',
         '{"ge": {one: 1}}',
         "Lemma CB3b: the compare head's value forgets −bos (BOS reads 1)",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RCB3",
@@ -986,7 +996,7 @@ MUTATIONS: list[Mutation] = [
         'return ge0 - ge1 if op == "==" else Aff({}, 1) - ge0 + ge1',
         'return ge1 - ge0 if op == "==" else Aff({}, 1) - ge0 + ge1',
         "Lemma CB3b: [d = 0] as [d ≥ 1] − [d ≥ 0]",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RCB4",
@@ -994,7 +1004,7 @@ MUTATIONS: list[Mutation] = [
         '"scale", [(Aff({b: 1, self.unit: 1}), -1)]',
         '"scale", [(Aff({b: 1, self.unit: 1}), 0)]',
         "Lemma CB2: a scaled Boolean ReLU(b + unit) (bias −1 dropped)",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RCB5",
@@ -1002,7 +1012,7 @@ MUTATIONS: list[Mutation] = [
         "return out + Aff({self.unit: a.const}) if a.const else out",
         "return out + Aff({self.one: a.const}) if a.const else out",
         "Lemma CB2: a physical form's constant on `one` (unscaled), not on `unit`",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RCB6",
@@ -1010,7 +1020,7 @@ MUTATIONS: list[Mutation] = [
         "[(Aff({b: 1, self.bos: -1, self.unit: 1}), -1)]",
         "[(Aff({b: 1, self.unit: 1}), -1)]",
         "Lemma CB4: BOS not cleared before counting",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RCB7",
@@ -1018,7 +1028,7 @@ MUTATIONS: list[Mutation] = [
         "[(share, self.pos_frac, 2), (self.inv, self.pos_sq, -1)]",
         "[(share, self.pos_frac, 1), (self.inv, self.pos_sq, -1)]",
         "Lemma CB4: count lookup score 2·share·j/N → share·j/N",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RCB8",
@@ -1026,7 +1036,7 @@ MUTATIONS: list[Mutation] = [
         'score += [(self.unit_sq, self.pos_frac, 1 if e.choice == "rightmost" else -1)]',
         'score += [(self.unit, self.pos_frac, 1 if e.choice == "rightmost" else -1)]',
         "Lemma CB6: an equality select's tie-break j/N² (does not fit in one level 1/N²)",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RCB9",
@@ -1034,7 +1044,7 @@ MUTATIONS: list[Mutation] = [
         "(unit, pos, -2 * a * c)",
         "(unit, pos, -a * c)",
         "Lemma CB5: K̃² for K = a·pos + c with the cross term 2ac → ac",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RCB10",
@@ -1042,7 +1052,7 @@ MUTATIONS: list[Mutation] = [
         'self.unit_sq = self._embed_pos("unit_sq", "1/(n+1)^2", "frac", b01)',
         'self.unit_sq = self._embed_pos("unit_sq", "1/(n+1)^3", "frac", b01)',
         "Lemma CB1: the embedding's unit_sq = 1/N³",
-        tests=("tests/test_proofs.py::test_rasp_compiler_weights",),
+        tests=("tests/repo/test_proofs_machine_checks.py::test_rasp_compiler_weights",),
     ),
     Mutation(
         "RB1",

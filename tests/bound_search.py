@@ -1,6 +1,6 @@
 """Measured errors against proved bounds on whole networks (issue 24): the helpers of
-tests/test_bound_witnesses.py and the seeded adversarial search whose best finds are kept in
-tests/data/bound_search_witnesses.json.
+tests/bounds/test_wrong_bound_formulas_are_caught.py and the seeded adversarial search whose
+best finds are kept in tests/data/bound_search_witnesses.json.
 
 Every measured error comes from the engine's certified arb pass (``run_check``); a ratio is
 the *lower* end of the certified measured error over the bound (so a ratio above 1 is a

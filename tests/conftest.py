@@ -1,4 +1,4 @@
-"""Shared test set-up: paths inside the repository and hypothesis profiles.
+"""Shared test set-up: fixtures for the repository's paths (tests/paths.py) and hypothesis profiles.
 
 Tests read only files inside the repository (``ROOT``); fixtures that other tools
 produced live in ``tests/data/`` with a note on how they were made.
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from paths import DATA, MODELS
 
 # A test runner started in the background of a script (``cmd &``, nohup) inherits SIGINT
 # ignored, and Python then installs no KeyboardInterrupt handler; the Ctrl-C tests inject
@@ -20,9 +21,6 @@ from hypothesis import settings
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data"
-MODELS = ROOT / "models"
 
 # "default": what CI runs; "long": many more examples, for a deliberate long run
 # (HYPOTHESIS_PROFILE=long python -m pytest ...).

@@ -1,4 +1,5 @@
-"""The fuzzer behind tests/test_fuzz.py and tests/fuzz_long.py: hostile inputs, run in-process.
+"""The fuzzer behind tests/fuzz/test_fuzz_hostile_inputs.py and tests/fuzz_long.py: hostile
+inputs, run in-process.
 
 Three kinds of case, each a CLI invocation run in this process (``main(args)``, so a case
 costs milliseconds, not a Python start-up):
@@ -1580,4 +1581,4 @@ REPORT_KINDS = ("report", "certreport", "runreport")
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit("run tests/fuzz_long.py or pytest tests/test_fuzz.py")
+    sys.exit("run tests/fuzz_long.py or pytest tests/fuzz/test_fuzz_hostile_inputs.py")

@@ -4,7 +4,8 @@ Why: the dtype emulation (:mod:`exactattn.engine.dtypes`) defines a head's softm
 ``numpy.sum`` over all T keys of a row. At T = 65,538 a row of softmax weights is zero except
 at a few hundred keys, so forming the dense row costs T² per head; this module gives the same
 bits from the nonzero entries alone. The rules it reproduces (numpy 2.x, ml_dtypes; checked
-against ``numpy.sum`` by tests/test_rowsum.py on random and adversarial rows):
+against ``numpy.sum`` by tests/engine/test_row_sums_same_bits_as_numpy.py on random and
+adversarial rows):
 
 * float32 / float64: ``0 + pairwise(row)`` in the dtype. ``pairwise`` is numpy's
   ``pairwise_sum``: a block of n < 8 is summed left to right from 0; 8 ≤ n ≤ 128 with eight

@@ -33,8 +33,9 @@ the dense code):
   A key whose bound on L lies below L° + X₀ (L° the dtype logit of the float64 argmax key, a
   lower bound on the row maximum m; X₀ = ``EXP_ZERO``) has L − m < X₀, so fl(L − m) ≤ X₀ and
   ``exp`` returns exactly +0 (checked exhaustively for float16/bfloat16, by sampling for
-  float32/float64: tests/test_sparsehead.py); it is not the maximum either. Rows whose
-  bounds could overflow the dtype (A/τ near the largest finite value) are computed densely.
+  float32/float64: tests/engine/test_sparse_heads_same_bits_as_dense.py); it is not the
+  maximum either. Rows whose bounds could overflow the dtype (A/τ near the largest finite
+  value) are computed densely.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ TAU_EXPONENT_LIMIT = 2**21
 """Every τ(n) lies in [2^-2,097,152, 2^2,097,152] (about 10^±631,306; docs/limits.md): its
 exact dyadic ends stay small enough (a few hundred KB) for the float filter and the bounds,
 which convert them to fractions. Tiny τ inside the range (e^(-10^6) included) take the
-usual cheap path (tests/test_tiny_tau.py)."""
+usual cheap path (tests/engine/test_tiny_temperatures_certify_quickly.py)."""
 
 
 def parse_tau(text: str | None) -> TauOverride:

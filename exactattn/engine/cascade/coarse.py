@@ -37,11 +37,12 @@ Determinism: which words the tier settles depends on the last bits of its floats
 every product is a fixed-order sum of elementwise IEEE operations (``_prod``, ``_scores_t``,
 ``_sum_keys``, Lemma W's key loop): no BLAS, no ``einsum``, no numpy float reductions (only
 exact ones: max, argmax), so the bits are the same on every machine and BLAS kernel
-(tests/test_coarse_determinism.py). Tensors are feature-major (d, B, T), so that each term is
-one multiply and one add over a contiguous column, and zero weights are skipped (their terms
-are exactly 0). ``EXACTATTN_BLAS=1`` (``policy.blas_on``, recorded as ``blas`` in checkpoint
-identities) uses numpy/BLAS matrix products instead: the enclosures hold for any summation
-order, but the last bits then depend on the BLAS kernel (notes/benchmark-rounds.md, "Coarse tier").
+(tests/engine/cascade/test_coarse_tier_same_bits_everywhere.py). Tensors are feature-major
+(d, B, T), so that each term is one multiply and one add over a contiguous column, and zero
+weights are skipped (their terms are exactly 0). ``EXACTATTN_BLAS=1`` (``policy.blas_on``,
+recorded as ``blas`` in checkpoint identities) uses numpy/BLAS matrix products instead: the
+enclosures hold for any summation order, but the last bits then depend on the BLAS kernel
+(notes/benchmark-rounds.md, "Coarse tier").
 """
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ zero for the whole batch (a head where nothing moves, an FFN coefficient that va
 and a zero term that is kept still widens a radius by an ulp. The batches of a shard are
 fixed by the shard layout (EXACTATTN_SHARD_INPUTS, recorded in checkpoints), so a result
 never depends on how shards were scheduled; the bundled models give the same bits in every
-batching (tests/test_softfloat.py), and tests/test_results_merge.py allows the difference.
+batching (tests/engine/cascade/test_float64_tier_vs_arb.py), and
+tests/results/test_records_merge_in_any_order.py allows the difference.
 
 Prefix sharing (:class:`~exactattn.engine.hard.Sharing`): words of a batch that share a
 prefix share their first rows' δ, computed once per group; the same bits as without it.

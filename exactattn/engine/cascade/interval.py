@@ -34,8 +34,9 @@ Why the enclosures are sound (u = 2^-53, IEEE binary64, round to nearest):
   off by ≤ u(|x| + 2), Horner loses ≤ 12u, table entry and product u each: relative error
   ≤ u(|x| + 17). expm1: its Taylor series (degree 16, ≤ 41u) for |x| < 1/4, else exp − 1
   (which magnifies exp's error by ≤ 4.6). The bound we *use* is much larger:
-  ``EXP_ERR + EXP_ERR_X·|x|`` = 2^-42 + 2^-46·|x| (tests/test_softfloat.py checks 4× that
-  margin against arb), plus 2^-1074 absolutely in the subnormal range (covered by TINY).
+  ``EXP_ERR + EXP_ERR_X·|x|`` = 2^-42 + 2^-46·|x|
+  (tests/engine/cascade/test_float64_tier_vs_arb.py checks 4× that margin against arb), plus
+  2^-1074 absolutely in the subnormal range (covered by TINY).
 * exp(m ± r) lies within exp(m)·(r + r²) of exp(m) for r ≤ 1, and expm1(m ± r) within
   e^m (r + r²) of expm1(m); wider arguments give an infinite radius (not settled).
 * Decisions compare floats that are exact endpoints: ``mid > rad`` means mid − rad > 0.
@@ -52,8 +53,9 @@ Why the enclosures are sound (u = 2^-53, IEEE binary64, round to nearest):
   "cannot tell" — the ReLU sign tests (:func:`mr_relu`, the keep/kill tests of the FFNs),
   certain positivity in :func:`div`/:func:`recip`, exp's argument test, :func:`abs_bounds`
   ([0, inf]), the ε ≤ 1 test and all three read-outs (accept, argmax, value). Such a word
-  is not settled and goes to arb. tests/test_float_overflow.py: models whose activations
-  reach 10^308 decide as ``--arb-only`` does, and do not without these checks.
+  is not settled and goes to arb. tests/engine/cascade/test_float_overflow_never_decides.py:
+  models whose activations reach 10^308 decide as ``--arb-only`` does, and do not without
+  these checks.
 """
 
 from __future__ import annotations

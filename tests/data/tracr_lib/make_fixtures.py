@@ -1,4 +1,5 @@
-"""Compile tracr's program library into the fixtures of tests/test_tracr_library.py.
+"""Compile tracr's program library into the fixtures of
+tests/importers/test_tracr_library_programs.py.
 
 Not run by the tests: it documents how the ``.npz``/``.json`` pairs here were made, and
 regenerates them.  It needs tracr and JAX, which exactattn does not; use a separate venv:
