@@ -10,6 +10,7 @@ terminal) is written directly instead: a rename would replace the device by a re
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
@@ -107,6 +108,21 @@ def write_with(path: str | Path, writer: Callable[[Path], object]) -> None:
     """Let ``writer`` (e.g. matplotlib's savefig) write a temporary file, then move it in."""
     with atomic_path(path) as tmp:
         writer(tmp)
+
+
+def write_rendered(path: str | Path, render: Callable[[io.BytesIO], object]) -> None:
+    """Let ``render`` (matplotlib's savefig) write into memory, then the bytes through a
+    temporary file: a failed write is an :class:`OSError` naming ``path``. matplotlib's PDF
+    writer turned a full disk (a file-size limit) into "AttributeError: 'Stream' object has no
+    attribute 'pos'", which was exit 4 (the fuzz's fulldisk kind, issue 40)."""
+    buf = io.BytesIO()
+    render(buf)
+    with atomic_path(path) as tmp:
+        try:
+            with open(tmp, "wb") as f:
+                f.write(buf.getbuffer())
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
 
 
 def dumps(data: Any, indent: int | None = 2) -> str:

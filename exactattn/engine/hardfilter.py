@@ -167,8 +167,15 @@ class FilterWeights:
     """A model's weights as float64 terms with Lemma HL's constants, for one input length."""
 
     def __init__(self, cm: CompiledModel, T: int) -> None:
-        model = cm.model
         self.layers: list[list[_Head] | _FFN] = []
+        try:
+            self._build(cm, T)
+        except OverflowError:  # a weight past float64's range: the filter declines the model
+            self.layers = []
+            self.ok = False
+
+    def _build(self, cm: CompiledModel, T: int) -> None:
+        model = cm.model
         mats: list[Sequence[Sequence[Fraction]]] = []
         for layer in model.layers:
             if isinstance(layer, AttentionLayer):

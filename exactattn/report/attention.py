@@ -19,7 +19,7 @@ from typing import Any
 from flint import arb
 
 from exactattn.core.errors import UsageError
-from exactattn.core.jsonio import write_with
+from exactattn.core.jsonio import write_rendered
 from exactattn.core.numbers import frac_str
 from exactattn.model import AttentionLayer
 from exactattn.report.figures import METADATA, RC, mpl_text
@@ -169,5 +169,5 @@ def attention_figure(ev: Evaluation, path: Path) -> Path:
             fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.5, label="attention weight")
         suffix = path.suffix.lstrip(".").lower()
         meta = METADATA.get(suffix, {"Date": None, "Creator": None})  # svg: no date either
-        write_with(path, lambda tmp: fig.savefig(tmp, format=suffix, metadata=meta))
+        write_rendered(path, lambda buf: fig.savefig(buf, format=suffix, metadata=meta))
     return path

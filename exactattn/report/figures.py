@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exactattn.core.jsonio import write_with
+from exactattn.core.jsonio import write_rendered
 from exactattn.report.closed import form_latex
 from exactattn.report.closed import values as closed_values
 from exactattn.report.data import PowerFit, ReportData
@@ -357,7 +357,9 @@ def _save(fig: Any, ax: Any, path: Path) -> Path:
                 fig.tight_layout()
         suffix = path.suffix.lstrip(".")
 
-        write_with(path, lambda tmp: fig.savefig(tmp, format=suffix, metadata=METADATA.get(suffix)))
+        write_rendered(
+            path, lambda buf: fig.savefig(buf, format=suffix, metadata=METADATA.get(suffix))
+        )
     return path
 
 

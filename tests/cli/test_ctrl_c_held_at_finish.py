@@ -30,7 +30,7 @@ from exactattn.run.precision import sweep_family, sweep_words
 DYCK1 = ROOT / "models" / "dyck1.json"
 PRECISION = ["precision", str(DYCK1), "--max-n", "3", "--dtype", "float64"]
 SEARCH = ["search", str(DYCK1), "--n", "4", "--objective", "margin", "--budget", "5"]
-CERTIFY = ["certify", str(DYCK1), "--n", "4"]
+CERTIFY = ["certify", str(DYCK1), "--n", "4", "--tau", "1"]  # τ = 1: not certified
 IGNORED = "interrupt ignored:"
 
 
@@ -69,7 +69,7 @@ def clean(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, byte
         code, output = _run(args, tmp / f"{name}.json")
         assert IGNORED not in output
         out[name] = (code, (tmp / f"{name}.json").read_bytes())
-    assert out["precision"][0] == 0 and out["certify"][0] == 1  # dyck1: no flip; τ too large
+    assert out["precision"][0] == 0 and out["certify"][0] == 1  # dyck1: no flip; τ = 1 too large
     return out
 
 
@@ -188,7 +188,9 @@ def test_certify_range_ctrl_c_in_the_final_save_keeps_the_answer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _writes(monkeypatch, certify_module, lambda i: i == 1)
-    code, output = _run(["certify", str(DYCK1), "--range", "1..3"], tmp_path / "r.json")
+    code, output = _run(
+        ["certify", str(DYCK1), "--range", "1..3", "--tau", "1"], tmp_path / "r.json"
+    )
     assert code == 1 and "not certified already at n = 1" in output, output
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["first_failure"]["n"] == 1

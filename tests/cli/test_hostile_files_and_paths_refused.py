@@ -468,6 +468,21 @@ def test_report_on_a_full_disk_leaves_no_file(tmp_path: Path) -> None:
     assert (tmp_path / "out.md").exists() and (tmp_path / "out-gamma.png").exists()
 
 
+@pytest.mark.parametrize("limit", [20_000, 40_000, 60_000])
+def test_latex_report_figures_on_a_full_disk_are_exit_2(tmp_path: Path, limit: int) -> None:
+    """Found by the fuzz (seed 2046, case 1,632: `report r.json -o out.tex` under a file-size
+    limit of 20,000 bytes): matplotlib's PDF writer turned the failed write into
+    "AttributeError: 'Stream' object has no attribute 'pos'", exit 4; now the figure is
+    rendered in memory and the write fails as an OSError: exit 2, nothing left behind."""
+    shutil.copy(ROOT / "tests" / "data" / "result_small.json", tmp_path / "r.json")
+    p = _limited_run(["report", "r.json", "-o", "out.tex"], tmp_path, limit)
+    assert p.returncode in (0, 2), p.stderr
+    assert "internal error" not in p.stderr and "Traceback" not in p.stderr, p.stderr
+    if p.returncode == 2:
+        assert "cannot use the file" in p.stderr, p.stderr
+        assert sorted(x.name for x in tmp_path.iterdir()) == ["r.json"]
+
+
 def test_export_on_a_full_disk_is_exit_2(tmp_path: Path) -> None:
     """Found by the fuzz's fulldisk kind: PyTorch's writer reports a failed write as a
     RuntimeError ("unexpected pos 64 vs 0", "iostream error"), which was exit 4; now exit 2
