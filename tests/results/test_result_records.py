@@ -122,7 +122,9 @@ def test_incomplete_certificate_file_is_bad_input(tmp_path: Path) -> None:
     f = tmp_path / "c.json"
     f.write_text(json.dumps(doc), encoding="utf-8")
     r = CliRunner().invoke(main, ["report", str(f), "-o", str(tmp_path / "c.md")])
-    assert r.exit_code == 2 and "not a complete exactattn-certificate/1 file" in r.output
+    # the validator of `report` names the missing key and the fix (issue 40)
+    assert r.exit_code == 2 and "constants: expected an object" in r.output, r.output
+    assert "regenerate the file with `exactattn certify --json`" in r.output
     assert not (tmp_path / "c.md").exists()
 
 
