@@ -1326,7 +1326,8 @@ def _tampered_case(rng: random.Random, workdir: Path, big: bool) -> list[str]:
         container[key] = str(Fraction(container[key]) + rng.choice([1, -1, Fraction(1, 3)]))
         changed = True
     if "claim" in edits:
-        key = rng.choice(sorted(d["claims"]))
+        # a scalar claim (Theorem S's coordinate_ranges / head_profiles have no expr)
+        key = rng.choice(sorted(k for k, v in d["claims"].items() if "expr" in v))
         e = d["claims"][key]["expr"]
         d["claims"][key]["expr"] = rng.choice([f"({e})/256", f"256*({e})", f"({e})+1"])
         changed = True
