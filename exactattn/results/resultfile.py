@@ -481,6 +481,42 @@ def _cert_verdict(d: dict[str, Any], path: str) -> None:
             f"expected 'certified' or 'not certified', got {clip(repr(d.get('status')))}",
         )
     _text(d.get("reason"), f"{path}reason")
+    _opt(d.get("certified_by"), f"{path}certified_by", _text)
+
+
+def _sharp_chain(x: Any, path: str) -> None:
+    """Theorem S's record at n (``SharpChain``; issue 35 added it after this validation)."""
+    if x is None:
+        return
+    _obj(x, path)
+    _num(x.get("readout_bound"), f"{path}.readout_bound")
+    _num(x.get("tail_only"), f"{path}.tail_only")
+    _str(x.get("dominant"), f"{path}.dominant", MAX_NAME)
+    for i, e in enumerate(_list(x.get("layers"), f"{path}.layers")):
+        _num(e, f"{path}.layers[{i}]")
+    for i, h in enumerate(_list(x.get("heads"), f"{path}.heads")):
+        p = f"{path}.heads[{i}]"
+        _obj(h, p)
+        _int(h.get("layer"), f"{p}.layer")
+        _int(h.get("head"), f"{p}.head")
+        _str(h.get("option"), f"{p}.option", MAX_NAME)
+        _num(h.get("sigma"), f"{p}.sigma")
+        _num(h.get("tau"), f"{p}.tau")
+        _need(h, ("tail", "gap", "factor"), f"{p}.")
+        for k in ("tail", "gap", "factor"):
+            _opt(h[k], f"{p}.{k}", _num)
+
+
+def _enumerated(x: Any, path: str) -> None:
+    """Which lengths a stored exhaustive check certified (``EnumeratedLengths``, issue 35)."""
+    if x is None:
+        return
+    _obj(x, path)
+    _need(x, ("file", "not_used"), f"{path}.")
+    _opt(x["file"], f"{path}.file", _str, 10_000)
+    _opt(x["not_used"], f"{path}.not_used", _text)
+    for i, n in enumerate(_list(x.get("lengths"), f"{path}.lengths")):
+        _int(n, f"{path}.lengths[{i}]", 1, MAX_CERT_N)
 
 
 def _proof(top: dict[str, Any]) -> None:
@@ -572,6 +608,7 @@ def _length_certificate(top: dict[str, Any]) -> None:
     _num(top.get("final_error_bound"), "final_error_bound")
     _interval(top.get("tau_theorem"), "tau_theorem", rational=True)
     _num(top.get("tau_theorem_lower"), "tau_theorem_lower")
+    _sharp_chain(top.get("sharp_chain"), "sharp_chain")
 
 
 def _need(d: dict[str, Any], keys: tuple[str, ...], path: str = "") -> None:
@@ -609,6 +646,7 @@ def _range_certificate(top: dict[str, Any]) -> None:
             _number(s, "seconds", False)
         _opt(top.get("checked_by_enumeration_to"), "checked_by_enumeration_to", _int, 1)
         _opt(top.get("checked_in"), "checked_in", _str, 10_000)
+    _enumerated(top.get("certified_by_enumeration"), "certified_by_enumeration")
 
 
 def validate_certificate(data: Any, source: str = "certificate") -> None:

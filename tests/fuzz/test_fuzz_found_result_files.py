@@ -75,3 +75,27 @@ def test_a_certificate_with_a_malformed_provenance_is_bad_input(
     assert res.exit_code == 2, res.output
     assert needle in res.output
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "name, needle",
+    [
+        ("certificate_sharp_head_not_object.json", "sharp_chain.heads[1]: expected an object"),
+        ("certificate_sharp_head_index_text.json", "sharp_chain.heads[2].head: expected an"),
+        (
+            "certificate_enumerated_length_text.json",
+            "certified_by_enumeration.lengths[1]: expected an integer",
+        ),
+    ],
+)
+def test_a_certificate_with_a_malformed_chain_record_is_bad_input(
+    tmp_path: Path, name: str, needle: str
+) -> None:
+    """Seed 2047 on main after issue 35's Theorem S (cases 177 and 678): ``sharp_chain`` and
+    ``certified_by_enumeration`` were added to certificates after ``report``'s validation
+    was written, and a mutated head crashed the certificate record (exit 4); a length
+    written as text was printed as it stood."""
+    res = CliRunner().invoke(main, ["report", str(DATA / name), "-o", str(tmp_path / "r.md")])
+    assert res.exit_code == 2, res.output
+    assert needle in res.output
+    assert not any(tmp_path.iterdir())
