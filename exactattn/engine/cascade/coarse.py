@@ -540,8 +540,8 @@ def _softmax_rows(
         w2 = aam + ar  # |a_m| + a_r
         # (T, m, K): key-major copies, then one take of the rows' words (≈ 4× faster than
         # gathering (m, K, T) and transposing it; the same values)
-        vt = np.take(np.ascontiguousarray(v.transpose(2, 0, 1)), bi, axis=2)
-        rvt = np.take(np.ascontiguousarray(rv.transpose(2, 0, 1)), bi, axis=2)
+        vt = _rows_of(np.ascontiguousarray(v.transpose(2, 0, 1)), bi)
+        rvt = _rows_of(np.ascontiguousarray(rv.transpose(2, 0, 1)), bi)
         mid_t = am[0] * vt[0]
         r1 = w1[0] * np.abs(vt[0])
         r2 = w2[0] * rvt[0]
@@ -585,6 +585,15 @@ def _softmax_rows(
     mix[:, bi, ii] = np.where(use, mid, cur_m)
     rmix[:, bi, ii] = np.where(use, rad, cur_r)
     del K
+
+
+def _rows_of(a: np.ndarray, bi: np.ndarray) -> np.ndarray:
+    """``np.take(a, bi, axis=2)`` (a copy of word bi[k]'s entries for each row k); where
+    ``bi`` is non-decreasing (the words of ``np.nonzero``'s rows, in order) as one
+    ``np.repeat`` of each word by its number of rows, ≈ 2× faster: the same values."""
+    if bi.size > 1 and not (bi[1:] >= bi[:-1]).all():
+        return np.take(a, bi, axis=2)
+    return np.repeat(a, np.bincount(bi, minlength=a.shape[2]), axis=2)
 
 
 _PAYS: dict[tuple[int, int], tuple[CompiledModel, bool]] = {}
