@@ -383,6 +383,31 @@ class LengthAccumulator:
         needs it for every word after all (the coarse tier declined the batch)."""
         self._hard_out = read_output(self.model, hb.activations[-1], self.n)
 
+    def tie_reads_unreported(self) -> np.ndarray:
+        """(B,) the words of the current batch whose soft read-out at their hard ties enters
+        no field of the record, so a float tier may leave it undecided there.
+
+        At a hard tie the soft side is reported, not required (:meth:`soft_verdict` keeps such
+        a word decided whatever it finds there), and what it finds enters the record in two
+        places only: the tie witness's ``soft`` (:meth:`_note_ties`: the first tied word of
+        this record, in rank order, already known after the hard pass of its batch) and the
+        reference comparison at a tied position whose expected value is defined. Every other
+        tied word's soft labels there are read by nobody, whichever path computes them."""
+        out = np.zeros(len(self._hard_decisions), dtype=bool)
+        if not self._tie_at:
+            return out
+        w = self.ties.witness
+        first = None if w is None else w.key[0]
+        accept = isinstance(self.model.output, AcceptOutput)
+        for b, tied in self._tie_at.items():
+            if self._rank(b) == first:
+                continue
+            exp = self._expected[b]
+            if exp is not None and (accept or any(exp[p] is not None for p in tied)):
+                continue
+            out[b] = True
+        return out
+
     def _layer_hard(self, hb: HardBatch, li: int, lt: LayerTrace) -> None:
         """One layer's exact measurements: its largest |activation|, its heads' gaps."""
         self.activation_max[li] = max(self.activation_max[li], lt.x_out.max_abs())
