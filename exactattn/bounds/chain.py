@@ -529,6 +529,22 @@ def _lin_eval(lin: Lin, e: Sequence[arb]) -> arb:
     return s
 
 
+Balls = tuple[tuple[int, arb], ...]  # a Lin with its coefficients as balls, in the same order
+
+
+def _balls(lin: Lin) -> Balls:
+    return tuple((c, _qa(a)) for c, a in lin.items())
+
+
+def _balls_eval(lin: Balls, e: Sequence[arb]) -> arb:
+    """:func:`_lin_eval` of a form stored in the trie (the same operations in the same order,
+    so the same ball; the trie is walked millions of times in a ``certify`` τ grid walk)."""
+    s = arb(0)
+    for c, a in lin:
+        s += a * e[c]
+    return s
+
+
 def _lin_add(acc: Lin, lin: Lin, k: Fraction) -> None:
     for c, a in lin.items():
         acc[c] = acc.get(c, ZERO) + k * a
@@ -566,9 +582,9 @@ def _ffn_config(
     node = root
     while node:
         if "leaf" in node:
-            return {r: _up(_lin_eval(lin, e)) for r, lin in node["leaf"].items()}
+            return {r: _up(_balls_eval(lin, e)) for r, lin in node["leaf"].items()}
         lo, hi, lin = node["test"]
-        nxt = node["kids"].get(_decide(lo, hi, _lin_eval(lin, e)))
+        nxt = node["kids"].get(_decide_balls(lo, hi, _balls_eval(lin, e)))
         if nxt is None:
             break
         node = nxt
@@ -577,9 +593,14 @@ def _ffn_config(
 
 def _decide(lo: Fraction, hi: Fraction, E: arb) -> str:
     """S5 step 2 for a unit with an error form: linear, off, or uncertain."""
-    if (to_arb(lo) - E) >= 0:
+    return _decide_balls(to_arb(lo), to_arb(hi), E)
+
+
+def _decide_balls(lo: arb, hi: arb, E: arb) -> str:
+    """:func:`_decide` with the hard interval's ends already balls (as the trie keeps them)."""
+    if (lo - E) >= 0:
         return "lin"
-    if (to_arb(hi) + E) <= 0:
+    if (hi + E) <= 0:
         return "off"
     return "unc"
 
@@ -645,7 +666,7 @@ def _ffn_symbolic(
                 _lin_add(lin, bounds[sy], abs(v))
             d = _decide(lo, hi, _lin_eval(lin, e))
             if "test" not in node:
-                node["test"] = (lo, hi, lin)
+                node["test"] = (to_arb(lo), to_arb(hi), _balls(lin))
                 node["kids"] = {}
             node = node["kids"].setdefault(d, {})
             if d == "lin":
@@ -684,7 +705,7 @@ def _ffn_symbolic(
                 _lin_add(lin, bounds[sy], abs(v))
         if form:
             leaf[r] = lin
-    node["leaf"] = leaf
+    node["leaf"] = {r: _balls(lin) for r, lin in leaf.items()}
     return {r: _up(_lin_eval(lin, e)) for r, lin in leaf.items()}
 
 

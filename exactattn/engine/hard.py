@@ -802,12 +802,37 @@ def argmax_labels(
     return labels, margins
 
 
+def argmax_least_margin(
+    model: Model, y: RatArray
+) -> tuple[list[list[str | None]], Fraction | None]:
+    """:func:`argmax_labels`'s labels and the least of its margins (None when every margin
+    is None): the batch's least margin without a Fraction per word."""
+    out = model.output
+    assert isinstance(out, ArgmaxOutput)
+    num = y.num
+    if num.dtype == np.int64 and num.ndim == 3 and num.shape[2] >= 1 and y.bound() < 2**61:
+        labels, diff = _argmax_int64(out, num)
+        return labels, None if diff is None else Fraction(int(diff.min()), y.den)
+    labels, margins = argmax_labels(model, y)
+    given = [mg for mg in margins if mg is not None]
+    return labels, min(given) if given else None
+
+
 def _argmax_labels_int64(
     out: ArgmaxOutput, num: np.ndarray, den: int
 ) -> tuple[list[list[str | None]], list[Fraction | None]]:
     """:func:`argmax_labels` of int64 numerators below 2**61 (differences fit int64), for the
     whole batch at once: the same labels and margins (it was a Python loop per word and
     position, most of a tracr program's measurement)."""
+    labels, diff = _argmax_int64(out, num)
+    if diff is None:
+        return labels, [None] * num.shape[0]
+    return labels, [Fraction(int(v), den) for v in diff.min(axis=1).tolist()]
+
+
+def _argmax_int64(out: ArgmaxOutput, num: np.ndarray) -> tuple[list[list[str | None]], Any]:
+    """The labels and the (N, P) margin numerators (None where no position has a
+    competitor) of :func:`_argmax_labels_int64`."""
     N, P, r = num.shape
     best = num.max(axis=2)  # (N, P)
     eq = num == best[..., None]
@@ -818,9 +843,8 @@ def _argmax_labels_int64(
     lab[r] = None
     labels = lab[np.where(nwin > 1, r, first)].tolist()
     if r == 1 or N == 0 or P == 0:  # no competitor anywhere: no margin (None, not 0)
-        return labels, [None] * N
+        return labels, None
     low = np.iinfo(np.int64).min
     others = num.copy()
     np.put_along_axis(others, first[..., None], low, axis=2)  # the winner left out
-    diff = np.where(nwin > 1, 0, best - others.max(axis=2))  # a tie: 0 (the spec's margin)
-    return labels, [Fraction(int(v), den) for v in diff.min(axis=1).tolist()]
+    return labels, np.where(nwin > 1, 0, best - others.max(axis=2))  # a tie: 0 (the spec's)

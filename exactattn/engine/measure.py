@@ -23,7 +23,7 @@ from exactattn.engine.hard import (
     CompiledModel,
     HardBatch,
     LayerTrace,
-    argmax_labels,
+    argmax_least_margin,
     read_output,
     row_counts,
     rows_alike,
@@ -214,14 +214,10 @@ class LengthAccumulator:
                     self._tie_at[b] = [0]
                 self._margin(Fraction(int(np.abs(diff).min()), vals.den * t.denominator))
         elif isinstance(o, ArgmaxOutput):
-            labels, margins = argmax_labels(m, out.values)
+            labels, least = argmax_least_margin(m, out.values)
             self._hard_decisions = labels
-            # every margin is k/den (den = the values' denominator): the batch's least one
-            # by its integer k, then one Fraction comparison with the record
-            den = out.values.den
-            given = [mg for mg in margins if mg is not None]
-            if given:
-                self._margin(min(given, key=lambda f: f.numerator * (den // f.denominator)))
+            if least is not None:  # the batch's least margin, then one comparison
+                self._margin(least)
             for b in range(N):
                 tied = [p for p, lab in enumerate(labels[b]) if lab is None]
                 if tied:
@@ -241,11 +237,12 @@ class LengthAccumulator:
             else [None] * N
         )
         self._expected = expected
-        for b in sorted(self._tie_at):
-            self._note_ties(hb, b, expected[b], None)
+        if self._tie_at:
+            self._note_hard_ties(hb, expected)
         if self.oracle is not None:
             compared = sum(1 for e in expected if e is not None)
             self.ref = replace(self.ref, compared=self.ref.compared + compared)
+            self._ref_counts = [0, 0]  # _matches_hard's undefined / compared positions
             if isinstance(o, AcceptOutput):
                 # _matches_hard of an accept output only compares: visit the mismatches
                 check = [
@@ -253,9 +250,29 @@ class LengthAccumulator:
                     for b, (e, h) in enumerate(zip(expected, self._hard_decisions, strict=True))
                     if e is not None and not bool(h) == e
                 ]
+            elif isinstance(o, ArgmaxOutput):
+                # _matches_hard's counts and comparisons inline (one pass, no call per word):
+                # visit only the mismatches
+                und = cmp_ = 0
+                check = []
+                hard = self._hard_decisions
+                for b, e in enumerate(expected):
+                    if e is None:
+                        continue
+                    k = e.count(None)
+                    und += k
+                    cmp_ += len(e) - k
+                    g = hard[b]
+                    if g != e and any(x is not None and y != x for y, x in zip(g, e, strict=True)):
+                        check.append(b)
+                # _matches_hard counts them again below: take its counts off here
+                for b in check:
+                    k = expected[b].count(None)
+                    und -= k
+                    cmp_ -= len(expected[b]) - k
+                self._ref_counts = [und, cmp_]
             else:
                 check = [b for b, e in enumerate(expected) if e is not None]
-            self._ref_counts = [0, 0]  # _matches_hard's undefined / compared positions
             for b in check:
                 w = hb.words[b]
                 exp = expected[b]
@@ -383,6 +400,31 @@ class LengthAccumulator:
         needs it for every word after all (the coarse tier declined the batch)."""
         self._hard_out = read_output(self.model, hb.activations[-1], self.n)
 
+    def tie_reads_unreported(self) -> np.ndarray:
+        """(B,) the words of the current batch whose soft read-out at their hard ties enters
+        no field of the record, so a float tier may leave it undecided there.
+
+        At a hard tie the soft side is reported, not required (:meth:`soft_verdict` keeps such
+        a word decided whatever it finds there), and what it finds enters the record in two
+        places only: the tie witness's ``soft`` (:meth:`_note_ties`: the first tied word of
+        this record, in rank order, already known after the hard pass of its batch) and the
+        reference comparison at a tied position whose expected value is defined. Every other
+        tied word's soft labels there are read by nobody, whichever path computes them."""
+        out = np.zeros(len(self._hard_decisions), dtype=bool)
+        if not self._tie_at:
+            return out
+        w = self.ties.witness
+        first = None if w is None else w.key[0]
+        accept = isinstance(self.model.output, AcceptOutput)
+        for b, tied in self._tie_at.items():
+            if self._rank(b) == first:
+                continue
+            exp = self._expected[b]
+            if exp is not None and (accept or any(exp[p] is not None for p in tied)):
+                continue
+            out[b] = True
+        return out
+
     def _layer_hard(self, hb: HardBatch, li: int, lt: LayerTrace) -> None:
         """One layer's exact measurements: its largest |activation|, its heads' gaps."""
         self.activation_max[li] = max(self.activation_max[li], lt.x_out.max_abs())
@@ -403,6 +445,39 @@ class LengthAccumulator:
     def _rank(self, b: int) -> int:
         """Enumeration rank of word b of the current batch."""
         return self._ranks[b] if self._ranks is not None else self._rank0 + b
+
+    def _note_hard_ties(self, hb: HardBatch | HardFilter, expected: list[Any]) -> None:
+        """:meth:`_note_ties` of the hard pass for every tied word of the batch at once: the
+        same sums, and the witness the word-by-word loop ends with (the least (rank, first
+        tied position) of the batch, if below the record's)."""
+        m = self.model
+        accept = isinstance(m.output, AcceptOutput)
+        positions = undefined = 0
+        best: tuple[int, int] | None = None
+        best_b = -1
+        slots = None if accept else m.output_positions(self.n)
+        for b, tied in self._tie_at.items():
+            positions += len(tied)
+            exp = expected[b]
+            if exp is not None and not accept:
+                undefined += sum(1 for p in tied if exp[p] is None)
+            pos0 = (
+                m.position_index(m.accept_slot(self.n))
+                if accept
+                else m.position_index(slots[tied[0]])  # type: ignore[index]
+            )
+            key = (self._rank(b), pos0)
+            if best is None or key < best:
+                best, best_b = key, b
+        t = self.ties
+        self.ties = HardTies(
+            t.positions + positions, t.inputs + len(self._tie_at), t.expected + undefined, t.witness
+        )
+        assert best is not None
+        if t.witness is None or best < t.witness.key:
+            self.ties = replace(
+                self.ties, witness=Witness(best, tie_witness_data(hb.words[best_b], best[1]))
+            )
 
     def _note_ties(self, hb: HardBatch, b: int, exp: Any, soft: SoftVerdict | None) -> None:
         """Count word b's hard ties (hard pass) or fill in the soft behaviour of the first."""
@@ -751,8 +826,14 @@ class LengthAccumulator:
             names = o.labels
             rows = fb.labels[idx].tolist()
             keep = []
+            hard_all = self._hard_decisions
             for b, row in zip(idx.tolist(), rows, strict=True):
                 lab = [names[k] if k >= 0 else None for k in row]
+                if lab == hard_all[b] and b not in self._tie_at:
+                    # the hard labels everywhere (none tied): only the reference can object
+                    exp = self._expected[b]
+                    if exp is None or lab == exp:
+                        continue
                 exp = self._expected[b]
                 if (
                     b in self._tie_at

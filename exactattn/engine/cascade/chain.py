@@ -35,6 +35,7 @@ from exactattn.engine.cascade.dd import DD_PREC, certify_dd
 from exactattn.engine.cascade.float64 import certify_float
 from exactattn.engine.cascade.interval import tau_enclosures
 from exactattn.engine.cascade.policy import Policy, blas_products
+from exactattn.engine.cascade.weights import float_weights
 from exactattn.engine.certify import MAX_PREC, certify_word
 from exactattn.engine.hard import CompiledModel, HardBatch, run_hard
 from exactattn.engine.hardfilter import FilterSource, HardFilter
@@ -91,6 +92,7 @@ class Cascade:
                     self.dtaus,
                     acc.error_lower_floats(),
                     self.coarse,
+                    _free_ties(self.cm, acc),
                 )
                 if fb is not None and settled is not None:
                     acc.add_soft_float(hb, fb, settled)
@@ -138,7 +140,14 @@ class Cascade:
                 self.certify(hb, acc)
                 return
             fb, settled = after_coarse(
-                self.policy, cm, fc, sub, self.ftaus, self.dtaus, acc.error_lower_floats()
+                self.policy,
+                cm,
+                fc,
+                sub,
+                self.ftaus,
+                self.dtaus,
+                acc.error_lower_floats(),
+                _free_ties(cm, acc),
             )
             if fb is not None and settled is not None:
                 acc.add_soft_float(hf, fb, settled)
@@ -166,6 +175,17 @@ class Cascade:
                 acc.add_soft(hf, b, sr.bounds, sr.verdict, sr.prec)
 
 
+def _free_ties(cm: CompiledModel, acc: LengthAccumulator) -> np.ndarray | None:
+    """(B,) the words a float tier may settle with a read-out undecided only at hard ties
+    (``FloatBatch.tie``): those whose soft labels there enter no field of the record
+    (:meth:`LengthAccumulator.tie_reads_unreported`: every tied word but the record's tie
+    witness, and none with an expected value at a tied position). arb keeps such a word
+    decided too (the soft side of a hard tie is reported, not required) and reports the
+    same for it; only what it found at the ties would differ, and nobody reads that. None
+    where the float weights are out of range (no word is settled then)."""
+    return acc.tie_reads_unreported() if float_weights(cm).ok else None
+
+
 def _float_chain(
     policy: Policy,
     cm: CompiledModel,
@@ -174,6 +194,7 @@ def _float_chain(
     dtaus: list[Any] | None,
     lower: list[float],
     use_coarse: bool,
+    free: np.ndarray | None = None,
 ) -> tuple[FloatBatch | None, np.ndarray | None]:
     """The float tiers on one batch: per word one tier's row and whether it is settled
     ((None, None): arb for the whole batch).
@@ -197,9 +218,16 @@ def _float_chain(
     "Coarse tier: built"). The rule is a function of the policy, the model and n only."""
     fc = certify_coarse(cm, hb, ftaus) if use_coarse else None
     if fc is None:
-        return _tiers(policy, cm, hb, ftaus, dtaus, lower, ())
+        return _tiers(policy, cm, hb, ftaus, dtaus, lower, (), free=free)
     return after_coarse(
-        policy, cm, fc, lambda idx: hb if idx is None else take_batch(hb, idx), ftaus, dtaus, lower
+        policy,
+        cm,
+        fc,
+        lambda idx: hb if idx is None else take_batch(hb, idx),
+        ftaus,
+        dtaus,
+        lower,
+        free,
     )
 
 
@@ -211,6 +239,7 @@ def after_coarse(
     ftaus: list[Any],
     dtaus: list[Any] | None,
     lower: list[float],
+    free: np.ndarray | None = None,
 ) -> tuple[FloatBatch | None, np.ndarray | None]:
     """:func:`_float_chain` after the coarse tier's results ``fc``: what they settle, then
     the tiers of :func:`_tiers` on the words left, whose exact hard meaning ``sub(idx)`` gives
@@ -221,10 +250,20 @@ def after_coarse(
         return fc, by_coarse
     first = policy.centred  # the centred tier first (the rule above)
     if not by_coarse.any():
-        return _tiers(policy, cm, sub(None), ftaus, dtaus, lower, (fc.err_lo,), first)
+        return _tiers(policy, cm, sub(None), ftaus, dtaus, lower, (fc.err_lo,), first, free)
     idx = np.flatnonzero(~by_coarse)
     got = np.maximum(np.array(lower, dtype=np.float64), fc.err_lo[by_coarse].max(axis=0))
-    fb, settled = _tiers(policy, cm, sub(idx), ftaus, dtaus, got.tolist(), (fc.err_lo,), first)
+    fb, settled = _tiers(
+        policy,
+        cm,
+        sub(idx),
+        ftaus,
+        dtaus,
+        got.tolist(),
+        (fc.err_lo,),
+        first,
+        None if free is None else free[idx],
+    )
     if fb is None or settled is None:  # arb for the words left
         return fc, by_coarse
     out = by_coarse.copy()
@@ -241,6 +280,7 @@ def _tiers(
     lower: list[float],
     known0: tuple[np.ndarray, ...],
     centred_first: bool = False,
+    free: np.ndarray | None = None,
 ) -> tuple[FloatBatch | None, np.ndarray | None]:
     """certify_float (``centred_first``: the centred tier instead, the same contract) on every
     word of ``hb``, then the centred tier (unless it ran first) and the double-double tier on
@@ -255,7 +295,7 @@ def _tiers(
     under = fb.underflowed()
     settled = fb.settled & ~under
     if not settled.all():
-        settled = settle_dominated(fb, settled, under, lower, known0)
+        settled = settle_dominated(fb, settled, under, lower, known0, free)
     # the centred float64 tier, then the double-double tier, each for what
     # the tiers before it could not settle (None: second_tier's default, dd)
     tiers = [(certify_centred, ftaus)] if policy.centred and not centred_first else []
@@ -273,7 +313,7 @@ def _tiers(
             fb = fb2
             under = fb.underflowed()
             todo = fb.settled & ~under & ~settled
-            settled = settle_dominated(fb, settled | todo, under, lower, tuple(known))
+            settled = settle_dominated(fb, settled | todo, under, lower, tuple(known), free)
     return fb, settled
 
 
@@ -283,11 +323,14 @@ def settle_dominated(
     under: np.ndarray,
     lower: list[float],
     known: Sequence[np.ndarray] = (),
+    free: np.ndarray | None = None,
 ) -> np.ndarray:
     """Also settle the words whose loose enclosures are reported by no one
     (notes/benchmark-rounds.md).
 
-    A word is settled here when its read-out is decided, no error underflowed, and per layer:
+    A word is settled here when its read-out is decided, no error underflowed, and per layer
+    (a word whose read-out is undecided only at hard ties whose soft side nobody reads,
+    ``free``: :func:`_free_ties`, only by the second rule, in every layer):
 
     * its enclosure is tight, or its upper end is below a certified *lower* end of some word
       of the same length: ``lower`` (reported so far in the shard), or any row of ``fb`` or
@@ -323,9 +366,16 @@ def settle_dominated(
     for lo in (fb.err_lo, *known):
         if len(lo):
             thr = np.maximum(thr, np.where(np.isfinite(lo), lo, 0.0).max(axis=0))
-    covered = (fb.tight | (fb.err_hi < thr[None, :])).all(axis=1)
+    below = fb.err_hi < thr[None, :]
+    covered = (fb.tight | below).all(axis=1)
     read = fb.decided if fb.read is None else fb.read
     cand = read & ~under & covered
+    if free is not None and fb.tie is not None:
+        # undecided only at ties nobody reads (_free_ties), and below a lower end in every
+        # layer: then arb's enclosures of the word (which it would get otherwise) are never
+        # the reported ones either, so the record is arb's to the byte (only float_settled
+        # and precision_bits say which path ran)
+        cand |= fb.tie & free & ~under & below.all(axis=1)
     lo_, hi_ = fb.err_lo[:, : L - 1], fb.err_hi[:, : L - 1]
     eps = (hi_ <= 1) | ((lo_ > 1) & np.isfinite(lo_))
     out = settled.copy()
