@@ -20,10 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from models import random_model  # noqa: E402
-
 from exactattn import load_model, model_from_dict, run_check  # noqa: E402
 from exactattn.core.jsonio import dumps  # noqa: E402
+from models import random_model  # noqa: E402
 
 
 def fingerprint(max_n: int) -> str:
