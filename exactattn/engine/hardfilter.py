@@ -24,8 +24,9 @@ is multiplied by SAFE (the radius formula's own roundings) and raised by ETA (un
 
 Tensors are feature-major (d, B, T) as in the coarse tier, which reads the exact prefix and
 this filter's layers (:class:`FilterSource`) instead of an exact trace; products are
-fixed-order sums of elementwise IEEE operations (:func:`_prod`), so every bit — and hence which
-words are recomputed and what the coarse tier reads — is the same on every machine.
+fixed-order sums of elementwise IEEE operations (:func:`.cascade.interval.fixed_prod`), so
+every bit — and hence which words are recomputed and what the coarse tier reads — is the same
+on every machine.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def gamma(k: int) -> float:
 class _Map:
     """y = x·Wᵀ + b (W exact, m × d) with the constants of Lemma HL, only its nonzero terms."""
 
-    terms: list[list[tuple[int, float]]]  # per output o: (c, Ŵ_oc ≠ 0), c increasing
+    terms: iv.Terms  # per output o: (c, Ŵ_oc ≠ 0), c increasing
     bias: np.ndarray | None  # b̂ (m,), None where b = 0
     norm: float  # ⌈‖W‖∞⌉ = ⌈max_o Σ_c |W_oc|⌉
     bmax: float  # ⌈max |b|⌉
@@ -96,30 +97,12 @@ class _Map:
         """(ŷ (m, B, T), its magnitude bound and its radius per word (B,)) from x̂ (d, B, T)
         with max |x̂| ≤ ``mag`` and radius ``rad`` per word. Lemma HL: |ŷ − y| ≤ ‖W‖∞·R +
         g·(‖W‖∞·M + max|b|), and max |ŷ| ≤ (‖W‖∞·M + max|b|)·MAG (no pass over ŷ)."""
-        y = _prod(x, self.terms)
+        y = iv.fixed_prod(x, self.terms)
         if self.bias is not None:
             y += self.bias[:, None, None]
         base = self.norm * mag + self.bmax
         r = (self.norm * rad + self.g * base) * SAFE + ETA
         return y, base * MAG, r
-
-
-def _prod(x: np.ndarray, terms: list[list[tuple[int, float]]]) -> np.ndarray:
-    """y[o] = Σ_c w_co·x[c] for a feature-major x (d, B, T), left to right over the nonzero
-    w_co: elementwise IEEE products and sums over contiguous features, no BLAS (the same bits
-    on every machine; as the coarse tier's products)."""
-    y = np.empty((len(terms),) + x.shape[1:])
-    tmp = np.empty(x.shape[1:])
-    for o, col in enumerate(terms):
-        if not col:
-            y[o] = 0.0
-            continue
-        c0, w0 = col[0]
-        np.multiply(x[c0], w0, out=y[o])
-        for c, w in col[1:]:
-            np.multiply(x[c], w, out=tmp)
-            y[o] += tmp
-    return y
 
 
 def _row_max_abs(x: np.ndarray) -> np.ndarray:
@@ -381,7 +364,7 @@ def run_filter(cm: CompiledModel, words: Sequence[Sequence[str]], n: int, start:
     with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
         # Lemma HE: x̂ = fl(fl(N)/fl(D)), |x̂ − x| ≤ CONV·|x̂| + ETA
         try:
-            x = _to_float_fm(x_in)
+            x = iv.rat_float_fm(x_in.num, x_in.den)
         except OverflowError:  # exact numbers beyond float range: every word exactly
             x = np.zeros((x_in.shape[2], B, T))
             bad[:] = True
@@ -464,14 +447,6 @@ def conversion_radius(ra: RatArray, mag: np.ndarray) -> np.ndarray:
     if ra.den & (ra.den - 1) == 0 and ra.bound() < 2**53:
         return np.full(mag.shape, ETA)
     return mag * CONV + ETA
-
-
-def _to_float_fm(ra: RatArray) -> np.ndarray:
-    """fl(fl(N)/fl(D)) of a (B, T, d) exact array, feature-major (d, B, T) (Lemma HE; the
-    coarse tier's conversion, the same correctly rounded values)."""
-    x = np.array(np.asarray(ra.num).transpose(2, 0, 1), dtype=np.float64, order="C")
-    x /= float(ra.den)
-    return x
 
 
 def _head(
@@ -684,7 +659,7 @@ class FilterSource:
             return x, r
         assert hf.exact_hb is not None
         ex = hf.exact_hb.layers[li].x_out
-        conv = _to_float_fm(RatArray(ex.num[self.pos], ex.den))  # (d, k, T)
+        conv = iv.rat_float_fm(ex.num[self.pos], ex.den)  # (d, k, T)
         x = x.copy()
         r = r.copy()
         x[:, self.bad] = conv

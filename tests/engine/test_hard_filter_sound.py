@@ -29,6 +29,7 @@ from exactattn import model_from_dict, run_check
 from exactattn.core.errors import ExactAttnError
 from exactattn.core.numbers import load_json_text, parse_decimal
 from exactattn.engine import hardfilter as hf
+from exactattn.engine.cascade import interval as iv
 from exactattn.engine.hard import CompiledModel, read_output, run_hard
 from exactattn.engine.measure import LengthAccumulator
 from exactattn.engine.ratarray import RatArray
@@ -114,7 +115,8 @@ def test_lemma_he_conversion() -> None:
     rng = random.Random(1)
     for _ in range(50):
         a = _fracs(rng, (3, 4, 5))
-        x = hf._to_float_fm(_exact_of(a))  # (d, B, T)
+        ea = _exact_of(a)
+        x = iv.rat_float_fm(ea.num, ea.den)  # (d, B, T)
         mag = hf._word_max(hf._row_max_abs(x))
         rad = mag * hf.CONV + hf.ETA
         for b, i, c in np.ndindex(3, 4, 5):
@@ -131,7 +133,8 @@ def test_lemma_hl_linear_map() -> None:
         b = _fracs(rng, (m,))
         lin = hf._Map.of(w.tolist(), b.tolist())
         xe = _fracs(rng, (2, 3, d))
-        x = hf._to_float_fm(_exact_of(xe))
+        ex = _exact_of(xe)
+        x = iv.rat_float_fm(ex.num, ex.den)
         mag = hf._word_max(hf._row_max_abs(x))
         rad = mag * hf.CONV + hf.ETA
         y, ymag, yr = lin(x, mag, rad)

@@ -34,9 +34,9 @@ domination. It declines (None) a model without an accept read-out; a word with a
 number gets [0, inf] ends and an undecided read-out.
 
 Determinism: which words the tier settles depends on the last bits of its floats, so by default
-every product is a fixed-order sum of elementwise IEEE operations (``_prod``, ``_scores_t``,
-``_sum_keys``, Lemma W's key loop): no BLAS, no ``einsum``, no numpy float reductions (only
-exact ones: max, argmax), so the bits are the same on every machine and BLAS kernel
+every product is a fixed-order sum of elementwise IEEE operations (``interval.fixed_prod``,
+``_scores_t``, ``_sum_keys``, Lemma W's key loop): no BLAS, no ``einsum``, no numpy float
+reductions (only exact ones: max, argmax), so the bits are the same on every machine and BLAS kernel
 (tests/engine/cascade/test_coarse_tier_same_bits_everywhere.py). Tensors are feature-major
 (d, B, T), so that each term is one multiply and one add over a contiguous column, and zero
 weights are skipped (their terms are exactly 0). ``EXACTATTN_BLAS=1`` (``policy.blas_on``,
@@ -112,8 +112,8 @@ class _Lin:
     bmax: float  # max |b|, rounded up
     g: float  # (γ_{d+1} + u)(1 + u): the rounding allowance of the product and the weights
     aw: np.ndarray  # |Ŵ|ᵀ·(1 + 2^-50)·SAFE ≥ |W|ᵀ with the product's rounding (--vector)
-    terms: list[list[tuple[int, float]]]  # per output o: (c, Ŵᵀ_co ≠ 0), c increasing
-    aterms: list[list[tuple[int, float]]]  # ... of aw (the same nonzero pattern)
+    terms: iv.Terms  # per output o: (c, Ŵᵀ_co ≠ 0), c increasing
+    aterms: iv.Terms  # ... of aw (the same nonzero pattern)
 
     @staticmethod
     def of(w: tuple[tuple[Fraction, ...], ...], b: tuple[Fraction, ...] | None) -> _Lin:
@@ -137,15 +137,15 @@ class _Lin:
         per-word magnitude (B, 1) and its radii per entry (d, B, T); ŷ and radii (m, B, T).
 
         Lemma L: |ŷ − y| ≤ R·|W|ᵀ + g·(‖W‖∞·‖x̂‖∞ + max|b|) per entry (with ‖Ŵ‖∞ ≤ (1+u)‖W‖∞
-        absorbed in g's factor (1 + u)). Fixed-order products (:func:`_prod`) unless BLAS
-        products are switched on (``policy.blas_on``)."""
+        absorbed in g's factor (1 + u)). Fixed-order products (:func:`.interval.fixed_prod`)
+        unless BLAS products are switched on (``policy.blas_on``)."""
         rnd = self.g * (self.norm * (1 + U) * xn + self.bmax)
         if not blas_on():
-            y = _prod(x, self.terms)
+            y = iv.fixed_prod(x, self.terms)
             if self.b is not None:
                 y += self.b[:, None, None]
             # |(x̂ − x)Wᵀ| ≤ R·|W|ᵀ (non-negative terms; a zero weight's term is exactly 0)
-            rad = _prod(r, self.aterms)
+            rad = iv.fixed_prod(r, self.aterms)
         else:  # BLAS: B products of T rows (one of B·T rows starts BLAS threads)
             y = _fm(_bt(x) @ self.w)
             if self.b is not None:
@@ -160,30 +160,12 @@ class _Lin:
         return (self.norm * xn + self.bmax) * (1 + 2.0**-40)
 
 
-def _terms(wt: np.ndarray) -> list[list[tuple[int, float]]]:
+def _terms(wt: np.ndarray) -> iv.Terms:
     """Per output column o of Ŵᵀ (d, m), its nonzero entries (c, Ŵᵀ_co), c increasing: the
-    terms of :func:`_prod` (a zero weight's product is exactly 0 in the exact map)."""
+    terms of :func:`.interval.fixed_prod` (a zero weight's product is exactly 0 in the exact
+    map)."""
     d, m = wt.shape
     return [[(c, float(wt[c, o])) for c in range(d) if wt[c, o] != 0] for o in range(m)]
-
-
-def _prod(x: np.ndarray, terms: list[list[tuple[int, float]]]) -> np.ndarray:
-    """y[o] = Σ_c w_co·x[c] for a feature-major x (d, B, T), added left to right over the
-    nonzero w_co: one elementwise product and one addition per term, each over the B·T
-    contiguous entries of a feature. No BLAS and no numpy reduction, so the bits do not
-    depend on the machine (and faster than BLAS here: no transposes, zeros skipped)."""
-    y = np.empty((len(terms),) + x.shape[1:])
-    tmp = np.empty(x.shape[1:])
-    for o, col in enumerate(terms):
-        if not col:
-            y[o] = 0.0
-            continue
-        c0, w0 = col[0]
-        np.multiply(x[c0], w0, out=y[o])
-        for c, w in col[1:]:
-            np.multiply(x[c], w, out=tmp)
-            y[o] += tmp
-    return y
 
 
 def _fm(x: np.ndarray) -> np.ndarray:
@@ -365,15 +347,6 @@ def _to_float(ra: object) -> np.ndarray:
     return np.asarray(num, dtype=np.float64) / float(den)
 
 
-def _to_float_fm(ra: object) -> np.ndarray:
-    """:func:`_to_float` of a (B, T, d) array, feature-major (d, B, T): the conversion and the
-    transpose in one pass (the same correctly rounded values)."""
-    num, den = ra.num, ra.den  # type: ignore[attr-defined]
-    x = np.array(np.asarray(num).transpose(2, 0, 1), dtype=np.float64, order="C")
-    x /= float(den)
-    return x
-
-
 def _head(
     hd: _Head,
     x: np.ndarray,
@@ -424,7 +397,7 @@ def _head_fm(
         sa = np.abs(s)
         sbound = sa.max(axis=(1, 2))[:, None]  # max |ŝ| per word (B, 1)
         es = sa * CONV + ETA
-        v = _to_float_fm(exact.v)
+        v = iv.rat_float_fm(exact.v.num, exact.v.den)
         rv = np.abs(v) * CONV + ETA
         vn_word = _mag(v)
     elif not blas:  # fixed order (Lemmas L, D as below)
@@ -667,7 +640,7 @@ class ExactSource:
 def exact_layer(x_out: RatArray) -> tuple[np.ndarray, np.ndarray]:
     """Exact hard activations (B, T, d) as the tier reads them: converted, feature-major, with
     Lemma H's radius per word, |ĥ − h| ≤ CONV·max|ĥ| (the ETA is added where it is used)."""
-    hard = _to_float_fm(x_out)
+    hard = iv.rat_float_fm(x_out.num, x_out.den)
     return hard, CONV * _mag(hard)[:, 0]
 
 
@@ -720,7 +693,7 @@ def _certify(
     err_row = np.zeros((B, L), dtype=np.int64)
     # every tensor feature-major (d, B, T): the fixed-order products' columns are contiguous
     with np.errstate(over="ignore", invalid="ignore", under="ignore", divide="ignore"):
-        x = _to_float_fm(hb.x0)
+        x = iv.rat_float_fm(hb.x0.num, hb.x0.den)
         xn = _mag(x)
         r = np.abs(x) * CONV + ETA  # Lemma H, per entry
         for li, layer in enumerate(cw.layers):

@@ -330,6 +330,40 @@ def seq_sum(x: np.ndarray, axis: int = 1) -> np.ndarray:
     return s
 
 
+Terms = list[list[tuple[int, float]]]  # a linear map's weights: per output o, (c, ŵ_co ≠ 0)
+
+
+def fixed_prod(x: np.ndarray, terms: Terms) -> np.ndarray:
+    """y[o] = Σ_c w_co·x[c] for a feature-major x (d, B, T), added left to right over the
+    nonzero w_co (``terms[o]``, c increasing): one elementwise product and one addition per
+    term, each over the B·T contiguous entries of a feature. No BLAS and no numpy reduction,
+    so the bits do not depend on the machine (and faster than BLAS here: no transposes, zeros
+    skipped; a zero weight's product is exactly 0 in the exact map). The linear maps of the
+    coarse tier (proofs/coarse_tier.md, Lemma L) and of the hard filter (proofs/hard_filter.md,
+    Lemma HL)."""
+    y = np.empty((len(terms),) + x.shape[1:])
+    tmp = np.empty(x.shape[1:])
+    for o, col in enumerate(terms):
+        if not col:
+            y[o] = 0.0
+            continue
+        c0, w0 = col[0]
+        np.multiply(x[c0], w0, out=y[o])
+        for c, w in col[1:]:
+            np.multiply(x[c], w, out=tmp)
+            y[o] += tmp
+    return y
+
+
+def rat_float_fm(num: np.ndarray, den: int) -> np.ndarray:
+    """fl(fl(N)/fl(D)) of a (B, T, d) exact array N/D, feature-major (d, B, T): the conversion
+    and the transpose in one pass (each entry correctly rounded, then divided once; the coarse
+    tier's Lemma H and the hard filter's Lemma HE)."""
+    x = np.array(np.asarray(num).transpose(2, 0, 1), dtype=np.float64, order="C")
+    x /= float(den)
+    return x
+
+
 def dot_keys(a: MR, b: MR) -> MR:
     """Σ_j a[:, j]·b[:, j] (axis 1, in a fixed order; one radius bound for the sum)."""
     T = a[0].shape[1]
