@@ -97,6 +97,53 @@ def load_program(spec: str) -> Any:
     return fn()
 
 
+def flat_params(model: Any) -> dict[str, np.ndarray]:
+    """A compiled tracr model's parameters as the ``.npz`` holds them: float32, keyed
+    ``module/param``."""
+    return {
+        f"{module}/{param}": np.asarray(arr, dtype=np.float32)
+        for module, params in model.params.items()
+        for param, arr in params.items()
+    }
+
+
+def output_coordinates(model: Any, program: Any, rasp: Any) -> tuple[bool, list[str], list | None]:
+    """(categorical, the residual labels the output is read from, the output values in index
+    order — None for a numerical output): ``LABEL:value`` per value, or the bare ``LABEL``."""
+    label = program.label
+    if not rasp.is_categorical(program):
+        return False, [label], None
+    dec = model.output_encoder.encoding_map  # value -> index
+    values = sorted(dec, key=dec.__getitem__)
+    return True, [f"{label}:{v}" for v in values], values
+
+
+def tracr_outputs(
+    model: Any, words: list[list[Any]], bos: str, categorical: bool, jnp: Any
+) -> list[list[Any]]:
+    """The compiled model's output on each word (BOS prepended, its position dropped), decoded
+    for a categorical output; the words in one forward pass (so all of one length)."""
+    enc = model.input_encoder.encoding_map
+    toks = jnp.array([[enc[bos]] + [enc[t] for t in w] for w in words])
+    out = np.asarray(model.forward(model.params, toks).unembedded_output)
+    rows = [row[1:].tolist() for row in out]
+    return [model.output_encoder.decode(r) if categorical else r for r in rows]
+
+
+def model_config(model: Any) -> dict[str, Any]:
+    """The metadata's ``config``: tracr's model configuration (ReLU MLPs)."""
+    cfg = model.model_config
+    return {
+        "num_heads": cfg.num_heads,
+        "num_layers": cfg.num_layers,
+        "key_size": cfg.key_size,
+        "mlp_hidden_size": cfg.mlp_hidden_size,
+        "layer_norm": cfg.layer_norm,
+        "causal": cfg.causal,
+        "activation": "relu",
+    }
+
+
 def compile_pair(
     program: Any,
     vocab: set[Any],
@@ -128,36 +175,20 @@ def compile_pair(
         mlp_exactness=mlp_exactness,
     )
     stem.parent.mkdir(parents=True, exist_ok=True)
-    flat = {
-        f"{module}/{param}": np.asarray(arr, dtype=np.float32)
-        for module, params in model.params.items()
-        for param, arr in params.items()
-    }
     npz = stem.with_suffix(".npz")
-    np.savez_compressed(npz, **flat)
+    np.savez_compressed(npz, **flat_params(model))
 
     enc = model.input_encoder.encoding_map
-    categorical = rasp.is_categorical(program)
-    label = program.label
-    if categorical:
-        dec = model.output_encoder.encoding_map  # value -> index
-        values = sorted(dec, key=dec.__getitem__)
-        coords = [f"{label}:{v}" for v in values]
-        decoding: dict[str, Any] | None = {str(i): _json(v) for i, v in enumerate(values)}
-    else:
-        coords = [label]
-        decoding = None
+    categorical, coords, values = output_coordinates(model, program, rasp)
+    decoding = None if values is None else {str(i): _json(v) for i, v in enumerate(values)}
 
     ordered = sorted(vocab)
     written = []
     if cases:
         for n in range(1, max_seq_len + 1):
             words = [list(w) for w in itertools.product(ordered, repeat=n)]
-            toks = jnp.array([[enc[bos]] + [enc[t] for t in w] for w in words])
-            out = np.asarray(model.forward(model.params, toks).unembedded_output)
-            for w, row in zip(words, out, strict=True):
-                got = row[1:].tolist()
-                tracr = model.output_encoder.decode(got) if categorical else got
+            outs = tracr_outputs(model, words, bos, categorical, jnp)
+            for w, tracr in zip(words, outs, strict=True):
                 try:
                     expected = [_json(v) for v in rasp.evaluate(program, w)]
                 except ValueError:  # RASP itself is undefined on this input
@@ -169,7 +200,6 @@ def compile_pair(
                         "tracr_float32": [_json(v) for v in tracr],
                     }
                 )
-    cfg = model.model_config
     meta = {
         "program": name or stem.name,
         "source": "exactattn.importers.tracr_compile",
@@ -181,17 +211,9 @@ def compile_pair(
         "output_decoding": decoding,
         "categorical_output": bool(categorical),
         "residual_labels": list(model.residual_labels),
-        "config": {
-            "num_heads": cfg.num_heads,
-            "num_layers": cfg.num_layers,
-            "key_size": cfg.key_size,
-            "mlp_hidden_size": cfg.mlp_hidden_size,
-            "layer_norm": cfg.layer_norm,
-            "causal": cfg.causal,
-            "activation": "relu",
-        },
+        "config": model_config(model),
         "attention": ATTENTION,
-        "output_label": label,
+        "output_label": program.label,
         "output_coordinates": coords,
         "layout": LAYOUT,
         "cases": written if cases else None,

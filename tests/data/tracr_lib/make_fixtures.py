@@ -9,6 +9,7 @@ regenerates them.  It needs tracr and JAX, which exactattn does not; use a separ
         einops==0.8.2 networkx==3.6.1 numpy==2.4.6
     git clone https://github.com/google-deepmind/tracr /tmp/tracr-src
     git -C /tmp/tracr-src checkout 9ce2b8c82b6ba10e62e86cf6f390e7536d4fd2cd
+    /tmp/tracr-venv/bin/pip install -e .  # exactattn itself: this imports its tracr_compile
     PYTHONPATH=/tmp/tracr-src /tmp/tracr-venv/bin/python tests/data/tracr_lib/make_fixtures.py
 
 What is compiled (see README.md here for the list):
@@ -47,6 +48,14 @@ import numpy as np
 from tracr.compiler import compiling, lib
 from tracr.rasp import causal_eval, rasp
 
+from exactattn.importers.tracr_compile import (
+    ATTENTION,
+    flat_params,
+    model_config,
+    output_coordinates,
+    tracr_outputs,
+)
+
 jax.config.update("jax_default_matmul_precision", "float32")
 
 OUT = Path(__file__).resolve().parent
@@ -55,12 +64,6 @@ BOS = "BOS"
 RAISED: list[list[Any]] = []  # inputs on which the RASP evaluator raised
 PACKAGES = ["jax", "jaxlib", "dm-haiku", "chex", "einops", "networkx", "numpy"]
 
-ATTENTION = (
-    "softmax(q.k / sqrt(key_size)) at temperature 1, as in tracr's Haiku model; scores "
-    "already carry tracr's softmax_coldness of 100 in the query weights; each head's "
-    "query/key/value/linear weights are the slices [:, h*key_size:(h+1)*key_size] of the "
-    "stacked matrices"
-)
 LAYOUT = (
     "x @ W + b with x a row vector (Haiku convention): token_embed/embeddings"
     "[input_encoding[token]] + pos_embed/embeddings[position], position 0 is BOS; each layer "
@@ -529,24 +532,11 @@ def compile_one(spec: Spec) -> dict[str, Any]:
     model = compiling.compile_rasp_to_model(
         program, spec.vocab, spec.max_seq_len, causal=spec.causal, compiler_bos=BOS
     )
-    flat = {
-        f"{module}/{param}": np.asarray(arr, dtype=np.float32)
-        for module, params in model.params.items()
-        for param, arr in params.items()
-    }
-    np.savez_compressed(OUT / f"{spec.name}.npz", **flat)
+    np.savez_compressed(OUT / f"{spec.name}.npz", **flat_params(model))
 
     enc = model.input_encoder.encoding_map
-    categorical = rasp.is_categorical(program)
-    label = program.label
-    if categorical:
-        dec = model.output_encoder.encoding_map  # value -> index
-        values = sorted(dec, key=dec.__getitem__)
-        coords = [f"{label}:{v}" for v in values]
-        decoding: dict[str, Any] | None = {str(i): _value(v) for i, v in enumerate(values)}
-    else:
-        coords = [label]
-        decoding = None
+    categorical, coords, values = output_coordinates(model, program, rasp)
+    decoding = None if values is None else {str(i): _value(v) for i, v in enumerate(values)}
     for c in coords:
         assert c in model.residual_labels, (spec.name, c)
 
@@ -554,11 +544,8 @@ def compile_one(spec: Spec) -> dict[str, Any]:
     cases = []
     for n in range(1, spec.max_seq_len + 1):
         words = [list(w) for w in itertools.product(vocab, repeat=n)]
-        toks = jnp.array([[enc[BOS]] + [enc[t] for t in w] for w in words])
-        un = np.asarray(model.forward(model.params, toks).unembedded_output)
-        for w, row in zip(words, un, strict=True):
-            got = row[1:].tolist()
-            tracr = model.output_encoder.decode(got) if categorical else got
+        outs = tracr_outputs(model, words, BOS, categorical, jnp)
+        for w, tracr in zip(words, outs, strict=True):
             cases.append(
                 {
                     "input": w,
@@ -567,7 +554,6 @@ def compile_one(spec: Spec) -> dict[str, Any]:
                 }
             )
 
-    cfg = model.model_config
     meta = {
         "program": spec.name,
         "source": spec.source,
@@ -581,17 +567,9 @@ def compile_one(spec: Spec) -> dict[str, Any]:
         "output_decoding": decoding,
         "categorical_output": categorical,
         "residual_labels": list(model.residual_labels),
-        "config": {
-            "num_heads": cfg.num_heads,
-            "num_layers": cfg.num_layers,
-            "key_size": cfg.key_size,
-            "mlp_hidden_size": cfg.mlp_hidden_size,
-            "layer_norm": cfg.layer_norm,
-            "causal": cfg.causal,
-            "activation": "relu",
-        },
+        "config": model_config(model),
         "attention": ATTENTION,
-        "output_label": label,
+        "output_label": program.label,
         "output_coordinates": coords,
         "layout": LAYOUT,
         "cases": cases,
