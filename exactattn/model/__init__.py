@@ -1,6 +1,8 @@
 """The model room: types (``types``), reading and validating files (``load``), and the
-expression language (``expr``). ``exactattn.model`` re-exports the first two."""
+expression language (``expr``). ``exactattn.model`` re-exports the first two: every name of
+``types.__all__`` and the readers of ``load``."""
 
+from exactattn.model import types
 from exactattn.model.load import (
     TOP_KEYS,
     FloatTakenExactly,
@@ -8,45 +10,13 @@ from exactattn.model.load import (
     model_from_dict,
     model_from_raw,
 )
-from exactattn.model.types import (
-    DEFAULT_VALUE_TOLERANCE,
-    HARD_RULES,
-    MASKS,
-    AcceptOutput,
-    ArgmaxOutput,
-    AttentionLayer,
-    FFNLayer,
-    Head,
-    Layer,
-    Mat,
-    Model,
-    Output,
-    PositionEmbedding,
-    Reference,
-    ValueOutput,
-    Vec,
-)
+from exactattn.model.types import *  # noqa: F403 (types.__all__, the one list of model types)
 
 __all__ = [
-    "AcceptOutput",
-    "ArgmaxOutput",
-    "AttentionLayer",
-    "DEFAULT_VALUE_TOLERANCE",
-    "FFNLayer",
     "FloatTakenExactly",
-    "HARD_RULES",
-    "Head",
-    "Layer",
-    "MASKS",
-    "Mat",
-    "Model",
-    "Output",
-    "PositionEmbedding",
-    "Reference",
     "TOP_KEYS",
-    "ValueOutput",
-    "Vec",
     "load_model",
     "model_from_dict",
     "model_from_raw",
 ]
+__all__ += types.__all__

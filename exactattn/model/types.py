@@ -10,6 +10,26 @@ from typing import Any
 from exactattn.core.errors import ModelError
 from exactattn.model.expr import Expr, ExprError, NotRationalError
 
+# the public model types, listed once: ``exactattn.model`` re-exports exactly these
+__all__ = [
+    "AcceptOutput",
+    "ArgmaxOutput",
+    "AttentionLayer",
+    "DEFAULT_VALUE_TOLERANCE",
+    "FFNLayer",
+    "HARD_RULES",
+    "Head",
+    "Layer",
+    "MASKS",
+    "Mat",
+    "Model",
+    "Output",
+    "PositionEmbedding",
+    "Reference",
+    "ValueOutput",
+    "Vec",
+]
+
 Vec = tuple[Fraction, ...]
 Mat = tuple[Vec, ...]
 
