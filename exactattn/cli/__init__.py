@@ -790,12 +790,7 @@ def build_models(directory: str, verify: bool) -> None:
 
         write_text_atomic(path, text)
         err_console.print(f"wrote {path}", highlight=False, markup=False)
-    if stale:
-        err_console.print(
-            f"[red]out of date:[/] {', '.join(stale)} (run `exactattn build models`)",
-            highlight=False,
-        )
-        sys.exit(1)
+    _exit_if_stale(stale, "build models")
     if verify:
         err_console.print(
             f"{directory}: every bundled model is up to date ({len(models)} files)",
@@ -829,9 +824,15 @@ def build_reports(models_dir: str, out_dir: str, verify: bool, only: tuple[str, 
     if not verify:  # the reports' JSON files are named like the models
         refuse_overwrite([("--models", models_dir)], [("--out", out_dir)])
     stale = regenerate(Path(models_dir), Path(out_dir), verify=verify, only=list(only) or None)
+    _exit_if_stale(stale, "build reports")
+
+
+def _exit_if_stale(stale: list[str], command: str) -> None:
+    """``build … --check`` found files out of date: exit 1 (a finding), naming them and the
+    command that rewrites them."""
     if stale:
         err_console.print(
-            f"[red]out of date:[/] {', '.join(stale)} (run `exactattn build reports`)",
+            f"[red]out of date:[/] {', '.join(stale)} (run `exactattn {command}`)",
             highlight=False,
         )
         sys.exit(1)
