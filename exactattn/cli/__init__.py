@@ -12,6 +12,7 @@ exactattn/core/guard.py.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import sys
@@ -159,12 +160,11 @@ class _Group(click.Group):
                 "stdout: the reader closed the pipe before the output ended (fix: read the "
                 "whole output, or write it to a file with -o)"
             )
-        except OSError as exc:  # a path the user gave: unreadable, unwritable, missing
+        except OSError as exc:  # a path the user gave: unreadable, unwritable, missing, full
             where = f" {exc.filename}" if exc.filename else ""
-            bad_input(
-                f"cannot use the file{where}: {exc.strerror or exc} "
-                "(fix: check the path and its permissions)"
-            )
+            full = exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+            fix = "free space on its disk" if full else "check the path and its permissions"
+            bad_input(f"cannot use the file{where}: {exc.strerror or exc} (fix: {fix})")
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             internal_error(exc)
 

@@ -39,10 +39,17 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """A temporary path beside ``path``; on success it replaces ``path``, on error it is
     removed (a crash, exit 2/4, Ctrl-C or a full disk never leaves half a file).
 
-    A special file (:func:`is_special`) is yielded itself: the writer writes into it."""
+    A special file (:func:`is_special`) is yielded itself: the writer writes into it.
+
+    An :class:`OSError` of the write that names no file, or the temporary one (a file
+    object's write on a full disk names neither), is raised again naming ``path``: the exit-2
+    message says which output failed."""
     path = Path(path)
     if is_special(path):
-        yield path
+        try:
+            yield path
+        except OSError as exc:
+            raise _naming(exc, path, None) from exc
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -57,10 +64,20 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             os.replace(tmp, path)
         else:  # moved in with the other files of the group (all_or_nothing)
             staged.append((Path(tmp), path))
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise _naming(exc, path, tmp) from exc
         raise
+
+
+def _naming(exc: OSError, path: Path, tmp: str | None) -> OSError:
+    """``exc`` naming ``path`` where it names no file or the temporary ``tmp`` (the same
+    errno, so the same OSError subclass); otherwise ``exc`` itself."""
+    if exc.errno is None or exc.filename not in (None, tmp):
+        return exc
+    return OSError(exc.errno, exc.strerror, str(path))
 
 
 _STAGED: ContextVar[list[tuple[Path, Path]] | None] = ContextVar("_STAGED", default=None)
@@ -111,18 +128,15 @@ def write_with(path: str | Path, writer: Callable[[Path], object]) -> None:
 
 
 def write_rendered(path: str | Path, render: Callable[[io.BytesIO], object]) -> None:
-    """Let ``render`` (matplotlib's savefig) write into memory, then the bytes through a
-    temporary file: a failed write is an :class:`OSError` naming ``path``. matplotlib's PDF
-    writer turned a full disk (a file-size limit) into "AttributeError: 'Stream' object has no
-    attribute 'pos'", which was exit 4 (the fuzz's fulldisk kind, issue 40)."""
+    """Let ``render`` (matplotlib's savefig, ``torch.save``) write into memory, then the bytes
+    through a temporary file: a failed write is an :class:`OSError` naming ``path``
+    (:func:`atomic_path`). matplotlib's PDF writer turned a full disk (a file-size limit) into
+    "AttributeError: 'Stream' object has no attribute 'pos'", which was exit 4 (the fuzz's
+    fulldisk kind, issue 40); PyTorch's, into a RuntimeError."""
     buf = io.BytesIO()
     render(buf)
-    with atomic_path(path) as tmp:
-        try:
-            with open(tmp, "wb") as f:
-                f.write(buf.getbuffer())
-        except OSError as exc:
-            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        f.write(buf.getbuffer())
 
 
 def dumps(data: Any, indent: int | None = 2) -> str:

@@ -21,7 +21,6 @@ torch-*`` import it, lazily, so the core never needs the optional extra.
 
 from __future__ import annotations
 
-import io
 import math
 import warnings
 from collections.abc import Sequence
@@ -36,7 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from exactattn.core.errors import UsageError
-from exactattn.core.jsonio import write_with
+from exactattn.core.jsonio import write_rendered
 from exactattn.engine.dtypes import DtypeModel, _frac_vec, dtype_of, rat_to_dtype
 from exactattn.engine.hard import CompiledModel
 from exactattn.engine.ratarray import RatArray
@@ -667,17 +666,7 @@ def write_torch(doc: dict[str, Any], path: Path) -> None:
     is an :class:`OSError` naming ``path``. PyTorch's own file writer reports a full disk (or
     a file-size limit) as a RuntimeError ("unexpected pos 64 vs 0", "basic_ios::clear:
     iostream error"), which was exit 4 (the fuzz's fulldisk kind, issue 40)."""
-    buf = io.BytesIO()
-    torch.save(doc, buf)
-
-    def write(tmp: Path) -> None:
-        try:
-            with open(tmp, "wb") as f:
-                f.write(buf.getbuffer())
-        except OSError as exc:
-            raise OSError(exc.errno, exc.strerror, str(path)) from exc
-
-    write_with(path, write)
+    write_rendered(path, lambda buf: torch.save(doc, buf))
 
 
 def load(path: str | Path) -> ExportedModel:

@@ -501,6 +501,38 @@ def test_export_on_a_full_disk_is_exit_2(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "out"),
+    [
+        (["report", "r.json", "-o", "out.md"], "out.md"),
+        (["report", "r.json", "-o", "out.tex"], "out.tex"),
+        (["check", "m.json", "--max-n", "2", "-q", "--json", "o.json"], "o.json"),
+        (["build", "dyck", "--pairs", "()", "-o", "d.json"], "d.json"),
+    ],
+)
+def test_a_full_disk_names_the_file_it_could_not_write(
+    tmp_path: Path, args: list[str], out: str
+) -> None:
+    """A file object's failed write names no file (the temporary one at most): the exit-2
+    line said "cannot use the file: File too large", not which output failed. Every write
+    error now names the output, and says the fix of a full disk."""
+    shutil.copy(ROOT / "tests" / "data" / "result_small.json", tmp_path / "r.json")
+    shutil.copy(MODEL, tmp_path / "m.json")
+    p = _limited_run(args, tmp_path, 100)
+    assert p.returncode == 2, p.stderr
+    assert f"cannot use the file {out}: File too large (fix: free space on its disk)" in p.stderr
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["m.json", "r.json"]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+def test_a_full_device_names_itself(tmp_path: Path) -> None:
+    """A special file is written in place (not through a temporary file): its failed write
+    names it too."""
+    shutil.copy(MODEL, tmp_path / "m.json")
+    o = run(tmp_path, ["check", tmp_path / "m.json", "--max-n", "2", "-q", "--json", "/dev/full"])
+    one_line_exit_2(o, "cannot use the file /dev/full: No space left on device")
+
+
 # ---------------------------------------------------------------------------- 6. RASP
 
 
