@@ -177,6 +177,13 @@ def round_exact(num: np.ndarray, den: np.ndarray, dt: Any) -> np.ndarray:
     back = y.astype(np.float64)
     cand = np.flatnonzero((back != x) & np.isfinite(back))
     if cand.size:
+        # ±max with x beyond it has no finite neighbour that way (nextafter overflowed, with a
+        # RuntimeWarning) and needs none: the midpoint past ±max is the overflow threshold,
+        # which rounds to ±inf, so such an x is never a midpoint
+        big = float((np.finfo(dt) if dt in (np.float16, np.float32) else finfo(dt)).max)
+        past = np.abs(back.reshape(-1)[cand]) == big
+        cand = cand[~(past & (np.abs(x.reshape(-1)[cand]) > big))]
+    if cand.size:
         fy = y.reshape(-1)
         fx = x.reshape(-1)
         a = fy[cand]
@@ -205,21 +212,6 @@ def _next_vec(a: np.ndarray, dt: Any, upward: np.ndarray) -> np.ndarray:
     out = (bits + step).astype(np.uint16).view(dt)
     tiny = np.where(upward, fi.smallest_subnormal, -fi.smallest_subnormal).astype(dt)
     return np.where(a64 == 0, tiny, out)
-
-
-def _next(a: Any, dt: Any, upward: bool) -> Any:
-    """The neighbour of dtype value a (one ulp), via float64 and re-rounding checks."""
-    fi = finfo(dt)
-    target = np.array(np.inf if upward else -np.inf).astype(dt)
-    if dt in (np.float16, np.float32):
-        return np.nextafter(np.array(a, dtype=dt), target)
-    # bfloat16: step through the bit pattern
-    bits = np.array(a, dtype=dt).view(np.uint16).astype(np.int64)
-    if float(a) == 0:
-        return np.array(fi.smallest_subnormal if upward else -fi.smallest_subnormal).astype(dt)
-    positive = float(a) > 0
-    step = 1 if (upward == positive) else -1
-    return np.array(bits + step, dtype=np.uint16).view(dt)[()]
 
 
 def rat_to_dtype(ra: RatArray, dt: Any) -> np.ndarray:

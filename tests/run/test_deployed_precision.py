@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import random
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -229,6 +231,28 @@ def test_round_exact_is_nearest_even():
                     assert abs(Fraction(float(nb)) - f) >= abs(g - f), (name, f)
     # the trap rounds up in float16 (single rounding), not to even
     assert float(round_exact(num[-1:], den[-1:], np.float16)[0]) == 1 + 2**-10
+
+
+def test_round_exact_next_to_the_largest_value_warns_nothing():
+    """Just past ±max (below the overflow threshold) a value rounds to ±max with no warning:
+    numpy's nextafter stepped from ±max to ±inf ("RuntimeWarning: overflow encountered in
+    nextafter", seen at 65519 in float16); that neighbour is never needed."""
+    vals = [Fraction(65519), Fraction(-65519), Fraction(65505), Fraction(65520), Fraction(65504)]
+    big32 = Fraction(float(np.finfo(np.float32).max))
+    vals += [big32 + 1, -(big32 + 2**100)]  # below float32's threshold max + 2^103
+    num = np.array([v.numerator for v in vals], dtype=object)
+    den = np.array([v.denominator for v in vals], dtype=object)
+    for name, want in (
+        ("float16", [65504, -65504, 65504, math.inf, 65504]),
+        ("float32", [65519, -65519, 65505, 65520, 65504, float(big32), -float(big32)]),
+        ("bfloat16", None),
+    ):
+        dt = dtype_of(name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = round_exact(num, den, dt)
+        if want is not None:
+            assert [float(g) for g in got[: len(want)]] == want, name
 
 
 def _neighbour(a, dt, step):
