@@ -43,6 +43,7 @@ from exactattn.core.numbers import arb_endpoints
 from exactattn.engine.cascade import ffn
 from exactattn.engine.cascade import interval as iv
 from exactattn.engine.cascade import weights as wt
+from exactattn.engine.cascade.policy import malloc_tuned_long
 from exactattn.engine.certify import certify_word
 from exactattn.engine.hard import (
     CompiledFFN,
@@ -626,6 +627,7 @@ def certify_long(
 
     model = cm.model
     n = lh.n
+    malloc_tuned_long()  # the allocator setting (no bit depends on it): see its docstring
     temps = Temperatures(model, tau_override)
     taus = iv.tau_enclosures(temps.at(n, BASE_PREC))
     fw = wt.float_weights(cm)

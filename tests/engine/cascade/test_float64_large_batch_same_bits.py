@@ -159,6 +159,8 @@ def test_malloc_tuning_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     """EXACTATTN_MALLOC=0 leaves the allocator alone; on Linux/glibc the settings apply."""
     monkeypatch.setenv("EXACTATTN_MALLOC", "0")
     assert pol._tune_malloc() is False
+    assert pol._keep_heap(1 << 30) is False  # the long-input setting obeys the switch too
     monkeypatch.delenv("EXACTATTN_MALLOC")
     if sys.platform.startswith("linux") and "glibc" in " ".join(__import__("platform").libc_ver()):
         assert pol._tune_malloc() is True
+        assert pol._keep_heap(1 << 30) is True
