@@ -182,8 +182,12 @@ def _free_ties(cm: CompiledModel, acc: LengthAccumulator) -> np.ndarray | None:
     witness, and none with an expected value at a tied position). arb keeps such a word
     decided too (the soft side of a hard tie is reported, not required) and reports the
     same for it; only what it found at the ties would differ, and nobody reads that. None
-    where the float weights are out of range (no word is settled then)."""
-    return acc.tie_reads_unreported() if float_weights(cm).ok else None
+    where the float weights are out of range or past float64's (no word is settled then)."""
+    try:
+        ok = float_weights(cm).ok
+    except OverflowError:  # numerators beyond float range, as in _tiers: arb decides
+        return None
+    return acc.tie_reads_unreported() if ok else None
 
 
 def _float_chain(
